@@ -1,0 +1,9 @@
+"""Pure-numpy simulation core: clocks, rounds, Monte-Carlo and closed-form theory.
+
+Nothing in this package imports panel, bokeh or param, so it runs the same in a
+notebook, the command line, a test or a browser worker.
+"""
+
+from . import clocks, hardware, montecarlo, relay, theory
+
+__all__ = ["clocks", "hardware", "montecarlo", "relay", "theory"]

@@ -1,0 +1,89 @@
+"""Measured forward-pass times on real hardware (``assets/pass_cost_h200.csv``).
+
+Provenance (see ``assets/PROVENANCE.md``): one NVIDIA H200, torch 2.11.0+cu130,
+transformers 5.17.0, measured 2026-11-30 with random bf16 weights. ``median_ms``
+is the median of 50 or 20 timed repeats after warm-up (CUDA events).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .assets import asset_path
+
+CSV_NAME = "pass_cost_h200.csv"
+META_NAME = "pass_cost_h200.meta.json"
+
+
+@dataclass(frozen=True, eq=False)
+class PassCosts:
+    """One model shape and implementation: time of a pass vs positions scored."""
+
+    model: str
+    impl: str
+    n_positions: np.ndarray
+    median_ms: np.ndarray
+    p10_ms: np.ndarray
+    p90_ms: np.ndarray
+    weight_bytes: int
+
+    def at(self, n_positions: int) -> float:
+        """Median ms of a pass over exactly ``n_positions`` (must be a measured row)."""
+        hit = np.flatnonzero(self.n_positions == n_positions)
+        if hit.size == 0:
+            raise ValueError(
+                f"n_positions={n_positions} was not measured for {self.model}/{self.impl}; "
+                f"measured: {self.n_positions.tolist()}"
+            )
+        return float(self.median_ms[hit[0]])
+
+
+@lru_cache(maxsize=1)
+def load_pass_costs() -> dict[tuple[str, str], PassCosts]:
+    """All measured series keyed by ``(model, impl)``; read once, then shared read-only."""
+    rows: dict[tuple[str, str], list] = {}
+    with open(asset_path(CSV_NAME), newline="") as fh:
+        for rec in csv.DictReader(fh):
+            rows.setdefault((rec["model"], rec["impl"]), []).append(rec)
+    out = {}
+    for key, recs in rows.items():
+        recs.sort(key=lambda r: int(r["n_positions"]))
+        col = lambda name, kind=float: np.array([kind(r[name]) for r in recs])  # noqa: E731
+        out[key] = PassCosts(
+            model=key[0],
+            impl=key[1],
+            n_positions=col("n_positions", int),
+            median_ms=col("median_ms"),
+            p10_ms=col("p10_ms"),
+            p90_ms=col("p90_ms"),
+            weight_bytes=int(recs[0]["weight_bytes"]),
+        )
+    for series in out.values():
+        for arr in (series.n_positions, series.median_ms, series.p10_ms, series.p90_ms):
+            arr.setflags(write=False)
+    return out
+
+
+def load_meta() -> dict:
+    """The measurement's metadata (GPU, library versions, date)."""
+    return json.loads(Path(asset_path(META_NAME)).read_text())
+
+
+def draft_cost_ratio(draft_model: str, target_model: str = "llama-8b-shape") -> float:
+    """Draft-to-target cost of one decode step (1 position, CUDA-graph rows).
+
+    Examples
+    --------
+    >>> round(draft_cost_ratio("llama-1b-shape"), 3)
+    0.236
+    >>> round(draft_cost_ratio("tiny-160m-shape"), 3)
+    0.095
+    """
+    costs = load_pass_costs()
+    return costs[(draft_model, "gemm-cudagraph")].at(1) / costs[(target_model, "gemm-cudagraph")].at(1)
