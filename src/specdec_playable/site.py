@@ -1,0 +1,87 @@
+"""The whole series as one site: an index at ``/`` and every built episode at its slug."""
+
+from __future__ import annotations
+
+import logging
+
+import panel as pn
+
+from .episodes import available
+from .views import theme
+from .views.page import esc, safe_page
+
+log = logging.getLogger("specdec_playable")
+
+SITE_TITLE = "Speculative Decoding, Playable"
+
+
+def index_page() -> pn.Column:
+    """The landing page: what the series is, and links to the built episodes in order."""
+    cards = "".join(
+        f'<li><a href="./{esc(e.slug)}"><span class="n">Episode {e.number}</span>'
+        f'<span class="t">{esc(e.title)}</span></a><p>{esc(e.summary)}</p></li>'
+        for e in available()
+    )
+    css = theme.PAGE_CSS + f"""
+ol.sdp-episodes {{ list-style: none; padding: 0; max-width: 46em; }}
+ol.sdp-episodes li {{ border: 1px solid {theme.GRID}; border-radius: 8px; padding: 0.8em 1em; margin: 0 0 0.8em 0; }}
+ol.sdp-episodes a {{ color: {theme.DRAFT}; text-decoration: none; font-size: 1.15rem; font-weight: 650; }}
+ol.sdp-episodes a:hover, ol.sdp-episodes a:focus {{ text-decoration: underline; }}
+ol.sdp-episodes .n {{ display: block; color: {theme.MUTED}; font-size: 0.8rem; font-weight: 600;
+  text-transform: uppercase; letter-spacing: 0.06em; }}
+ol.sdp-episodes p {{ margin: 0.3em 0 0 0; line-height: 1.45; font-size: 1rem; }}
+"""
+    body = f"""
+<p class="sdp-kicker">An interactive explainer</p>
+<h1 class="sdp-title">{SITE_TITLE}</h1>
+<p class="sdp-lede">A large language model writes text one token at a time, and every token costs a full,
+slow pass through the whole model. Speculative decoding lets a small, fast model guess the next few tokens
+and has the big model check all the guesses in a single pass. When the guesses are good, text arrives
+several times faster, and it is exactly the text the big model would have written on its own. When they
+are bad, the trick makes things slower.</p>
+<p class="sdp-lede">These episodes let you run it and see both cases. Every number on them is measured
+from a simulation running in front of you, or labelled as theory.</p>
+<ol class="sdp-episodes">{cards}</ol>
+<p class="sdp-note">The closed-form theory is from Leviathan, Kalman and Matias, “Fast Inference from
+Transformers via Speculative Decoding” (ICML 2023); real forward-pass times were measured on an NVIDIA H200.</p>
+"""
+    return pn.Column(pn.pane.HTML(body, stylesheets=[css], sizing_mode="stretch_width"),
+                     name="index", sizing_mode="stretch_width", max_width=1100,
+                     styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"})
+
+
+def applications() -> dict:
+    """Slug -> page builder, as ``pn.serve`` takes them (each call builds a fresh session)."""
+    apps = {"/": lambda: safe_page(index_page)}
+    for ep in available():
+        apps[ep.slug] = (lambda ep=ep: safe_page(ep.page))
+    return apps
+
+
+def titles() -> dict:
+    out = {"/": SITE_TITLE}
+    out.update({e.slug: f"Episode {e.number}: {e.title} · {SITE_TITLE}" for e in available()})
+    return out
+
+
+def _log_exception(exc: BaseException) -> None:
+    log.error("unhandled error in a session callback", exc_info=exc)
+
+
+def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origin=(),
+          show: bool = False, threaded: bool = False, **kwargs):
+    """Serve the index and every built episode from one process.
+
+    Websocket connections are accepted only from the served address unless
+    ``allow_websocket_origin`` names more ``host:port`` origins.
+    """
+    origins = [f"{address}:{port}"]
+    if address in ("127.0.0.1", "localhost"):
+        origins.append(f"{'localhost' if address == '127.0.0.1' else '127.0.0.1'}:{port}")
+    origins.extend(o for o in allow_websocket_origin if o not in origins)
+    pn.config.exception_handler = _log_exception
+    return pn.serve(
+        applications(), port=port, address=address, websocket_origin=origins, show=show,
+        title=titles(), threaded=threaded, liveness=True, admin=False, autoreload=False,
+        **kwargs,
+    )

@@ -1,0 +1,40 @@
+"""State of Episode 1: writing N tokens vs checking N given tokens."""
+
+from __future__ import annotations
+
+import param
+
+from ..core import clocks
+
+#: The sentence whose tokens the lanes write and check.
+SENTENCE = ("The", " cat", " sat", " by", " the", " warm", " stove", " while", " rain",
+            " tapped", " on", " the", " old", " tin", " roof", ".")
+
+
+class WritingVsChecking(param.Parameterized):
+    """How long the big model takes to write N tokens, and to check N given tokens."""
+
+    n_tokens = param.Integer(
+        default=6, bounds=(1, len(SENTENCE)), label="Tokens (N)",
+        doc="How many tokens to write one after another, or to check in one pass.")
+    big_pass_ms = param.Integer(
+        default=600, bounds=(100, 2000), step=50, label="One big-model pass (ms)",
+        doc="Simulated time of one forward pass of the big model.")
+
+    comparison = param.ClassSelector(
+        class_=clocks.ClockComparison, constant=True,
+        doc="The two timelines, recomputed from core.clocks on every change.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._recompute()
+
+    @param.depends("n_tokens", "big_pass_ms", watch=True)
+    def _recompute(self) -> None:
+        with param.edit_constant(self):
+            self.comparison = clocks.sequential_vs_parallel(
+                self.n_tokens, float(self.big_pass_ms), tokens=SENTENCE[: self.n_tokens])
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return SENTENCE[: self.n_tokens]

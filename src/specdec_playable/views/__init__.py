@@ -1,0 +1,1 @@
+"""Panel views and Bokeh figure builders. Everything here is built per session."""
