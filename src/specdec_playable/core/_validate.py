@@ -17,6 +17,8 @@ ROUNDS_MAX = 10**7
 
 
 def _fail(name: str, value: object, allowed: str) -> ValueError:
+    if isinstance(value, np.generic):
+        value = value.item()  # "nan", not "np.float64(nan)"
     shown = repr(value)
     if len(shown) > 80:
         shown = shown[:77] + "..."

@@ -86,4 +86,8 @@ def draft_cost_ratio(draft_model: str, target_model: str = "llama-8b-shape") -> 
     0.095
     """
     costs = load_pass_costs()
+    known = sorted(model for model, impl in costs if impl == "gemm-cudagraph")
+    for name, model in (("draft_model", draft_model), ("target_model", target_model)):
+        if model not in known:
+            raise ValueError(f"{name} must be one of {known}; got {model!r}")
     return costs[(draft_model, "gemm-cudagraph")].at(1) / costs[(target_model, "gemm-cudagraph")].at(1)

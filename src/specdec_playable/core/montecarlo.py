@@ -89,6 +89,15 @@ def accepted_per_round(uniforms: np.ndarray, q: float) -> np.ndarray:
     >>> accepted_per_round(np.array([[0.1, 0.9, 0.1], [0.1, 0.2, 0.3]]), 0.5).tolist()
     [1, 3]
     """
+    q = _v.probability("q", q)
+    uniforms = np.asarray(uniforms, dtype=float)
+    if uniforms.ndim != 2:
+        raise ValueError(f"uniforms must be a 2-D array (rounds, k); got shape {uniforms.shape}")
+    return _accepted_prefix(uniforms, q)
+
+
+def _accepted_prefix(uniforms: np.ndarray, q: float) -> np.ndarray:
+    # The unchecked kernel of accepted_per_round, for simulate's validated inputs.
     miss = uniforms >= q
     first_miss = miss.argmax(axis=1)
     return np.where(miss.any(axis=1), first_miss, uniforms.shape[1])
@@ -133,10 +142,10 @@ def simulate(q, k, c, n_rounds, *, rng) -> SimulationResult:
 
     rows = max(1, _CHUNK_ELEMENTS // k)
     if n_rounds <= rows:
-        accepted = accepted_per_round(rng.random((n_rounds, k)), q)
+        accepted = _accepted_prefix(rng.random((n_rounds, k)), q)
     else:
         accepted = np.concatenate([
-            accepted_per_round(rng.random((min(rows, n_rounds - start), k)), q)
+            _accepted_prefix(rng.random((min(rows, n_rounds - start), k)), q)
             for start in range(0, n_rounds, rows)
         ])
 

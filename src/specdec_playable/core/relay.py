@@ -97,6 +97,8 @@ def _check_tokens(target_tokens) -> list[str]:
 
 
 def _check_guessability(guessability, n: int) -> np.ndarray:
+    if n == 0 and np.ndim(guessability) == 1 and np.size(guessability) == 0:
+        return np.zeros(0)  # an empty text with its (empty) per-token array
     g = _v.real_array("guessability", guessability, 0.0, 1.0)
     if g.ndim == 0:
         return np.full(n, float(g))
