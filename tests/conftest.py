@@ -1,0 +1,150 @@
+"""Shared fixtures: a served site and a Debian-Chromium browser for the browser tier.
+
+Browser tests are required, not optional: if Chromium is missing they fail with
+a message saying how to install it (`apt-get install chromium`), they never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("Chromium is required for the browser tests: apt-get install -y chromium",
+                    pytrace=False)
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": chromium_path(), "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+class Server:
+    """A `specdec-playable serve` subprocess on a free loopback port."""
+
+    def __init__(self, *extra: str, log_path: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "specdec_playable", "serve", "--port", str(self.port), *extra],
+            stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/liveness", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"server did not start; log:\n{self.log()}")
+            time.sleep(0.2)
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def site(artifacts):
+    """The whole site served once for the session."""
+    server = Server(log_path=artifacts / "server.log")
+    yield server
+    server.stop()
+
+
+def wait_for_bokeh(page, name: str | None = None, timeout: float = 30_000) -> None:
+    """Wait until the Bokeh document is rendered (and, if given, a named model exists)."""
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=timeout)
+    if name:
+        page.wait_for_function(
+            "n => Bokeh.documents[0].get_model_by_name(n) !== null", arg=name, timeout=timeout)
+
+
+def model_data(page, name: str) -> dict:
+    """The data of a named ColumnDataSource as the browser holds it (arrays as lists)."""
+    return page.evaluate(
+        """n => { const d = Bokeh.documents[0].get_model_by_name(n).data; const o = {};
+                  for (const k in d) o[k] = Array.from(d[k]); return o; }""", name)
+
+
+@pytest.fixture
+def console(page):
+    """Collects console errors and page errors of the test's page."""
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return errors
+
+
+_DEEP_TEXT = """() => {
+  const out = [];
+  const walk = (node) => {
+    if (node.nodeType === Node.TEXT_NODE) { out.push(node.textContent); return; }
+    if (node.nodeName === 'STYLE' || node.nodeName === 'SCRIPT') return;
+    if (node.shadowRoot) walk(node.shadowRoot);
+    for (const child of node.childNodes) walk(child);
+  };
+  walk(document.body);
+  return out.join(' ').replace(/\\s+/g, ' ');
+}"""
+
+
+def page_text(page) -> str:
+    """All text the page shows, including inside Panel's shadow DOM."""
+    return page.evaluate(_DEEP_TEXT)
+
+
+def assert_clean(page, errors: list[str]) -> None:
+    """No console errors and no traceback text on the page."""
+    text = page_text(page)
+    assert len(text) > 200, f"page shows almost no text: {text!r}"
+    for bad in ("Traceback", "Exception:", "Error:"):
+        assert bad not in text, f"{bad!r} shown on the page"
+    assert errors == [], f"console errors: {errors}"

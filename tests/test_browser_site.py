@@ -1,0 +1,67 @@
+"""Browser tier: the index and Episode 1, served and driven in Chromium."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import assert_clean, model_data, page_text, wait_for_bokeh
+
+from specdec_playable.core import clocks
+from specdec_playable.episodes import available
+
+pytestmark = pytest.mark.browser
+
+
+def test_index_lists_every_built_episode_in_order(page, site, console, artifacts):
+    page.goto(site.url + "/")
+    wait_for_bokeh(page)
+    page.wait_for_selector("ol.sdp-episodes a")
+    hrefs = page.eval_on_selector_all("ol.sdp-episodes a", "els => els.map(e => e.getAttribute('href'))")
+    assert hrefs == [f"./{e.slug}" for e in available()]
+    page.screenshot(path=artifacts / "index.png", full_page=True)
+    assert_clean(page, console)
+    # Every link leads to a page that renders.
+    page.locator("ol.sdp-episodes a").first.click()
+    wait_for_bokeh(page, "ep1-bars")
+    assert page.url.endswith("/" + available()[0].slug)
+
+
+def _clock_values(page):
+    return model_data(page, "ep1-clocks")
+
+
+def test_episode1_play_runs_both_clocks_to_the_simulated_times(page, site, console, artifacts):
+    page.goto(site.url + "/ep1_writing_vs_checking")
+    wait_for_bokeh(page, "ep1-bars")
+    page.bring_to_front()
+    expected = clocks.sequential_vs_parallel(6, 600.0)
+    page.get_by_role("button", name="Play").click()
+    page.wait_for_timeout(800)
+    mid = _clock_values(page)
+    # Mid-run: the writing clock is still running, the checking clock has not passed 600 ms.
+    assert 0 < mid["x"][0] < expected.sequential_ms
+    assert mid["x"][1] <= expected.parallel_ms
+    page.screenshot(path=artifacts / "ep1-playing.png", full_page=True)
+    page.wait_for_function(
+        "() => Bokeh.documents[0].get_model_by_name('ep1-play').label === 'Play'", timeout=15_000)
+    end = _clock_values(page)
+    assert end["x"] == [expected.sequential_ms, expected.parallel_ms]
+    assert end["text"][0].startswith("3,600 ms") and end["text"][1].startswith("600 ms")
+    page.screenshot(path=artifacts / "ep1.png", full_page=True)
+    assert_clean(page, console)
+
+
+def test_episode1_slider_recomputes_timeline_from_core(page, site, console):
+    page.goto(site.url + "/ep1_writing_vs_checking")
+    wait_for_bokeh(page, "ep1-bars")
+    handle = page.locator(".noUi-handle").first
+    handle.focus()
+    handle.press("End")  # N = 16
+    page.wait_for_function(
+        "() => Bokeh.documents[0].get_model_by_name('ep1-clocks').data.lane_end[0] === 9600",
+        timeout=10_000)
+    bars = model_data(page, "ep1-bars")
+    expected = clocks.sequential_vs_parallel(16, 600.0)
+    seq_end = [e for e, lane in zip(bars["end"], bars["lane"]) if lane == "sequential"]
+    assert seq_end == expected.sequential.end_ms.tolist()
+    assert "9,600 ms" in page_text(page)
+    assert_clean(page, console)
