@@ -65,3 +65,38 @@ def test_episode1_slider_recomputes_timeline_from_core(page, site, console):
     assert seq_end == expected.sequential.end_ms.tolist()
     assert "9,600 ms" in page_text(page)
     assert_clean(page, console)
+
+
+def test_one_episode_served_alone_with_panel_serve(page, console, artifacts):
+    """`panel serve episodes/<slug>.py` serves that episode at /<slug>."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from conftest import ROOT, free_port
+
+    ep = available()[0]
+    port = free_port()
+    log = open(artifacts / "panel-serve-single.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "panel", "serve", f"episodes/{ep.slug}.py", "--address", "127.0.0.1",
+         "--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}", "--liveness"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=2)
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "panel serve did not start"
+                time.sleep(0.3)
+        page.goto(f"http://127.0.0.1:{port}/{ep.slug}")
+        wait_for_bokeh(page, "ep1-bars")
+        assert "Episode 1" in page_text(page)
+        assert_clean(page, console)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
