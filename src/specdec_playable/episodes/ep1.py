@@ -14,6 +14,7 @@ from ..views import theme
 from ..views.hardware import hardware_section
 from ..views.lanes import Lane, LanePlayer
 from ..views.page import episode_shell, stat
+from ..views.urlstate import bind_url
 
 NUMBER = 1
 SLUG = "ep1_writing_vs_checking"
@@ -83,7 +84,9 @@ class WritingVsCheckingView(pn.viewable.Viewer):
 
 def page(state: WritingVsChecking | None = None) -> pn.Column:
     """A fresh Episode 1 page (one per session or notebook cell)."""
-    view = WritingVsCheckingView(state=state or WritingVsChecking())
+    state = state or WritingVsChecking()
+    notice = bind_url(state, ["n_tokens", "big_pass_ms"])
+    view = WritingVsCheckingView(state=state)
     outro = pn.pane.HTML(
         """
 <h2>The loophole</h2>
@@ -99,5 +102,5 @@ all for the price of one pass. In the next episode that somebody is a much small
               "below run on the same wall clock, with a simulated 600 ms per pass."),
         try_this=("press <em>Play</em> and watch the two clocks; then drag <em>Tokens (N)</em> to 16. "
                   "Writing gets 16× slower; checking does not get slower at all."),
-        body=[view, outro, hardware_section("ep1-hw")],
+        body=[notice, view, outro, hardware_section("ep1-hw")],
     )

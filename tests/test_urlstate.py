@@ -1,0 +1,84 @@
+"""State tier: reading controls from an untrusted URL query."""
+
+from __future__ import annotations
+
+import math
+
+import param
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specdec_playable.views.urlstate import MAX_VALUE_CHARS, notice_html, parse_value, read_query
+
+
+class Demo(param.Parameterized):
+    q = param.Number(0.8, bounds=(0.0, 1.0))
+    k = param.Integer(4, bounds=(1, 16))
+    mode = param.Selector(default="a", objects=["a", "b"])
+    on = param.Boolean(False)
+
+
+NAMES = ["q", "k", "mode", "on"]
+
+
+@pytest.mark.parametrize("key, text, value, changed", [
+    ("q", "0.7", 0.7, False),
+    ("q", "5", 1.0, True),
+    ("q", "-0.2", 0.0, True),
+    ("q", "nan", 0.8, True),
+    ("q", "inf", 0.8, True),
+    ("q", "-Infinity", 0.8, True),
+    ("q", "abc", 0.8, True),
+    ("q", "1e999", 0.8, True),
+    ("k", "6", 6, False),
+    ("k", "6.0", 6, False),
+    ("k", "6.5", 4, True),
+    ("k", "99999999999999999999999", 16, True),
+    ("k", "0", 1, True),
+    ("k", "17", 16, True),
+    ("mode", "b", "b", False),
+    ("mode", "<script>", "a", True),
+    ("on", "true", True, False),
+    ("on", "maybe", False, True),
+    ("q", "0." + "1" * 100, 0.8, True),
+])
+def test_each_value_is_parsed_clamped_or_defaulted(key, text, value, changed):
+    values, notices = read_query(Demo(), NAMES, {key: [text.encode()]})
+    assert values[key] == value and type(values[key]) is type(value)
+    assert bool(notices) is changed
+
+
+def test_unknown_keys_are_ignored_and_reported_briefly():
+    query = {f"x{i}": [b"1"] for i in range(10)} | {"q": [b"0.5"], "bokeh-app-path": [b"/x"]}
+    values, notices = read_query(Demo(), NAMES, query)
+    assert values == {"q": 0.5}
+    assert len(notices) == 1 and "and 7 more" in notices[0]
+
+
+def test_notice_is_escaped():
+    _, notices = read_query(Demo(), NAMES, {"<img src=x onerror=alert(1)>": [b"1"]})
+    html = notice_html(notices)
+    assert "<img" not in html and "&lt;img" in html
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(NAMES + ["zz", "<b>"]),
+                       st.lists(st.one_of(st.text(max_size=80), st.binary(max_size=80)), min_size=1,
+                                max_size=3), max_size=6))
+def test_any_query_yields_values_the_state_accepts(query):
+    query = {k: [v if isinstance(v, bytes) else v.encode("utf-8", "surrogatepass") for v in vs]
+             for k, vs in query.items()}
+    state = Demo()
+    values, notices = read_query(state, NAMES, query)
+    state.param.update(**values)  # raises if any value were invalid
+    assert 0.0 <= state.q <= 1.0 and math.isfinite(state.q)
+    assert 1 <= state.k <= 16 and state.mode in ("a", "b") and isinstance(state.on, bool)
+    assert all(len(n) < 200 for n in notices)
+
+
+def test_long_value_limit_is_what_the_module_says():
+    _, ok = read_query(Demo(), NAMES, {"q": [b"0." + b"5" * (MAX_VALUE_CHARS - 2)]})
+    _, bad = read_query(Demo(), NAMES, {"q": [b"0." + b"5" * (MAX_VALUE_CHARS - 1)]})
+    assert ok == [] and bad and "too long" in bad[0]
+    assert parse_value(Demo.param.q, "0.25") == (0.25, None)
