@@ -61,7 +61,24 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=None,
                    help="seed for a reproducible run (default: fresh randomness)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
+    e = sub.add_parser("export", help="write a static Pyodide build of every episode plus an index")
+    e.add_argument("dest", metavar="DIR", help="folder to write (created if missing)")
+    e.add_argument("--episode", action="append", default=None, metavar="SLUG",
+                   help="export only this episode (repeatable)")
+    e.add_argument("--wheel", default=None,
+                   help="a prebuilt specdec_playable wheel (default: build one from this checkout)")
     return parser
+
+
+def _export(args) -> int:
+    from .export import ExportError, export
+
+    try:
+        export(args.dest, wheel=args.wheel, slugs=args.episode)
+    except (ExportError, OSError) as exc:
+        print(f"specdec-playable export: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _simulate(args, parser) -> int:
@@ -117,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "simulate":
         return _simulate(args, parser)
+    if args.command == "export":
+        return _export(args)
     try:
         return _serve(args)
     except KeyboardInterrupt:
