@@ -1,0 +1,266 @@
+"""State of Episode 4: one speculative decoder over two texts of different predictability.
+
+Each side of the page shows one text (a bundled one from ``core.texts``, or the
+visitor's own pasted text). Every run samples acceptance per token from that
+token's guessability with ``core.relay.run``; the run's randomness comes from
+``seed``, one independent stream per side, so a seed reproduces a run exactly.
+"Run again" draws a new seed from the session's own generator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import param
+
+from ..core import relay, texts
+from ..core.texts import Text
+
+#: Simulated time of one big-model pass, as in the rest of the series.
+BIG_PASS_MS = 600.0
+
+#: The two sides of the page, in order.
+SIDES = ("left", "right")
+
+#: Choice value that stands for the visitor's pasted text.
+PASTED = "pasted"
+
+SEED_MAX = 999_999
+
+
+def _text_choices() -> dict[str, str]:
+    """Select label -> text id: the bundled texts (most predictable first), then the paste."""
+    choices = {t.title: t.id for t in texts.load_texts()}
+    choices["Your own text (paste it below)"] = PASTED
+    return choices
+
+
+@dataclass(frozen=True, eq=False)
+class TextRun:
+    """One speculative run over one text, with what the page shows about it.
+
+    Attributes
+    ----------
+    text : Text
+        The text run over (its tokens are what the big model writes).
+    result : RelayResult
+        The run itself, from :func:`core.relay.run`.
+    seed : int
+        The seed the page shows; with ``side`` it reproduces the run.
+    status : tuple of str
+        Per token: ``"accepted"`` (drafted and kept), ``"correction"`` (the
+        big model's own token after a miss) or ``"bonus"`` (the big model's
+        extra token after a round with no miss).
+    round : numpy.ndarray of int
+        Per token: the round (0-based) that produced it.
+    missed_guess : tuple of str
+        Per token: for a correction, the draft's rejected guess; else ``""``.
+
+    Examples
+    --------
+    >>> r = BoilerplateVsPoetry(seed=7).runs[0]
+    >>> "".join(r.result.output) == r.text.source
+    True
+    """
+
+    text: Text
+    result: relay.RelayResult
+    seed: int
+    status: tuple[str, ...]
+    round: np.ndarray
+    missed_guess: tuple[str, ...]
+
+    @classmethod
+    def measure(cls, text: Text, result: relay.RelayResult, seed: int) -> "TextRun":
+        n = len(text)
+        status = [""] * n
+        rounds = np.full(n, -1, dtype=np.int64)
+        missed = [""] * n
+        ev = result.events
+        for kind, tok, rnd in zip(ev.kind, ev.token, ev.round):
+            if kind in ("accepted", "correction", "bonus"):
+                status[tok] = str(kind)
+                rounds[tok] = rnd
+        rejected = ev.of_kind("rejected")
+        for tok, guess in zip(rejected.token, rejected.text):
+            missed[tok] = str(guess)
+        return cls(text, result, seed, tuple(status), rounds, tuple(missed))
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.text)
+
+    @property
+    def n_rounds(self) -> int:
+        return self.result.n_rounds
+
+    @property
+    def accepted(self) -> int:
+        """Drafts the big model kept."""
+        return int(self.result.rounds["accepted"].sum())
+
+    @property
+    def judged(self) -> int:
+        """Drafts the big model judged: the accepted ones plus each round's first miss."""
+        r = self.result.rounds
+        return self.accepted + int((r["accepted"] < r["drafted"]).sum())
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.result.acceptance_rate
+
+    @property
+    def tokens_per_round(self) -> float:
+        """Tokens each round delivered, on average (accepted drafts + the big model's one)."""
+        return float(self.result.rounds["tokens"].mean()) if self.n_rounds else 0.0
+
+    @property
+    def big_model_tokens(self) -> int:
+        """Tokens the big model wrote itself (corrections and bonus tokens)."""
+        return sum(s != "accepted" for s in self.status)
+
+    def _lane_ms(self, kind: str) -> float:
+        ev = self.result.events.of_kind(kind)
+        return float((ev.end_ms - ev.start_ms).sum())
+
+    @property
+    def verify_ms(self) -> float:
+        """Time spent in big-model verify passes, from the run's events."""
+        return self._lane_ms("verify")
+
+    @property
+    def draft_ms(self) -> float:
+        """Time spent in draft steps, from the run's events."""
+        return self._lane_ms("draft")
+
+    @property
+    def draft_steps(self) -> int:
+        return int(self.result.rounds["drafted"].sum())
+
+    @property
+    def wall_ms(self) -> float:
+        """Wall clock of the speculative run."""
+        return self.result.wall_ms
+
+    @property
+    def baseline_ms(self) -> float:
+        """Wall clock of plain decoding: the big model alone, one pass per token."""
+        return self.result.baseline_ms
+
+    @property
+    def speedup(self) -> float:
+        return self.result.speedup
+
+    @property
+    def output_matches(self) -> bool:
+        """Whether the run's output is the text, token for token (it always should be)."""
+        return self.result.output == self.text.tokens
+
+
+class BoilerplateVsPoetry(param.Parameterized):
+    """Two texts side by side, each run through the same speculative decoder."""
+
+    left = param.Selector(
+        default="js-loop", objects=_text_choices(), label="Left text",
+        doc="The text on the left: a bundled text, or your own pasted text.")
+    right = param.Selector(
+        default="poem-kettle", objects=_text_choices(), label="Right text",
+        doc="The text on the right: a bundled text, or your own pasted text.")
+    k = param.Integer(
+        default=6, bounds=(1, 12), label="Draft length k",
+        doc="How many tokens the small model drafts before the big model checks them.")
+    c = param.Number(
+        default=0.15, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
+        doc="Time of one draft step as a fraction of one big-model pass (600 ms).")
+    seed = param.Integer(
+        default=0, bounds=(0, SEED_MAX), label="Seed",
+        doc="Fixes the run's random draws: the same seed and settings give the same run.")
+    paste = param.String(
+        default="", label="Your own text",
+        doc=f"Text to run, at most {texts.PASTE_MAX_CHARS:,} characters; used by use_paste().")
+
+    pasted = param.ClassSelector(
+        class_=Text, allow_None=True, default=None, constant=True,
+        doc="The last pasted text that was accepted, tokenised and labelled by the automatic rule.")
+    message = param.String(
+        default="", constant=True,
+        doc="Why the last paste was refused (shown to the visitor), or empty.")
+    runs = param.Tuple(
+        default=(None, None), length=2, constant=True,
+        doc="The current run on each side (TextRun), or None for an empty paste slot.")
+
+    def __init__(self, *, rng=None, **params):
+        # The session's own generator: only "Run again" (and the first seed) draw from it.
+        self._rng = np.random.default_rng(rng)
+        if "seed" not in params:
+            params["seed"] = self._draw_seed()
+        super().__init__(**params)
+        self._rerun()
+
+    def _draw_seed(self) -> int:
+        return int(self._rng.integers(0, SEED_MAX, endpoint=True))
+
+    @property
+    def draft_step_ms(self) -> float:
+        return self.c * BIG_PASS_MS
+
+    @property
+    def break_even_tokens(self) -> float:
+        """Tokens a full round must deliver to match plain decoding: 1 + k·c (arithmetic)."""
+        return 1.0 + self.k * self.c
+
+    def text_for(self, choice: str) -> Text | None:
+        """The Text a side's choice stands for (None: the paste slot, nothing pasted yet)."""
+        return self.pasted if choice == PASTED else texts.load_text(choice)
+
+    def run_text(self, text: Text, side: int, seed: int | None = None) -> TextRun:
+        """Run the decoder over ``text`` with this side's stream of ``seed`` (default: ``self.seed``)."""
+        seed = self.seed if seed is None else seed
+        rng = np.random.default_rng(seed).spawn(len(SIDES))[side]
+        result = relay.run(
+            text.tokens, text.p, self.k, rng=rng, big_pass_ms=BIG_PASS_MS,
+            draft_step_ms=self.draft_step_ms, decoys=text.decoys)
+        return TextRun.measure(text, result, seed)
+
+    @param.depends("left", "right", "k", "c", "seed", watch=True)
+    def _rerun(self) -> None:
+        runs = []
+        for i, choice in enumerate((self.left, self.right)):
+            text = self.text_for(choice)
+            runs.append(None if text is None else self.run_text(text, i))
+        with param.edit_constant(self):
+            self.runs = tuple(runs)
+
+    def run_again(self) -> None:
+        """Fresh randomness: a new seed from the session's generator, and a new run."""
+        new = self._draw_seed()
+        if new == self.seed:
+            self._rerun()
+        else:
+            self.seed = new
+
+    def use_paste(self, text: str | None = None) -> bool:
+        """Run the pasted text (``text``, or the ``paste`` parameter) on a side.
+
+        On success the paste replaces the previous one; if neither side shows
+        it yet, it goes on the right. If the text is refused (too long, or
+        empty), ``message`` says why and the current runs stay as they were.
+        Returns whether the paste was accepted.
+        """
+        if text is not None:
+            self.paste = text
+        try:
+            new = texts.text_from_paste(self.paste)
+        except ValueError as exc:
+            with param.edit_constant(self):
+                self.message = str(exc)
+            return False
+        with param.edit_constant(self):
+            self.message = ""
+            self.pasted = new
+        if PASTED in (self.left, self.right):
+            self._rerun()
+        else:
+            self.right = PASTED
+        return True
