@@ -1,0 +1,153 @@
+"""State of Episode 5: the break-even map.
+
+The theory curves of speedup against acceptance rate, one per draft length, and
+the Monte-Carlo points the visitor drops onto them. Every point remembers the
+knobs it was simulated at and its own theory value, so whether its confidence
+interval covers the curve is decided point by point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import param
+
+from ..core import montecarlo, theory
+from . import presets
+
+#: Draft lengths that always get a curve (the visitor's k is added when it is not one of them).
+CURVE_KS = (1, 2, 3, 4, 6, 8, 12)
+#: Rounds behind each simulated point.
+N_ROUNDS = 400
+#: Points kept per session; the oldest are dropped beyond this.
+MAX_POINTS = 200
+#: Acceptance rates at which the curves are evaluated.
+Q_GRID = np.linspace(0.0, 1.0, 201)
+Q_GRID.setflags(write=False)
+K_MAX = 16
+
+
+@dataclass(frozen=True)
+class SimPoint:
+    """One press of Simulate: measured speedup with its 95% CI, and the theory it is checked against.
+
+    Examples
+    --------
+    >>> p = SimPoint(q=0.6, k=4, c=0.15, speedup=1.5, ci_low=1.4, ci_high=1.6, theory=1.55)
+    >>> p.misses
+    False
+    """
+
+    q: float
+    k: int
+    c: float
+    speedup: float
+    ci_low: float
+    ci_high: float
+    theory: float
+
+    @property
+    def misses(self) -> bool:
+        """True when the 95% CI does not contain the theory value (expected for ~5% of points)."""
+        return not (self.ci_low <= self.theory <= self.ci_high)
+
+    @classmethod
+    def from_result(cls, r: montecarlo.SimulationResult) -> SimPoint:
+        return cls(q=r.q, k=r.k, c=r.c, speedup=r.speedup, ci_low=r.ci_low, ci_high=r.ci_high,
+                   theory=r.theory_speedup)
+
+
+class BreakEvenMap(param.Parameterized):
+    """Speedup against acceptance rate for several draft lengths, with simulated points.
+
+    Pass ``rng`` (a ``numpy.random.Generator`` or a seed) for reproducible points; by
+    default each state object has its own fresh generator.
+    """
+
+    q = param.Number(
+        default=0.60, bounds=(0.0, 1.0), step=0.01, label="Your acceptance rate q",
+        doc="Probability that a drafted token is accepted; where Simulate drops its point.")
+    k = param.Integer(
+        default=4, bounds=(1, K_MAX), label="Draft length k",
+        doc="Tokens drafted per round; its curve is drawn strongest.")
+    c = param.Number(
+        default=0.15, bounds=(0.0, 1.0), step=0.001, label="Draft cost c",
+        doc="One draft step as a fraction of a big-model pass; changing it moves every curve.")
+    preset = param.Selector(
+        default=None, objects=[None, *presets.by_key()], allow_None=True, label="Preset",
+        doc="Key of the last real system applied with apply_preset (None: none yet).")
+    simulate = param.Event(
+        label="Simulate 400 rounds",
+        doc="Run 400 fresh rounds at (q, k, c) and add the measured speedup as a point.")
+    clear = param.Event(label="Clear points", doc="Remove every simulated point.")
+
+    points = param.List(
+        default=[], item_type=SimPoint, constant=True, label="Simulated points",
+        doc="Points dropped so far (cleared when c changes, since every curve moves).")
+
+    def __init__(self, *, rng=None, **params):
+        super().__init__(**params)
+        self._rng = np.random.default_rng(rng)
+
+    # --- actions ------------------------------------------------------------------
+
+    @param.depends("simulate", watch=True)
+    def _on_simulate(self) -> None:
+        self.add_point()
+
+    def add_point(self) -> SimPoint:
+        """Simulate N_ROUNDS rounds at the current knobs and keep the point."""
+        point = SimPoint.from_result(
+            montecarlo.simulate(self.q, self.k, self.c, N_ROUNDS, rng=self._rng))
+        with param.edit_constant(self):
+            self.points = [*self.points, point][-MAX_POINTS:]
+        return point
+
+    @param.depends("clear", "c", watch=True)
+    def clear_points(self) -> None:
+        if self.points:
+            with param.edit_constant(self):
+                self.points = []
+
+    def apply_preset(self, key: str) -> presets.Preset:
+        """Set the knobs a real system's source gives; keep the others as they are."""
+        p = presets.by_key()[key]
+        self.param.update(preset=key, **p.values())
+        return p
+
+    # --- derived values -------------------------------------------------------------
+
+    @property
+    def curve_ks(self) -> tuple[int, ...]:
+        """Draft lengths drawn: the fixed set, the visitor's k and the k of every point."""
+        return tuple(sorted({*CURVE_KS, self.k, *(p.k for p in self.points)}))
+
+    def curve(self, k: int) -> np.ndarray:
+        """Theoretical speedup over :data:`Q_GRID` for draft length ``k`` at the current c."""
+        return theory.expected_speedup(Q_GRID, k, self.c)
+
+    def break_even(self, k: int) -> float:
+        """Acceptance rate at which draft length ``k`` breaks even at the current c."""
+        return theory.break_even_q(k, self.c)
+
+    @property
+    def theory_speedup(self) -> float:
+        """Theory at the visitor's (q, k, c)."""
+        return theory.expected_speedup(self.q, self.k, self.c)
+
+    @property
+    def misses(self) -> int:
+        """Points whose 95% CI does not contain their theory value."""
+        return sum(p.misses for p in self.points)
+
+    @property
+    def current_preset(self) -> presets.Preset | None:
+        return None if self.preset is None else presets.by_key()[self.preset]
+
+    @property
+    def preset_still_applies(self) -> bool:
+        """True while every knob the last preset set still has the preset's value."""
+        p = self.current_preset
+        return p is not None and all(
+            np.isclose(getattr(self, name), value) for name, value in p.values().items())
