@@ -140,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     except KeyboardInterrupt:
         return 0
+    except OSError as exc:  # e.g. the port is already in use
+        print(f"specdec-playable serve: error: cannot listen on {args.address}:{args.port}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

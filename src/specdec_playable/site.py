@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import panel as pn
+from tornado.web import OutputTransform
 
 from .episodes import available
 from .views import theme
@@ -64,6 +65,35 @@ def titles() -> dict:
     return out
 
 
+class AbsoluteAutoloadStatic(OutputTransform):
+    """Make ``autoload.js`` load Panel's static files from this server, not the host page.
+
+    Panel 1.10 caches some bundled resource URLs (es-module-shims) relative to the
+    first page rendered (``../static/...``). In a script embed those resolve against
+    the course site's origin and 404, so nothing renders. This rewrites them to
+    absolute URLs on this server, only in ``autoload.js`` responses.
+    """
+
+    def __init__(self, request):
+        self._active = request.path.endswith("/autoload.js")
+        self._root = f"{request.protocol}://{request.host}/static/".encode()
+
+    def _fix(self, chunk: bytes) -> bytes:
+        for quote in (b'"', b"'"):
+            chunk = chunk.replace(quote + b"../static/", quote + self._root)
+        return chunk
+
+    def transform_first_chunk(self, status_code, headers, chunk, finishing):
+        if self._active:
+            chunk = self._fix(chunk)
+            if "Content-Length" in headers:
+                headers["Content-Length"] = str(len(chunk))
+        return status_code, headers, chunk
+
+    def transform_chunk(self, chunk, finishing):
+        return self._fix(chunk) if self._active else chunk
+
+
 def _log_exception(exc: BaseException) -> None:
     log.error("unhandled error in a session callback", exc_info=exc)
 
@@ -80,8 +110,12 @@ def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origi
         origins.append(f"{'localhost' if address == '127.0.0.1' else '127.0.0.1'}:{port}")
     origins.extend(o for o in allow_websocket_origin if o not in origins)
     pn.config.exception_handler = _log_exception
-    return pn.serve(
-        applications(), port=port, address=address, websocket_origin=origins, show=show,
-        title=titles(), threaded=threaded, liveness=True, admin=False, autoreload=False,
-        **kwargs,
-    )
+    opts = dict(port=port, address=address, websocket_origin=origins, show=show, title=titles(),
+                liveness=True, admin=False, autoreload=False, **kwargs)
+    if threaded:  # for tests and notebooks: the server runs on its own thread
+        return pn.serve(applications(), threaded=True, **opts)
+    server = pn.serve(applications(), start=False, **opts)
+    server._tornado.transforms.append(AbsoluteAutoloadStatic)
+    server.start()
+    server.io_loop.start()
+    return server
