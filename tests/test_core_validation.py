@@ -158,9 +158,10 @@ def test_relay_rejects_decoys_of_the_wrong_length(decoys):
         relay.run(TOKENS, 0.5, 2, rng=0, decoys=decoys)
 
 
-def test_accepted_per_round_rejects_non_2d_uniforms():
-    with pytest.raises(ValueError, match=r"^uniforms must be a 2-D array \(rounds, k\); got shape \(4,\)$"):
-        montecarlo.accepted_per_round(np.full(4, 0.5), 0.5)
+@pytest.mark.parametrize(("shape", "shown"), [((4,), r"\(4,\)"), ((3, 0), r"\(3, 0\)"), ((2, 2, 2), r"\(2, 2, 2\)")])
+def test_accepted_per_round_rejects_uniforms_of_the_wrong_shape(shape, shown):
+    with pytest.raises(ValueError, match=rf"^uniforms must be a 2-D array \(rounds, k\) with k >= 1; got shape {shown}$"):
+        montecarlo.accepted_per_round(np.full(shape, 0.5), 0.5)
 
 
 @pytest.mark.parametrize("name", ["draft_model", "target_model"])

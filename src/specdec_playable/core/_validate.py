@@ -25,9 +25,13 @@ def _fail(name: str, value: object, allowed: str) -> ValueError:
     return ValueError(f"{name} must be {allowed}; got {shown}")
 
 
+def _real_range(lo: float, hi: float, lo_open: bool) -> str:
+    return f"a finite number in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+
+
 def real_array(name: str, value, lo: float, hi: float, *, lo_open: bool = False) -> np.ndarray:
     """Return ``value`` as a float array, every element finite and in range."""
-    allowed = f"a finite number in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+    allowed = _real_range(lo, hi, lo_open)
     if isinstance(value, (bool, np.bool_, str, bytes)):
         raise _fail(name, value, allowed)
     try:
@@ -63,18 +67,21 @@ def int_array(name: str, value, lo: int, hi: int) -> np.ndarray:
 
 def real(name: str, value, lo: float, hi: float, *, lo_open: bool = False) -> float:
     """Return ``value`` as a Python float, finite and in range."""
-    allowed = f"a finite number in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise _fail(name, value, allowed)
+    # A plain float skips the slower ABC check (and bool is never a float); the
+    # message is only formatted on failure. Both matter at interactive call rates.
+    if type(value) is not float and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+        raise _fail(name, value, _real_range(lo, hi, lo_open))
     v = float(value)
     if not math.isfinite(v) or v > hi or (v <= lo if lo_open else v < lo):
-        raise _fail(name, value, allowed)
+        raise _fail(name, value, _real_range(lo, hi, lo_open))
     return v
 
 
 def integer(name: str, value, lo: int, hi: int) -> int:
     """Return ``value`` as a Python int in [lo, hi]."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+    if type(value) is not int and (
+        isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)
+    ):
         raise _fail(name, value, f"an integer in [{lo}, {hi}]")
     v = int(value)
     if not lo <= v <= hi:

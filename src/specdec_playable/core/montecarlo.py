@@ -2,11 +2,13 @@
 
 All accept/reject uniforms of a batch of rounds are drawn in one call and the
 accepted prefix of every round is found with array operations; there is no
-Python loop over rounds (only over memory-sized chunks of a very large run).
+Python loop over rounds (only over the k draft positions, and over
+memory-sized chunks of a very large run).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,16 +93,28 @@ def accepted_per_round(uniforms: np.ndarray, q: float) -> np.ndarray:
     """
     q = _v.probability("q", q)
     uniforms = np.asarray(uniforms, dtype=float)
-    if uniforms.ndim != 2:
-        raise ValueError(f"uniforms must be a 2-D array (rounds, k); got shape {uniforms.shape}")
+    if uniforms.ndim != 2 or uniforms.shape[1] == 0:
+        raise ValueError(
+            f"uniforms must be a 2-D array (rounds, k) with k >= 1; got shape {uniforms.shape}"
+        )
     return _accepted_prefix(uniforms, q)
 
 
 def _accepted_prefix(uniforms: np.ndarray, q: float) -> np.ndarray:
     # The unchecked kernel of accepted_per_round, for simulate's validated inputs.
-    miss = uniforms >= q
-    first_miss = miss.argmax(axis=1)
-    return np.where(miss.any(axis=1), first_miss, uniforms.shape[1])
+    # Walk the k draft positions in order, each over all rounds at once: a round
+    # stays alive while its drafts are accepted and counts one per position it
+    # survives. That is one vector operation per position and none per round
+    # (argmax/any along a short axis 1 cost more per row than drawing the
+    # uniforms did; see benchmarks/bench_core.py). Counters are the smallest
+    # unsigned type that holds k, widened once at the end.
+    hit = (uniforms < q).view(np.uint8)
+    alive = hit[:, 0].copy()
+    accepted = alive.astype(np.min_scalar_type(hit.shape[1]))
+    for j in range(1, hit.shape[1]):
+        alive &= hit[:, j]
+        accepted += alive
+    return accepted.astype(np.int64)
 
 
 def simulate(q, k, c, n_rounds, *, rng) -> SimulationResult:
@@ -153,8 +167,11 @@ def simulate(q, k, c, n_rounds, *, rng) -> SimulationResult:
     tokens = accepted + 1
     total_tokens = int(tokens.sum())
     mean = total_tokens / n_rounds
-    sd = float(tokens.std(ddof=1)) if n_rounds > 1 else 0.0
-    half = _Z95 * sd / np.sqrt(n_rounds)
+    # tokens.std(ddof=1) written out (same operations, same bits): ndarray.std's
+    # Python-level bookkeeping cost more than the arithmetic at interactive sizes.
+    dev = tokens - mean
+    sd = math.sqrt(float(np.add.reduce(dev * dev)) / (n_rounds - 1)) if n_rounds > 1 else 0.0
+    half = _Z95 * sd / math.sqrt(n_rounds)
     return SimulationResult(
         q=q,
         k=k,
