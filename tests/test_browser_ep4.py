@@ -1,0 +1,147 @@
+"""Browser tier: Episode 4 served and driven in Chromium.
+
+Every number the page shows is checked against the state class run with the
+seed the page reports, so a wrong wire-up fails, not just a missing chart.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import assert_clean, model_data, page_text, wait_for_bokeh
+
+from specdec_playable.core import texts
+from specdec_playable.state.ep4 import BoilerplateVsPoetry
+
+pytestmark = pytest.mark.browser
+
+URL = "/ep4_boilerplate_vs_poetry"
+PAYLOAD = '<script>window.__pwned=1</script>\n<img src=x onerror="window.__pwned=2">'
+
+
+@pytest.fixture
+def server_log(site):
+    """Fails the test if the server logged a traceback while it ran (the page would not show it)."""
+    start = len(site.log())
+    yield
+    new = site.log()[start:]
+    assert "Traceback" not in new, new[-3000:]
+
+
+def _bars(page, side):
+    return model_data(page, f"ep4-bars-{side}")
+
+
+def _wait_bars(page, side, condition, timeout=10_000):
+    """Wait until the named bars source satisfies a JS condition on its ``d`` (data)."""
+    page.wait_for_function(
+        f"() => {{ const d = Bokeh.documents[0].get_model_by_name('ep4-bars-{side}').data; "
+        f"return d.seed.length > 0 && ({condition}); }}", timeout=timeout)
+
+
+def _check_against_state(page, *, k=6, c=0.15, paste=None):
+    """The page's bars and token marks are those of the state run with the page's seed."""
+    left, right = _bars(page, "left"), _bars(page, "right")
+    seed = left["seed"][0]
+    assert right["seed"][0] == seed and left["k"][0] == k
+    s = BoilerplateVsPoetry(seed=seed, left=left["text_id"][0], right=right["text_id"][0], k=k, c=c)
+    if paste is not None:
+        assert s.use_paste(paste)
+    for side, data, run in zip(("left", "right"), (left, right), s.runs):
+        assert data["total_ms"] == [run.wall_ms, run.baseline_ms]
+        assert data["big_ms"] == [run.verify_ms, run.baseline_ms]
+        pre = page.locator(f'pre.ep4-tokens[data-side="{side}"]')
+        assert pre.get_attribute("data-seed") == str(seed)
+        assert pre.text_content() == run.text.source
+        assert pre.locator("span.a").count() == sum(
+            st == "accepted" and tok.strip() != "" for st, tok in zip(run.status, run.text.tokens))
+    text = page_text(page)
+    for run in s.runs:
+        assert f"{run.acceptance_rate:.0%}" in text
+        assert f"{run.tokens_per_round:.1f}" in text and f"{run.speedup:.2f}×" in text
+    return seed, s
+
+
+def test_episode4_code_vs_poem_and_run_again(page, site, console, artifacts, server_log):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(site.url + URL)
+    wait_for_bokeh(page, "ep4-bars-right")
+    _wait_bars(page, "right", "true")
+    left, right = _bars(page, "left"), _bars(page, "right")
+    assert (left["text_id"][0], right["text_id"][0]) == ("js-loop", "poem-kettle")
+    seed, s = _check_against_state(page)
+    text = page_text(page)
+    assert "green, underlined" in text and "gold, dashed box" in text  # the key names both cues
+    assert "Break-even" in text and "1 + 6 × 0.15 = 1.90" in text
+    page.screenshot(path=artifacts / "ep4-code-vs-poem-1280.png", full_page=True)
+    page.locator('pre.ep4-tokens[data-side="left"]').screenshot(path=artifacts / "ep4-code-run.png")
+    page.locator('pre.ep4-tokens[data-side="right"]').screenshot(path=artifacts / "ep4-poem-run.png")
+
+    page.get_by_role("button", name="Run again").click()
+    _wait_bars(page, "left", f"d.seed[0] !== {seed}")
+    new_seed, _ = _check_against_state(page)
+    assert new_seed != seed
+    # The seed field shows the run's seed, so it can be typed back in.
+    assert page.get_by_label("Seed").input_value() == str(new_seed)
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.wait_for_timeout(400)
+    page.screenshot(path=artifacts / "ep4-code-vs-poem-800.png", full_page=True)
+    assert_clean(page, console)
+
+
+def test_episode4_switch_text_seed_and_draft_length(page, site, console, server_log):
+    page.goto(site.url + URL + "?seed=4242")
+    wait_for_bokeh(page, "ep4-bars-right")
+    _wait_bars(page, "right", "d.seed[0] === 4242")
+    page.locator("select").nth(1).select_option(label="A JSON record")
+    _wait_bars(page, "right", "d.text_id[0] === 'json-record'")
+    seed, _ = _check_against_state(page)
+    assert seed == 4242  # switching a text keeps the seed
+    assert "A JSON record" in page_text(page)
+
+    seed_box = page.get_by_label("Seed")
+    seed_box.fill("123456")
+    seed_box.press("Enter")
+    _wait_bars(page, "left", "d.seed[0] === 123456")
+    _check_against_state(page)
+
+    handle = page.locator(".noUi-handle").first  # draft length k
+    handle.focus()
+    handle.press("End")
+    _wait_bars(page, "left", "d.k[0] === 12")
+    _check_against_state(page, k=12)
+    assert "1 + 12 × 0.15 = 2.80" in page_text(page)
+    assert_clean(page, console)
+
+
+def test_episode4_paste_is_shown_as_text_and_runs_nothing(page, site, console, artifacts,
+                                                          server_log):
+    page.goto(site.url + URL + "?seed=99")
+    wait_for_bokeh(page, "ep4-bars-right")
+    _wait_bars(page, "right", "d.seed[0] === 99")
+    box = page.locator("textarea")
+    box.fill(PAYLOAD)
+    page.get_by_role("button", name="Run my text").click()
+    _wait_bars(page, "right", "d.text_id[0] === 'pasted'")
+    pre = page.locator('pre.ep4-tokens[data-side="right"]')
+    assert pre.text_content() == PAYLOAD
+    assert pre.locator("img, script").count() == 0
+    page.wait_for_timeout(500)  # time for an injected onerror to fire, were there one
+    assert page.evaluate("() => window.__pwned") is None
+    flat = page_text(page).replace(" ", "")
+    assert "<script>window.__pwned=1</script>" in flat
+    assert '<imgsrc=xonerror="window.__pwned=2">' in flat
+    _check_against_state(page, paste=PAYLOAD)
+    page.screenshot(path=artifacts / "ep4-pasted.png", full_page=True)
+
+    box.fill("x" * (texts.PASTE_MAX_CHARS + 1))
+    page.get_by_role("button", name="Run my text").click()
+    page.get_by_role("alert").wait_for(timeout=10_000)
+    assert "Your text must be at most 2,000 characters; got 2,001." in page_text(page)
+    # The page keeps working: the previous paste is still shown and still runs.
+    assert pre.text_content() == PAYLOAD
+    page.get_by_role("button", name="Run again").click()
+    _wait_bars(page, "left", "d.seed[0] !== 99")
+    assert pre.text_content() == PAYLOAD and _bars(page, "right")["text_id"][0] == "pasted"
+    assert page.evaluate("() => window.__pwned") is None
+    page.screenshot(path=artifacts / "ep4-paste-too-long.png", full_page=True)
+    assert_clean(page, console)
