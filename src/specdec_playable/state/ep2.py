@@ -1,0 +1,180 @@
+"""State of Episode 2: the relay of a fast draft model and a slow big model.
+
+One :func:`core.relay.run` per change of ``k``, ``quality`` or ``seed``, over a
+fixed passage whose every token comes with the plausible wrong word a small
+draft would write instead. From that one run this module derives what the page
+shows: the two clocks after each round, the bad rounds and their running cost,
+and the check of the guarantee. No Panel or Bokeh here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import param
+
+from ..core import relay
+
+BIG_PASS_MS = 600.0
+DRAFT_STEP_MS = 60.0
+SEED_MAX = 999_999
+
+#: The big model's text, token by token (leading spaces belong to the token),
+#: each with the draft's wrong guess at that position: a word that would also
+#: fit after the text so far, so a miss reads like a near miss, not like noise.
+PASSAGE: tuple[tuple[str, str], ...] = (
+    ("Every", "Each"), (" morning", " day"), (" the", " our"), (" baker", " cook"),
+    (" lights", " heats"), (" the", " his"), (" oven", " stove"), (" before", " at"),
+    (" dawn", " six"), (",", "."), (" shapes", " kneads"), (" the", " his"),
+    (" dough", " bread"), (" by", " with"), (" hand", " care"), (" and", ","),
+    (" sets", " puts"), (" the", " his"), (" first", " fresh"), (" loaves", " rolls"),
+    (" on", " in"), (" the", " a"), (" rack", " shelf"), (" to", "."), (" cool", " rest"),
+    (".", ","), (" By", " At"), (" seven", " eight"), (" there", " the"), (" is", "'s"),
+    (" a", " already"), (" queue", " line"), (" at", " outside"), (" the", " his"),
+    (" door", " shop"), (",", "."), (" and", " but"), (" by", " before"), (" noon", " lunch"),
+    (" the", " every"), (" shelves", " baskets"), (" are", " stand"), (" bare", " empty"),
+    (".", ","), (" Tomorrow", " Then"), (" he", " the"), (" will", " must"), (" do", " start"),
+    (" it", " the"), (" all", " again"), (" over", "."), (" again", " once"), (".", "!"),
+)
+TOKENS: tuple[str, ...] = tuple(t for t, _ in PASSAGE)
+DECOYS: tuple[str, ...] = tuple(d for _, d in PASSAGE)
+
+#: The run a visitor sees first: at k = 4 and quality 0.8 it opens with a perfect
+#: round (bonus token) and then a bad one, and has the typical speedup (2.4×).
+DEFAULT_SEED = 23
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The relay's output compared token by token with the big model's own text."""
+
+    matches: int
+    n_tokens: int
+    first_mismatch: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_mismatch is None and self.matches == self.n_tokens
+
+
+def check_guarantee(output, target) -> Guarantee:
+    """Compare ``output`` with ``target`` position by position (lengths may differ)."""
+    output, target = list(output), list(target)
+    n = max(len(output), len(target))
+    first = None
+    matches = 0
+    for i in range(n):
+        same = i < len(output) and i < len(target) and output[i] == target[i]
+        matches += same
+        if not same and first is None:
+            first = i
+    return Guarantee(matches=matches, n_tokens=len(target), first_mismatch=first)
+
+
+@dataclass(frozen=True, eq=False)
+class Progress:
+    """The clocks after each round; row 0 is the start, before any round.
+
+    Attributes
+    ----------
+    end_ms : numpy.ndarray
+        The speculative wall clock at the end of each round (0 for row 0).
+    tokens : numpy.ndarray
+        Tokens written so far.
+    alone_ms : numpy.ndarray
+        The big model alone for those tokens: ``tokens * big_pass_ms``.
+    speedup : numpy.ndarray
+        ``alone_ms / end_ms`` (NaN in row 0).
+    bad : numpy.ndarray of bool
+        Whether that round was bad: its first draft was rejected, so it paid
+        its draft steps and a pass for a single token (False in row 0).
+    bad_rounds, bad_ms, bad_plain_ms : numpy.ndarray
+        Running count of bad rounds, the time they took, and what plain
+        decoding (one pass per token) would have taken for their tokens.
+    """
+
+    end_ms: np.ndarray
+    tokens: np.ndarray
+    alone_ms: np.ndarray
+    speedup: np.ndarray
+    bad: np.ndarray
+    bad_rounds: np.ndarray
+    bad_ms: np.ndarray
+    bad_plain_ms: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.end_ms.shape[0])
+
+
+def progress_of(result: relay.RelayResult, big_pass_ms: float = BIG_PASS_MS) -> Progress:
+    """Running clocks, speedup and bad-round cost of a relay run, round by round."""
+    r = result.rounds
+    end = np.concatenate([[0.0], r["end_ms"]])
+    tokens = np.concatenate([[0], np.cumsum(r["tokens"])])
+    alone = tokens * float(big_pass_ms)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        speedup = np.where(end > 0, alone / np.where(end > 0, end, 1.0), np.nan)
+    bad = np.concatenate([[False], r["accepted"] == 0])
+    cost = np.concatenate([[0.0], r["end_ms"] - r["start_ms"]])
+    made = np.concatenate([[0], r["tokens"]])
+    return Progress(
+        end_ms=end, tokens=tokens, alone_ms=alone, speedup=speedup, bad=bad,
+        bad_rounds=np.cumsum(bad), bad_ms=np.cumsum(np.where(bad, cost, 0.0)),
+        bad_plain_ms=np.cumsum(np.where(bad, made * float(big_pass_ms), 0.0)),
+    )
+
+
+def fresh_seed(avoid: int | None = None) -> int:
+    """A seed from fresh OS entropy in [0, SEED_MAX], different from ``avoid``."""
+    rng = np.random.default_rng()
+    while True:
+        seed = int(rng.integers(0, SEED_MAX + 1))
+        if seed != avoid:
+            return seed
+
+
+class Relay(param.Parameterized):
+    """A draft model proposes ``k`` tokens a round; the big model checks them in one pass."""
+
+    k = param.Integer(
+        default=4, bounds=(1, 12), label="Draft length k",
+        doc="How many tokens the draft model proposes before the big model checks them.")
+    quality = param.Number(
+        default=0.8, bounds=(0.0, 1.0), step=0.05, label="Draft quality",
+        doc="Probability that the draft model guesses a token exactly as the big model would.")
+    seed = param.Integer(
+        default=DEFAULT_SEED, bounds=(0, SEED_MAX), label="Seed",
+        doc="Pins the run's randomness: the same seed, k and quality give the same run.")
+
+    result = param.ClassSelector(
+        class_=relay.RelayResult, constant=True,
+        doc="The run, recomputed from core.relay on every change.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._recompute()
+
+    @param.depends("k", "quality", "seed", watch=True)
+    def _recompute(self) -> None:
+        with param.edit_constant(self):
+            self.result = relay.run(
+                TOKENS, float(self.quality), int(self.k), rng=np.random.default_rng(self.seed),
+                big_pass_ms=BIG_PASS_MS, draft_step_ms=DRAFT_STEP_MS, decoys=DECOYS)
+
+    def new_run(self) -> int:
+        """Fresh randomness: pick a new seed (shown, so the run can be pinned again)."""
+        self.seed = fresh_seed(avoid=self.seed)
+        return self.seed
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return TOKENS
+
+    @property
+    def progress(self) -> Progress:
+        return progress_of(self.result, BIG_PASS_MS)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return check_guarantee(self.result.output, TOKENS)
