@@ -142,11 +142,11 @@ def test_moving_k_changes_the_number_of_draft_slots(page, site, console):
     handle.focus()
     handle.press("ArrowRight")
     handle.press("ArrowRight")
-    page.wait_for_function(
-        "() => Bokeh.documents[0].get_model_by_name('ep2-view').data.window[0] === 3.5 * (6 * 60 + 600)",
-        timeout=10_000)
-    assert drafts_per_round() == 6
     expected = Relay(k=6)
+    page.wait_for_function(
+        "x => Bokeh.documents[0].get_model_by_name('ep2-cursor').data.x[0] === x",
+        arg=expected.result.wall_ms, timeout=10_000)
+    assert drafts_per_round() == 6
     b = model_data(page, "ep2-bars")
     assert b["lane"].count("draft") == expected.result.rounds["drafted"].sum()
     assert ms(clocks(page)["relay"]) == expected.result.wall_ms

@@ -455,11 +455,15 @@ class LanePlayer:
             size = np.array([float(str(z).rstrip("px") or 0) for z in data["label_size"]])
             need = np.maximum(self.min_label_px, 0.62 * size * np.array([len(lb) for lb in labels]))
             data["label_alpha"] = ((end - start) * px_per_ms >= need).astype(float)
+        # The browser applies these in order. What the data hook reads (range,
+        # view, stops) goes before the bars, whose arrival runs the hook; the
+        # clocks and the cursor go last, so whoever waits for them (a test, say)
+        # sees the new bars too.
         self.x_range.start = 0.0
         self.x_range.end = x_end
         self.view.data = dict(x_end=[float(x_end)], window=[float(window_ms or 0.0)])
+        self.stops.data = dict(t=[float(s) for s in (stops if stops is not None else [total])])
+        self.bars.data = data
         self.clocks.data = self._clock_data(lane_end, x_end)
         self.cursor.data = dict(x=[total], label=[f"wall clock {total:,.0f} ms"],
                                 align=["right"], offset=[-4], playing=[0])
-        self.stops.data = dict(t=[float(s) for s in (stops if stops is not None else [total])])
-        self.bars.data = data
