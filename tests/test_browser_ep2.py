@@ -47,7 +47,7 @@ def ms(text: str) -> int:
 
 def bars_key(page):
     b = model_data(page, "ep2-bars")
-    return list(zip(b["lane"], b["start"], b["end"], b["status"], b["tip"]))
+    return list(zip(b["lane"], b["start"], b["end"], b["status"], b["tip_a"]))
 
 
 def wait_until_paused(page, timeout=20_000):
@@ -162,13 +162,13 @@ def test_same_seed_same_run(page, site, console):
     expect(seed_input).not_to_have_value(str(DEFAULT_SEED), timeout=10_000)
     new_seed = int(seed_input.input_value())
     assert new_seed != DEFAULT_SEED
-    page.wait_for_function("k => Bokeh.documents[0].get_model_by_name('ep2-bars').data.tip.join('|') !== k",
+    page.wait_for_function("k => Bokeh.documents[0].get_model_by_name('ep2-bars').data.tip_a.join('|') !== k",
                            arg="|".join(t[4] for t in first), timeout=10_000)
     assert bars_key(page) == bars_key_expected(Relay(seed=new_seed))
     # Type the first seed back in: the first run comes back, box for box.
     seed_input.fill(str(DEFAULT_SEED))
     seed_input.press("Enter")
-    page.wait_for_function("k => Bokeh.documents[0].get_model_by_name('ep2-bars').data.tip.join('|') === k",
+    page.wait_for_function("k => Bokeh.documents[0].get_model_by_name('ep2-bars').data.tip_a.join('|') === k",
                            arg="|".join(t[4] for t in first), timeout=10_000)
     assert bars_key(page) == first
     assert_clean(page, console)
@@ -177,7 +177,7 @@ def test_same_seed_same_run(page, site, console):
 def bars_key_expected(state: Relay):
     from specdec_playable.episodes.ep2 import lane_boxes
 
-    boxes, tips, _ = lane_boxes(state)
+    boxes, tips, _, _ = lane_boxes(state)
     return list(zip(boxes["lane"], boxes["start"], boxes["end"], boxes["status"], tips))
 
 

@@ -150,12 +150,15 @@ def test_page_rows_and_html_come_from_the_state():
     assert rows["alone"][last] == f"{s.result.baseline_ms:,.0f} ms"
     assert rows["speedup"][last] == f"{s.result.speedup:.2f}×"
     assert rows["speedup"][0] == "–"
-    boxes, tips, stops = page.lane_boxes(s)
+    boxes, tips, stops, before = page.lane_boxes(s)
     assert stops == s.result.rounds["end_ms"].tolist()
     lanes = np.array(boxes["lane"])
     assert (lanes == "draft").sum() == s.result.rounds["drafted"].sum()
     assert (lanes == "bad").sum() == p.bad_rounds[-1]
-    assert len(tips) == len(lanes)
+    assert len(tips) == len(before) == len(lanes)
+    # A draft's tooltip gives its verdict only once it is judged.
+    assert all("waiting" in b and "waiting" not in a
+               for a, b, lane in zip(tips, before, lanes) if lane == "draft")
     html = page.text_html(s, "ep2-x")
     kept = re.findall(r'<span class="tk kept[^"]*"[^>]*>(.*?)<span class="w">(.*?)</span></span>', html)
     assert "".join(a + b for a, b in kept) == "".join(st.TOKENS)

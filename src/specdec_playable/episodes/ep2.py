@@ -189,8 +189,9 @@ def round_rows(progress: Progress, n_tokens: int) -> dict:
     return rows
 
 
-def lane_boxes(run: Relay) -> tuple[dict, list[str], list[float]]:
-    """The lanes of one run: boxes, their tooltips, and the round ends (the step stops)."""
+def lane_boxes(run: Relay) -> tuple[dict, list[str], list[float], list[str]]:
+    """The lanes of one run: boxes, their tooltips, the round ends (the step stops), and
+    the tooltips before each box is judged (a draft's verdict is not given away early)."""
     res = run.result
     rounds = res.rounds
     ev = res.events
@@ -198,8 +199,9 @@ def lane_boxes(run: Relay) -> tuple[dict, list[str], list[float]]:
             "shown", "judged", "label_at", "label_size", "label_color")
     boxes: dict[str, list] = {c: [] for c in cols}
     tips: list[str] = []
+    tips_before: list[str] = []
 
-    def add(tip, **box):
+    def add(tip, tip_before=None, **box):
         box.setdefault("status_before", box["status"])
         box.setdefault("label_before", box["label"])
         box.setdefault("shown", box["start"])
@@ -211,6 +213,7 @@ def lane_boxes(run: Relay) -> tuple[dict, list[str], list[float]]:
         for c in cols:
             boxes[c].append(box[c])
         tips.append(tip)
+        tips_before.append(tip if tip_before is None else tip_before)
 
     # Bad rounds first, so their bands are drawn beneath the lanes.
     for r in range(res.n_rounds):
@@ -239,6 +242,7 @@ def lane_boxes(run: Relay) -> tuple[dict, list[str], list[float]]:
         kind = verdict[(r, tok)]
         step = tok - int(rounds["first_token"][r]) + 1
         add(f"round {r + 1}, draft step {step}: guessed “{guess.strip()}” → {_VERDICT[kind]}",
+            f"round {r + 1}, draft step {step}: guessed “{guess.strip()}”, waiting for the big model's check",
             lane="draft", start=s, end=e, y=DRAFT_Y, height=BOX_H, label=theme.STATUS[kind]["mark"],
             status=kind, status_before="draft", label_before="", judged=v1, label_at=v1)
 
@@ -260,7 +264,7 @@ def lane_boxes(run: Relay) -> tuple[dict, list[str], list[float]]:
             add(f"round {r + 1}: the big model writes “{txt.strip()}”, {what}",
                 lane="big", start=e - w, end=e, y=BIG_Y, height=BOX_H, label=theme.STATUS[kind]["mark"],
                 status=kind, shown=e, label_size="14px")
-    return boxes, tips, rounds["end_ms"].tolist()
+    return boxes, tips, rounds["end_ms"].tolist(), tips_before
 
 
 def _span(cls: str, text: str, *, title: str = "", on: float | None = None, off: float | None = None,
@@ -416,11 +420,11 @@ class RelayView(pn.viewable.Viewer):
         self.text.object = text_html(self.state, self.uid)
         self.check.object = check_html(self.state.guarantee, self.uid)
         self.rounds.data = rows
-        boxes, tips, stops = lane_boxes(self.state)
+        boxes, tips, stops, tips_before = lane_boxes(self.state)
         # While playing, the time axis follows the clock over about 3.5 rounds, so a
         # 60 ms draft step is wide enough to read; at the end it shows the whole run.
         round_ms = self.state.k * DRAFT_STEP_MS + BIG_PASS_MS
-        self.player.show(boxes, tips=tips, stops=stops, window_ms=3.5 * round_ms)
+        self.player.show(boxes, tips=tips, tips_before=tips_before, stops=stops, window_ms=3.5 * round_ms)
 
     def __panel__(self):
         controls = pn.Param(

@@ -82,7 +82,7 @@ function sdp_render(t) {
   for (let i = 0; i < n; i++) {
     const s = d.start[i], e = d.end[i];
     const started = (t > s || (e <= s && t >= s)) && t >= d.shown[i];
-    d.right[i] = Math.min(Math.max(t, s), e);
+    d.right[i] = started ? Math.min(Math.max(t, s), e) : s;   // no width, no hover, until shown
     d.alpha[i] = started ? d.opacity[i] : 0;
     const judged = t >= d.judged[i];
     d.fill[i] = judged ? d.fill_a[i] : d.fill_b[i];
@@ -90,6 +90,7 @@ function sdp_render(t) {
     d.hatch[i] = judged ? d.hatch_a[i] : d.hatch_b[i];
     d.label[i] = judged ? d.label_a[i] : d.label_b[i];
     d.label_color[i] = judged ? d.label_color_a[i] : d.label_color_b[i];
+    d.tip[i] = judged ? d.tip_a[i] : d.tip_b[i];
     let fits = true;
     if (px_per_ms !== null) {
       const need = Math.max(min_label_px, 0.62 * parseFloat(d.label_size[i]) * d.label[i].length);
@@ -363,7 +364,7 @@ class LanePlayer:
                 *(f"{c}{j}" for j in range(len(self.hatches)) for c in ("hb", "ht")), "hatch", "alpha", "label_alpha", "label_color", "tip", "lane", "status",
                 "shown", "judged", "label_at", "opacity", "status_before",
                 "fill_a", "fill_b", "line_a", "line_b", "hatch_a", "hatch_b", "label_a", "label_b",
-                "label_color_a", "label_color_b")
+                "label_color_a", "label_color_b", "tip_a", "tip_b")
         return {c: [] for c in cols}
 
     def _clock_data(self, lane_end: dict, x_end: float = 1.0) -> dict:
@@ -390,7 +391,7 @@ class LanePlayer:
 
     def show(self, boxes: dict, *, tips: Sequence[str] | None = None,
              x_end: float | None = None, stops: Sequence[float] | None = None,
-             window_ms: float | None = None) -> None:
+             window_ms: float | None = None, tips_before: Sequence[str] | None = None) -> None:
         """Replace the timeline, drawn at its end state (Play replays it).
 
         ``boxes`` has the columns of :data:`BOX_COLUMNS` as sequences of equal
@@ -400,7 +401,8 @@ class LanePlayer:
         drawn as ``status_before`` with ``label_before``, default: never);
         ``label_at`` (ms; the label appears then, default the box's end);
         ``opacity`` (default 1); ``label_color``. ``stops`` are the times the
-        step button pauses at. With ``window_ms`` the time axis shows that much
+        step button pauses at; ``tips_before`` are the tooltips of boxes not yet
+        judged (default: ``tips``). With ``window_ms`` the time axis shows that much
         time around the clock while the run plays, and the whole run at its end.
         """
         start = np.asarray(boxes["start"], dtype=float)
@@ -436,6 +438,8 @@ class LanePlayer:
             alpha=opacity.copy(), label_alpha=np.ones(n),
             label_color=list(colors_a),
             tip=list(tips) if tips is not None else labels,
+            tip_a=list(tips) if tips is not None else labels,
+            tip_b=list(tips_before if tips_before is not None else (tips if tips is not None else labels)),
             lane=lane, status=status,
             shown=shown, judged=judged, label_at=label_at, opacity=opacity, status_before=before,
             fill_a=fill_a, fill_b=[s["fill"] for s in before_style],
