@@ -58,8 +58,10 @@ def episode_shell(*, number: int, title: str, lede: str, try_this: str, body: li
         return pn.pane.HTML(nav_html(number), stylesheets=[theme.PAGE_CSS],
                             sizing_mode="stretch_width")
 
+    from .a11y import AccessibleNames
+
     return pn.Column(
-        nav(), header, *body, nav(),
+        nav(), header, *body, nav(), AccessibleNames(),
         name=name, sizing_mode="stretch_width", max_width=1100,
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"},
         stylesheets=[theme.PAGE_CSS],
