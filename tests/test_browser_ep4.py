@@ -81,7 +81,7 @@ def test_episode4_code_vs_poem_and_run_again(page, site, console, artifacts, ser
     new_seed, _ = _check_against_state(page)
     assert new_seed != seed
     # The seed field shows the run's seed, so it can be typed back in.
-    assert page.get_by_label("Seed").input_value() == str(new_seed)
+    assert page.get_by_label("Seed", exact=True).input_value() == str(new_seed)
     page.set_viewport_size({"width": 800, "height": 900})
     page.wait_for_timeout(400)
     page.screenshot(path=artifacts / "ep4-code-vs-poem-800.png", full_page=True)
@@ -98,7 +98,7 @@ def test_episode4_switch_text_seed_and_draft_length(page, site, console, server_
     assert seed == 4242  # switching a text keeps the seed
     assert "A JSON record" in page_text(page)
 
-    seed_box = page.get_by_label("Seed")
+    seed_box = page.get_by_label("Seed", exact=True)
     seed_box.fill("123456")
     seed_box.press("Enter")
     _wait_bars(page, "left", "d.seed[0] === 123456")
