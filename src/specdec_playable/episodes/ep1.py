@@ -23,8 +23,9 @@ SUMMARY = ("Why a big model needs N passes to write N tokens but only one pass t
            "the asymmetry speculative decoding stands on.")
 
 _LANES = (
-    Lane("sequential", "Writing (one pass per token)", 1.2, theme.BIG, clock_dy=0.3),
-    Lane("parallel", "Checking (one pass for all)", 0.0, theme.ACCEPTED, clock_dy=0.5),
+    Lane("sequential", "Writing: one pass per token", 1.2, theme.BIG, clock_dy=0.3, title_dy=-0.45),
+    Lane("parallel", "Checking: one pass for all", 0.0, theme.ACCEPTED, clock_dy=0.5,
+         title_dy=-0.69),
 )
 
 
@@ -37,8 +38,8 @@ class WritingVsCheckingView(pn.viewable.Viewer):
         params.setdefault("state", WritingVsChecking())
         super().__init__(**params)
         self.player = LanePlayer(_LANES, name="ep1", height=320, y_pad=(0.7, 0.55))
-        self.summary = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS],
-                                    name="ep1-summary")
+        self.summary = pn.pane.HTML(stylesheets=[theme.PAGE_CSS], name="ep1-summary",
+                                    styles={"flex": "1 1 300px"}, min_width=280)
         self.state.param.watch(self._redraw, "comparison")
         self._redraw()
 
@@ -72,10 +73,10 @@ class WritingVsCheckingView(pn.viewable.Viewer):
             self.state, parameters=["n_tokens", "big_pass_ms"], show_name=False,
             widgets={"n_tokens": {"type": pn.widgets.IntSlider, "name": "Tokens (N)"},
                      "big_pass_ms": {"type": pn.widgets.IntSlider, "step": 50}},
-            sizing_mode="stretch_width", max_width=340, name="ep1-controls",
+            width=320, name="ep1-controls",
         )
         return pn.Column(
-            pn.Row(controls, self.summary, sizing_mode="stretch_width"),
+            pn.FlexBox(controls, self.summary, sizing_mode="stretch_width", flex_wrap="wrap"),
             pn.pane.Bokeh(self.player.controls),
             pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",

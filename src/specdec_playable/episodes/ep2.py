@@ -402,7 +402,8 @@ class RelayView(pn.viewable.Viewer):
             speeds=SPEEDS, step_label="Step one round", lane_clocks=False, styles=_STYLES,
             frame_js=_FRAME_JS, frame_args=dict(rounds=self.rounds, uid=self.uid), min_label_px=6)
         css = [theme.PAGE_CSS, CSS]
-        self.clocks = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-clocks")
+        self.clocks = pn.pane.HTML(stylesheets=css, name="ep2-clocks", min_width=280,
+                                   styles={"flex": "1 1 300px"})
         self.text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-text")
         self.check = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-check")
         self.legend = pn.pane.HTML(legend_html(), sizing_mode="stretch_width", stylesheets=css)
@@ -436,8 +437,8 @@ class RelayView(pn.viewable.Viewer):
         seed = pn.Param(self.state, parameters=["seed"], show_name=False,
                         widgets={"seed": {"type": pn.widgets.IntInput, "width": 130}}, name="ep2-seed")
         return pn.Column(
-            pn.Row(pn.Column(controls, pn.Row(seed, self.new_run), width=330), self.clocks,
-                   sizing_mode="stretch_width"),
+            pn.FlexBox(pn.Column(controls, pn.Row(seed, self.new_run), width=330), self.clocks,
+                       sizing_mode="stretch_width", flex_wrap="wrap"),
             pn.pane.Bokeh(self.player.controls),
             pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),
             self.legend,

@@ -16,13 +16,14 @@ _MODELS = (
     ("tiny-160m-shape", "160M shape", theme.ACCEPTED),
 )
 _IMPLS = (("gemm-cudagraph", "solid", "CUDA graph"), ("hf-eager-kvcache512", "dashed", "eager PyTorch"))
+_SHORT = {"gemm-cudagraph": "graph", "hf-eager-kvcache512": "eager"}
 
 
 def pass_cost_figure(name: str = "hardware"):
     """Log-log chart of pass time vs positions, one line per model shape and implementation."""
     costs = hardware.load_pass_costs()
     fig = figure(
-        name=f"{name}-figure", height=340, sizing_mode="stretch_width",
+        name=f"{name}-figure", height=460, sizing_mode="stretch_width",
         x_axis_type="log", y_axis_type="log", tools="save,reset",
         x_axis_label="positions scored in one pass", y_axis_label="time of one pass (ms, median)",
     )
@@ -36,12 +37,14 @@ def pass_cost_figure(name: str = "hardware"):
             line = fig.line("n", "ms", source=src, line_color=color, line_dash=dash, line_width=2.5)
             dots = fig.scatter("n", "ms", source=src, color=color, size=5,
                                marker="circle" if impl == "gemm-cudagraph" else "triangle")
-            items.append(LegendItem(label=f"{label} · {impl_label}", renderers=[line, dots]))
+            items.append(LegendItem(label=f"{label.split()[0]} · {_SHORT[impl]}",
+                                    renderers=[line, dots]))
             fig.add_tools(HoverTool(renderers=[dots], tooltips=[
                 ("", "@who"), ("positions", "@n"), ("median", "@ms{0.00} ms"),
                 ("p10–p90", "@p10{0.00}–@p90{0.00} ms")]))
-    legend = Legend(items=items, click_policy="hide", label_text_font_size="12px")
-    fig.add_layout(legend, "right")
+    legend = Legend(items=items, click_policy="hide", label_text_font_size="12px", ncols=2,
+                    border_line_alpha=0)
+    fig.add_layout(legend, "below")
     fig.xaxis.ticker = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     fig.xaxis.major_label_overrides = {1: "1", 2: "2", 4: "4", 8: "8", 16: "16", 32: "32",
                                        64: "64", 128: "128", 256: "256", 512: "512"}
@@ -75,7 +78,7 @@ few more positions in the same pass is almost free. That is the loophole specula
 in eager PyTorch, launching every GPU kernel one by one from Python: for the 8B shape that costs about
 {e8.at(8):.0f} ms a pass whatever the number of positions, mostly waiting on launches rather than on the GPU.
 Production servers record the whole pass once as a CUDA graph and replay it, which is what the solid
-lines measure. Either way the line is flat: more positions per pass cost next to nothing.</p>
+lines (“graph” in the legend) measure. Either way the line is flat: more positions per pass cost next to nothing.</p>
 <p class="sdp-note">Data: median of 20–50 timed repeats after warm-up, CUDA events, one
 {esc(meta['gpu'])}, torch {esc(meta['torch'])}, transformers {esc(meta['transformers'])},
 measured {esc(meta['date_utc'])} with random bf16 weights (a pass's time does not depend on the weight

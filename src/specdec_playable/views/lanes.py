@@ -34,6 +34,7 @@ from bokeh.models import (
     CustomJS,
     FixedTicker,
     HoverTool,
+    Label,
     Range1d,
     Select,
 )
@@ -228,6 +229,7 @@ class Lane:
     y: float
     color: str = theme.INK
     clock_dy: float = 0.42
+    title_dy: float = 0.3
 
 
 class LanePlayer:
@@ -297,10 +299,15 @@ class LanePlayer:
             toolbar_location="right",
             x_axis_label=x_label,
         )
-        fig.yaxis.ticker = FixedTicker(ticks=ys)
-        fig.yaxis.major_label_overrides = {lane.y: lane.title for lane in self.lanes}
-        fig.yaxis.major_label_text_font_size = "13px"
-        fig.yaxis.major_label_text_color = theme.INK
+        # Lane titles sit inside the plot, above each lane, pinned to its left edge, so
+        # the lanes keep the full width on a phone (an axis label would take a third).
+        fig.yaxis.visible = False
+        for lane in self.lanes:
+            fig.add_layout(Label(
+                x=4, x_units="screen", y=lane.y + lane.title_dy, text=lane.title,
+                text_font_size="13px", text_color=theme.INK, text_font_style="bold",
+                text_baseline="bottom", background_fill_color=theme.PAPER,
+                background_fill_alpha=0.85, name=f"{name}-lane-{lane.key}"))
         fig.ygrid.grid_line_color = None
         fig.xgrid.grid_line_color = theme.GRID
         fig.xaxis.axis_label_text_color = theme.MUTED
@@ -370,7 +377,9 @@ class LanePlayer:
             self.step.js_on_click(js(_STEP))
         self.bars.js_on_change("data", js(_ON_DATA))
         buttons = [self.play] + ([self.step] if self.step is not None else []) + [self.restart]
-        self.controls = row(*buttons, self.speed)
+        # Wraps onto a second line on a narrow screen instead of overflowing it.
+        self.controls = row(*buttons, self.speed, sizing_mode="stretch_width",
+                            stylesheets=[":host { flex-wrap: wrap; row-gap: 6px; }"])
 
     # -- data -------------------------------------------------------------
     def _empty_bars(self) -> dict:
