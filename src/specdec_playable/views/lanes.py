@@ -133,11 +133,24 @@ function sdp_total() {
   for (const e of bars.data.end) m = Math.max(m, e);
   return m;
 }
+function sdp_label(text) {
+  // Changing a Bokeh button's label re-renders it, which drops keyboard focus:
+  // give focus back to the new button so Space/Enter keep working.
+  if (play.label === text) return;
+  const find = () => (window.Bokeh && Bokeh.index && Bokeh.index.find_one) ? Bokeh.index.find_one(play) : null;
+  const before = find();
+  const focused = before && before.shadow_el && before.shadow_el.activeElement != null;
+  play.label = text;
+  if (focused) {
+    // The new button is rendered after this callback returns.
+    setTimeout(() => { const after = find(); if (after && after.button_el) after.button_el.focus(); }, 0);
+  }
+}
 function sdp_stop() {
   state.playing = false;
   if (state.raf) cancelAnimationFrame(state.raf);
   state.raf = null;
-  if (play.label !== 'Play') play.label = 'Play';
+  sdp_label('Play');
 }
 function sdp_run(until) {
   if (reduce) {                // no motion: show the target frame at once
@@ -148,7 +161,7 @@ function sdp_run(until) {
   state.playing = true;
   state.last = null;
   state.until = until;
-  play.label = 'Pause';
+  sdp_label('Pause');
   function frame(now) {
     if (!state.playing) return;
     const dt = state.last === null ? 0 : Math.min(now - state.last, 100);
