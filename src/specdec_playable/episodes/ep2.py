@@ -20,6 +20,7 @@ from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, P
 from ..views import theme
 from ..views.lanes import Lane, LanePlayer
 from ..views.page import episode_shell, esc
+from ..views.urlstate import bind_url
 
 NUMBER = 2
 SLUG = "ep2_the_relay"
@@ -466,7 +467,9 @@ seed. Every clock and speedup on this page is measured from that run, not taken 
 
 def page(state: Relay | None = None) -> pn.Column:
     """A fresh Episode 2 page (one per session or notebook cell)."""
-    view = RelayView(state=state or Relay())
+    state = state or Relay()
+    notice = bind_url(state, ["k", "quality", "seed"])
+    view = RelayView(state=state)
     return episode_shell(
         number=NUMBER, title=TITLE, name="ep2",
         lede=("A small draft model proposes the next k tokens, one quick step each, and the big model checks "
@@ -475,5 +478,6 @@ def page(state: Relay | None = None) -> pn.Column:
         try_this=("press <em>Play</em> and watch the clocks; then set <em>Draft quality</em> to 0.3 and "
                   "<em>k</em> to 8 and play again: the red bad rounds pile up and the speedup falls below "
                   "1×, yet the text is still the big model’s, word for word."),
-        body=[view, pn.pane.HTML(_OUTRO, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
+        body=[notice, view,
+              pn.pane.HTML(_OUTRO, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
     )
