@@ -26,6 +26,7 @@ from ..state import presets
 from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from ..views import theme
 from ..views.page import episode_shell, esc
+from .ep3 import LiveHTML
 
 NUMBER = 5
 SLUG = "ep5_the_break_even_map"
@@ -214,9 +215,11 @@ class BreakEvenView(pn.viewable.Viewer):
         params.setdefault("state", BreakEvenMap())
         super().__init__(**params)
         self.chart = BreakEvenChart()
-        self.summary = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[_CSS],
+        # LiveHTML (see Episode 3): the text changes while a slider is dragged, and swapping
+        # innerHTML costs far less in the browser than re-rendering a Panel HTML pane.
+        self.summary = LiveHTML(sizing_mode="stretch_width", stylesheets=[_CSS],
                                     name="ep5-summary")
-        self.source = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[_CSS],
+        self.source = LiveHTML(sizing_mode="stretch_width", stylesheets=[_CSS],
                                    name="ep5-preset-source")
         s = self.state
         s.param.watch(self._on_knobs, ["q", "k", "c"])
@@ -231,8 +234,8 @@ class BreakEvenView(pn.viewable.Viewer):
             self.chart.update_curves(self.state)
             self.chart.update_you(self.state)
             self.chart.update_points(self.state)
-            self.summary.object = self._summary_html()
-            self.source.object = self._source_html()
+            self.summary.html = self._summary_html()
+            self.source.html = self._source_html()
 
     def _on_knobs(self, *events) -> None:
         # k and c move the curves; q only moves the visitor's marker.
@@ -242,17 +245,17 @@ class BreakEvenView(pn.viewable.Viewer):
                 self.chart.update_curves(self.state)
                 self.chart.update_points(self.state)
             self.chart.update_you(self.state)
-            self.summary.object = self._summary_html()
-            self.source.object = self._source_html()
+            self.summary.html = self._summary_html()
+            self.source.html = self._source_html()
 
     def _on_points(self, *_):
         with pn.io.hold():
             self.chart.update_curves(self.state)
             self.chart.update_points(self.state)
-            self.summary.object = self._summary_html()
+            self.summary.html = self._summary_html()
 
     def _on_preset(self, *_):
-        self.source.object = self._source_html()
+        self.source.html = self._source_html()
 
     def _summary_html(self) -> str:
         s = self.state
