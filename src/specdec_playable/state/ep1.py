@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import param
 
+from . import unlocked
 from ..core import clocks
 
 #: The sentence whose tokens the lanes write and check.
@@ -31,7 +32,7 @@ class WritingVsChecking(param.Parameterized):
 
     @param.depends("n_tokens", "big_pass_ms", watch=True)
     def _recompute(self) -> None:
-        with param.edit_constant(self):
+        with unlocked(self):
             self.comparison = clocks.sequential_vs_parallel(
                 self.n_tokens, float(self.big_pass_ms), tokens=SENTENCE[: self.n_tokens])
 

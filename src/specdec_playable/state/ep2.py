@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
+from . import unlocked
 from ..core import relay
 
 BIG_PASS_MS = 600.0
@@ -157,7 +158,7 @@ class Relay(param.Parameterized):
 
     @param.depends("k", "quality", "seed", watch=True)
     def _recompute(self) -> None:
-        with param.edit_constant(self):
+        with unlocked(self):
             self.result = relay.run(
                 TOKENS, float(self.quality), int(self.k), rng=np.random.default_rng(self.seed),
                 big_pass_ms=BIG_PASS_MS, draft_step_ms=DRAFT_STEP_MS, decoys=DECOYS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import param
 
+from . import unlocked
 from ..core import montecarlo, theory
 
 #: Rounds simulated on every change.
@@ -54,7 +55,7 @@ class QualityDial(param.Parameterized):
     @param.depends("q", "k", "c", "run_again", watch=True)
     def _simulate(self) -> None:
         result = montecarlo.simulate(self.q, self.k, self.c, N_ROUNDS, rng=self._rng)
-        with param.edit_constant(self):
+        with unlocked(self):
             self.param.update(result=result, runs=self.runs + 1)
 
     # --- derived values, all from the core ------------------------------------------

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
+from . import unlocked
 from ..core import relay, texts
 from ..core.texts import Text
 
@@ -229,7 +230,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         for i, choice in enumerate((self.left, self.right)):
             text = self.text_for(choice)
             runs.append(None if text is None else self.run_text(text, i))
-        with param.edit_constant(self):
+        with unlocked(self):
             self.runs = tuple(runs)
 
     def run_again(self) -> None:
@@ -253,10 +254,10 @@ class BoilerplateVsPoetry(param.Parameterized):
         try:
             new = texts.text_from_paste(self.paste)
         except ValueError as exc:
-            with param.edit_constant(self):
+            with unlocked(self):
                 self.message = str(exc)
             return False
-        with param.edit_constant(self):
+        with unlocked(self):
             self.message = ""
             self.pasted = new
         if PASTED in (self.left, self.right):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
+from . import unlocked
 from ..core import montecarlo, theory
 from . import presets
 
@@ -100,14 +101,14 @@ class BreakEvenMap(param.Parameterized):
         """Simulate N_ROUNDS rounds at the current knobs and keep the point."""
         point = SimPoint.from_result(
             montecarlo.simulate(self.q, self.k, self.c, N_ROUNDS, rng=self._rng))
-        with param.edit_constant(self):
+        with unlocked(self):
             self.points = [*self.points, point][-MAX_POINTS:]
         return point
 
     @param.depends("clear", "c", watch=True)
     def clear_points(self) -> None:
         if self.points:
-            with param.edit_constant(self):
+            with unlocked(self):
                 self.points = []
 
     def apply_preset(self, key: str) -> presets.Preset:
