@@ -26,6 +26,19 @@ def _port(text: str) -> int:
     return value
 
 
+def _int_in(lo: int, hi: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer; got {text!r}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be in [{lo}, {hi}]; got {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
 def _origin(text: str) -> str:
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
@@ -47,10 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="HOST:PORT",
                    help="also accept pages served from this origin (repeatable), e.g. a course site")
     s.add_argument("--show", action="store_true", help="open the site in a browser")
-    s.add_argument("--num-procs", type=int, default=1,
-                   help="worker processes (0 = one per core; needs sticky sessions behind a proxy)")
     s.add_argument("--use-xheaders", action="store_true",
                    help="trust X-Forwarded-* headers (only behind a reverse proxy)")
+    s.add_argument("--unused-session-lifetime", type=_int_in(100, 86_400_000), default=15000,
+                   metavar="MS",
+                   help="how long a closed page's session is kept before it is freed (default 15000)")
+    s.add_argument("--check-unused-sessions", type=_int_in(100, 86_400_000), default=17000,
+                   metavar="MS",
+                   help="how often to look for sessions to free (default 17000)")
 
     m = sub.add_parser("simulate", help="Monte-Carlo speedup beside the closed-form theory")
     m.add_argument("--q", type=float, required=True, help="draft acceptance probability, in [0, 1]")
@@ -122,7 +139,9 @@ def _serve(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     print(f"Serving Speculative Decoding, Playable at http://{args.address}:{args.port}/", flush=True)
     serve(port=args.port, address=args.address, allow_websocket_origin=args.allow_websocket_origin,
-          show=args.show, num_procs=args.num_procs, use_xheaders=args.use_xheaders)
+          show=args.show, use_xheaders=args.use_xheaders,
+          unused_session_lifetime_milliseconds=args.unused_session_lifetime,
+          check_unused_sessions_milliseconds=args.check_unused_sessions)
     return 0
 
 

@@ -21,6 +21,8 @@ SLUG = "ep1_writing_vs_checking"
 TITLE = "Writing is one-at-a-time; checking is all-at-once"
 SUMMARY = ("Why a big model needs N passes to write N tokens but only one pass to check them: "
            "the asymmetry speculative decoding stands on.")
+#: Controls kept in the URL query, so a link restores the setup.
+URL_PARAMS = ("n_tokens", "big_pass_ms")
 
 _LANES = (
     Lane("sequential", "Writing: one pass per token", 1.2, theme.BIG, clock_dy=0.3, title_dy=-0.45),
@@ -86,7 +88,7 @@ class WritingVsCheckingView(pn.viewable.Viewer):
 def page(state: WritingVsChecking | None = None) -> pn.Column:
     """A fresh Episode 1 page (one per session or notebook cell)."""
     state = state or WritingVsChecking()
-    notice = bind_url(state, ["n_tokens", "big_pass_ms"])
+    notice = bind_url(state, URL_PARAMS)
     view = WritingVsCheckingView(state=state)
     outro = pn.pane.HTML(
         """

@@ -27,6 +27,8 @@ SLUG = "ep2_the_relay"
 TITLE = "The relay — draft fast, verify in one pass"
 SUMMARY = ("A small model drafts a few tokens, the big model checks them all in one pass: "
            "watch the text grow, the two clocks race, and the output stay exactly the big model's.")
+#: Controls kept in the URL query, so a link restores the setup.
+URL_PARAMS = ("k", "quality", "seed")
 
 DRAFT_Y, BIG_Y, BAND_Y = 1.2, 0.0, 0.6
 BOX_H = 0.56
@@ -468,7 +470,7 @@ seed. Every clock and speedup on this page is measured from that run, not taken 
 def page(state: Relay | None = None) -> pn.Column:
     """A fresh Episode 2 page (one per session or notebook cell)."""
     state = state or Relay()
-    notice = bind_url(state, ["k", "quality", "seed"])
+    notice = bind_url(state, URL_PARAMS)
     view = RelayView(state=state)
     return episode_shell(
         number=NUMBER, title=TITLE, name="ep2",

@@ -33,6 +33,8 @@ SLUG = "ep4_boilerplate_vs_poetry"
 TITLE = "Boilerplate flies, poetry stalls"
 SUMMARY = ("The same speculative decoder over code and over a poem: predictable text runs several "
            "times faster, creative text barely at all, or slower. Paste your own text to try it.")
+#: Controls kept in the URL query, so a link restores the setup.
+URL_PARAMS = ("left", "right", "k", "c", "seed")
 
 _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
@@ -376,7 +378,7 @@ class BoilerplateVsPoetryView(pn.viewable.Viewer):
 def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
     """A fresh Episode 4 page (one per session or notebook cell)."""
     state = state or BoilerplateVsPoetry()
-    notice = bind_url(state, ["left", "right", "k", "c", "seed"])
+    notice = bind_url(state, URL_PARAMS)
     view = BoilerplateVsPoetryView(state=state)
     explain = pn.pane.HTML(EXPLAIN_HTML, sizing_mode="stretch_width", stylesheets=[CSS])
     return episode_shell(
