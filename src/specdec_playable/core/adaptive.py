@@ -1,0 +1,425 @@
+"""Adaptive draft length: policies that choose k round by round, raced on one token stream.
+
+The stream is several bundled texts back to back (by default code, then a poem,
+then a JSON record, from :mod:`core.texts`), each token with its own
+guessability. One uniform number per token position is drawn once and shared by
+every policy: the draft's guess at position ``i`` is right exactly when
+``u[i] < p[i]``. So every policy sees the same randomness and the races differ
+only by the policies' choices.
+
+A round that drafts ``d`` tokens costs one big-model pass plus ``d`` draft steps
+of ``c`` passes each and yields the accepted drafts plus one token of the big
+model's own. A round with speculation switched off is plain decoding: one pass,
+one token. Plain decoding of the whole stream costs one pass per token, so a
+policy's speedup is ``len(stream) / total cost``.
+
+Policies
+--------
+:class:`FixedK`
+    Always draft ``k``.
+:class:`PlusTwoMinusOne`
+    Grow ``k`` by 2 after a round with every draft accepted, else shrink by 1
+    (never below 1, never above ``k_max``).
+:class:`EstimateBestK`
+    Keep an exponential moving average of the acceptance rate and draft
+    ``theory.best_k(estimate, c)``.
+:class:`EstimateWithOffSwitch`
+    The same, but stop speculating (plain decoding) while the estimate is below
+    ``theory.break_even_q(best k, c)``, drafting a short probe round every few
+    tokens to notice when the text turns predictable again.
+
+Examples
+--------
+>>> stream = make_stream()
+>>> runs = race(stream, default_policies(), c=0.15, rng=0)
+>>> all(r.output == stream.tokens for r in runs)
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate as _v
+from . import texts, theory
+
+#: The default stream: code, then a poem, then JSON (Episode 4's texts).
+DEFAULT_TEXT_IDS = ("js-loop", "poem-kettle", "json-record")
+#: Longest draft any policy may choose.
+K_CAP = 12
+REPEATS_MAX = 20
+
+
+# ---------------------------------------------------------------------------
+# The stream
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Stream:
+    """Tokens with per-token guessability, and where each text (genre) starts and ends.
+
+    Attributes
+    ----------
+    tokens : tuple of str
+    p : numpy.ndarray
+        Read-only; probability the draft guesses each token.
+    segments : tuple of (label, start, end)
+        One entry per text: its kind (``"code"``, ``"poem"``, ...) and token range.
+    """
+
+    tokens: tuple[str, ...]
+    p: np.ndarray
+    segments: tuple[tuple[str, int, int], ...]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+
+def make_stream(ids=DEFAULT_TEXT_IDS, repeats: int = 1) -> Stream:
+    """The bundled texts ``ids`` back to back, each repeated ``repeats`` times in a row.
+
+    Examples
+    --------
+    >>> s = make_stream(("js-loop", "poem-kettle"), repeats=2)
+    >>> [seg[0] for seg in s.segments]
+    ['code', 'poem']
+    """
+    repeats = _v.integer("repeats", repeats, 1, REPEATS_MAX)
+    if isinstance(ids, str) or not ids:
+        raise ValueError(f"ids must be a non-empty sequence of text ids; got {ids!r}")
+    tokens: list[str] = []
+    ps: list[np.ndarray] = []
+    segments = []
+    for tid in ids:
+        t = texts.load_text(tid)
+        start = len(tokens)
+        for _ in range(repeats):
+            tokens.extend(t.tokens)
+            ps.append(t.p)
+        segments.append((t.kind, start, len(tokens)))
+    p = np.concatenate(ps)
+    p.setflags(write=False)
+    return Stream(tuple(tokens), p, tuple(segments))
+
+
+# ---------------------------------------------------------------------------
+# Update rules (pure functions, tested on hand-made sequences)
+# ---------------------------------------------------------------------------
+
+
+def plus_two_minus_one(k: int, drafted: int, accepted: int, k_max: int = K_CAP) -> int:
+    """Next k of the +2/-1 heuristic: ``k + 2`` if all drafts were kept, else ``k - 1``; in [1, k_max].
+
+    Examples
+    --------
+    >>> plus_two_minus_one(4, 4, 4), plus_two_minus_one(4, 4, 2), plus_two_minus_one(1, 1, 0)
+    (6, 3, 1)
+    >>> plus_two_minus_one(11, 11, 11, k_max=12)
+    12
+    """
+    nxt = k + 2 if accepted >= drafted else k - 1
+    return int(min(max(nxt, 1), k_max))
+
+
+def ema_update(estimate: float, drafted: int, accepted: int, alpha: float) -> float:
+    """Fold one round's judged drafts into an exponential moving average of acceptance.
+
+    A round that drafted ``drafted`` and kept ``accepted`` judged ``accepted``
+    drafts that were right, and, if ``accepted < drafted``, one that was wrong
+    (the rest were thrown away unjudged). Each judged draft moves the estimate
+    ``alpha`` of the way towards 1 (right) or 0 (wrong).
+
+    Examples
+    --------
+    >>> ema_update(0.5, 2, 2, 0.5)   # two hits: 0.5 -> 0.75 -> 0.875
+    0.875
+    >>> ema_update(0.5, 3, 1, 0.5)   # a hit, then a miss: 0.75 -> 0.375
+    0.375
+    >>> ema_update(0.5, 0, 0, 0.5)   # nothing drafted, nothing learned
+    0.5
+    """
+    keep = (1.0 - alpha) ** accepted
+    est = 1.0 - keep * (1.0 - estimate)
+    if accepted < drafted:
+        est *= 1.0 - alpha
+    return float(est)
+
+
+# ---------------------------------------------------------------------------
+# Policies: a frozen configuration, and a small controller per run
+# ---------------------------------------------------------------------------
+
+
+class _Controller:
+    """Chooses each round's k (0 = plain decoding) and learns from the result."""
+
+    estimate = float("nan")
+
+    def next_k(self) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class FixedK:
+    """Always draft ``k`` tokens."""
+
+    k: int = 4
+
+    @property
+    def label(self) -> str:
+        return f"fixed k = {self.k}"
+
+    def controller(self, c: float) -> _Controller:
+        k = _v.integer("k", self.k, 1, K_CAP)
+
+        class C(_Controller):
+            def next_k(self):
+                return k
+
+        return C()
+
+
+@dataclass(frozen=True)
+class PlusTwoMinusOne:
+    """+2 after a perfect round, -1 after a miss, starting at ``k0``."""
+
+    k0: int = 4
+    k_max: int = K_CAP
+
+    @property
+    def label(self) -> str:
+        return "+2 / −1 heuristic"
+
+    def controller(self, c: float) -> _Controller:
+        cfg = self
+        _v.integer("k_max", cfg.k_max, 1, K_CAP)
+
+        class C(_Controller):
+            k = _v.integer("k0", cfg.k0, 1, cfg.k_max)
+
+            def next_k(self):
+                return self.k
+
+            def observe(self, drafted, accepted):
+                self.k = plus_two_minus_one(self.k, drafted, accepted, cfg.k_max)
+
+        return C()
+
+
+@dataclass(frozen=True)
+class EstimateBestK:
+    """Draft ``theory.best_k`` of a moving-average acceptance estimate."""
+
+    alpha: float = 0.15
+    start: float = 0.6
+    k_max: int = K_CAP
+
+    @property
+    def label(self) -> str:
+        return "best k from estimate"
+
+    def _check(self):
+        _v.real("alpha", self.alpha, 0.0, 1.0, lo_open=True)
+        _v.probability("start", self.start)
+        _v.integer("k_max", self.k_max, 1, K_CAP)
+
+    def controller(self, c: float) -> _Controller:
+        self._check()
+        cfg = self
+
+        class C(_Controller):
+            estimate = cfg.start
+
+            def next_k(self):
+                return theory.best_k(self.estimate, c, k_max=cfg.k_max)
+
+            def observe(self, drafted, accepted):
+                self.estimate = ema_update(self.estimate, drafted, accepted, cfg.alpha)
+
+        return C()
+
+
+@dataclass(frozen=True)
+class EstimateWithOffSwitch(EstimateBestK):
+    """Best k from the estimate, but plain decoding while the estimate is below break-even.
+
+    While off, every ``probe_every``-th round is a probe that drafts ``probe_k``
+    tokens, so the estimate keeps learning and speculation can come back on.
+    """
+
+    probe_every: int = 6
+    probe_k: int = 2
+
+    @property
+    def label(self) -> str:
+        return "best k, off below break-even"
+
+    def controller(self, c: float) -> _Controller:
+        self._check()
+        _v.integer("probe_every", self.probe_every, 1, 1000)
+        _v.integer("probe_k", self.probe_k, 1, K_CAP)
+        cfg = self
+
+        class C(_Controller):
+            estimate = cfg.start
+            plain = 0  # plain rounds since speculation went off or last probed
+
+            def next_k(self):
+                k = theory.best_k(self.estimate, c, k_max=cfg.k_max)
+                if not below_break_even(self.estimate, k, c):
+                    self.plain = 0
+                    return k
+                if self.plain >= cfg.probe_every:
+                    self.plain = 0
+                    return cfg.probe_k
+                self.plain += 1
+                return 0
+
+            def observe(self, drafted, accepted):
+                self.estimate = ema_update(self.estimate, drafted, accepted, cfg.alpha)
+
+        return C()
+
+
+def below_break_even(estimate: float, k: int, c: float) -> bool:
+    """Whether drafting ``k`` at acceptance ``estimate`` is expected to lose to plain decoding.
+
+    Examples
+    --------
+    >>> below_break_even(0.10, 1, 0.15), below_break_even(0.20, 1, 0.15)
+    (True, False)
+    """
+    be = theory.break_even_q(k, c)
+    return bool(np.isnan(be) or estimate < be)
+
+
+def default_policies(fixed_k: int = 4) -> tuple:
+    """The four policies the page races."""
+    return (FixedK(fixed_k), PlusTwoMinusOne(), EstimateBestK(), EstimateWithOffSwitch())
+
+
+# ---------------------------------------------------------------------------
+# Running a policy over the stream
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class PolicyRun:
+    """One policy's run over the stream, round by round.
+
+    Attributes
+    ----------
+    label : str
+        The policy's name.
+    start : numpy.ndarray of int
+        Stream position where each round began.
+    k : numpy.ndarray of int
+        Draft length each round chose (0: speculation off, plain decoding).
+    drafted, accepted, tokens : numpy.ndarray of int
+        Drafts made (``k`` capped near the end of the stream), drafts kept, tokens yielded.
+    cost : numpy.ndarray of float
+        Each round's time in big-model passes: ``1 + drafted * c``.
+    wall : numpy.ndarray of float
+        Cumulative wall clock after each round.
+    estimate : numpy.ndarray of float
+        The policy's acceptance estimate when it chose k (NaN if it keeps none).
+    output : tuple of str
+        What the run wrote, round by round: the kept drafts and the big model's token.
+    """
+
+    label: str
+    start: np.ndarray
+    k: np.ndarray
+    drafted: np.ndarray
+    accepted: np.ndarray
+    tokens: np.ndarray
+    cost: np.ndarray
+    wall: np.ndarray
+    estimate: np.ndarray
+    output: tuple[str, ...]
+
+    @property
+    def n_rounds(self) -> int:
+        return int(self.k.size)
+
+    @property
+    def total_cost(self) -> float:
+        return float(self.wall[-1])
+
+    @property
+    def speedup(self) -> float:
+        """Plain decoding's cost (one pass per token) over this run's cost."""
+        return len(self.output) / self.total_cost
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Kept drafts over judged drafts (kept ones plus each round's first miss)."""
+        judged = self.accepted.sum() + (self.accepted < self.drafted).sum()
+        return float(self.accepted.sum() / judged) if judged else float("nan")
+
+    @property
+    def plain_rounds(self) -> int:
+        return int((self.k == 0).sum())
+
+
+def draw_uniforms(n: int, *, rng=None) -> np.ndarray:
+    """The shared randomness: one uniform per stream position."""
+    n = _v.integer("n", n, 1, _v.ROUNDS_MAX)
+    return _v.generator(rng).random(n)
+
+
+def run_policy(policy, stream: Stream, hits, c: float) -> PolicyRun:
+    """Run ``policy`` over ``stream``; ``hits[i]`` says whether the draft guesses token ``i`` right.
+
+    Examples
+    --------
+    >>> s = make_stream(("js-loop",))
+    >>> r = run_policy(FixedK(3), s, np.ones(len(s), bool), c=0.1)
+    >>> int(r.tokens[0]), int(r.accepted[0]), round(float(r.cost[0]), 2)
+    (4, 3, 1.3)
+    """
+    c = _v.draft_cost(c)
+    hits = np.asarray(hits, dtype=bool)
+    n = len(stream)
+    if hits.shape != (n,):
+        raise ValueError(f"hits must have one entry per stream token ({n}); got shape {hits.shape}")
+    ctl = policy.controller(c)
+    misses = np.flatnonzero(~hits)
+    rows = []
+    out: list[str] = []
+    pos = 0
+    while pos < n:
+        est = ctl.estimate
+        k = int(ctl.next_k())
+        d = min(k, n - pos - 1)  # always leave the big model one token to write
+        # Drafts kept: up to the first miss at or after pos, within d.
+        j = np.searchsorted(misses, pos)
+        first_miss = int(misses[j]) if j < misses.size else n
+        a = min(first_miss - pos, d)
+        t = a + 1
+        out.extend(stream.tokens[pos: pos + t])
+        rows.append((pos, k, d, a, t, 1.0 + d * c, est))
+        if d > 0:
+            ctl.observe(d, a)
+        pos += t
+    arr = np.array(rows, dtype=float)
+    start, k, d, a, t = (arr[:, i].astype(np.int64) for i in range(5))
+    cost = arr[:, 5]
+    result = PolicyRun(policy.label, start, k, d, a, t, cost, np.cumsum(cost), arr[:, 6],
+                       tuple(out))
+    for v in (start, k, d, a, t, cost, result.wall, result.estimate):
+        v.setflags(write=False)
+    return result
+
+
+def race(stream: Stream, policies, c: float, *, rng=None) -> tuple[PolicyRun, ...]:
+    """Run every policy on ``stream`` with one shared draw of randomness."""
+    u = draw_uniforms(len(stream), rng=rng)
+    hits = u < stream.p
+    return tuple(run_policy(pol, stream, hits, c) for pol in policies)

@@ -1,0 +1,313 @@
+"""Speculative sampling: a draft's guesses, kept or replaced, give exactly the big model's distribution.
+
+The draft model proposes a token ``x`` drawn from its distribution ``q``. The big
+model, whose distribution is ``p``, keeps it with probability
+``min(1, p(x) / q(x))``; otherwise it draws a replacement from the leftover
+distribution ``norm(max(0, p - q))``. Every output is then distributed exactly as
+``p``, whatever ``q`` is, and a proposal is kept with probability
+``sum(min(p, q))`` (Leviathan, Kalman and Matias, "Fast Inference from
+Transformers via Speculative Decoding", ICML 2023, Appendix A.1; Chen et al.,
+"Accelerating Large Language Model Decoding with Speculative Sampling", 2023,
+Theorem 1).
+
+This module also has the chi-square goodness-of-fit test the page uses to check
+that claim, with its p-value computed in numpy (no scipy).
+
+Examples
+--------
+>>> r = speculative_sample([0.5, 0.5], [0.9, 0.1], 10_000, rng=1)
+>>> abs(r.acceptance_rate - acceptance_theory([0.5, 0.5], [0.9, 0.1])) < 0.02
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _validate as _v
+
+#: Largest number of samples one call draws.
+N_MAX = 10**7
+#: Largest vocabulary accepted.
+VOCAB_MAX = 100_000
+#: How far from 1 a distribution's sum may be before it is refused.
+SUM_TOL = 1e-9
+
+
+def _distribution(name: str, value) -> np.ndarray:
+    """A 1-D, finite, non-negative array summing to 1 within 1e-9, returned renormalised."""
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise ValueError(f"{name} must be a 1-D array of probabilities; got {value!r}")
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a 1-D array of probabilities; got {value!r}") from None
+    if arr.ndim != 1 or not 1 <= arr.size <= VOCAB_MAX:
+        raise ValueError(
+            f"{name} must be a 1-D array of 1 to {VOCAB_MAX:,} probabilities; got shape {arr.shape}")
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{i}] must be a finite number >= 0; got {arr[i]!r}")
+    total = float(arr.sum())
+    if abs(total - 1.0) > SUM_TOL:
+        raise ValueError(f"{name} must sum to 1 (within {SUM_TOL:g}); got a sum of {total!r}")
+    return arr / total
+
+
+def _check(p, q, n):
+    p = _distribution("p", p)
+    q = _distribution("q", q)
+    if p.shape != q.shape:
+        raise ValueError(f"p and q must have the same length; got {p.size} and {q.size}")
+    n = _v.integer("n", n, 1, N_MAX)
+    return p, q, n
+
+
+def acceptance_theory(p, q) -> float:
+    """Probability that a draft proposal is kept: ``sum(min(p, q))``.
+
+    Examples
+    --------
+    >>> acceptance_theory([0.5, 0.5, 0.0], [0.25, 0.25, 0.5])
+    0.5
+    """
+    p, q, _ = _check(p, q, 1)
+    return float(np.minimum(p, q).sum())
+
+
+def residual(p, q) -> np.ndarray:
+    """The leftover distribution ``norm(max(0, p - q))`` rejected proposals are redrawn from.
+
+    Where ``p == q`` there is nothing left over and nothing is ever rejected; the
+    function then returns ``p`` (any choice is correct, since it is never used).
+    """
+    p, q, _ = _check(p, q, 1)
+    return _residual(p, q)
+
+
+def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    r = np.maximum(p - q, 0.0)
+    total = r.sum()
+    return r / total if total > 0 else p.copy()
+
+
+def _draw(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draws: the first index whose cumulative probability exceeds ``u``."""
+    cdf = np.cumsum(probs)
+    idx = np.searchsorted(cdf, u * cdf[-1], side="right")
+    return np.minimum(idx, probs.size - 1)
+
+
+@dataclass(frozen=True, eq=False)
+class SampleResult:
+    """``n`` outputs of speculative sampling.
+
+    Attributes
+    ----------
+    p, q : numpy.ndarray
+        The big model's and the draft's distributions (normalised copies).
+    proposals : numpy.ndarray of int
+        What the draft proposed each time (drawn from ``q``).
+    samples : numpy.ndarray of int
+        What came out: the proposal where it was kept, else a draw from the leftover.
+    accepted : numpy.ndarray of bool
+        Whether each proposal was kept.
+
+    Examples
+    --------
+    >>> r = speculative_sample([0.2, 0.8], [0.2, 0.8], 5, rng=0)
+    >>> bool(r.accepted.all()), r.n
+    (True, 5)
+    """
+
+    p: np.ndarray
+    q: np.ndarray
+    proposals: np.ndarray
+    samples: np.ndarray
+    accepted: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.samples.size)
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Share of proposals the big model kept (measured)."""
+        return float(self.accepted.mean())
+
+    @property
+    def acceptance_theory(self) -> float:
+        """``sum(min(p, q))``: the acceptance rate in theory."""
+        return float(np.minimum(self.p, self.q).sum())
+
+    def counts(self) -> np.ndarray:
+        """How often each token came out."""
+        return np.bincount(self.samples, minlength=self.p.size)
+
+    def proposal_counts(self) -> np.ndarray:
+        """How often the draft proposed each token."""
+        return np.bincount(self.proposals, minlength=self.p.size)
+
+
+def speculative_sample(p, q, n: int, *, rng=None) -> SampleResult:
+    """Draw ``n`` tokens by speculative sampling (all at once, vectorised).
+
+    Each draw: propose ``x ~ q``; keep it with probability ``min(1, p[x] / q[x])``;
+    otherwise replace it with a draw from ``norm(max(0, p - q))``. The outputs are
+    distributed exactly as ``p`` (Leviathan et al. 2023; Chen et al. 2023).
+
+    Parameters
+    ----------
+    p, q : array_like
+        The big model's and the draft's distributions over the same vocabulary:
+        1-D, same length, finite, non-negative, each summing to 1 within 1e-9.
+        ``q`` may be 0 where ``p`` is not (the leftover draw covers those tokens).
+    n : int
+        Number of draws, in [1, 10**7].
+    rng : numpy.random.Generator, int or None
+        Source of randomness (normalised with ``numpy.random.default_rng``).
+
+    Returns
+    -------
+    SampleResult
+
+    Raises
+    ------
+    ValueError
+        Naming the bad argument, its value and what is allowed.
+
+    Examples
+    --------
+    >>> r = speculative_sample([0.0, 1.0], [1.0, 0.0], 3, rng=0)
+    >>> r.samples.tolist(), r.accepted.tolist()
+    ([1, 1, 1], [False, False, False])
+    """
+    p, q, n = _check(p, q, n)
+    rng = _v.generator(rng)
+    u = rng.random((3, n))
+    proposals = _draw(q, u[0])
+    # Keep with probability min(1, p/q): u * q < p avoids dividing (q[x] > 0 for any proposal).
+    accepted = u[1] * q[proposals] < p[proposals]
+    samples = proposals.copy()
+    rejected = ~accepted
+    if rejected.any():
+        samples[rejected] = _draw(_residual(p, q), u[2][rejected])
+    for arr in (p, q, proposals, samples, accepted):
+        arr.setflags(write=False)
+    return SampleResult(p, q, proposals, samples, accepted)
+
+
+# ---------------------------------------------------------------------------
+# Chi-square goodness of fit, without scipy
+# ---------------------------------------------------------------------------
+
+
+def _upper_gamma_regularized(a: float, x: float) -> float:
+    """``Q(a, x) = Gamma(a, x) / Gamma(a)`` (Numerical Recipes, 3rd ed., section 6.2)."""
+    if x <= 0.0:
+        return 1.0
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1.0:
+        # Series for the lower function P(a, x); Q = 1 - P.
+        term = total = 1.0 / a
+        ap = a
+        for _ in range(10_000):
+            ap += 1.0
+            term *= x / ap
+            total += term
+            if abs(term) < abs(total) * 1e-16:
+                break
+        return max(0.0, 1.0 - total * math.exp(log_front))
+    # Continued fraction for Q(a, x), modified Lentz.
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c = 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-16:
+            break
+    return min(1.0, math.exp(log_front) * h)
+
+
+def chi_square_sf(x, df) -> float:
+    """Probability that a chi-square variable with ``df`` degrees of freedom exceeds ``x``.
+
+    Equal to ``scipy.stats.chi2.sf(x, df)``, computed as the regularized upper
+    incomplete gamma function ``Q(df / 2, x / 2)``.
+
+    Examples
+    --------
+    >>> round(chi_square_sf(3.841458820694124, 1), 6)
+    0.05
+    >>> chi_square_sf(float("inf"), 3)
+    0.0
+    """
+    df = _v.real("df", df, 0.0, 1e6, lo_open=True)
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise ValueError(f"x must be a number >= 0; got {x!r}")
+    x = float(x)
+    if math.isnan(x) or x < 0:
+        raise ValueError(f"x must be a number >= 0; got {x!r}")
+    if math.isinf(x):
+        return 0.0
+    return _upper_gamma_regularized(0.5 * df, 0.5 * x)
+
+
+@dataclass(frozen=True)
+class ChiSquare:
+    """Pearson's chi-square test of observed counts against a distribution.
+
+    Attributes
+    ----------
+    statistic : float
+        ``sum((observed - expected)**2 / expected)`` over tokens with ``expected > 0``;
+        ``inf`` if a token with probability 0 was observed.
+    df : int
+        Degrees of freedom: tokens with probability > 0, minus one.
+    p_value : float
+        Chance of a statistic at least this large if the counts came from the distribution.
+
+    Examples
+    --------
+    >>> t = chi_square([50, 50], [0.5, 0.5])
+    >>> t.statistic, t.df, t.p_value
+    (0.0, 1, 1.0)
+    """
+
+    statistic: float
+    df: int
+    p_value: float
+
+
+def chi_square(observed, probs) -> ChiSquare:
+    """Test whether ``observed`` counts were drawn from ``probs`` (Pearson's chi-square)."""
+    obs = np.asarray(observed, dtype=float)
+    probs = _distribution("probs", probs)
+    if obs.shape != probs.shape or (obs < 0).any() or not np.isfinite(obs).all():
+        raise ValueError("observed must be non-negative counts, one per entry of probs")
+    n = obs.sum()
+    if n <= 0:
+        raise ValueError(f"observed must hold at least one count; got a total of {n!r}")
+    live = probs > 0
+    df = int(live.sum()) - 1
+    if (obs[~live] > 0).any():
+        return ChiSquare(math.inf, max(df, 1), 0.0)
+    if df < 1:
+        return ChiSquare(0.0, 0, 1.0)
+    expected = n * probs[live]
+    stat = float((((obs[live] - expected) ** 2) / expected).sum())
+    return ChiSquare(stat, df, chi_square_sf(stat, df))
