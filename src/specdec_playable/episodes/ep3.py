@@ -17,8 +17,6 @@ from bokeh.models import (
     FixedTicker,
     HoverTool,
     Label,
-    Legend,
-    LegendItem,
     NumeralTickFormatter,
     Range1d,
     Span,
@@ -39,6 +37,47 @@ SUMMARY = ("Three knobs (how good the draft is, how far it guesses, what a guess
 
 _KS = np.arange(1, K_MAX + 1)
 
+#: Chart keys are HTML above each chart rather than Bokeh legends: they wrap on a narrow
+#: screen (a horizontal Bokeh legend overflows a phone), and they name every mark in words.
+KEY_CSS = f"""
+.sdp-key {{ font-size: 0.92rem; line-height: 1.75; margin: 0.8em 0 0 0; max-width: 60em; }}
+.sdp-key .t {{ font-weight: 650; margin-right: 0.6em; }}
+.sdp-key .it {{ white-space: nowrap; margin-right: 1.1em; color: {theme.INK}; }}
+.sdp-key .sw {{ display: inline-block; vertical-align: middle; margin-right: 5px; box-sizing: border-box; }}
+.sdp-key .bar {{ width: 12px; height: 14px; border: 1.5px solid; }}
+.sdp-key .dot {{ width: 11px; height: 11px; border-radius: 50%; border: 2.5px solid {theme.INK};
+  background: {theme.PAPER}; }}
+.sdp-key .tick {{ width: 18px; height: 0; border-top: 3px solid {theme.INK}; }}
+.sdp-key .line {{ width: 20px; height: 0; border-top: 2px solid {theme.MUTED}; }}
+.sdp-key .line.you {{ border-top: 4px solid {theme.DRAFT}; }}
+.sdp-key .zone {{ width: 18px; height: 12px; background: {theme.SLOWER}; border-top: 2px dashed {theme.REJECTED}; }}
+.sdp-key .glyph {{ font-size: 1.05rem; margin-right: 4px; }}
+"""
+
+
+def _key(title: str, *items: str, note: str = "") -> str:
+    """A chart key: a bold title, items that each keep their swatch and words together, a note."""
+    return (f'<div class="sdp-key"><span class="t">{title}</span>'
+            + "".join(f'<span class="it">{item}</span> ' for item in items) + note + "</div>")
+
+
+SPEEDUP_KEY = _key(
+    "Speedup for every draft length k",
+    f'<span class="sw bar" style="background:{theme.DISCARDED};border-color:{theme.DISCARDED}"></span>'
+    "theory, each k",
+    f'<span class="sw bar" style="background:{theme.DRAFT};border-color:{theme.INK}"></span>theory, your k',
+    '<span class="sw dot"></span>measured at your k; whisker: 95% CI',
+    f'<span class="glyph" style="color:{theme.GOLD}">★</span>best k (theory)',
+    '<span class="sw zone"></span>below 1×: slower than plain decoding',
+)
+HISTOGRAM_KEY = _key(
+    "Drafts accepted per round",
+    f'<span class="sw bar" style="background:{theme.ACCEPTED};border-color:{theme.ACCEPTED}"></span>'
+    f"measured share of {N_ROUNDS:,} rounds",
+    '<span class="sw tick"></span>theory',
+    note="A round with a accepted drafts yields a + 1 tokens.",
+)
+
 _CSS = theme.PAGE_CSS + f"""
 .sdp-verdict {{ border-radius: 6px; padding: 0.55em 0.9em; margin: 0.3em 0 0.6em 0; max-width: 46em;
   font-size: 1.02rem; line-height: 1.45; }}
@@ -47,6 +86,7 @@ _CSS = theme.PAGE_CSS + f"""
 .sdp-econ {{ font-variant-numeric: tabular-nums; line-height: 1.6; font-size: 1.02rem; margin: 0.2em 0 0.4em 0; }}
 .sdp-econ code {{ background: #f3f4f7; padding: 0.05em 0.35em; border-radius: 3px; }}
 .sdp-stat.theory .v {{ color: {theme.MUTED}; }}
+{KEY_CSS}
 """
 
 
@@ -80,8 +120,6 @@ def _style(fig) -> None:
     fig.outline_line_color = None
     fig.grid.grid_line_color = theme.GRID
     fig.toolbar.logo = None
-    fig.title.text_font_size = "14px"
-    fig.title.text_color = theme.INK
 
 
 class SpeedupByK:
@@ -100,7 +138,6 @@ class SpeedupByK:
             name="ep3-speedup-fig", height=330, sizing_mode="stretch_width",
             x_range=Range1d(0.3, K_MAX + 0.7), y_range=self.y_range, tools="",
             toolbar_location=None,
-            title="Speedup for every draft length k (bars: theory · dot and whisker: measured)",
             x_axis_label="draft length k", y_axis_label="speedup over plain decoding (×)",
         )
         fig.add_layout(BoxAnnotation(top=1.0, fill_color=theme.SLOWER, fill_alpha=1.0, level="underlay"))
@@ -126,13 +163,6 @@ class SpeedupByK:
             ("measured", "@speedup{0.00}×"), ("95% CI", "@lo{0.00}–@hi{0.00}×")]))
         fig.xaxis.ticker = list(range(1, K_MAX + 1))
         fig.xgrid.grid_line_color = None
-        legend = Legend(items=[
-            LegendItem(label="theory", renderers=[bars]),
-            LegendItem(label="measured at your k, with 95% CI", renderers=[dot, whisker]),
-            LegendItem(label="best k by theory", renderers=[best]),
-        ], orientation="horizontal", label_text_font_size="12px", border_line_color=None,
-           padding=2, margin=0)
-        fig.add_layout(legend, "above")
         _style(fig)
         self.figure = fig
 
@@ -167,8 +197,7 @@ class AcceptedHistogram:
         fig = figure(
             name="ep3-hist-fig", height=290, sizing_mode="stretch_width",
             x_range=self.x_range, y_range=self.y_range, tools="", toolbar_location=None,
-            title="Drafts accepted per round (bars: measured · black ticks: theory)",
-            x_axis_label="drafts accepted in a round (the round yields this + 1 tokens)",
+            x_axis_label="drafts accepted in a round",
             y_axis_label="share of rounds",
         )
         bars = fig.vbar(x="a", top="measured", width=0.7, source=self.source,
@@ -182,11 +211,6 @@ class AcceptedHistogram:
         fig.xgrid.grid_line_color = None
         self.ticker = FixedTicker(ticks=list(range(5)))
         fig.xaxis.ticker = self.ticker
-        fig.add_layout(Legend(items=[
-            LegendItem(label=f"measured, {N_ROUNDS:,} rounds", renderers=[bars]),
-            LegendItem(label="theory", renderers=[ticks]),
-        ], orientation="horizontal", label_text_font_size="12px", border_line_color=None,
-           padding=2, margin=0), "above")
         _style(fig)
         self.figure = fig
 
@@ -292,7 +316,9 @@ class QualityDialView(pn.viewable.Viewer):
             width=300, name="ep3-controls",
         )
         charts = pn.Column(
+            pn.pane.HTML(SPEEDUP_KEY, sizing_mode="stretch_width", stylesheets=[_CSS]),
             pn.pane.Bokeh(self.speedup.figure, sizing_mode="stretch_width"),
+            pn.pane.HTML(HISTOGRAM_KEY, sizing_mode="stretch_width", stylesheets=[_CSS]),
             pn.pane.Bokeh(self.histogram.figure, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )

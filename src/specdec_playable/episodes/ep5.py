@@ -15,8 +15,6 @@ from bokeh.models import (
     ColumnDataSource,
     HoverTool,
     Label,
-    Legend,
-    LegendItem,
     Range1d,
     Span,
 )
@@ -26,7 +24,7 @@ from ..state import presets
 from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from ..views import theme
 from ..views.page import episode_shell, esc
-from .ep3 import LiveHTML
+from .ep3 import KEY_CSS, LiveHTML, _key
 
 NUMBER = 5
 SLUG = "ep5_the_break_even_map"
@@ -41,7 +39,19 @@ _CSS = theme.PAGE_CSS + f"""
 .sdp-source p {{ margin: 0.25em 0; }}
 .sdp-source .src {{ color: {theme.MUTED}; font-size: 0.92rem; }}
 .sdp-kept {{ font-weight: 600; }}
+{KEY_CSS}
 """
+
+MAP_KEY = _key(
+    "Speedup against acceptance rate",
+    '<span class="sw line"></span>theory, one curve per k',
+    '<span class="sw line you"></span>theory, your k',
+    f'<span class="glyph" style="color:{theme.DRAFT}">◆</span>break-even q (theory)',
+    '<span class="sw dot"></span>simulated point; whisker: 95% CI',
+    f'<span class="glyph" style="color:{theme.REJECTED}">✗</span>interval misses its curve',
+    f'<span class="sw dot" style="border-color:{theme.DRAFT}"></span>your q, k (theory)',
+    '<span class="sw zone"></span>below 1×: slower than plain decoding',
+)
 
 #: Sideways nudge of successive points at the same q, so their whiskers do not hide each other.
 _JITTER = np.array([0, -3, 3, -6, 6, -1.5, 1.5, -4.5, 4.5]) * 0.003
@@ -54,8 +64,6 @@ def _style(fig) -> None:
         ax.axis_label_text_font_style = "normal"
     fig.outline_line_color = None
     fig.grid.grid_line_color = theme.GRID
-    fig.title.text_font_size = "14px"
-    fig.title.text_color = theme.INK
 
 
 def _declutter(qs: list[float], texts: list[str], *, mine: list[bool]) -> list[str]:
@@ -94,7 +102,7 @@ class BreakEvenChart:
         fig = figure(
             name="ep5-map", height=470, sizing_mode="stretch_width", tools="", toolbar_location=None,
             x_range=Range1d(0, 1.1), y_range=self.y_range,
-            x_axis_label="acceptance rate q (share of drafted tokens the big model accepts)",
+            x_axis_label="acceptance rate q",
             y_axis_label="speedup over plain decoding (×)",
         )
         fig.add_layout(BoxAnnotation(top=1.0, fill_color=theme.SLOWER, fill_alpha=1.0, level="underlay"))
@@ -132,13 +140,6 @@ class BreakEvenChart:
         fig.add_tools(HoverTool(renderers=[lines], tooltips=[("curve", "k = @k (theory)")],
                                 line_policy="nearest"))
         fig.xaxis.ticker = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-        fig.add_layout(Legend(items=[
-            LegendItem(label="theory curve per k (yours in blue)", renderers=[lines]),
-            LegendItem(label="break-even q (theory)", renderers=[be]),
-            LegendItem(label=f"simulated, {N_ROUNDS} rounds, 95% CI", renderers=[dots, whiskers]),
-            LegendItem(label="your (q, k): theory", renderers=[you]),
-        ], orientation="horizontal", label_text_font_size="12px", border_line_color=None,
-            padding=2, margin=0), "above")
         _style(fig)
         self.figure = fig
 
@@ -220,7 +221,7 @@ class BreakEvenView(pn.viewable.Viewer):
         self.summary = LiveHTML(sizing_mode="stretch_width", stylesheets=[_CSS],
                                     name="ep5-summary")
         self.source = LiveHTML(sizing_mode="stretch_width", stylesheets=[_CSS],
-                                   name="ep5-preset-source")
+                                   name="ep5-preset-source", margin=(5, 10))
         s = self.state
         s.param.watch(self._on_knobs, ["q", "k", "c"])
         s.param.watch(self._on_points, ["points"])
@@ -336,6 +337,7 @@ class BreakEvenView(pn.viewable.Viewer):
             pn.FlexBox(controls, pn.Column(self.summary, sizing_mode="stretch_width",
                                            styles={"flex": "1 1 420px"}),
                        sizing_mode="stretch_width", flex_wrap="wrap"),
+            pn.pane.HTML(MAP_KEY, sizing_mode="stretch_width", stylesheets=[_CSS]),
             pn.pane.Bokeh(self.chart.figure, sizing_mode="stretch_width"),
             pn.pane.HTML(_JITTER_NOTE, sizing_mode="stretch_width", stylesheets=[_CSS]),
             pn.pane.HTML(_PRESETS_INTRO, sizing_mode="stretch_width", stylesheets=[_CSS]),
