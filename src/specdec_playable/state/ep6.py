@@ -1,0 +1,134 @@
+"""State of Episode 6: the fine print (speculative sampling and adaptive draft length).
+
+Part 1: the big model's distribution ``p`` over a few next words is fixed; the
+draft's ``q`` is ``p`` bent by a temperature and a boost to one favourite word.
+Every change draws ``n_samples`` fresh outputs by speculative sampling from the
+session's own generator and tests them against ``p`` and against ``q``.
+
+Part 2: four draft-length policies race over code, then a poem, then JSON, with
+one shared draw of randomness fixed by ``race_seed``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import param
+
+from . import unlocked
+from ..core import adaptive, sampling
+
+#: The sentence the next word continues, and the big model's view of that word.
+PROMPT = "The cat sat on the"
+WORDS = ("mat", "sofa", "floor", "roof", "fence", "moon")
+P_BIG = np.array([0.38, 0.24, 0.17, 0.11, 0.07, 0.03])
+P_BIG.setflags(write=False)
+
+SAMPLE_SIZES = (100, 1_000, 10_000, 100_000)
+SEED_MAX = 999_999
+#: Each text of the race is repeated this many times in a row.
+REPEATS = 2
+
+
+def draft_distribution(temperature: float, favourite: str, boost: float) -> np.ndarray:
+    """``q``: ``p`` sharpened or flattened by ``temperature``, with ``boost`` added to one word's logit.
+
+    Examples
+    --------
+    >>> bool(np.allclose(draft_distribution(1.0, "mat", 0.0), P_BIG))
+    True
+    """
+    logits = np.log(P_BIG) / temperature
+    logits[WORDS.index(favourite)] += boost
+    q = np.exp(logits - logits.max())
+    return q / q.sum()
+
+
+class FinePrint(param.Parameterized):
+    """Speculative sampling on a six-word vocabulary, and a race of draft-length policies."""
+
+    temperature = param.Number(
+        default=2.0, bounds=(0.2, 4.0), step=0.05, label="Draft temperature",
+        doc="Below 1 the draft is more sure of the big model's top words than the big model; "
+            "above 1 it spreads its guesses more evenly.")
+    favourite = param.Selector(
+        default="moon", objects=list(WORDS), label="Draft's favourite word",
+        doc="A word the draft likes more than the big model does.")
+    boost = param.Number(
+        default=1.5, bounds=(0.0, 5.0), step=0.1, label="Favourite boost",
+        doc="How much extra the draft likes its favourite word (added to its log-probability).")
+    n_samples = param.Selector(
+        default=10_000, objects=list(SAMPLE_SIZES), label="Samples N",
+        doc="How many next words to draw by speculative sampling.")
+    draw = param.Event(label="Draw N new samples",
+                       doc="Draw a fresh batch with the same distributions.")
+
+    c = param.Number(
+        default=0.3, bounds=(0.05, 0.6), step=0.01, label="Draft cost c",
+        doc="Time of one draft step as a fraction of one big-model pass.")
+    fixed_k = param.Integer(
+        default=4, bounds=(1, adaptive.K_CAP), label="k of the fixed policy",
+        doc="The draft length the fixed policy always uses.")
+    race_seed = param.Integer(
+        default=1, bounds=(0, SEED_MAX), label="Race seed",
+        doc="Fixes which tokens the draft guesses right; every policy sees the same draw.")
+
+    q = param.Array(constant=True, doc="The draft's distribution, derived from the three knobs.")
+    samples = param.ClassSelector(class_=sampling.SampleResult, constant=True,
+                                  doc="The latest batch of speculative samples.")
+    fit_p = param.ClassSelector(class_=sampling.ChiSquare, constant=True,
+                                doc="Chi-square test of the outputs against p.")
+    fit_q = param.ClassSelector(class_=sampling.ChiSquare, constant=True,
+                                doc="Chi-square test of the outputs against q.")
+    runs = param.Parameter(default=(), constant=True,
+                       doc="The latest race: one PolicyRun per policy.")
+
+    def __init__(self, *, rng=None, **params):
+        super().__init__(**params)
+        self._rng = np.random.default_rng(rng)
+        self.stream = adaptive.make_stream(repeats=REPEATS)
+        self._sample()
+        self._race()
+
+    @property
+    def p(self) -> np.ndarray:
+        return P_BIG
+
+    @param.depends("temperature", "favourite", "boost", "n_samples", "draw", watch=True)
+    def _sample(self) -> None:
+        q = draft_distribution(self.temperature, self.favourite, self.boost)
+        r = sampling.speculative_sample(P_BIG, q, self.n_samples, rng=self._rng)
+        counts = r.counts()
+        with unlocked(self):
+            self.param.update(q=q, samples=r, fit_p=sampling.chi_square(counts, P_BIG),
+                              fit_q=sampling.chi_square(counts, r.q))
+
+    @param.depends("c", "fixed_k", "race_seed", watch=True)
+    def _race(self) -> None:
+        runs = adaptive.race(self.stream, adaptive.default_policies(self.fixed_k), self.c,
+                             rng=self.race_seed)
+        with unlocked(self):
+            self.runs = runs
+
+    def new_race(self) -> None:
+        """Fresh randomness for the race: a new seed from the session's generator."""
+        new = int(self._rng.integers(0, SEED_MAX, endpoint=True))
+        if new == self.race_seed:
+            self._race()
+        else:
+            self.race_seed = new
+
+    # --- derived numbers ------------------------------------------------------------------
+
+    @property
+    def acceptance_theory(self) -> float:
+        """``sum(min(p, q))``."""
+        return float(np.minimum(P_BIG, self.q).sum())
+
+    @property
+    def frequencies(self) -> np.ndarray:
+        """Share of outputs per word (measured)."""
+        return self.samples.counts() / self.samples.n
+
+    @property
+    def best_run(self):
+        return max(self.runs, key=lambda r: r.speedup)
