@@ -1,0 +1,127 @@
+"""Browser tier: Episode 6 served and driven in Chromium.
+
+Part 1: move the boost slider, pick 100,000 samples, draw; the browser's chart data
+follows p (checked against the state's own numbers) and the page reports the test.
+Part 2: change the draft cost and press "New randomness"; the four lines and the table
+are redrawn, each policy's line ends at the stream's length.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from conftest import assert_clean, model_data, page_text, wait_for_bokeh
+
+from specdec_playable.core import adaptive
+from specdec_playable.episodes import ep6
+from specdec_playable.state.ep6 import P_BIG, REPEATS, draft_distribution
+
+pytestmark = pytest.mark.browser
+
+PATH = "/" + ep6.SLUG
+N_STREAM = len(adaptive.make_stream(repeats=REPEATS))
+
+
+def _wait_text(page, needle, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while needle not in page_text(page):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{needle!r} never appeared; page shows: {page_text(page)[:1500]}")
+        page.wait_for_timeout(50)
+
+
+def _open(page, site, width=1280):
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(site.url + PATH)
+    wait_for_bokeh(page, "ep6-wall-3")
+    page.wait_for_timeout(500)
+
+
+def test_ep6_part1_samples_follow_p_whatever_q(page, site, console, artifacts):
+    _open(page, site)
+    models = model_data(page, "ep6-models")
+    np.testing.assert_allclose(models["p"], P_BIG)
+    np.testing.assert_allclose(models["q"], draft_distribution(2.0, "moon", 1.5), rtol=1e-12)
+    assert "theory: sum of min(p, q)" in page_text(page)
+
+    # Boost to the end (5.0): the draft now proposes "moon" most of the time.
+    boost = page.locator(".noUi-handle").nth(1)
+    boost.focus()
+    boost.press("End")
+    q5 = draft_distribution(2.0, "moon", 5.0)
+    page.wait_for_function(
+        "q => Math.abs(Bokeh.documents[0].get_model_by_name('ep6-models').data.q[5] - q) < 1e-9",
+        arg=float(q5[5]), timeout=10_000)
+    assert q5[5] > 0.8
+
+    # 100,000 samples, then a fresh draw with the button.
+    page.get_by_label("Samples N").select_option(label="100,000")
+    page.wait_for_function(
+        "() => Bokeh.documents[0].get_model_by_name('ep6-out').data.count.reduce((a, b) => a + b) === 100000",
+        timeout=15_000)
+    before = model_data(page, "ep6-out")["count"]
+    page.get_by_role("button", name="Draw N new samples").click()
+    page.wait_for_function(
+        "b => JSON.stringify(Array.from(Bokeh.documents[0].get_model_by_name('ep6-out').data.count)) !== b",
+        arg=str(before).replace(" ", ""), timeout=15_000)
+    out = model_data(page, "ep6-out")
+    counts = np.array(out["count"])
+    assert counts.sum() == 100_000
+    freq = counts / counts.sum()
+    # Within 1 percentage point of p everywhere (binomial sd at 100,000 draws is < 0.16 points),
+    # and far from q for the favourite word.
+    assert np.abs(freq - P_BIG).max() < 0.01
+    assert abs(freq[5] - q5[5]) > 0.5
+    _wait_text(page, "Measured on 100,000 draws")
+    text = page_text(page)
+    theory = np.minimum(P_BIG, q5).sum()
+    assert f"{theory:.1%}" in text
+    page.screenshot(path=artifacts / "ep6-part1.png", full_page=True)
+    assert_clean(page, console)
+
+
+def test_ep6_part2_race_redraws_on_cost_and_new_randomness(page, site, console, artifacts):
+    _open(page, site)
+    first = [model_data(page, f"ep6-wall-{i}") for i in range(4)]
+    for d in first:
+        assert d["x"][-1] == N_STREAM  # every policy writes the whole stream
+        assert all(b >= a for a, b in zip(d["y"], d["y"][1:]))  # the clock never runs backwards
+    text = page_text(page)
+    for label in ("fixed k = 4", "+2 / −1 heuristic", "best k from estimate",
+                  "best k, off below break-even", "★ fastest"):
+        assert label in text
+
+    # Draft cost c: the handle after temperature and boost; End = 0.60.
+    c = page.locator(".noUi-handle").nth(2)
+    c.focus()
+    c.press("End")
+    assert c.get_attribute("aria-valuetext") == "0.60"
+    page.wait_for_function(
+        "y => Bokeh.documents[0].get_model_by_name('ep6-wall-0').data.y.at(-1) !== y",
+        arg=first[0]["y"][-1], timeout=10_000)
+    k_off = model_data(page, "ep6-k-3")
+    assert 0 in k_off["y"]  # at c = 0.6 the off-switch policy does switch off in the poem
+
+    seed_before = page.get_by_role("textbox", name="Race seed").input_value()
+    page.get_by_role("button", name="New randomness").click()
+    _wait_text(page, "Every policy saw the same draw (seed")
+    deadline = time.monotonic() + 10
+    while f"(seed {seed_before})" in page_text(page):
+        assert time.monotonic() < deadline, "the race seed never changed"
+        page.wait_for_timeout(50)
+    assert page.get_by_role("textbox", name="Race seed").input_value() != seed_before
+    for i in range(4):
+        assert model_data(page, f"ep6-wall-{i}")["x"][-1] == N_STREAM
+    page.screenshot(path=artifacts / "ep6-part2.png", full_page=True)
+    assert_clean(page, console)
+
+
+def test_ep6_fits_a_phone(page, site, console, artifacts):
+    _open(page, site, width=390)
+    scroll, client = page.evaluate(
+        "() => [document.scrollingElement.scrollWidth, document.scrollingElement.clientWidth]")
+    page.screenshot(path=artifacts / "ep6-390.png", full_page=True)
+    assert scroll <= client
+    assert_clean(page, console)
