@@ -386,8 +386,8 @@ class FinePrintView(pn.viewable.Viewer):
                                        name="ep6-race-table", margin=(0, 10))
         self.race_key = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS],
                                      name="ep6-race-key", margin=(0, 10))
-        self.new_race_button = pn.widgets.Button(label="New randomness", button_type="primary",
-                                                 width=160, name="ep6-new-race")
+        self.new_race_button = pn.widgets.Button(label="New randomness", color="primary",
+                                                 width=160)
         self.new_race_button.on_click(self._on_new_race)
         s.param.watch(self._redraw_sampling, "samples")
         s.param.watch(self._redraw_race, "runs")
@@ -420,7 +420,7 @@ class FinePrintView(pn.viewable.Viewer):
             pn.widgets.Select.from_param(
                 s.param.n_samples, options={f"{n:,}": n for n in SAMPLE_SIZES},
                 sizing_mode="stretch_width"),
-            pn.widgets.Button.from_param(s.param.draw, button_type="primary", description=None),
+            pn.widgets.Button.from_param(s.param.draw, color="primary", description=None),
             width=300, name="ep6-sampling-controls",
         )
         part1 = pn.Column(
