@@ -166,8 +166,8 @@ class SamplingCharts:
 
 
 def _fmt_p(x: float) -> str:
-    if x == 0.0:
-        return "0"
+    if x < 1e-300:
+        return "below 10^-300 (zero to machine precision)"
     if x < 1e-4:
         return f"{x:.1e}".replace("e-0", "e-").replace("e-", " × 10^-")
     return f"{x:.4f}" if x < 0.01 else f"{x:.3f}"
