@@ -311,7 +311,7 @@ class QualityDialView(pn.viewable.Viewer):
             pn.widgets.IntSlider.from_param(s.param.k, sizing_mode="stretch_width"),
             pn.widgets.FloatSlider.from_param(s.param.c, step=0.01, format="0.00",
                                               sizing_mode="stretch_width"),
-            pn.widgets.Button.from_param(s.param.run_again, button_type="default",
+            pn.widgets.Button.from_param(s.param.run_again, color="default",
                                          description=None),
             width=300, name="ep3-controls",
         )

@@ -315,9 +315,9 @@ class BreakEvenView(pn.viewable.Viewer):
 
     def __panel__(self):
         s = self.state
-        simulate = pn.widgets.Button.from_param(s.param.simulate, button_type="primary",
+        simulate = pn.widgets.Button.from_param(s.param.simulate, color="primary",
                                                 description=None)
-        clear = pn.widgets.Button.from_param(s.param.clear, button_type="default", description=None)
+        clear = pn.widgets.Button.from_param(s.param.clear, color="default", description=None)
         controls = pn.Column(
             pn.widgets.FloatSlider.from_param(s.param.q, step=0.01, format="0.00",
                                               sizing_mode="stretch_width"),
@@ -329,7 +329,7 @@ class BreakEvenView(pn.viewable.Viewer):
         )
         buttons = []
         for p in presets.all_presets():
-            b = pn.widgets.Button(name=p.label, button_type="primary", button_style="outline",
+            b = pn.widgets.Button(label=p.label, color="primary", variant="outline",
                                   css_classes=[f"preset-{p.key}"])
             b.on_click(lambda _e, key=p.key: s.apply_preset(key))
             buttons.append(b)
