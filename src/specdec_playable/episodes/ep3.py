@@ -27,6 +27,7 @@ from panel.custom import JSComponent
 from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
 from ..views import theme
 from ..views.page import episode_shell, esc, stat
+from ..views.urlstate import bind_url
 
 NUMBER = 3
 SLUG = "ep3_the_quality_dial"
@@ -34,6 +35,8 @@ TITLE = "The quality dial: when does the draft pay for itself?"
 SUMMARY = ("Three knobs (how good the draft is, how far it guesses, what a guess costs) and 2,000 "
            "simulated rounds per move: find the best draft length, then the cliff where speculating "
            "gets slower than not speculating.")
+#: Controls kept in the URL query, so a link restores the setup.
+URL_PARAMS = ("q", "k", "c")
 
 _KS = np.arange(1, K_MAX + 1)
 
@@ -349,7 +352,9 @@ over the simulated rounds.</p>
 
 def page(state: QualityDial | None = None) -> pn.Column:
     """A fresh Episode 3 page (one per session or notebook cell)."""
-    view = QualityDialView(state=state or QualityDial())
+    state = state or QualityDial()
+    notice = bind_url(state, URL_PARAMS)
+    view = QualityDialView(state=state)
     return episode_shell(
         number=NUMBER, title=TITLE, name="ep3",
         lede=("Three numbers decide whether speculative decoding pays: how often a drafted token is "
@@ -359,5 +364,6 @@ def page(state: QualityDial | None = None) -> pn.Column:
         try_this=("push <em>Draft length k</em> up to 16 and watch the speedup rise, peak at the "
                   "starred k and sink again; then drag <em>Draft quality q</em> down to about 0.25 "
                   "and find where speculating turns slower than not speculating."),
-        body=[view, pn.pane.HTML(_OUTRO, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
+        body=[notice, view,
+              pn.pane.HTML(_OUTRO, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
     )

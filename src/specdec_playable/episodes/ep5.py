@@ -24,6 +24,7 @@ from ..state import presets
 from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from ..views import theme
 from ..views.page import episode_shell, esc
+from ..views.urlstate import bind_url
 from .ep3 import KEY_CSS, LiveHTML, _key
 
 NUMBER = 5
@@ -31,6 +32,8 @@ SLUG = "ep5_the_break_even_map"
 TITLE = "The break-even map: where speculation backfires"
 SUMMARY = ("Speedup against acceptance rate for every draft length on one chart, the line where "
            "speculating stops paying, simulated points to check the theory, and real systems placed on it.")
+#: Controls kept in the URL query, so a link restores the setup.
+URL_PARAMS = ("q", "k", "c")
 
 _CSS = theme.PAGE_CSS + f"""
 .sdp-points {{ font-variant-numeric: tabular-nums; line-height: 1.5; font-size: 1rem; margin: 0.2em 0; }}
@@ -375,7 +378,9 @@ tokens.</p>
 
 def page(state: BreakEvenMap | None = None) -> pn.Column:
     """A fresh Episode 5 page (one per session or notebook cell)."""
-    view = BreakEvenView(state=state or BreakEvenMap())
+    state = state or BreakEvenMap()
+    notice = bind_url(state, URL_PARAMS)
+    view = BreakEvenView(state=state)
     return episode_shell(
         number=NUMBER, title=TITLE, name="ep5",
         lede=("One chart for the whole trade-off: acceptance rate q along the bottom, speedup up the "
@@ -384,5 +389,6 @@ def page(state: BreakEvenMap | None = None) -> pn.Column:
         try_this=("press <em>Simulate</em> a dozen times and see the measured dots scatter around the "
                   "blue curve; then drag <em>Draft cost c</em> to the right and watch every break-even "
                   "diamond slide towards q = 1."),
-        body=[view, pn.pane.HTML(_PRODUCTION, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
+        body=[notice, view,
+              pn.pane.HTML(_PRODUCTION, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
     )
