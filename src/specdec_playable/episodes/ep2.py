@@ -410,7 +410,7 @@ class RelayView(pn.viewable.Viewer):
         self.text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-text")
         self.check = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-check")
         self.legend = pn.pane.HTML(legend_html(), sizing_mode="stretch_width", stylesheets=css)
-        self.new_run = pn.widgets.Button(name="New run", button_type="default", width=110,
+        self.new_run = pn.widgets.Button(label="New run", width=110,
                                          align="end", description="Fresh randomness: draws a new seed")
         self.new_run.on_click(lambda _: self.state.new_run())
         self.state.param.watch(self._redraw, "result")
