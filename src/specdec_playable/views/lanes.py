@@ -423,7 +423,7 @@ class LanePlayer:
 
     @staticmethod
     def _label_color(status: str) -> str:
-        return theme.INK if status in ("discarded",) else "white"
+        return theme.INK if status in ("discarded", "correction", "bonus") else "white"
 
     def show(self, boxes: dict, *, tips: Sequence[str] | None = None,
              x_end: float | None = None, stops: Sequence[float] | None = None,
