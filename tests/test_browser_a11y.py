@@ -93,6 +93,12 @@ def test_keyboard_plays_and_moves_sliders_in_episode1(page, site):
     play.focus()
     page.keyboard.press("Enter")
     page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('ep1-play').label === 'Pause'")
+    # The relabelled button is re-rendered; focus must come back to it for the keyboard to go on.
+    page.wait_for_function("""() => {
+        let a = document.activeElement;
+        while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+        return a && a.tagName === 'BUTTON' && a.textContent.trim() === 'Pause';
+    }""", timeout=2000)
     page.keyboard.press("Space")  # the same button, now Pause
     page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('ep1-play').label === 'Play'")
     paused = model_data(page, "ep1-clocks")["x"][0]
