@@ -22,10 +22,10 @@ from bokeh.models import (
     Span,
 )
 from bokeh.plotting import figure
-from panel.custom import JSComponent
 
 from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
 from ..views import theme
+from ..views.livehtml import LiveHTML
 from ..views.page import episode_shell, esc, stat
 from ..views.urlstate import bind_url
 
@@ -90,28 +90,6 @@ _CSS = theme.PAGE_CSS + f"""
 .sdp-econ code {{ background: #f3f4f7; padding: 0.05em 0.35em; border-radius: 3px; }}
 .sdp-stat.theory .v {{ color: {theme.MUTED}; }}
 {KEY_CSS}
-"""
-
-
-class LiveHTML(JSComponent):
-    """A block of trusted, already-escaped HTML that the browser swaps in place on every update.
-
-    Measured with a Chromium trace while stepping a slider: a Panel HTML pane re-sends its
-    stylesheets and goes out in a later websocket message, and a Bokeh Div re-renders and
-    re-lays out the page; both cost ~40 ms of the browser's main thread per update for the two
-    text blocks of this page. Replacing the block's innerHTML costs next to nothing, and its
-    ``html`` travels in the same message as the chart data.
-    """
-
-    html = param.String(default="", doc="The HTML to show; the caller escapes any outside text.")
-
-    _esm = """
-export function render({ model, el }) {
-  const box = document.createElement('div');
-  box.innerHTML = model.html;
-  el.appendChild(box);
-  model.on('html', () => { box.innerHTML = model.html; });
-}
 """
 
 

@@ -23,9 +23,10 @@ from bokeh.plotting import figure
 from ..state import presets
 from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from ..views import theme
+from ..views.livehtml import LiveHTML
 from ..views.page import episode_shell, esc
 from ..views.urlstate import bind_url
-from .ep3 import KEY_CSS, LiveHTML, _key
+from .ep3 import KEY_CSS, _key
 
 NUMBER = 5
 SLUG = "ep5_the_break_even_map"
