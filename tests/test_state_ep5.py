@@ -40,6 +40,17 @@ def test_break_even_is_the_core_value_and_lies_on_the_1x_line(c):
         assert theory.expected_speedup(q_star, k, c) == pytest.approx(1.0, abs=1e-9)
 
 
+def test_break_even_follows_c_after_it_moves():
+    # The break-even values are solved once per value of c: moving c must re-solve them.
+    s = BreakEvenMap(rng=1, c=0.15)
+    before = s.break_even(4)
+    s.c = 0.3
+    assert s.break_even(4) == theory.break_even_q(4, 0.3)
+    assert s.break_even(4) > before
+    s.c = 0.15
+    assert s.break_even(4) == before
+
+
 def test_the_visitors_k_gets_a_curve_even_off_the_fixed_set():
     s = BreakEvenMap(rng=1, k=5)
     assert 5 in s.curve_ks

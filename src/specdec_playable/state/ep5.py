@@ -90,6 +90,8 @@ class BreakEvenMap(param.Parameterized):
     def __init__(self, *, rng=None, **params):
         super().__init__(**params)
         self._rng = np.random.default_rng(rng)
+        self._break_even_c: float | None = None
+        self._break_even_q = np.empty(0)
 
     # --- actions ------------------------------------------------------------------
 
@@ -130,7 +132,18 @@ class BreakEvenMap(param.Parameterized):
 
     def break_even(self, k: int) -> float:
         """Acceptance rate at which draft length ``k`` breaks even at the current c."""
-        return theory.break_even_q(k, self.c)
+        return float(self._break_evens()[int(k) - 1])
+
+    def _break_evens(self) -> np.ndarray:
+        """Break-even q of every k in 1..K_MAX at the current c: one vectorised solve per c.
+
+        A page asks for a dozen of them on every slider move; solving them together once
+        per value of c keeps the bisection off the per-move path.
+        """
+        if self._break_even_c != self.c:
+            self._break_even_q = theory.break_even_q(np.arange(1, K_MAX + 1), self.c)
+            self._break_even_c = self.c
+        return self._break_even_q
 
     @property
     def theory_speedup(self) -> float:
