@@ -63,12 +63,15 @@ class WritingVsCheckingView(pn.viewable.Viewer):
         tips = ([f"pass {i + 1}: writes “{t.strip()}”" for i, t in enumerate(seq.text)]
                 + [f"scores position {i + 1} (“{t.strip()}”) in the same pass"
                    for i, t in enumerate(par.text)])
-        self.player.show(boxes, tips=tips)
-        self.summary.object = (
-            stat(f"{comp.sequential_ms:,.0f} ms", f"writing {n} tokens: {n} passes, one after another")
-            + stat(f"{comp.parallel_ms:,.0f} ms", f"checking {n} tokens: 1 pass, all positions at once")
-            + stat(f"{comp.ratio:.1f}×", "longer to write than to check")
-        )
+        # One held batch: the page gets the lanes and the numbers in one message and paints
+        # them in the same frame.
+        with pn.io.hold():
+            self.player.show(boxes, tips=tips)
+            self.summary.object = (
+                stat(f"{comp.sequential_ms:,.0f} ms", f"writing {n} tokens: {n} passes, one after another")
+                + stat(f"{comp.parallel_ms:,.0f} ms", f"checking {n} tokens: 1 pass, all positions at once")
+                + stat(f"{comp.ratio:.1f}×", "longer to write than to check")
+            )
 
     def __panel__(self):
         controls = pn.Param(

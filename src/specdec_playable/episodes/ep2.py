@@ -418,17 +418,20 @@ class RelayView(pn.viewable.Viewer):
 
     def _redraw(self, *_):
         rows = round_rows(self.state.progress, len(TOKENS))
-        # The HTML first and the lanes last: replacing the lanes' data is what
-        # rewinds the browser's player, and it then redraws the new HTML too.
-        self.clocks.object = clocks_html(rows, self.uid)
-        self.text.object = text_html(self.state, self.uid)
-        self.check.object = check_html(self.state.guarantee, self.uid)
-        self.rounds.data = rows
         boxes, tips, stops, tips_before = lane_boxes(self.state)
         # While playing, the time axis follows the clock over about 3.5 rounds, so a
         # 60 ms draft step is wide enough to read; at the end it shows the whole run.
         round_ms = self.state.k * DRAFT_STEP_MS + BIG_PASS_MS
-        self.player.show(boxes, tips=tips, tips_before=tips_before, stops=stops, window_ms=3.5 * round_ms)
+        # One held batch, so the page receives it as one message, in this order: the HTML
+        # first and the lanes last, since replacing the lanes' data is what rewinds the
+        # browser's player, and it then redraws the new HTML too.
+        with pn.io.hold():
+            self.clocks.object = clocks_html(rows, self.uid)
+            self.text.object = text_html(self.state, self.uid)
+            self.check.object = check_html(self.state.guarantee, self.uid)
+            self.rounds.data = rows
+            self.player.show(boxes, tips=tips, tips_before=tips_before, stops=stops,
+                             window_ms=3.5 * round_ms)
 
     def __panel__(self):
         controls = pn.Param(
