@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import time
 from collections.abc import Mapping, Sequence
 
 import panel as pn
@@ -154,13 +155,49 @@ def bind_url(state: param.Parameterized, names: Sequence[str]) -> pn.pane.HTML:
 
     location = pn.state.location
     if location is not None:
+        doc = pn.state.curdoc
+
         def write(*_):
             location.update_query(**{n: _fmt(getattr(state, n)) for n in names})
+
         def clean_link():
             # Replace whatever the link held (bad values, unknown keys) with the clean setup.
             location.search = ""
             write()
 
-        state.param.watch(write, names)
+        state.param.watch(_Settled(doc, write), names)
         pn.state.onload(clean_link)
     return pane
+
+
+#: The address bar follows the controls once they have been still this long. While a
+#: slider is dragged, the recomputed page goes out alone instead of with a URL change
+#: that the browser would also have to apply in the middle of the drag.
+URL_SETTLE_MS = 300
+
+
+class _Settled:
+    """Call ``write`` once changes have stopped for :data:`URL_SETTLE_MS` (trailing debounce).
+
+    One timeout callback at a time per session: a change only records its time, and a
+    callback that fires too early re-arms itself for the remainder.
+    """
+
+    def __init__(self, doc, write):
+        self._doc, self._write = doc, write
+        self._last = 0.0
+        self._armed = False
+
+    def __call__(self, *_):
+        self._last = time.monotonic()
+        if not self._armed:
+            self._armed = True
+            self._doc.add_timeout_callback(self._fire, URL_SETTLE_MS)
+
+    def _fire(self):
+        wait_ms = URL_SETTLE_MS - (time.monotonic() - self._last) * 1000
+        if wait_ms > 1:
+            self._doc.add_timeout_callback(self._fire, wait_ms)
+            return
+        self._armed = False
+        self._write()
