@@ -8,6 +8,8 @@ histogram of accepted drafts against the theory, and the best k for q and c.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import panel as pn
 import param
@@ -93,6 +95,11 @@ _CSS = theme.PAGE_CSS + f"""
 """
 
 
+def _ceil_to(x: float, step: float) -> float:
+    """``x`` rounded up to a whole number of ``step`` (an axis end that moves in steps)."""
+    return round(math.ceil(x / step - 1e-9) * step, 10)
+
+
 def _style(fig) -> None:
     for ax in (*fig.xaxis, *fig.yaxis):
         ax.axis_label_text_color = theme.MUTED
@@ -160,7 +167,9 @@ class SpeedupByK:
         self.bars.data = dict(k=_KS.tolist(), theory=theory.tolist(), fill=fill, line=line, note=note)
         self.measured.data = dict(k=[s.k], speedup=[r.speedup], lo=[r.ci_low], hi=[r.ci_high])
         top = max(float(theory.max()), r.ci_high, 1.0)
-        end = top * 1.3 + 0.1
+        # Whole half-units, so the axis stays put over most slider steps instead of
+        # rescaling (and re-laying out its labels) on every move.
+        end = _ceil_to(top * 1.3 + 0.1, 0.5)
         star_y = max(theory[best - 1], r.ci_high if best == s.k else 0.0) + 0.07 * end
         self.best.data = dict(k=[best], y=[float(theory[best - 1])], star_y=[float(star_y)],
                               text=[f"best k = {best}"])
@@ -204,7 +213,7 @@ class AcceptedHistogram:
         self.source.data = dict(a=a.tolist(), measured=measured.tolist(), theory=theory.tolist(),
                                 rounds=counts.tolist(), tokens=(a + 1).tolist())
         self.x_range.update(start=-0.6, end=s.k + 0.6)
-        self.y_range.end = max(float(measured.max()), float(theory.max())) * 1.45
+        self.y_range.end = _ceil_to(max(float(measured.max()), float(theory.max())) * 1.45, 0.1)
         if self.ticker.ticks != a.tolist():
             self.ticker.ticks = a.tolist()
 
