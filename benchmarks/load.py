@@ -1,21 +1,35 @@
-"""Load and soak benchmark for `specdec-playable serve`, driven by real browser sessions.
+"""Load and soak benchmark for `specdec-playable serve`.
 
 Starts the server as a subprocess on a free loopback port and opens N concurrent
-sessions as separate Playwright contexts in Debian's Chromium (one visitor each,
-round-robin over the episodes). Every session then moves its first slider with the
-keyboard M times, concurrently with the others, pausing like a person would.
-Interaction latency is the time from the key press to the page's Bokeh data
-changing after the server recomputed (it includes Panel's 50 ms event debounce and
-the websocket round trip, like the bare-slider floor in PANEL_NOTES.md).
+sessions (one visitor each, round-robin over the episodes). Every session then moves
+its first slider M times, concurrently with the others, pausing like a person would.
 
-Reports p50/p95 latency, errors (timeouts, console errors, server errors logged) and
-the server's RSS (idle, with all sessions open, per session). The soak then runs
-one session through many slider moves and reports RSS growth.
+Two kinds of visitor:
+
+- ``--client ws`` (default): a browserless client that speaks Bokeh's websocket
+  protocol itself, exactly the messages a page's BokehJS sends and receives. It GETs
+  the episode page (which creates the server session and carries its token), opens
+  the session's websocket, pulls the document, then sends the slider change as a
+  PATCH-DOC. Cheap on the client side, so 50 of them measure the *server*, not the
+  machine's ability to run 50 browsers.
+- ``--client browser``: a Playwright context in Debian's Chromium per visitor, pressing
+  the arrow keys on the slider handle. Complete, but on a 2-core machine the browsers
+  take the CPU the server needs.
+
+Interaction latency is the time from the slider change leaving the client to the first
+recomputed content arriving from the server (browser: a ColumnDataSource's new data;
+ws: any change other than the URL query or the slider's own value). Both include Panel's 50 ms server-side event debounce, like the bare-slider floor in
+PANEL_NOTES.md.
+
+Reports p50/p95 latency, errors (timeouts, protocol errors, console errors, server
+errors logged) and the server's RSS (idle, with all sessions open, per session). The
+soak then runs one session through many slider moves and reports RSS growth.
 
 Usage::
 
-    python benchmarks/load.py                       # 50 sessions x 20 moves, soak 2,000 moves
-    python benchmarks/load.py --sessions 10 --moves 5 --soak 100
+    python benchmarks/load.py                          # 50 ws sessions x 20 moves, soak 2,000
+    python benchmarks/load.py --sessions 100 --soak 0  # how far one process goes
+    python benchmarks/load.py --client browser --sessions 10 --moves 5 --soak 100
 
 Only loopback traffic; every loop is bounded in count and time.
 """
@@ -24,32 +38,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 
-from playwright.async_api import async_playwright
-
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["/ep1_writing_vs_checking", "/ep2_the_relay", "/ep3_the_quality_dial",
-         "/ep4_boilerplate_vs_poetry", "/ep5_the_break_even_map"]
+sys.path.insert(0, str(ROOT / "src"))
+from specdec_playable.episodes import available  # noqa: E402
+
+PAGES = [f"/{ep.slug}" for ep in available()]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-REPLY_TIMEOUT_MS = 30_000
-
-# Count server-sent changes to any ColumnDataSource's data (a slider press changes none itself).
-HOOK = """() => {
-  window.__sdp_n = 0;
-  for (const m of Bokeh.documents[0].all_models) {
-    if (m.type === 'ColumnDataSource') m.connect(m.properties.data.change, () => window.__sdp_n++);
-  }
-}"""
+REPLY_TIMEOUT_S = float(os.environ.get("SDP_REPLY_TIMEOUT", 30))
+MAX_MESSAGE = 50_000_000
+TOKEN = re.compile(r'"token":"([A-Za-z0-9_.\-]+)"')
+# Attributes of Panel's Location model: the page's URL query follows the sliders.
+URL_ATTRS = {"search", "href", "hash", "pathname"}
 
 
 def free_port() -> int:
@@ -87,9 +100,169 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-class Visitor:
-    def __init__(self, browser, url: str):
-        self.browser, self.url = browser, url
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# --- the browserless visitor -----------------------------------------------------------------
+
+
+def _find_sliders(node, out: list) -> list:
+    """Every Slider model in a serialized Bokeh document, in document order."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and node.get("name") == "Slider":
+            out.append(node)
+        for v in node.values():
+            _find_sliders(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            _find_sliders(v, out)
+    return out
+
+
+class WsVisitor:
+    """One visitor speaking Bokeh's server protocol over the session's websocket."""
+
+    def __init__(self, base: str, path: str):
+        self.base, self.path = base, path
+        self.latencies: list[float] = []
+        self.errors: list[str] = []
+        self._t0: float | None = None
+        self._reply: asyncio.Event | None = None
+        self._reader: asyncio.Task | None = None
+
+    async def open(self) -> None:
+        from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+        from tornado.websocket import websocket_connect
+
+        page = await AsyncHTTPClient().fetch(self.base + self.path, request_timeout=60)
+        match = TOKEN.search(page.body.decode())
+        if not match:
+            raise RuntimeError(f"no session token in {self.path}")
+        ws_url = self.base.replace("http://", "ws://") + self.path + "/ws"
+        req = HTTPRequest(ws_url, headers={"Origin": self.base}, request_timeout=60)
+        self.ws = await websocket_connect(req, subprotocols=["bokeh", match.group(1)],
+                                          max_message_size=MAX_MESSAGE)
+        # A page's websocket sends each small frame at once; so must we (no Nagle wait).
+        self.ws.stream.set_nodelay(True)
+        header, _ = await self._receive()
+        if header["msgtype"] != "ACK":
+            raise RuntimeError(f"expected ACK, got {header['msgtype']}")
+        await self._send("PULL-DOC-REQ", {})
+        header, content = await self._receive()
+        if header["msgtype"] != "PULL-DOC-REPLY":
+            raise RuntimeError(f"expected PULL-DOC-REPLY, got {header['msgtype']}")
+        sliders = _find_sliders(content["doc"], [])
+        if not sliders:
+            raise RuntimeError(f"no slider on {self.path}")
+        s = sliders[0]
+        a = s["attributes"]
+        self.slider_id = s["id"]
+        self.value, self.start, self.end = a["value"], a["start"], a["end"]
+        self.step = a.get("step") or 1
+        self._reply = asyncio.Event()
+        self._reader = asyncio.create_task(self._read_forever())
+        # BokehJS announces a rendered page; Panel then runs its onload callbacks and starts
+        # sending each callback's changes as one combined message.
+        await self._send("PATCH-DOC", {"events": [{
+            "kind": "MessageSent", "msg_type": "bokeh_event",
+            "msg_data": {"type": "event", "name": "document_ready", "values": {"type": "map"}}}]})
+
+    async def _send(self, msgtype: str, content: dict, msgid: str = "") -> None:
+        header = {"msgid": msgid or uuid.uuid4().hex[:12], "msgtype": msgtype}
+        for part in (json.dumps(header), "{}", json.dumps(content)):
+            await self.ws.write_message(part)
+
+    async def _receive(self) -> tuple[dict, dict]:
+        """One Bokeh message: header, metadata and content frames, then two frames per buffer."""
+        parts = []
+        for _ in range(3):
+            frame = await self.ws.read_message()
+            if frame is None:
+                raise ConnectionError("websocket closed by the server")
+            parts.append(frame)
+        header = json.loads(parts[0])
+        for _ in range(2 * header.get("num_buffers", 0)):
+            if await self.ws.read_message() is None:
+                raise ConnectionError("websocket closed by the server")
+        return header, json.loads(parts[2])
+
+    async def _read_forever(self) -> None:
+        try:
+            while True:
+                header, content = await self._receive()
+                kind = header["msgtype"]
+                if self._t0 is not None:
+                    self._seen.append(kind + "(" + ",".join(
+                        str(e.get("attr") or e.get("kind")) for e in content.get("events", [])) + ")")
+                if kind == "ERROR":
+                    self.errors.append(f"server ERROR on {self.path}: {str(content)[:120]}")
+                elif kind == "OK" and header.get("reqid") == self._msgid:
+                    self._acked = True
+                elif kind == "PATCH-DOC" and self._t0 is not None and self._acked and any(
+                        self._is_content(e) for e in content.get("events", [])):
+                    self.latencies.append((time.perf_counter() - self._t0) * 1000)
+                    self._t0 = None
+                    self._reply.set()
+        except ConnectionError as exc:
+            if self._reader is not None and not self._closing:
+                self.errors.append(f"{self.path}: {exc}")
+
+    _closing = False
+
+    def _is_content(self, event: dict) -> bool:
+        """A recomputed chart or text, not the URL query or the slider's own value."""
+        model = (event.get("model") or {}).get("id")
+        return model != self.slider_id and event.get("attr") not in URL_ATTRS
+
+    async def move(self, i: int) -> None:
+        up = self.value + self.step
+        self.value = up if up <= self.end else self.value - self.step
+        self.value = round(self.value, 6)
+        self._reply.clear()
+        self._seen: list[str] = []
+        # The server acknowledges the change (OK) before Panel's 50 ms debounce runs the
+        # recompute, so the first content change after our OK answers this move, not the tail
+        # of the previous one.
+        self._acked, self._msgid = False, uuid.uuid4().hex[:12]
+        self._t0 = time.perf_counter()
+        # What BokehJS sends for one arrow-key step: the value, then the throttled value.
+        for attr in ("value", "value_throttled"):
+            await self._send("PATCH-DOC", {"events": [
+                {"kind": "ModelChanged", "model": {"id": self.slider_id}, "attr": attr,
+                 "new": self.value}]}, self._msgid if attr == "value_throttled" else "")
+        try:
+            await asyncio.wait_for(self._reply.wait(), REPLY_TIMEOUT_S)
+        except TimeoutError:
+            self._t0 = None
+            self.errors.append(f"no reply on {self.path} within {REPLY_TIMEOUT_S:.0f} s after "
+                               f"value {self.value}; saw {' '.join(self._seen)[:200]}")
+
+    async def close(self) -> None:
+        self._closing = True
+        self.ws.close()
+        if self._reader is not None:
+            self._reader.cancel()
+
+
+# --- the browser visitor ---------------------------------------------------------------------
+
+# Count server-sent changes to any ColumnDataSource's data (a slider press changes none itself).
+HOOK = """() => {
+  window.__sdp_n = 0;
+  for (const m of Bokeh.documents[0].all_models) {
+    if (m.type === 'ColumnDataSource') m.connect(m.properties.data.change, () => window.__sdp_n++);
+  }
+}"""
+
+
+class BrowserVisitor:
+    """One visitor as a Playwright context in Chromium, pressing arrow keys on the slider."""
+
+    def __init__(self, browser, base: str, path: str):
+        self.browser, self.url, self.path = browser, base + path, path
         self.latencies: list[float] = []
         self.errors: list[str] = []
 
@@ -113,7 +286,7 @@ class Visitor:
         await self.handle.press("ArrowLeft" if i % 2 == 0 else "ArrowRight")
         try:
             await self.page.wait_for_function("n => window.__sdp_n > n", arg=n0,
-                                              timeout=REPLY_TIMEOUT_MS, polling="raf")
+                                              timeout=REPLY_TIMEOUT_S * 1000, polling="raf")
             self.latencies.append((time.perf_counter() - t0) * 1000)
         except Exception as exc:  # noqa: BLE001 - a benchmark reports, it does not crash
             self.errors.append(f"no reply on {self.url}: {type(exc).__name__}")
@@ -122,97 +295,137 @@ class Visitor:
         await self.ctx.close()
 
 
+# --- the run -----------------------------------------------------------------------------------
+
+
 async def run(args) -> int:
-    port = free_port()
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"specdec-load-{port}.log"
-    proc = start_server(port, log)
-    base = f"http://127.0.0.1:{port}"
+    ports = [free_port() for _ in range(args.procs)]
+    logs = [Path(os.environ.get("TMPDIR", "/tmp")) / f"specdec-load-{port}.log" for port in ports]
+    procs = [start_server(port, log) for port, log in zip(ports, logs)]
+    bases = [f"http://127.0.0.1:{port}" for port in ports]
+
+    def rss() -> float:
+        return sum(rss_mb(p.pid) for p in procs)
+
+    def cpu() -> float:
+        return sum(cpu_seconds(p.pid) for p in procs)
+
     rng = random.Random(1)
+    pw = browser = None
     try:
-        async with async_playwright() as pw:
+        if args.client == "browser":
+            from playwright.async_api import async_playwright
+
+            pw = await async_playwright().start()
             browser = await pw.chromium.launch(executable_path=shutil.which("chromium"),
                                                args=CHROMIUM_ARGS)
-            idle = rss_mb(proc.pid)
-            visitors = [Visitor(browser, base + PAGES[i % len(PAGES)]) for i in range(args.sessions)]
-            t0 = time.perf_counter()
-            for i in range(0, len(visitors), 5):  # arrive five at a time
-                await asyncio.gather(*(v.open() for v in visitors[i:i + 5]))
-            open_s = time.perf_counter() - t0
-            await asyncio.sleep(1.0)
-            with_sessions = rss_mb(proc.pid)
 
-            async def play(v: Visitor):
-                await asyncio.sleep(rng.uniform(0, 1.0))
-                for i in range(args.moves):
-                    await v.move(i)
-                    await asyncio.sleep(rng.uniform(0.2, 0.6))  # a person pauses between moves
+        def visitor(path: str, i: int = 0):
+            # Several processes: each visitor sticks to one, as a proxy's sticky sessions do.
+            base = bases[i % len(bases)]
+            return WsVisitor(base, path) if browser is None else BrowserVisitor(browser, base, path)
 
-            t1 = time.perf_counter()
-            await asyncio.gather(*(play(v) for v in visitors))
-            play_s = time.perf_counter() - t1
-            after = rss_mb(proc.pid)
-            lat = [x for v in visitors for x in v.latencies]
-            errors = [e for v in visitors for e in v.errors]
-            for v in visitors:
-                await v.close()
-            per = (with_sessions - idle) / args.sessions
-            print(f"## Load: {args.sessions} concurrent browser sessions x {args.moves} slider moves "
-                  f"(round-robin over {len(PAGES)} episodes, {play_s:.0f} s of play)\n")
-            print("| sessions | moves timed | errors | p50 ms | p95 ms | max ms | RSS idle MB | "
-                  "RSS all open MB | MB per session | RSS after play MB |")
-            print("|---|---|---|---|---|---|---|---|---|---|")
-            print(f"| {args.sessions} | {len(lat)} | {len(errors)} | {pct(lat, 50):.0f} | {pct(lat, 95):.0f} | "
-                  f"{max(lat) if lat else float('nan'):.0f} | {idle:.0f} | {with_sessions:.0f} | "
-                  f"{per:.2f} | {after:.0f} |")
-            print(f"\nsessions opened in {open_s:.1f} s")
-            if errors:
-                print("errors, first few:", *errors[:5], sep="\n  ")
-            met = (args.sessions >= 50 and not errors and pct(lat, 95) <= 250 and per <= 5)
-            print(f"target (50 sessions, 0 errors, p95 <= 250 ms, <= 5 MB per session): "
-                  f"{'MET' if met else 'NOT MET'}")
+        idle = rss()
+        visitors = [visitor(PAGES[i % len(PAGES)], i) for i in range(args.sessions)]
+        t0 = time.perf_counter()
+        for i in range(0, len(visitors), 5):  # arrive five at a time
+            await asyncio.gather(*(v.open() for v in visitors[i:i + 5]))
+        open_s = time.perf_counter() - t0
+        await asyncio.sleep(1.0)
+        with_sessions = rss()
 
-            if args.soak:
-                v = Visitor(browser, base + "/ep3_the_quality_dial")
-                await v.open()
-                for i in range(20):
-                    await v.move(i)
-                v.latencies.clear()
-                start = rss_mb(proc.pid)
-                t2 = time.perf_counter()
-                for i in range(args.soak):
-                    await v.move(i)
-                    if time.perf_counter() - t2 > 1200:
-                        v.errors.append("soak stopped at its 20-minute bound")
-                        break
-                end = rss_mb(proc.pid)
-                await v.close()
-                print(f"\n## Soak: one session, {len(v.latencies)} slider moves on Episode 3 "
-                      f"({time.perf_counter() - t2:.0f} s)\n")
-                print("| moves | errors | RSS start MB | RSS end MB | growth MB | p50 ms | p95 ms |")
-                print("|---|---|---|---|---|---|---|")
-                print(f"| {len(v.latencies)} | {len(v.errors)} | {start:.1f} | {end:.1f} | "
-                      f"{end - start:+.1f} | {pct(v.latencies, 50):.0f} | {pct(v.latencies, 95):.0f} |")
-                print(f"target (RSS growth <= 5 MB, no error): "
-                      f"{'MET' if not v.errors and end - start <= 5 else 'NOT MET'}")
-            await browser.close()
-        logged = [ln for ln in log.read_text().splitlines() if " ERROR " in ln or "Traceback" in ln]
+        async def play(v):
+            await asyncio.sleep(rng.uniform(0, 1.0))
+            for i in range(args.moves):
+                await v.move(i)
+                await asyncio.sleep(rng.uniform(args.pause[0], args.pause[1]))
+
+        cpu0, t1 = cpu(), time.perf_counter()
+        await asyncio.gather(*(play(v) for v in visitors))
+        play_s, cpu_s = time.perf_counter() - t1, cpu() - cpu0
+        after = rss()
+        lat = [x for v in visitors for x in v.latencies]
+        errors = [e for v in visitors for e in v.errors]
+        for v in visitors:
+            await v.close()
+        per = (with_sessions - idle) / args.sessions
+        load = os.getloadavg()[0]
+        print(f"## Load: {args.sessions} concurrent {args.client} sessions x {args.moves} slider moves, "
+              f"{args.procs} server process{'es' if args.procs > 1 else ''} "
+              f"(round-robin over {len(PAGES)} episodes, pause {args.pause[0]}-{args.pause[1]} s "
+              f"between moves, {play_s:.0f} s of play)\n")
+        print("| client | processes | sessions | moves timed | moves/s | server CPU | errors | p50 ms | "
+              "p95 ms | max ms | RSS idle MB | RSS all open MB | MB per session | RSS after play MB |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print(f"| {args.client} | {args.procs} | {args.sessions} | {len(lat)} | {len(lat) / play_s:.0f} | "
+              f"{100 * cpu_s / play_s:.0f}% of a core | {len(errors)} | {pct(lat, 50):.0f} | "
+              f"{pct(lat, 95):.0f} | {max(lat) if lat else float('nan'):.0f} | {idle:.0f} | "
+              f"{with_sessions:.0f} | {per:.2f} | {after:.0f} |")
+        print(f"\nsessions opened in {open_s:.1f} s; load average {load:.1f} at the end of play")
+        if errors:
+            print("errors, first few:", *errors[:5], sep="\n  ")
+        met = (args.sessions >= 50 and not errors and pct(lat, 95) <= 250 and per <= 5)
+        print(f"target (50 sessions, 0 errors, p95 <= 250 ms, <= 5 MB per session): "
+              f"{'MET' if met else 'NOT MET'}")
+
+        if args.soak:
+            v = visitor("/ep3_the_quality_dial")
+            await v.open()
+            for i in range(20):
+                await v.move(i)
+            v.latencies.clear()
+            start = rss()
+            t2 = time.perf_counter()
+            for i in range(args.soak):
+                await v.move(i)
+                # Longer than Panel's 50 ms debounce, which would merge two quick moves into one.
+                await asyncio.sleep(0.1)
+                if time.perf_counter() - t2 > 1200:
+                    v.errors.append("soak stopped at its 20-minute bound")
+                    break
+            end = rss()
+            await v.close()
+            print(f"\n## Soak: one {args.client} session, {len(v.latencies)} slider moves on "
+                  f"Episode 3 ({time.perf_counter() - t2:.0f} s)\n")
+            print("| moves | errors | RSS start MB | RSS end MB | growth MB | p50 ms | p95 ms |")
+            print("|---|---|---|---|---|---|---|")
+            print(f"| {len(v.latencies)} | {len(v.errors)} | {start:.1f} | {end:.1f} | "
+                  f"{end - start:+.1f} | {pct(v.latencies, 50):.0f} | {pct(v.latencies, 95):.0f} |")
+            if v.errors:
+                print("errors, first few:", *v.errors[:5], sep="\n  ")
+            print(f"target (RSS growth <= 5 MB, no error): "
+                  f"{'MET' if not v.errors and end - start <= 5 else 'NOT MET'}")
+        logged = [ln for log in logs for ln in log.read_text().splitlines()
+                  if " ERROR " in ln or "Traceback" in ln]
         print(f"\nserver errors logged: {len(logged)}")
         for ln in logged[:5]:
             print("  ", ln[:200])
     finally:
-        proc.terminate()
-        proc.wait(10)
+        if browser is not None:
+            await browser.close()
+        if pw is not None:
+            await pw.stop()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(10)
     return 0
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--client", choices=("ws", "browser"), default="ws")
     ap.add_argument("--sessions", type=int, default=50)
+    ap.add_argument("--procs", type=int, default=1,
+                    help="server processes; visitors are spread over them round-robin and stay")
     ap.add_argument("--moves", type=int, default=20)
+    ap.add_argument("--pause", type=float, nargs=2, default=(0.2, 0.6), metavar=("MIN", "MAX"),
+                    help="seconds a visitor waits between moves (uniform), default 0.2 0.6")
     ap.add_argument("--soak", type=int, default=2000, help="slider moves in the soak (0 to skip)")
     args = ap.parse_args()
-    if not (1 <= args.sessions <= 100 and 1 <= args.moves <= 200 and 0 <= args.soak <= 5000):
-        ap.error("sessions in [1, 100], moves in [1, 200], soak in [0, 5000]")
+    if not (1 <= args.sessions <= 200 and 1 <= args.procs <= 8 and 1 <= args.moves <= 200 and 0 <= args.soak <= 5000
+            and 0 <= args.pause[0] <= args.pause[1] <= 60):
+        ap.error("sessions in [1, 200], procs in [1, 8], moves in [1, 200], soak in [0, 5000], 0 <= pause MIN <= MAX <= 60")
     return asyncio.run(run(args))
 
 
