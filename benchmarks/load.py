@@ -28,8 +28,13 @@ soak then runs one session through many slider moves and reports RSS growth.
 Usage::
 
     python benchmarks/load.py                          # 50 ws sessions x 20 moves, soak 2,000
-    python benchmarks/load.py --sessions 100 --soak 0  # how far one process goes
+    python benchmarks/load.py --procs 2 --soak 0       # the same class on two processes
+    python benchmarks/load.py --pause 1 3 --sessions 100 --soak 0   # a calmer class, one process
+    python benchmarks/load.py --cost-moves 40 --sessions 1 --moves 1 --soak 0   # CPU per move
     python benchmarks/load.py --client browser --sessions 10 --moves 5 --soak 100
+
+The pause between one visitor's moves sets the pace: 0.2-0.6 s (the default) is a class
+where every student keeps dragging; 1-3 s is closer to students reading between moves.
 
 Only loopback traffic; every loop is bounded in count and time.
 """
@@ -298,6 +303,30 @@ class BrowserVisitor:
 # --- the run -----------------------------------------------------------------------------------
 
 
+async def per_episode_cost(visitor, pid: int, moves: int) -> None:
+    """One visitor at a time on each episode: server CPU per slider move, and its latency."""
+    print(f"## Server CPU per slider move: one visitor at a time, {moves} moves per episode\n")
+    print("| page | server CPU per move | p50 ms | p95 ms | errors |")
+    print("|---|---|---|---|---|")
+    for path in PAGES:
+        v = visitor(path)
+        await v.open()
+        for i in range(5):  # warm up
+            await v.move(i)
+            await asyncio.sleep(0.15)
+        v.latencies.clear()
+        cpu0 = cpu_seconds(pid)
+        for i in range(moves):
+            await v.move(i)
+            await asyncio.sleep(0.15)
+        per_move = (cpu_seconds(pid) - cpu0) / moves * 1000
+        await v.close()
+        print(f"| {path} | {per_move:.1f} ms | {pct(v.latencies, 50):.0f} | {pct(v.latencies, 95):.0f} "
+              f"| {len(v.errors)} |")
+    print()
+
+
+
 async def run(args) -> int:
     ports = [free_port() for _ in range(args.procs)]
     logs = [Path(os.environ.get("TMPDIR", "/tmp")) / f"specdec-load-{port}.log" for port in ports]
@@ -324,6 +353,9 @@ async def run(args) -> int:
             # Several processes: each visitor sticks to one, as a proxy's sticky sessions do.
             base = bases[i % len(bases)]
             return WsVisitor(base, path) if browser is None else BrowserVisitor(browser, base, path)
+
+        if args.cost_moves:
+            await per_episode_cost(visitor, procs[0].pid, args.cost_moves)
 
         idle = rss()
         visitors = [visitor(PAGES[i % len(PAGES)], i) for i in range(args.sessions)]
@@ -422,10 +454,12 @@ def main() -> int:
     ap.add_argument("--pause", type=float, nargs=2, default=(0.2, 0.6), metavar=("MIN", "MAX"),
                     help="seconds a visitor waits between moves (uniform), default 0.2 0.6")
     ap.add_argument("--soak", type=int, default=2000, help="slider moves in the soak (0 to skip)")
+    ap.add_argument("--cost-moves", type=int, default=0,
+                    help="first measure server CPU per move on each episode with this many moves")
     args = ap.parse_args()
-    if not (1 <= args.sessions <= 200 and 1 <= args.procs <= 8 and 1 <= args.moves <= 200 and 0 <= args.soak <= 5000
+    if not (1 <= args.sessions <= 200 and 1 <= args.procs <= 8 and 0 <= args.cost_moves <= 500 and 1 <= args.moves <= 200 and 0 <= args.soak <= 5000
             and 0 <= args.pause[0] <= args.pause[1] <= 60):
-        ap.error("sessions in [1, 200], procs in [1, 8], moves in [1, 200], soak in [0, 5000], 0 <= pause MIN <= MAX <= 60")
+        ap.error("sessions in [1, 200], procs in [1, 8], cost-moves in [0, 500], moves in [1, 200], soak in [0, 5000], 0 <= pause MIN <= MAX <= 60")
     return asyncio.run(run(args))
 
 
