@@ -100,15 +100,6 @@ def _ceil_to(x: float, step: float) -> float:
     return round(math.ceil(x / step - 1e-9) * step, 10)
 
 
-def _style(fig) -> None:
-    for ax in (*fig.xaxis, *fig.yaxis):
-        ax.axis_label_text_color = theme.MUTED
-        ax.major_label_text_color = theme.MUTED
-        ax.axis_label_text_font_style = "normal"
-    fig.outline_line_color = None
-    fig.grid.grid_line_color = theme.GRID
-    fig.toolbar.logo = None
-
 
 class SpeedupByK:
     """Theory speedup for every draft length, the visitor's k with its measured value and CI."""
@@ -151,7 +142,7 @@ class SpeedupByK:
             ("measured", "@speedup{0.00}×"), ("95% CI", "@lo{0.00}–@hi{0.00}×")]))
         fig.xaxis.ticker = list(range(1, K_MAX + 1))
         fig.xgrid.grid_line_color = None
-        _style(fig)
+        theme.style_figure(fig)
         self.figure = fig
 
     def update(self, s: QualityDial) -> None:
@@ -201,7 +192,7 @@ class AcceptedHistogram:
         fig.xgrid.grid_line_color = None
         self.ticker = FixedTicker(ticks=list(range(5)))
         fig.xaxis.ticker = self.ticker
-        _style(fig)
+        theme.style_figure(fig)
         self.figure = fig
 
     def update(self, s: QualityDial) -> None:

@@ -61,14 +61,6 @@ MAP_KEY = _key(
 _JITTER = np.array([0, -3, 3, -6, 6, -1.5, 1.5, -4.5, 4.5]) * 0.003
 
 
-def _style(fig) -> None:
-    for ax in (*fig.xaxis, *fig.yaxis):
-        ax.axis_label_text_color = theme.MUTED
-        ax.major_label_text_color = theme.MUTED
-        ax.axis_label_text_font_style = "normal"
-    fig.outline_line_color = None
-    fig.grid.grid_line_color = theme.GRID
-
 
 def _declutter(qs: list[float], texts: list[str], *, mine: list[bool]) -> list[str]:
     """Blank the labels that would overlap on the 1× line; the visitor's label always stays.
@@ -144,7 +136,7 @@ class BreakEvenChart:
         fig.add_tools(HoverTool(renderers=[lines], tooltips=[("curve", "k = @k (theory)")],
                                 line_policy="nearest"))
         fig.xaxis.ticker = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-        _style(fig)
+        theme.style_figure(fig)
         self.figure = fig
 
     def update_curves(self, s: BreakEvenMap) -> None:

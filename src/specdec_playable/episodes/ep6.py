@@ -76,13 +76,7 @@ table.ep6-table {{ width: 100%; max-width: 44em; }}
 
 
 def _style(fig) -> None:
-    for ax in (*fig.xaxis, *fig.yaxis):
-        ax.axis_label_text_color = theme.MUTED
-        ax.major_label_text_color = theme.INK
-        ax.axis_label_text_font_style = "normal"
-    fig.outline_line_color = None
-    fig.grid.grid_line_color = theme.GRID
-    fig.toolbar.logo = None
+    theme.style_figure(fig, tick_color=theme.INK)
     fig.title.text_font_size = "14px"
     fig.title.text_color = theme.INK
     fig.min_border_left = 10

@@ -51,3 +51,14 @@ PAGE_CSS = f"""
 .sdp-note {{ color: {MUTED}; font-size: 0.92rem; line-height: 1.45; max-width: 50em; }}
 .sdp-notice {{ background: #fff6d6; border: 1px solid #e8cf75; padding: 0.4em 0.8em; border-radius: 4px; }}
 """
+
+
+def style_figure(fig, *, tick_color: str = MUTED) -> None:
+    """The project's chart look: quiet axes, light grid, no outline, no Bokeh logo."""
+    for ax in (*fig.xaxis, *fig.yaxis):
+        ax.axis_label_text_color = MUTED
+        ax.major_label_text_color = tick_color
+        ax.axis_label_text_font_style = "normal"
+    fig.outline_line_color = None
+    fig.grid.grid_line_color = GRID
+    fig.toolbar.logo = None
