@@ -135,6 +135,9 @@ class WsVisitor:
         self.latencies: list[float] = []
         self.errors: list[str] = []
         self._t0: float | None = None
+        self._msgid: str | None = None
+        self._acked = False
+        self._seen: list[str] = []
         self._reply: asyncio.Event | None = None
         self._reader: asyncio.Task | None = None
 
@@ -214,6 +217,8 @@ class WsVisitor:
         except ConnectionError as exc:
             if self._reader is not None and not self._closing:
                 self.errors.append(f"{self.path}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a dead reader must show up as an error
+            self.errors.append(f"{self.path}: reader stopped: {type(exc).__name__}: {exc}")
 
     _closing = False
 
@@ -354,9 +359,6 @@ async def run(args) -> int:
             base = bases[i % len(bases)]
             return WsVisitor(base, path) if browser is None else BrowserVisitor(browser, base, path)
 
-        if args.cost_moves:
-            await per_episode_cost(visitor, procs[0].pid, args.cost_moves)
-
         idle = rss()
         visitors = [visitor(PAGES[i % len(PAGES)], i) for i in range(args.sessions)]
         t0 = time.perf_counter()
@@ -427,6 +429,9 @@ async def run(args) -> int:
                 print("errors, first few:", *v.errors[:5], sep="\n  ")
             print(f"target (RSS growth <= 5 MB, no error): "
                   f"{'MET' if not v.errors and end - start <= 5 else 'NOT MET'}")
+        if args.cost_moves:  # last, so its sessions do not count in the memory figures above
+            print()
+            await per_episode_cost(visitor, procs[0].pid, args.cost_moves)
         logged = [ln for log in logs for ln in log.read_text().splitlines()
                   if " ERROR " in ln or "Traceback" in ln]
         print(f"\nserver errors logged: {len(logged)}")
@@ -455,7 +460,7 @@ def main() -> int:
                     help="seconds a visitor waits between moves (uniform), default 0.2 0.6")
     ap.add_argument("--soak", type=int, default=2000, help="slider moves in the soak (0 to skip)")
     ap.add_argument("--cost-moves", type=int, default=0,
-                    help="first measure server CPU per move on each episode with this many moves")
+                    help="then measure server CPU per move on each episode with this many moves")
     args = ap.parse_args()
     if not (1 <= args.sessions <= 200 and 1 <= args.procs <= 8 and 0 <= args.cost_moves <= 500 and 1 <= args.moves <= 200 and 0 <= args.soak <= 5000
             and 0 <= args.pause[0] <= args.pause[1] <= 60):
