@@ -233,16 +233,17 @@ class WsVisitor:
         self.value = round(self.value, 6)
         self._reply.clear()
         self._seen: list[str] = []
-        # The server acknowledges the change (OK) before Panel's 50 ms debounce runs the
-        # recompute, so the first content change after our OK answers this move, not the tail
-        # of the previous one.
+        # The server acknowledges the value (OK) before Panel's 50 ms debounce runs the
+        # recompute, so the first content change after that OK answers this move, not the
+        # tail of the previous one. (Under load the recompute can go out before the OK of
+        # the throttled value, so the gate is the first message's OK.)
         self._acked, self._msgid = False, uuid.uuid4().hex[:12]
         self._t0 = time.perf_counter()
         # What BokehJS sends for one arrow-key step: the value, then the throttled value.
         for attr in ("value", "value_throttled"):
             await self._send("PATCH-DOC", {"events": [
                 {"kind": "ModelChanged", "model": {"id": self.slider_id}, "attr": attr,
-                 "new": self.value}]}, self._msgid if attr == "value_throttled" else "")
+                 "new": self.value}]}, self._msgid if attr == "value" else "")
         try:
             await asyncio.wait_for(self._reply.wait(), REPLY_TIMEOUT_S)
         except TimeoutError:
