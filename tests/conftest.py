@@ -141,6 +141,15 @@ def page_text(page) -> str:
     return page.evaluate(_DEEP_TEXT)
 
 
+def wait_for_text(page, needle: str, timeout: float = 10.0) -> None:
+    """Wait until the page (shadow DOM included) shows ``needle``; fail showing what it shows."""
+    deadline = time.monotonic() + timeout
+    while needle not in page_text(page):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{needle!r} never appeared; page shows: {page_text(page)[:2000]}")
+        page.wait_for_timeout(50)
+
+
 def assert_clean(page, errors: list[str]) -> None:
     """No console errors and no traceback text on the page."""
     text = page_text(page)

@@ -7,11 +7,10 @@ compared with ``core.theory``.
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
-from conftest import assert_clean, model_data, page_text, wait_for_bokeh
+from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
 from specdec_playable.core import theory
 from specdec_playable.episodes import ep3, ep5
@@ -33,15 +32,6 @@ def _wait_data(page, name, js_condition, timeout=10_000):
     page.wait_for_function(
         f"n => {{ const d = Bokeh.documents[0].get_model_by_name(n).data; return {js_condition}; }}",
         arg=name, timeout=timeout)
-
-
-def _wait_text(page, needle, timeout=10.0):
-    """Wait until the page (shadow DOM included) shows ``needle``."""
-    deadline = time.monotonic() + timeout
-    while needle not in page_text(page):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{needle!r} never appeared; page shows: {page_text(page)[:2000]}")
-        page.wait_for_timeout(50)
 
 
 # --- Episode 3 ---------------------------------------------------------------------------
@@ -80,7 +70,7 @@ def test_ep3_sliders_resimulate_and_redraw_against_theory(page, site, console, a
     assert q.get_attribute("aria-valuetext") == "0.25"
     _wait_data(page, "ep3-bars", "Math.abs(d.theory[0] - %r) < 1e-12"
                % theory.expected_speedup(0.25, 1, 0.1))
-    _wait_text(page, "slower than not speculating")
+    wait_for_text(page, "slower than not speculating")
     measured = model_data(page, "ep3-measured")
     assert measured["speedup"][0] < 1
     assert measured["lo"][0] < measured["speedup"][0] < measured["hi"][0]
@@ -161,13 +151,13 @@ def test_ep5_simulate_adds_points_and_clear_removes_them(page, site, console, ar
     # Fresh randomness on every press: six identical measurements would mean a reused stream.
     assert len(set(pts["speedup"])) > 1
     misses = sum(not (lo <= t <= hi) for lo, t, hi in zip(pts["lo"], pts["theory"], pts["hi"]))
-    _wait_text(page, "6 simulated points")
+    wait_for_text(page, "6 simulated points")
     assert f"{misses} of them" in page_text(page)
     page.screenshot(path=artifacts / "ep5-points-800.png", full_page=True)
 
     page.get_by_role("button", name="Clear points").click()
     _wait_data(page, "ep5-points", "d.q.length === 0")
-    _wait_text(page, "No simulated points yet")
+    wait_for_text(page, "No simulated points yet")
     assert_clean(page, console)
 
 
@@ -182,19 +172,19 @@ def test_ep5_presets_set_the_sliders_and_show_their_source(page, site, console, 
     assert _handle(page, 1).get_attribute("aria-valuetext").startswith("4")  # k from the source
     assert _handle(page, 2).get_attribute("aria-valuetext") == "0.13"
     assert _handle(page, 0).get_attribute("aria-valuetext") == "0.60"  # q kept
-    _wait_text(page, "Chen, Borgeaud")
+    wait_for_text(page, "Chen, Borgeaud")
     assert "not given by the source" in page_text(page)
 
     page.get_by_role("button", name=p["t5"].label).click()
     _wait_data(page, "ep5-you", "Math.abs(d.q[0] - 0.75) < 1e-12")
     assert _handle(page, 0).get_attribute("aria-valuetext") == "0.75"
     assert _handle(page, 2).get_attribute("aria-valuetext") == "0.02"
-    _wait_text(page, "Leviathan, Kalman and Matias, “Fast")
+    wait_for_text(page, "Leviathan, Kalman and Matias, “Fast")
 
     page.get_by_role("button", name=p["h200-1b"].label).click()
     _wait_data(page, "ep5-breakeven", "Math.abs(d.q[0] - %r) < 1e-12" % theory.break_even_q(1, 0.236))
     _assert_curves_are_theory(page, 0.236)
-    _wait_text(page, "NVIDIA H200")
+    wait_for_text(page, "NVIDIA H200")
     assert "c = 0.236" in page_text(page)
     assert _handle(page, 0).get_attribute("aria-valuetext") == "0.75"  # q kept from before
     page.screenshot(path=artifacts / "ep5-preset.png", full_page=True)

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import assert_clean, model_data, page_text, wait_for_bokeh
+from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
 from specdec_playable.core import adaptive
 from specdec_playable.episodes import ep6
@@ -22,14 +22,6 @@ pytestmark = pytest.mark.browser
 
 PATH = "/" + ep6.SLUG
 N_STREAM = len(adaptive.make_stream(repeats=REPEATS))
-
-
-def _wait_text(page, needle, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while needle not in page_text(page):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{needle!r} never appeared; page shows: {page_text(page)[:1500]}")
-        page.wait_for_timeout(50)
 
 
 def _open(page, site, width=1280):
@@ -74,7 +66,7 @@ def test_ep6_part1_samples_follow_p_whatever_q(page, site, console, artifacts):
     # and far from q for the favourite word.
     assert np.abs(freq - P_BIG).max() < 0.01
     assert abs(freq[5] - q5[5]) > 0.5
-    _wait_text(page, "Measured on 100,000 draws")
+    wait_for_text(page, "Measured on 100,000 draws")
     text = page_text(page)
     theory = np.minimum(P_BIG, q5).sum()
     assert f"{theory:.1%}" in text
@@ -106,7 +98,7 @@ def test_ep6_part2_race_redraws_on_cost_and_new_randomness(page, site, console, 
 
     seed_before = page.get_by_role("textbox", name="Race seed").input_value()
     page.get_by_role("button", name="New randomness").click()
-    _wait_text(page, "Every policy saw the same draw (seed")
+    wait_for_text(page, "Every policy saw the same draw (seed")
     deadline = time.monotonic() + 10
     while f"(seed {seed_before})" in page_text(page):
         assert time.monotonic() < deadline, "the race seed never changed"
