@@ -100,7 +100,6 @@ def _ceil_to(x: float, step: float) -> float:
     return round(math.ceil(x / step - 1e-9) * step, 10)
 
 
-
 class SpeedupByK:
     """Theory speedup for every draft length, the visitor's k with its measured value and CI."""
 

@@ -61,7 +61,6 @@ MAP_KEY = _key(
 _JITTER = np.array([0, -3, 3, -6, 6, -1.5, 1.5, -4.5, 4.5]) * 0.003
 
 
-
 def _declutter(qs: list[float], texts: list[str], *, mine: list[bool]) -> list[str]:
     """Blank the labels that would overlap on the 1× line; the visitor's label always stays.
 
