@@ -138,6 +138,7 @@ class WsVisitor:
         self._msgid: str | None = None
         self._acked = False
         self._seen: list[str] = []
+        self._closing = False
         self._reply: asyncio.Event | None = None
         self._reader: asyncio.Task | None = None
 
@@ -215,12 +216,10 @@ class WsVisitor:
                     self._t0 = None
                     self._reply.set()
         except ConnectionError as exc:
-            if self._reader is not None and not self._closing:
+            if not self._closing:
                 self.errors.append(f"{self.path}: {exc}")
         except Exception as exc:  # noqa: BLE001 - a dead reader must show up as an error
             self.errors.append(f"{self.path}: reader stopped: {type(exc).__name__}: {exc}")
-
-    _closing = False
 
     def _is_content(self, event: dict) -> bool:
         """A recomputed chart or text, not the URL query or the slider's own value."""
@@ -232,7 +231,7 @@ class WsVisitor:
         self.value = up if up <= self.end else self.value - self.step
         self.value = round(self.value, 6)
         self._reply.clear()
-        self._seen: list[str] = []
+        self._seen = []
         # The server acknowledges the value (OK) before Panel's 50 ms debounce runs the
         # recompute, so the first content change after that OK answers this move, not the
         # tail of the previous one. (Under load the recompute can go out before the OK of
