@@ -28,17 +28,13 @@ import argparse
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
+from _local import CHROMIUM_ARGS, free_port, wait_live
+
 TARGET = 1.2
 
 # Installed once per page: from each keydown, sample the page's canvases every animation frame
@@ -139,25 +135,6 @@ def serve(port: int) -> None:
 # --- the measurement -------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_live(url: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("benchmark server exited")
-        try:
-            with urllib.request.urlopen(url + "/liveness", timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError("benchmark server did not start")
-
-
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     i = (len(xs) - 1) * p
@@ -209,13 +186,13 @@ def main(argv=None) -> int:
     if not chromium:
         print("Chromium is needed: apt-get install -y chromium", file=sys.stderr)
         return 2
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        _wait_live(url, proc)
+        wait_live(url, proc)
         results = {}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)

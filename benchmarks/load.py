@@ -18,8 +18,8 @@ Two kinds of visitor:
 
 Interaction latency is the time from the slider change leaving the client to the first
 recomputed content arriving from the server (browser: a ColumnDataSource's new data;
-ws: any change other than the URL query or the slider's own value). Both include Panel's 50 ms server-side event debounce, like the bare-slider floor in
-PANEL_NOTES.md.
+ws: any change other than the URL query or the slider's own value). Both include Panel's
+50 ms server-side event debounce, like the bare-slider floor in PANEL_NOTES.md.
 
 Reports p50/p95 latency, errors (timeouts, protocol errors, console errors, server
 errors logged) and the server's RSS (idle, with all sessions open, per session). The
@@ -48,32 +48,23 @@ import os
 import random
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from specdec_playable.episodes import available  # noqa: E402
+from _local import CHROMIUM_ARGS, free_port, wait_live  # noqa: E402
+from specdec_playable.episodes import available, ep3  # noqa: E402
 
 PAGES = [f"/{ep.slug}" for ep in available()]
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 REPLY_TIMEOUT_S = float(os.environ.get("SDP_REPLY_TIMEOUT", 30))
 MAX_MESSAGE = 50_000_000
 TOKEN = re.compile(r'"token":"([A-Za-z0-9_.\-]+)"')
 # Attributes of Panel's Location model: the page's URL query follows the sliders.
 URL_ATTRS = {"search", "href", "hash", "pathname"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int) -> float:
@@ -87,15 +78,8 @@ def start_server(port: int, log_path: Path) -> subprocess.Popen:
     log = open(log_path, "w")
     proc = subprocess.Popen([sys.executable, "-m", "specdec_playable", "serve", "--port", str(port)],
                             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness", timeout=2)
-            return proc
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("server did not start")
+    wait_live(f"http://127.0.0.1:{port}", proc)
+    return proc
 
 
 def pct(xs, p):
@@ -331,7 +315,6 @@ async def per_episode_cost(visitor, pid: int, moves: int) -> None:
     print()
 
 
-
 async def run(args) -> int:
     ports = [free_port() for _ in range(args.procs)]
     logs = [Path(os.environ.get("TMPDIR", "/tmp")) / f"specdec-load-{port}.log" for port in ports]
@@ -403,7 +386,7 @@ async def run(args) -> int:
               f"{'MET' if met else 'NOT MET'}")
 
         if args.soak:
-            v = visitor("/ep3_the_quality_dial")
+            v = visitor("/" + ep3.SLUG)
             await v.open()
             for i in range(20):
                 await v.move(i)
