@@ -7,7 +7,6 @@ compared with ``core.theory``.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
