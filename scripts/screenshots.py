@@ -123,9 +123,10 @@ def main(out: Path, only: str = "") -> None:
 def _ep5_points(page, url, out, width):
     page.goto(url + "/ep5_the_break_even_map")
     _settle(page)
-    for _ in range(3):
+    for n in range(1, 4):
         page.get_by_role("button", name="Simulate 400 rounds").click()
-        page.wait_for_timeout(700)
+        page.wait_for_function(
+            "n => Bokeh.documents[0].get_model_by_name('ep5-points').data.q.length === n", arg=n)
     page.mouse.move(0, 0)
     page.wait_for_timeout(800)
     page.screenshot(path=out / f"ep5-points-{width}.png", full_page=True)

@@ -32,6 +32,16 @@ class EpisodeInfo:
         return self.module.page()
 
 
+def neighbours(number: int) -> tuple[EpisodeInfo | None, EpisodeInfo | None]:
+    """The built episodes just before and just after episode ``number`` (None at either end)."""
+    eps = available()
+    numbers = [e.number for e in eps]
+    if number not in numbers:
+        return None, None
+    i = numbers.index(number)
+    return (eps[i - 1] if i > 0 else None), (eps[i + 1] if i + 1 < len(eps) else None)
+
+
 @lru_cache(maxsize=1)
 def available() -> tuple[EpisodeInfo, ...]:
     """Every built episode, in order."""

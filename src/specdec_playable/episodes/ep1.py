@@ -9,11 +9,12 @@ from __future__ import annotations
 import panel as pn
 import param
 
+from . import neighbours
 from ..state.ep1 import WritingVsChecking
 from ..views import theme
 from ..views.hardware import hardware_section
 from ..views.lanes import Lane, LanePlayer
-from ..views.page import episode_shell, stat
+from ..views.page import episode_shell, page_css, stat
 from ..views.urlstate import bind_url
 
 NUMBER = 1
@@ -40,7 +41,7 @@ class WritingVsCheckingView(pn.viewable.Viewer):
         params.setdefault("state", WritingVsChecking())
         super().__init__(**params)
         self.player = LanePlayer(_LANES, name="ep1", height=320, y_pad=(0.7, 0.55))
-        self.summary = pn.pane.HTML(stylesheets=[theme.PAGE_CSS], name="ep1-summary",
+        self.summary = pn.pane.HTML(stylesheets=[page_css()], name="ep1-summary",
                                     styles={"flex": "1 1 300px"}, min_width=280)
         self.state.param.watch(self._redraw, "comparison")
         self._redraw()
@@ -100,9 +101,9 @@ def page(state: WritingVsChecking | None = None) -> pn.Column:
 has no such wait: given a finished text, the model scores every position at once, exactly as it does
 during training. So if somebody else could propose the next few tokens, the big model could check them
 all for the price of one pass. In the next episode that somebody is a much smaller, faster model.</p>
-""", sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])
+""", sizing_mode="stretch_width", stylesheets=[page_css()])
     return episode_shell(
-        number=NUMBER, title=TITLE, name="ep1",
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep1",
         lede=("A large language model writes one token per forward pass, and each pass must wait for "
               "the token before it. Checking tokens that already exist takes a single pass. Both lanes "
               "below run on the same wall clock, with a simulated 600 ms per pass."),

@@ -16,10 +16,11 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
+from . import neighbours
 from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
 from ..views import theme
 from ..views.lanes import Lane, LanePlayer
-from ..views.page import episode_shell, esc
+from ..views.page import episode_shell, esc, page_css
 from ..views.urlstate import bind_url
 
 NUMBER = 2
@@ -404,7 +405,7 @@ class RelayView(pn.viewable.Viewer):
             _LANES, name="ep2", height=250, y_pad=(0.62, 0.55), x_label="wall clock (simulated ms)",
             speeds=SPEEDS, step_label="Step one round", lane_clocks=False, styles=_STYLES,
             frame_js=_FRAME_JS, frame_args=dict(rounds=self.rounds, uid=self.uid), min_label_px=6)
-        css = [theme.PAGE_CSS, CSS]
+        css = [page_css(), CSS]
         self.clocks = pn.pane.HTML(stylesheets=css, name="ep2-clocks", min_width=280,
                                    styles={"flex": "1 1 300px"})
         self.text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-text")
@@ -450,7 +451,7 @@ class RelayView(pn.viewable.Viewer):
             self.legend,
             self.text,
             self.check,
-            pn.pane.HTML(NOTE, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS]),
+            pn.pane.HTML(NOTE, sizing_mode="stretch_width", stylesheets=[page_css()]),
             sizing_mode="stretch_width",
         )
 
@@ -476,7 +477,7 @@ def page(state: Relay | None = None) -> pn.Column:
     notice = bind_url(state, URL_PARAMS)
     view = RelayView(state=state)
     return episode_shell(
-        number=NUMBER, title=TITLE, name="ep2",
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep2",
         lede=("A small draft model proposes the next k tokens, one quick step each, and the big model checks "
               "them all in a single pass, keeping the ones it agrees with and writing its own token at the "
               "first miss."),
@@ -484,5 +485,5 @@ def page(state: Relay | None = None) -> pn.Column:
                   "<em>k</em> to 8 and play again: the red bad rounds pile up and the speedup falls below "
                   "1×, yet the text is still the big model’s, word for word."),
         body=[notice, view,
-              pn.pane.HTML(_OUTRO, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
+              pn.pane.HTML(_OUTRO, sizing_mode="stretch_width", stylesheets=[page_css()])],
     )

@@ -25,10 +25,11 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
+from . import neighbours
 from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
 from ..views import theme
 from ..views.livehtml import LiveHTML
-from ..views.page import episode_shell, esc, stat
+from ..views.page import episode_shell, esc, page_css, stat
 from ..views.urlstate import bind_url
 
 NUMBER = 3
@@ -83,7 +84,7 @@ HISTOGRAM_KEY = _key(
     note="A round with a accepted drafts yields a + 1 tokens.",
 )
 
-_CSS = theme.PAGE_CSS + f"""
+_CSS = page_css() + f"""
 .sdp-verdict {{ border-radius: 6px; padding: 0.55em 0.9em; margin: 0.3em 0 0.6em 0; max-width: 46em;
   font-size: 1.02rem; line-height: 1.45; }}
 .sdp-verdict.slower {{ background: {theme.SLOWER}; border: 2px solid {theme.REJECTED}; }}
@@ -333,7 +334,7 @@ def page(state: QualityDial | None = None) -> pn.Column:
     notice = bind_url(state, URL_PARAMS)
     view = QualityDialView(state=state)
     return episode_shell(
-        number=NUMBER, title=TITLE, name="ep3",
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep3",
         lede=("Three numbers decide whether speculative decoding pays: how often a drafted token is "
               "accepted (q), how many tokens are drafted per round (k), and what one draft step costs "
               "next to a big-model pass (c). Every time you move a slider this page simulates "
@@ -342,5 +343,5 @@ def page(state: QualityDial | None = None) -> pn.Column:
                   "starred k and sink again; then drag <em>Draft quality q</em> down to about 0.25 "
                   "and find where speculating turns slower than not speculating."),
         body=[notice, view,
-              pn.pane.HTML(_OUTRO, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
+              pn.pane.HTML(_OUTRO, sizing_mode="stretch_width", stylesheets=[page_css()])],
     )

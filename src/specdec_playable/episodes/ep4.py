@@ -23,9 +23,10 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from ..core import texts
+from . import neighbours
 from ..state.ep4 import BIG_PASS_MS, PASTED, SIDES, BoilerplateVsPoetry, TextRun
 from ..views import theme
-from ..views.page import episode_shell, esc, stat
+from ..views.page import episode_shell, esc, page_css, stat
 from ..views.urlstate import bind_url
 
 NUMBER = 4
@@ -40,7 +41,7 @@ _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
 _MONO_KINDS = ("code", "json", "pasted")
 
-CSS = theme.PAGE_CSS + f"""
+CSS = page_css() + f"""
 .ep4-h {{ font-size: 1.15rem; margin: 0.2em 0 0.1em 0; }}
 .ep4-desc {{ color: {theme.MUTED}; font-size: 0.92rem; margin: 0 0 0.5em 0; line-height: 1.4;
   min-height: 2.8em; }}
@@ -382,7 +383,7 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
     view = BoilerplateVsPoetryView(state=state)
     explain = pn.pane.HTML(EXPLAIN_HTML, sizing_mode="stretch_width", stylesheets=[CSS])
     return episode_shell(
-        number=NUMBER, title=TITLE, name="ep4",
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep4",
         lede=("The same speculative decoder (a small model drafts k tokens, the big model checks them "
               "in one pass) runs over a piece of code and over a poem; only the text differs, and that "
               "alone decides whether speculating pays off."),

@@ -20,11 +20,12 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
+from . import neighbours
 from ..state import presets
 from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from ..views import theme
 from ..views.livehtml import LiveHTML
-from ..views.page import episode_shell, esc
+from ..views.page import episode_shell, esc, page_css
 from ..views.urlstate import bind_url
 from .ep3 import KEY_CSS, _key
 
@@ -36,7 +37,7 @@ SUMMARY = ("Speedup against acceptance rate for every draft length on one chart,
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
 
-_CSS = theme.PAGE_CSS + f"""
+_CSS = page_css() + f"""
 .sdp-points {{ font-variant-numeric: tabular-nums; line-height: 1.5; font-size: 1rem; margin: 0.2em 0; }}
 .sdp-source {{ border-left: 4px solid {theme.BIG}; background: #f6f3fa; padding: 0.6em 0.9em;
   border-radius: 4px; max-width: 50em; line-height: 1.5; font-size: 1rem; }}
@@ -374,7 +375,7 @@ def page(state: BreakEvenMap | None = None) -> pn.Column:
     notice = bind_url(state, URL_PARAMS)
     view = BreakEvenView(state=state)
     return episode_shell(
-        number=NUMBER, title=TITLE, name="ep5",
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep5",
         lede=("One chart for the whole trade-off: acceptance rate q along the bottom, speedup up the "
               "side, one theory curve for each draft length k. Below the dashed 1× line, speculative "
               "decoding is slower than letting the big model write alone."),
@@ -382,5 +383,5 @@ def page(state: BreakEvenMap | None = None) -> pn.Column:
                   "blue curve; then drag <em>Draft cost c</em> to the right and watch every break-even "
                   "diamond slide towards q = 1."),
         body=[notice, view,
-              pn.pane.HTML(_PRODUCTION, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS])],
+              pn.pane.HTML(_PRODUCTION, sizing_mode="stretch_width", stylesheets=[page_css()])],
     )

@@ -30,9 +30,10 @@ from bokeh.plotting import figure
 from bokeh.transform import dodge
 
 from ..core import adaptive
+from . import neighbours
 from ..state.ep6 import PROMPT, SAMPLE_SIZES, WORDS, FinePrint
 from ..views import theme
-from ..views.page import episode_shell, esc, stat
+from ..views.page import episode_shell, esc, page_css, stat
 from ..views.urlstate import bind_url
 
 NUMBER = 6
@@ -53,7 +54,7 @@ POLICY_STYLE = (
 )
 _GENRE = {"code": "code", "poem": "poem", "json": "JSON"}
 
-CSS = theme.PAGE_CSS + f"""
+CSS = page_css() + f"""
 .ep6-part {{ font-size: 1.4rem; margin: 0.9em 0 0.2em 0; border-top: 1px solid {theme.GRID};
   padding-top: 0.6em; }}
 .ep6-stats .sdp-stat .v {{ font-size: 1.35rem; }}
@@ -461,7 +462,7 @@ def page(state: FinePrint | None = None) -> pn.Column:
     notice = bind_url(state, URL_PARAMS)
     view = FinePrintView(state=state)
     return episode_shell(
-        number=NUMBER, title=TITLE, name="ep6",
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep6",
         lede=("Two details that make speculative decoding work in practice: drafts that are kept or "
               "replaced so the output follows the big model's probabilities exactly, and a draft "
               "length k that adapts as the text gets easier or harder to guess."),

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import html
 import logging
+from collections.abc import Sequence
+from typing import Protocol
 
 import panel as pn
 
-from . import theme
+from .a11y import AccessibleNames
+from .resources import stylesheet
 
 log = logging.getLogger("specdec_playable")
 
@@ -23,48 +26,71 @@ def stat(value: str, label: str, *, css_class: str = "") -> str:
             f'<div class="l">{esc(label)}</div></div>')
 
 
-def nav_html(number: int | None) -> str:
-    """Links to the index and to the neighbouring built episodes."""
-    from ..episodes import available
+def page_css(*extra: str) -> str:
+    """The page shell's stylesheet, followed by the named files of ``views/static/``."""
+    return stylesheet("page.css", *extra)
 
-    eps = available()
+
+def prose(html_text: str, *extra_css: str, **params) -> pn.pane.HTML:
+    """A full-width block of trusted package HTML (prose, a key, a heading) in the page's style."""
+    return pn.pane.HTML(html_text, sizing_mode="stretch_width", stylesheets=[page_css(*extra_css)],
+                        **params)
+
+
+class EpisodeRef(Protocol):
+    """What the navigation needs to know of another episode."""
+
+    number: int
+    slug: str
+    title: str
+
+
+def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = None) -> str:
+    """Links to the index and to the episodes before and after this one (when there are some)."""
     links = ['<a href="./">← All episodes</a>']
-    numbers = [e.number for e in eps]
-    if number in numbers:
-        i = numbers.index(number)
-        if i > 0:
-            p = eps[i - 1]
-            links.append(f'<a href="./{esc(p.slug)}">← Episode {p.number}: {esc(p.title)}</a>')
-        if i + 1 < len(eps):
-            n = eps[i + 1]
-            links.append(f'<a href="./{esc(n.slug)}">Episode {n.number}: {esc(n.title)} →</a>')
+    if previous is not None:
+        links.append(f'<a href="./{esc(previous.slug)}">← Episode {previous.number}: '
+                     f'{esc(previous.title)}</a>')
+    if following is not None:
+        links.append(f'<a href="./{esc(following.slug)}">Episode {following.number}: '
+                     f'{esc(following.title)} →</a>')
     return '<nav class="sdp-nav" aria-label="Episodes">' + "".join(links) + "</nav>"
 
 
-def episode_shell(*, number: int, title: str, lede: str, try_this: str, body: list,
-                  name: str) -> pn.Column:
+def episode_cards_html(episodes: Sequence) -> str:
+    """The index's list of episodes: number, title and summary of each, as links."""
+    cards = "".join(
+        f'<li><a href="./{esc(e.slug)}"><span class="n">Episode {e.number}</span>'
+        f'<span class="t">{esc(e.title)}</span></a><p>{esc(e.summary)}</p></li>'
+        for e in episodes
+    )
+    return f'<ol class="sdp-episodes">{cards}</ol>'
+
+
+def episode_shell(*, number: int, title: str, lede: str, try_this: str, body: Sequence,
+                  name: str, neighbours: tuple[EpisodeRef | None, EpisodeRef | None] = (None, None),
+                  ) -> pn.Column:
     """Wrap an episode's body in the common page shell.
 
-    ``lede`` and ``try_this`` are trusted package text (may contain simple HTML).
+    ``lede`` and ``try_this`` are trusted package text (may contain simple HTML);
+    ``neighbours`` are the episodes before and after this one, for the navigation.
     """
-    header = pn.pane.HTML(
+    header = prose(
         f'<p class="sdp-kicker">Speculative Decoding, Playable · Episode {number}</p>'
         f'<h1 class="sdp-title">{esc(title)}</h1>'
         f'<p class="sdp-lede">{lede}</p>'
         f'<div class="sdp-try"><strong>Try this:</strong> {try_this}</div>',
-        sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS], name=f"{name}-header",
+        name=f"{name}-header",
     )
-    def nav():
-        return pn.pane.HTML(nav_html(number), stylesheets=[theme.PAGE_CSS],
-                            sizing_mode="stretch_width")
 
-    from .a11y import AccessibleNames
+    def nav():
+        return prose(nav_html(*neighbours))
 
     return pn.Column(
         nav(), header, *body, nav(), AccessibleNames(),
         name=name, sizing_mode="stretch_width", max_width=1100,
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"},
-        stylesheets=[theme.PAGE_CSS],
+        stylesheets=[page_css()],
     )
 
 
@@ -73,7 +99,7 @@ def error_page(message: str = "This page could not be built.") -> pn.Column:
     return pn.Column(pn.pane.HTML(
         f'<h1 class="sdp-title">Something went wrong</h1><p class="sdp-lede">{esc(message)} '
         'The error was logged on the server. <a href="./">Back to all episodes</a>.</p>',
-        stylesheets=[theme.PAGE_CSS]), name="error-page")
+        stylesheets=[page_css()]), name="error-page")
 
 
 def safe_page(build):

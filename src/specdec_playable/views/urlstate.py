@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import panel as pn
 import param
 
-from .page import esc
+from .page import esc, page_css
 
 log = logging.getLogger("specdec_playable")
 
@@ -130,10 +130,8 @@ def bind_url(state: param.Parameterized, names: Sequence[str]) -> pn.pane.HTML:
     Returns the notice pane (empty and hidden when nothing had to change). Outside
     a server session (a notebook, a test) it only returns the hidden pane.
     """
-    from .theme import PAGE_CSS
-
     names = list(names)
-    pane = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", stylesheets=[PAGE_CSS],
+    pane = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", stylesheets=[page_css()],
                         name="url-notice")
     if pn.state.curdoc is None or pn.state.curdoc.session_context is None:
         return pane
