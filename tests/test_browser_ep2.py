@@ -175,10 +175,9 @@ def test_same_seed_same_run(page, site, console):
 
 
 def bars_key_expected(state: Relay):
-    from specdec_playable.episodes.ep2 import lane_boxes
+    from specdec_playable.views.ep2_relay import relay_timeline
 
-    boxes, tips, _, _ = lane_boxes(state)
-    return list(zip(boxes["lane"], boxes["start"], boxes["end"], boxes["status"], tips))
+    return [(b.lane, b.start, b.end, b.status, b.tip) for b in relay_timeline(state).boxes]
 
 
 def test_playing_sends_no_message_per_frame(page, site):

@@ -140,7 +140,7 @@ def test_guarantee_is_checked_not_assumed():
 
 def test_page_rows_and_html_come_from_the_state():
     pytest.importorskip("panel")
-    from specdec_playable.episodes import ep2 as page
+    from specdec_playable.views import ep2_relay as page
 
     s = Relay()
     p = s.progress
@@ -150,9 +150,12 @@ def test_page_rows_and_html_come_from_the_state():
     assert rows["alone"][last] == f"{s.result.baseline_ms:,.0f} ms"
     assert rows["speedup"][last] == f"{s.result.speedup:.2f}×"
     assert rows["speedup"][0] == "–"
-    boxes, tips, stops, before = page.lane_boxes(s)
+    timeline = page.relay_timeline(s)
+    stops = list(timeline.stops)
+    tips = [b.tip for b in timeline.boxes]
+    before = [b.tip_before for b in timeline.boxes]
     assert stops == s.result.rounds["end_ms"].tolist()
-    lanes = np.array(boxes["lane"])
+    lanes = np.array([b.lane for b in timeline.boxes])
     assert (lanes == "draft").sum() == s.result.rounds["drafted"].sum()
     assert (lanes == "bad").sum() == p.bad_rounds[-1]
     assert len(tips) == len(before) == len(lanes)
@@ -166,7 +169,7 @@ def test_page_rows_and_html_come_from_the_state():
 
 def test_page_html_escapes_text(monkeypatch):
     pytest.importorskip("panel")
-    from specdec_playable.episodes import ep2 as page
+    from specdec_playable.views import ep2_relay as page
 
     evil = ("<b>", " &amp;", ' "x"') * 5
     monkeypatch.setattr(st, "TOKENS", evil)
