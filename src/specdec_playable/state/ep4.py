@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import unlocked
+from . import fill_choices, unlocked
 from ..core import relay, texts
 from ..core.texts import Text
 
@@ -162,11 +162,12 @@ class TextRun:
 class BoilerplateVsPoetry(param.Parameterized):
     """Two texts side by side, each run through the same speculative decoder."""
 
+    # The choices are the bundled texts, read by the first instance (see fill_choices).
     left = param.Selector(
-        default="js-loop", objects=_text_choices(), label="Left text",
+        default="js-loop", objects=[], label="Left text",
         doc="The text on the left: a bundled text, or your own pasted text.")
     right = param.Selector(
-        default="poem-kettle", objects=_text_choices(), label="Right text",
+        default="poem-kettle", objects=[], label="Right text",
         doc="The text on the right: a bundled text, or your own pasted text.")
     k = param.Integer(
         default=6, bounds=(1, 12), label="Draft length k",
@@ -192,6 +193,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         doc="The current run on each side (TextRun), or None for an empty paste slot.")
 
     def __init__(self, *, rng=None, **params):
+        fill_choices(BoilerplateVsPoetry, _text_choices, *SIDES)
         # The session's own generator: only "Run again" (and the first seed) draw from it.
         self._rng = np.random.default_rng(rng)
         if "seed" not in params:

@@ -66,7 +66,7 @@ class PlayerControls:
                     min_label_px=float(min_label_px), char_em=CHAR_EM, flip_at=FLIP_AT,
                     follow_at=FOLLOW_AT, max_step_ms=MAX_STEP_MS, muted=theme.MUTED,
                     labels=dict(play=PLAY, pause=PAUSE))
-        script = CustomJS(
+        self.script = script = CustomJS(
             args=dict(bars=src.bars, clocks=src.clocks, cursor=src.cursor, stops=src.stops,
                       view=src.view, xr=src.x_range, fig=fig, play=self.play, step=self.step,
                       restart=self.restart, speed=self.speed, opts=opts, **extra),
