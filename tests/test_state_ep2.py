@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from specdec_playable.core import relay
+from specdec_playable.core.seeds import SEED_MAX
 from specdec_playable.state import ep2 as st
 from specdec_playable.state.ep2 import Relay
 
@@ -26,7 +27,7 @@ def test_defaults_follow_the_brief():
     assert (s.k, s.quality, s.seed) == (4, 0.8, st.DEFAULT_SEED)
     assert s.param.k.bounds == (1, 12)
     assert s.param.quality.bounds == (0.0, 1.0)
-    assert s.param.seed.bounds == (0, st.SEED_MAX)
+    assert s.param.seed.bounds == (0, SEED_MAX)
     for name in ("k", "quality", "seed"):
         assert s.param[name].doc and s.param[name].label
 
@@ -78,7 +79,7 @@ def test_same_seed_same_run_new_run_changes_it():
     old = a.seed
     new = a.new_run()
     assert new == a.seed != old
-    assert 0 <= new <= st.SEED_MAX
+    assert 0 <= new <= SEED_MAX
     a.seed = old
     assert a.result.events.to_dict() == before
 
@@ -88,7 +89,7 @@ def test_seed_is_bounded():
     with pytest.raises(ValueError):
         s.seed = -1
     with pytest.raises(ValueError):
-        s.seed = st.SEED_MAX + 1
+        s.seed = SEED_MAX + 1
     with pytest.raises(ValueError):
         s.k = 13
     with pytest.raises(ValueError):

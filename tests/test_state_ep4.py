@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec_playable.core import relay, texts
+from specdec_playable.core.seeds import SEED_MAX
 from specdec_playable.state.ep4 import (
     BIG_PASS_MS,
     PASTED,
-    SEED_MAX,
     BoilerplateVsPoetry,
     TextRun,
 )

@@ -44,6 +44,7 @@ import numpy as np
 
 from . import _validate as _v
 from . import texts, theory
+from .acceptance import Acceptance
 
 #: The default stream: code, then a poem, then JSON (Episode 4's texts).
 DEFAULT_TEXT_IDS = ("js-loop", "poem-kettle", "json-record")
@@ -358,10 +359,14 @@ class PolicyRun:
         return len(self.output) / self.total_cost
 
     @property
+    def acceptance(self) -> Acceptance:
+        """Drafts judged (the kept ones and each round's first miss) and kept."""
+        return Acceptance.of_rounds(self.drafted, self.accepted)
+
+    @property
     def acceptance_rate(self) -> float:
-        """Kept drafts over judged drafts (kept ones plus each round's first miss)."""
-        judged = self.accepted.sum() + (self.accepted < self.drafted).sum()
-        return float(self.accepted.sum() / judged) if judged else float("nan")
+        """Kept drafts over judged drafts (NaN if the policy never drafted)."""
+        return self.acceptance.rate
 
     @property
     def plain_rounds(self) -> int:

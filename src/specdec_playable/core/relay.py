@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _validate as _v
+from .acceptance import Acceptance
 from .events import Events
 
 TOKENS_MAX = 100_000
@@ -73,12 +74,14 @@ class RelayResult:
         return int(self.rounds["tokens"].shape[0])
 
     @property
+    def acceptance(self) -> Acceptance:
+        """Drafts judged (the accepted ones and each round's first miss) and accepted."""
+        return Acceptance.of_rounds(self.rounds["drafted"], self.rounds["accepted"])
+
+    @property
     def acceptance_rate(self) -> float:
-        """Accepted drafts over judged drafts (accepted + rejected)."""
-        judged = int(self.rounds["accepted"].sum()) + int(
-            (self.rounds["accepted"] < self.rounds["drafted"]).sum()
-        )
-        return int(self.rounds["accepted"].sum()) / judged if judged else 0.0
+        """Accepted drafts over judged drafts (NaN for an empty text: nothing judged)."""
+        return self.acceptance.rate
 
 
 def _check_tokens(target_tokens) -> list[str]:

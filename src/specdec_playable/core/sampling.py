@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as _v
+from .acceptance import Acceptance
 
 #: Largest number of samples one call draws.
 N_MAX = 10**7
@@ -135,9 +136,14 @@ class SampleResult:
         return int(self.samples.size)
 
     @property
+    def acceptance(self) -> Acceptance:
+        """Every proposal is judged; this counts them and the kept ones."""
+        return Acceptance.of_proposals(self.accepted)
+
+    @property
     def acceptance_rate(self) -> float:
         """Share of proposals the big model kept (measured)."""
-        return float(self.accepted.mean())
+        return self.acceptance.rate
 
     @property
     def acceptance_theory(self) -> float:

@@ -10,6 +10,8 @@ from contextlib import contextmanager
 
 import param
 
+from ..core.seeds import SEED_MAX
+
 
 @contextmanager
 def unlocked(obj: param.Parameterized) -> Iterator[None]:
@@ -53,3 +55,8 @@ def fill_choices(cls: type[param.Parameterized], load: Callable[[], dict | list]
             for name in names:
                 cls.param[name].objects = objects
             _filled.add(key)
+
+
+def seed_param(default: int, *, label: str = "Seed", doc: str) -> param.Integer:
+    """A seed the page shows and a visitor can type back in: an integer in [0, SEED_MAX]."""
+    return param.Integer(default=default, bounds=(0, SEED_MAX), label=label, doc=doc)

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import unlocked
+from . import seed_param, unlocked
 from ..core import relay
+from ..core.seeds import draw_seed
 
 BIG_PASS_MS = 600.0
 DRAFT_STEP_MS = 60.0
-SEED_MAX = 999_999
 
 #: The big model's text, token by token (leading spaces belong to the token),
 #: each with the draft's wrong guess at that position: a word that would also
@@ -126,15 +126,6 @@ def progress_of(result: relay.RelayResult, big_pass_ms: float = BIG_PASS_MS) -> 
     )
 
 
-def fresh_seed(avoid: int | None = None) -> int:
-    """A seed from fresh OS entropy in [0, SEED_MAX], different from ``avoid``."""
-    rng = np.random.default_rng()
-    while True:
-        seed = int(rng.integers(0, SEED_MAX + 1))
-        if seed != avoid:
-            return seed
-
-
 class Relay(param.Parameterized):
     """A draft model proposes ``k`` tokens a round; the big model checks them in one pass."""
 
@@ -144,16 +135,17 @@ class Relay(param.Parameterized):
     quality = param.Number(
         default=0.8, bounds=(0.0, 1.0), step=0.05, label="Draft quality",
         doc="Probability that the draft model guesses a token exactly as the big model would.")
-    seed = param.Integer(
-        default=DEFAULT_SEED, bounds=(0, SEED_MAX), label="Seed",
-        doc="Pins the run's randomness: the same seed, k and quality give the same run.")
+    seed = seed_param(DEFAULT_SEED, doc="Pins the run's randomness: the same seed, k and quality give "
+                                        "the same run.")
 
     result = param.ClassSelector(
         class_=relay.RelayResult, constant=True,
         doc="The run, recomputed from core.relay on every change.")
 
-    def __init__(self, **params):
+    def __init__(self, *, rng=None, **params):
         super().__init__(**params)
+        # The session's own generator: "New run" draws its seeds from it.
+        self._rng = np.random.default_rng(rng)
         self._recompute()
 
     @param.depends("k", "quality", "seed", watch=True)
@@ -165,7 +157,7 @@ class Relay(param.Parameterized):
 
     def new_run(self) -> int:
         """Fresh randomness: pick a new seed (shown, so the run can be pinned again)."""
-        self.seed = fresh_seed(avoid=self.seed)
+        self.seed = draw_seed(self._rng, avoid=self.seed)
         return self.seed
 
     @property

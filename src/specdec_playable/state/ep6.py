@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from . import unlocked
+from . import seed_param, unlocked
 from ..core import adaptive, sampling
+from ..core.seeds import draw_seed
 
 #: The sentence the next word continues, and the big model's view of that word.
 PROMPT = "The cat sat on the"
@@ -24,7 +25,6 @@ P_BIG = np.array([0.38, 0.24, 0.17, 0.11, 0.07, 0.03])
 P_BIG.setflags(write=False)
 
 SAMPLE_SIZES = (100, 1_000, 10_000, 100_000)
-SEED_MAX = 999_999
 #: Each text of the race is repeated this many times in a row.
 REPEATS = 2
 
@@ -68,9 +68,8 @@ class FinePrint(param.Parameterized):
     fixed_k = param.Integer(
         default=4, bounds=(1, adaptive.K_CAP), label="k of the fixed policy",
         doc="The draft length the fixed policy always uses.")
-    race_seed = param.Integer(
-        default=1, bounds=(0, SEED_MAX), label="Race seed",
-        doc="Fixes which tokens the draft guesses right; every policy sees the same draw.")
+    race_seed = seed_param(1, label="Race seed",
+                           doc="Fixes which tokens the draft guesses right; every policy sees the same draw.")
 
     q = param.Array(constant=True, doc="The draft's distribution, derived from the three knobs.")
     samples = param.ClassSelector(class_=sampling.SampleResult, constant=True,
@@ -111,7 +110,7 @@ class FinePrint(param.Parameterized):
 
     def new_race(self) -> None:
         """Fresh randomness for the race: a new seed from the session's generator."""
-        new = int(self._rng.integers(0, SEED_MAX, endpoint=True))
+        new = draw_seed(self._rng)
         if new == self.race_seed:
             self._race()
         else:

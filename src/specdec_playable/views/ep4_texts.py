@@ -23,7 +23,7 @@ from bokeh.plotting import figure
 from ..core import texts
 from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
 from . import theme
-from .page import esc, page_css, prose, stat
+from .page import esc, page_css, prose, share, stat
 
 _CSS = "ep4.css"
 _PLAIN_ROW = "big model alone"
@@ -79,7 +79,7 @@ def side_header_html(run: TextRun | None, choice_title: str) -> str:
     return (
         f'<h3 class="ep4-h">{esc(t.title)}</h3><p class="ep4-desc">{esc(t.description)}</p>'
         '<div class="ep4-stats">'
-        + stat(f"{run.acceptance_rate:.0%}", f"drafts accepted ({run.accepted} of {run.judged})")
+        + stat(share(run.acceptance_rate), f"drafts accepted ({run.accepted} of {run.judged})")
         + stat(f"{run.tokens_per_round:.1f}", f"tokens per round ({run.n_rounds} rounds)")
         + _speed_stat(run) + "</div>"
     )

@@ -29,7 +29,7 @@ from bokeh.transform import dodge
 from ..core import adaptive
 from ..state.ep6 import PROMPT, SAMPLE_SIZES, WORDS, FinePrint
 from . import theme
-from .page import esc, page_css, prose, stat
+from .page import esc, page_css, prose, share, stat
 
 _CSS = "ep6.css"
 #: Colour (a theme name) and dash per policy: dash and label tell them apart without colour.
@@ -144,7 +144,7 @@ def sampling_html(s: FinePrint) -> str:
     fp, fq = s.fit_p, s.fit_q
     stats = (
         '<div class="ep6-stats">'
-        + stat(f"{r.acceptance_rate:.1%}",
+        + stat(share(r.acceptance_rate, 1),
                f"drafts kept, measured ({int(r.accepted.sum()):,} of {r.n:,})")
         + stat(f"{s.acceptance_theory:.1%}", "theory: sum of min(p, q)", css_class="theory")
         + "</div>"
@@ -269,7 +269,7 @@ def race_html(s: FinePrint) -> str:
             f'{esc(run.label)}{mark}<br><small>{esc(st["dash_name"])} line · {run.n_rounds} rounds'
             f'{f", {off} of them plain" if run.plain_rounds else ""}</small></td>'
             f'<td class="n">{run.speedup:.2f}×</td><td class="n">{run.total_cost:,.1f}</td>'
-            f'<td class="n">{run.acceptance_rate:.0%}</td></tr>')
+            f'<td class="n">{share(run.acceptance_rate)}</td></tr>')
     return (
         '<div class="ep6-wrap"><table class="ep6-table" aria-label="Race results">'
         '<thead><tr><th>policy</th><th>speed&shy;up</th><th>time (passes)</th>'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import logging
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -18,6 +19,11 @@ log = logging.getLogger("specdec_playable")
 def esc(text: object) -> str:
     """HTML-escape anything that did not come from this package's own literals."""
     return html.escape(str(text), quote=True)
+
+
+def share(x: float, digits: int = 0) -> str:
+    """``x`` as a percentage, or "–" when it is undefined (NaN: nothing was counted)."""
+    return "–" if math.isnan(x) else f"{x:.{digits}%}"
 
 
 def stat(value: str, label: str, *, css_class: str = "") -> str:
