@@ -66,7 +66,7 @@ def assert_ratio_shown(c: dict) -> None:
 
 
 def test_seeded_run_plays_to_the_end(page, site, console, artifacts):
-    expected = Relay()  # the page's defaults: seed 23, k 4, quality 0.8
+    expected = Relay()  # the page's defaults: seed 23, k 4, q 0.8
     open_ep2(page, site)
     page.locator("select").select_option("8×")
     page.get_by_role("button", name="Restart").click()

@@ -24,16 +24,16 @@ def test_passage_has_a_plausible_wrong_guess_for_every_token():
 
 def test_defaults_follow_the_brief():
     s = Relay()
-    assert (s.k, s.quality, s.seed) == (4, 0.8, st.DEFAULT_SEED)
+    assert (s.k, s.q, s.seed) == (4, 0.8, st.DEFAULT_SEED)
     assert s.param.k.bounds == (1, 12)
-    assert s.param.quality.bounds == (0.0, 1.0)
+    assert s.param.q.bounds == (0.0, 1.0)
     assert s.param.seed.bounds == (0, SEED_MAX)
-    for name in ("k", "quality", "seed"):
+    for name in ("k", "q", "seed"):
         assert s.param[name].doc and s.param[name].label
 
 
 def test_result_is_core_relay_on_the_passage():
-    s = Relay(k=5, quality=0.6, seed=1234)
+    s = Relay(k=5, q=0.6, seed=1234)
     expected = relay.run(st.TOKENS, 0.6, 5, rng=np.random.default_rng(1234), decoys=st.DECOYS)
     assert s.result.events.to_dict() == expected.events.to_dict()
     assert s.result.wall_ms == expected.wall_ms
@@ -54,12 +54,12 @@ def test_setting_k_recomputes_the_run():
                                    drafted * st.DRAFT_STEP_MS + st.BIG_PASS_MS)
 
 
-@pytest.mark.parametrize("quality, bad_all", [(0.0, True), (1.0, False)])
-def test_quality_extremes(quality, bad_all):
-    s = Relay(quality=quality, k=4, seed=9)
+@pytest.mark.parametrize("q, bad_all", [(0.0, True), (1.0, False)])
+def test_q_extremes(q, bad_all):
+    s = Relay(q=q, k=4, seed=9)
     p = s.progress
     assert p.bad[1:].all() == bad_all
-    if quality == 1.0:
+    if q == 1.0:
         assert p.bad_rounds[-1] == 0
         # Every full round yields k + 1 tokens.
         assert (s.result.rounds["tokens"][:-1] == 5).all()
@@ -93,11 +93,11 @@ def test_seed_is_bounded():
     with pytest.raises(ValueError):
         s.k = 13
     with pytest.raises(ValueError):
-        s.quality = 1.5
+        s.q = 1.5
 
 
 def test_progress_is_the_ratio_of_the_two_clocks_round_by_round():
-    s = Relay(seed=77, quality=0.7, k=6)
+    s = Relay(seed=77, q=0.7, k=6)
     r, p = s.result, s.progress
     assert len(p) == r.n_rounds + 1
     assert p.end_ms[0] == 0 and p.tokens[0] == 0 and np.isnan(p.speedup[0])
@@ -110,7 +110,7 @@ def test_progress_is_the_ratio_of_the_two_clocks_round_by_round():
 
 
 def test_bad_rounds_and_their_running_cost():
-    s = Relay(seed=3, quality=0.5, k=5)
+    s = Relay(seed=3, q=0.5, k=5)
     rounds, p = s.result.rounds, s.progress
     bad = rounds["accepted"] == 0
     assert bad.any(), "this seed should have bad rounds"
@@ -126,7 +126,7 @@ def test_bad_rounds_and_their_running_cost():
 
 
 def test_guarantee_is_checked_not_assumed():
-    s = Relay(quality=0.3, seed=11)
+    s = Relay(q=0.3, seed=11)
     g = s.guarantee
     assert g.ok and g.matches == g.n_tokens == len(st.TOKENS) and g.first_mismatch is None
     # The check itself can fail: it compares token by token.
@@ -177,7 +177,7 @@ def test_page_html_escapes_text(monkeypatch):
     monkeypatch.setattr(st, "DECOYS", ("<i>",) * len(evil))
     monkeypatch.setattr(page, "TOKENS", evil)
     monkeypatch.setattr(page, "DECOYS", ("<i>",) * len(evil))
-    s = Relay(quality=0.5, seed=1)
+    s = Relay(q=0.5, seed=1)
     html = page.text_html(s, 'u"><script>')
     assert "<b>" not in html and "<i>" not in html and "<script>" not in html
     assert "&lt;b&gt;" in html and "&amp;amp;" in html and "&quot;x&quot;" in html

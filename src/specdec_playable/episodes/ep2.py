@@ -21,7 +21,9 @@ TITLE = "The relay — draft fast, verify in one pass"
 SUMMARY = ("A small model drafts a few tokens, the big model checks them all in one pass: "
            "watch the text grow, the two clocks race, and the output stay exactly the big model's.")
 #: Controls kept in the URL query, so a link restores the setup.
-URL_PARAMS = ("k", "quality", "seed")
+URL_PARAMS = ("k", "q", "seed")
+#: Older links named q "quality"; they still work.
+URL_ALIASES = {"quality": "q"}
 
 LEDE = ("A small draft model proposes the next k tokens, one quick step each, and the big model checks "
         "them all in a single pass, keeping the ones it agrees with and writing its own token at the "
@@ -54,7 +56,7 @@ seed. Every clock and speedup on this page is measured from that run, not taken 
 def page(state: Relay | None = None) -> pn.Column:
     """A fresh Episode 2 page (one per session or notebook cell)."""
     state = state or Relay()
-    notice = bind_url(state, URL_PARAMS)
+    notice = bind_url(state, URL_PARAMS, URL_ALIASES)
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep2",
         lede=LEDE, try_this=TRY_THIS,

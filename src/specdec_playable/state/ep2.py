@@ -1,6 +1,6 @@
 """State of Episode 2: the relay of a fast draft model and a slow big model.
 
-One :func:`core.relay.run` per change of ``k``, ``quality`` or ``seed``, over a
+One :func:`core.relay.run` per change of ``k``, ``q`` or ``seed``, over a
 fixed passage whose every token comes with the plausible wrong word a small
 draft would write instead. From that one run this module derives what the page
 shows: the two clocks after each round, the bad rounds and their running cost,
@@ -41,7 +41,7 @@ PASSAGE: tuple[tuple[str, str], ...] = (
 TOKENS: tuple[str, ...] = tuple(t for t, _ in PASSAGE)
 DECOYS: tuple[str, ...] = tuple(d for _, d in PASSAGE)
 
-#: The run a visitor sees first: at k = 4 and quality 0.8 it opens with a perfect
+#: The run a visitor sees first: at k = 4 and q = 0.8 it opens with a perfect
 #: round (bonus token) and then a bad one, and has the typical speedup (2.4×).
 DEFAULT_SEED = 23
 
@@ -132,10 +132,10 @@ class Relay(param.Parameterized):
     k = param.Integer(
         default=4, bounds=(1, 12), label="Draft length k",
         doc="How many tokens the draft model proposes before the big model checks them.")
-    quality = param.Number(
+    q = param.Number(
         default=0.8, bounds=(0.0, 1.0), step=0.05, label="Draft quality",
         doc="Probability that the draft model guesses a token exactly as the big model would.")
-    seed = seed_param(DEFAULT_SEED, doc="Pins the run's randomness: the same seed, k and quality give "
+    seed = seed_param(DEFAULT_SEED, doc="Pins the run's randomness: the same seed, k and draft quality give "
                                         "the same run.")
 
     result = param.ClassSelector(
@@ -148,11 +148,11 @@ class Relay(param.Parameterized):
         self._rng = np.random.default_rng(rng)
         self._recompute()
 
-    @param.depends("k", "quality", "seed", watch=True)
+    @param.depends("k", "q", "seed", watch=True)
     def _recompute(self) -> None:
         with unlocked(self):
             self.result = relay.run(
-                TOKENS, float(self.quality), int(self.k), rng=np.random.default_rng(self.seed),
+                TOKENS, float(self.q), int(self.k), rng=np.random.default_rng(self.seed),
                 big_pass_ms=BIG_PASS_MS, draft_step_ms=DRAFT_STEP_MS, decoys=DECOYS)
 
     def new_run(self) -> int:

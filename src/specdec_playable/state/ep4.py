@@ -2,7 +2,7 @@
 
 Each side of the page shows one text (a bundled one from ``core.texts``, or the
 visitor's own pasted text). Every run samples acceptance per token from that
-token's guessability with ``core.relay.run``; the run's randomness comes from
+token's acceptance probability ``q`` with ``core.relay.run``; the run's randomness comes from
 ``seed``, one independent stream per side, so a seed reproduces a run exactly.
 "Run again" draws a new seed from the session's own generator.
 """
@@ -215,7 +215,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         seed = self.seed if seed is None else seed
         rng = np.random.default_rng(seed).spawn(len(SIDES))[side]
         result = relay.run(
-            text.tokens, text.p, self.k, rng=rng, big_pass_ms=BIG_PASS_MS,
+            text.tokens, text.q, self.k, rng=rng, big_pass_ms=BIG_PASS_MS,
             draft_step_ms=self.draft_step_ms, decoys=text.decoys)
         return TextRun.measure(text, result, seed)
 

@@ -331,9 +331,9 @@ class RelayView(pn.viewable.Viewer):
 
     def __panel__(self):
         controls = pn.Param(
-            self.state, parameters=["k", "quality"], show_name=False,
+            self.state, parameters=["k", "q"], show_name=False,
             widgets={"k": {"type": pn.widgets.IntSlider},
-                     "quality": {"type": pn.widgets.FloatSlider, "step": 0.05, "format": "0.00"}},
+                     "q": {"type": pn.widgets.FloatSlider, "step": 0.05, "format": "0.00"}},
             sizing_mode="stretch_width", name="ep2-controls",
         )
         seed = pn.Param(self.state, parameters=["seed"], show_name=False,

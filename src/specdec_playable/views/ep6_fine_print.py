@@ -40,6 +40,9 @@ POLICY_STYLE = (
     dict(tone="accepted", dash="dotted", dash_name="dotted"),
 )
 _GENRE = {"code": "code", "poem": "poem", "json": "JSON"}
+#: A p-value below this, against the big model's distribution, is flagged (it happens about once
+#: in a hundred batches of honest draws).
+RED_FLAG = 0.01
 
 
 def _style(fig) -> None:
@@ -66,10 +69,10 @@ class SamplingCharts:
     def __init__(self):
         words = list(WORDS)
         zeros = [0.0] * len(words)
-        self.models = ColumnDataSource(dict(word=words, p=zeros, q=zeros, overlap=zeros),
+        self.models = ColumnDataSource(dict(word=words, p_big=zeros, p_draft=zeros, overlap=zeros),
                                        name="ep6-models")
-        self.out = ColumnDataSource(dict(word=words, freq=zeros, count=[0] * len(words), p=zeros,
-                                         q=zeros), name="ep6-out")
+        self.out = ColumnDataSource(dict(word=words, freq=zeros, count=[0] * len(words), p_big=zeros,
+                                         p_draft=zeros), name="ep6-out")
         self.y_models = Range1d(0, 1, name="ep6-models-y")
         self.y_out = Range1d(0, 1, name="ep6-out-y")
 
@@ -78,13 +81,13 @@ class SamplingCharts:
                    toolbar_location=None,
                    title=f"Next word after “{PROMPT} …”: the two models",
                    y_axis_label="probability")
-        p_bars = f.vbar(x=dodge("word", -0.19, range=f.x_range), top="p", width=0.36,
+        p_bars = f.vbar(x=dodge("word", -0.19, range=f.x_range), top="p_big", width=0.36,
                         source=self.models, fill_color=theme.BIG, line_color=theme.BIG)
-        q_bars = f.vbar(x=dodge("word", 0.19, range=f.x_range), top="q", width=0.36,
+        q_bars = f.vbar(x=dodge("word", 0.19, range=f.x_range), top="p_draft", width=0.36,
                         source=self.models, fill_color=theme.DRAFT, line_color=theme.DRAFT,
                         hatch_pattern="/", hatch_color="white", hatch_alpha=0.8, hatch_scale=7)
         f.add_tools(HoverTool(renderers=[p_bars, q_bars], tooltips=[
-            ("word", "@word"), ("big model p", "@p{0.000}"), ("draft q", "@q{0.000}"),
+            ("word", "@word"), ("big model p", "@p_big{0.000}"), ("draft q", "@p_draft{0.000}"),
             ("min(p, q)", "@overlap{0.000}")]))
         _legend([LegendItem(label="big model p (solid)", renderers=[p_bars]),
                  LegendItem(label="draft q (hatched)", renderers=[q_bars])], f)
@@ -99,13 +102,13 @@ class SamplingCharts:
                    y_axis_label="share of outputs")
         bars = g.vbar(x="word", top="freq", width=0.6, source=self.out, fill_color=theme.ACCEPTED,
                       fill_alpha=0.75, line_color=theme.ACCEPTED)
-        p_tick = g.scatter("word", "p", source=self.out, marker="dash", size=36,
+        p_tick = g.scatter("word", "p_big", source=self.out, marker="dash", size=36,
                            line_color=theme.INK, line_width=3.5)
-        q_dot = g.scatter("word", "q", source=self.out, marker="circle", size=10,
+        q_dot = g.scatter("word", "p_draft", source=self.out, marker="circle", size=10,
                           fill_color=theme.PAPER, line_color=theme.DRAFT, line_width=2.5)
         g.add_tools(HoverTool(renderers=[bars], tooltips=[
-            ("word", "@word"), ("came out", "@count (@freq{0.00%})"), ("big model p", "@p{0.00%}"),
-            ("draft q", "@q{0.00%}")]))
+            ("word", "@word"), ("came out", "@count (@freq{0.00%})"), ("big model p", "@p_big{0.00%}"),
+            ("draft q", "@p_draft{0.00%}")]))
         _legend([LegendItem(label="measured", renderers=[bars]),
                  LegendItem(label="p (black)", renderers=[p_tick]),
                  LegendItem(label="q (circle)", renderers=[q_dot])], g)
@@ -115,15 +118,15 @@ class SamplingCharts:
         self.out_fig = g
 
     def update(self, s: FinePrint) -> None:
-        p, q = s.p, s.q
+        big, draft = s.p_big, s.p_draft
         words = list(WORDS)
         freq = s.frequencies
-        self.models.data = dict(word=words, p=p.tolist(), q=q.tolist(),
-                                overlap=np.minimum(p, q).tolist())
+        self.models.data = dict(word=words, p_big=big.tolist(), p_draft=draft.tolist(),
+                                overlap=np.minimum(big, draft).tolist())
         self.out.data = dict(word=words, freq=freq.tolist(), count=s.samples.counts().tolist(),
-                             p=p.tolist(), q=q.tolist())
-        self.y_models.end = float(max(p.max(), q.max())) * 1.12
-        self.y_out.end = float(max(p.max(), q.max(), freq.max())) * 1.12
+                             p_big=big.tolist(), p_draft=draft.tolist())
+        self.y_models.end = float(max(big.max(), draft.max())) * 1.12
+        self.y_out.end = float(max(big.max(), draft.max(), freq.max())) * 1.12
 
 
 def _fmt_p(x: float) -> str:
@@ -139,9 +142,12 @@ def _fmt_stat(x: float) -> str:
 
 
 def sampling_html(s: FinePrint) -> str:
-    """The measured and theoretical acceptance, and the chi-square verdicts against p and q."""
+    """The measured and theoretical acceptance, and the chi-square verdicts against both models.
+
+    The page writes p and q for the big model's and the draft's distributions, as the papers do.
+    """
     r = s.samples
-    fp, fq = s.fit_p, s.fit_q
+    fp, fq = s.fit_big, s.fit_draft
     stats = (
         '<div class="ep6-stats">'
         + stat(share(r.acceptance_rate, 1),
@@ -149,11 +155,11 @@ def sampling_html(s: FinePrint) -> str:
         + stat(f"{s.acceptance_theory:.1%}", "theory: sum of min(p, q)", css_class="theory")
         + "</div>"
     )
-    p_ok = fp.p_value >= 0.01
+    p_ok = fp.p_value >= RED_FLAG
     verdict_p = (
         f"Against the big model's p: chi-square = {_fmt_stat(fp.statistic)} with {fp.df} degrees of "
         f"freedom, p-value {_fmt_p(fp.p_value)}. "
-        + ("That is what honest draws from p look like (a p-value below 0.01 would be a red flag)."
+        + (f"That is what honest draws from p look like (a p-value below {RED_FLAG:g} would be a red flag)."
            if p_ok else
            "A p-value this small happens about once in a hundred batches even when the draws do come "
            "from p; draw again and it will move.")
