@@ -61,6 +61,7 @@ def _apps() -> dict:
 
 
 def _settle(page, ms: int = 1500) -> None:
+    page.bring_to_front()  # a background tab gets no animation frames, so nothing repaints
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
     page.wait_for_load_state("networkidle")
     page.evaluate("document.fonts.ready")
@@ -97,17 +98,20 @@ def main(out: Path, only: str = "") -> None:
                                            ("ep2", "/ep2_the_relay", 156 * 16)):
                     if only not in f"{name}-playing-{width}":
                         continue
-                    page.clock.install()
-                    page.goto(url + path)
-                    _settle(page)
+                    # A page of its own: its fake clock must not stop the shots after it.
+                    fake = ctx.new_page()
+                    fake.clock.install()
+                    fake.goto(url + path)
+                    _settle(fake)
                     # From here the page's time moves only when run_for moves it.
-                    page.clock.pause_at(page.evaluate("Date.now()") + 1000)
-                    page.get_by_role("button", name="Play").click()
-                    page.clock.run_for(run_ms)
-                    page.get_by_role("button", name="Pause").click()
-                    page.clock.run_for(1500)
-                    page.mouse.move(0, 0)
-                    page.screenshot(path=out / f"{name}-playing-{width}.png", full_page=True)
+                    fake.clock.pause_at(fake.evaluate("Date.now()") + 1000)
+                    fake.get_by_role("button", name="Play").click()
+                    fake.clock.run_for(run_ms)
+                    fake.get_by_role("button", name="Pause").click()
+                    fake.clock.run_for(1500)
+                    fake.mouse.move(0, 0)
+                    fake.screenshot(path=out / f"{name}-playing-{width}.png", full_page=True)
+                    fake.close()
                     print(f"{name}-playing-{width}.png", flush=True)
                 # Episode 5 with three simulated points.
                 if only in f"ep5-points-{width}":

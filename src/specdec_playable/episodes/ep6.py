@@ -12,7 +12,8 @@ from __future__ import annotations
 import panel as pn
 
 from . import neighbours
-from ..state.ep6 import FinePrint
+from ..core import adaptive
+from ..state.ep6 import REPEATS, SAMPLE_SIZES, FinePrint
 from ..views.ep6_fine_print import FinePrintView
 from ..views.page import episode_shell, prose
 from ..views.urlstate import bind_url
@@ -29,7 +30,9 @@ URL_PARAMS = ("temperature", "favourite", "boost", "n_samples", "c", "fixed_k", 
 LEDE = ("Two details that make speculative decoding work in practice: drafts that are kept or "
         "replaced so the output follows the big model's probabilities exactly, and a draft "
         "length k that adapts as the text gets easier or harder to guess.")
-TRY_THIS = ("in part 1, push <em>Favourite boost</em> to 5 and <em>Samples N</em> to 100,000: "
+_BOOST_MAX = FinePrint.param.boost.bounds[1]
+TRY_THIS = (f"in part 1, push <em>Favourite boost</em> to {_BOOST_MAX:g} and <em>Samples N</em> to "
+            f"{max(SAMPLE_SIZES):,}: "
             "the draft now proposes “moon” most of the time, yet the green bars still sit on "
             "the black marks of the big model. In part 2, watch the solid blue line pull ahead "
             "in the code and JSON stretches, then raise <em>Draft cost c</em>.")
@@ -42,21 +45,23 @@ once q is taken away, max(0, p − q), rescaled to sum to 1. Words the draft ove
 words it under-proposes get topped up, and the two effects cancel exactly.</p>
 """
 
-PART2_INTRO = """<h2 class="ep6-part">Part 2: choosing k on the fly</h2>
-<p class="sdp-lede">The stream is three of Episode 4's texts, each twice in a row: a JavaScript loop
+_, _PLUS, _ESTIMATE, _OFF = adaptive.default_policies()
+_TIMES = {1: "once", 2: "twice"}.get(REPEATS, f"{REPEATS} times")
+PART2_INTRO = f"""<h2 class="ep6-part">Part 2: choosing k on the fly</h2>
+<p class="sdp-lede">The stream is three of Episode 4's texts, each {_TIMES} in a row: a JavaScript loop
 (easy to guess), a poem (hard) and a JSON record (easy again). Each round a policy picks k, the draft
 guesses k tokens, and the big model keeps them up to the first wrong one and adds one of its own. A
 round costs 1 + k·c passes.</p>
 <ol class="sdp-note">
 <li><strong>Fixed k</strong>: the same k every round, set with the slider.</li>
 <li><strong>+2 / −1</strong>: after a round where every draft was kept, draft 2 more next time;
-after any miss, draft 1 fewer (never below 1, never above 12).</li>
+after any miss, draft 1 fewer (never below 1, never above {_PLUS.k_max}).</li>
 <li><strong>Best k from an estimate</strong>: keep a running average of how often drafts are kept
-(each judged draft moves it 15% of the way to hit or miss), and draft the k that theory says is fastest
-at that rate and this c.</li>
+(each judged draft moves it {_ESTIMATE.alpha:.0%} of the way to hit or miss), and draft the k that
+theory says is fastest at that rate and this c.</li>
 <li><strong>Best k, off below break-even</strong>: the same, but when even the best k is expected to
-lose to plain decoding, stop drafting; every 6 plain rounds, draft 2 tokens as a probe to see whether
-the text got easier.</li>
+lose to plain decoding, stop drafting; every {_OFF.probe_every} plain rounds, draft {_OFF.probe_k} tokens
+as a probe to see whether the text got easier.</li>
 </ol>
 """
 

@@ -172,7 +172,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         doc="How many tokens the small model drafts before the big model checks them.")
     c = param.Number(
         default=0.15, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
-        doc="Time of one draft step as a fraction of one big-model pass (600 ms).")
+        doc=f"Time of one draft step as a fraction of one big-model pass ({BIG_PASS_MS:,.0f} ms).")
     seed = seed_param(0, doc="Fixes the run's random draws: the same seed and settings give the same run.")
     paste = param.String(
         default="", label="Your own text",

@@ -79,8 +79,8 @@ class BreakEvenMap(param.Parameterized):
         default=None, objects=[None], allow_None=True, label="Preset",
         doc="Key of the last real system applied with apply_preset (None: none yet).")
     simulate = param.Event(
-        label="Simulate 400 rounds",
-        doc="Run 400 fresh rounds at (q, k, c) and add the measured speedup as a point.")
+        label=f"Simulate {N_ROUNDS:,} rounds",
+        doc=f"Run {N_ROUNDS:,} fresh rounds at (q, k, c) and add the measured speedup as a point.")
     clear = param.Event(label="Clear points", doc="Remove every simulated point.")
 
     points = param.List(
