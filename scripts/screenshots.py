@@ -61,7 +61,7 @@ def _apps() -> dict:
 
 
 def _settle(page, ms: int = 1500) -> None:
-    page.bring_to_front()  # a background tab gets no animation frames, so nothing repaints
+    page.bring_to_front()  # a tab in the background gets no animation frames
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
     page.wait_for_load_state("networkidle")
     page.evaluate("document.fonts.ready")
@@ -98,8 +98,10 @@ def main(out: Path, only: str = "") -> None:
                                            ("ep2", "/ep2_the_relay", 156 * 16)):
                     if only not in f"{name}-playing-{width}":
                         continue
-                    # A page of its own: its fake clock must not stop the shots after it.
-                    fake = ctx.new_page()
+                    # A context of its own: Playwright's fake clock belongs to the whole
+                    # context, and it must not stop the shots after this one.
+                    clock_ctx = browser.new_context(viewport={"width": width, "height": 900})
+                    fake = clock_ctx.new_page()
                     fake.clock.install()
                     fake.goto(url + path)
                     _settle(fake)
@@ -111,7 +113,7 @@ def main(out: Path, only: str = "") -> None:
                     fake.clock.run_for(1500)
                     fake.mouse.move(0, 0)
                     fake.screenshot(path=out / f"{name}-playing-{width}.png", full_page=True)
-                    fake.close()
+                    clock_ctx.close()
                     print(f"{name}-playing-{width}.png", flush=True)
                 # Episode 5 with three simulated points.
                 if only in f"ep5-points-{width}":

@@ -7,6 +7,7 @@ Static checks of the source tree (no browser, no server).
 from __future__ import annotations
 
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -156,3 +157,12 @@ def test_no_python_string_holds_more_than_a_few_lines_of_css_or_javascript():
                 lines = [ln for ln in node.value.splitlines() if code_line.search(ln)]
                 assert len(lines) <= 2, (f"{path.relative_to(PKG)}:{node.lineno} holds code in a "
                                          f"string: {lines[:3]}")
+
+
+def test_ci_lints_every_static_file():
+    root = Path(__file__).resolve().parents[1]
+    scripts = json.loads((root / "tooling" / "package.json").read_text())["scripts"]
+    assert "src/specdec_playable/views/static" in scripts["lint:js"]
+    assert "src/specdec_playable/views/static/*.css" in scripts["lint:css"]
+    assert "npm run --silent lint" in (root / ".ci" / "run").read_text()
+    assert (root / "tooling" / "package-lock.json").is_file()

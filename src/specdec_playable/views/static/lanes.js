@@ -141,7 +141,7 @@ function setPlayLabel(text) {
   }
 }
 
-function stop() {
+function halt() {
   state.playing = false;
   if (state.raf) cancelAnimationFrame(state.raf);
   state.raf = null;
@@ -166,7 +166,7 @@ function run(until) {
     state.t = Math.min(state.t + dt * (opts.speeds[speed.value] || 1), state.until);
     render(state.t);
     if (state.t >= state.until) {
-      stop();
+      halt();
       render(state.t);
     } else {
       state.raf = requestAnimationFrame(frame);
@@ -178,7 +178,7 @@ function run(until) {
 function onPlay() {
   const total = sdp_total();
   if (state.playing) {            // Pause
-    stop();
+    halt();
     render(state.t);
     return;
   }
@@ -188,7 +188,7 @@ function onPlay() {
 
 function onStep() {
   const total = sdp_total();
-  if (state.playing) stop();
+  if (state.playing) halt();
   if (state.t >= total) { state.t = 0; render(0); }
   let next = total;
   for (const s of stops.data.t) if (s > state.t + EPS && s < next) next = s;
@@ -196,7 +196,7 @@ function onStep() {
 }
 
 function onRestart() {
-  stop();
+  halt();
   state.t = 0;
   render(0);
 }
@@ -205,14 +205,14 @@ function onRestart() {
 // drew it already; drawing it again resets the frame hook's elements too). Play then
 // replays it from zero.
 function onNewTimeline() {
-  stop();
+  halt();
   state.whole = false;
   state.t = sdp_total();
   render(state.t);
 }
 
-const origin = cb_obj.origin || cb_obj;
-if (origin === play) onPlay();
-else if (step !== null && origin === step) onStep();
-else if (origin === restart) onRestart();
+const trigger = cb_obj.origin || cb_obj;
+if (trigger === play) onPlay();
+else if (step !== null && trigger === step) onStep();
+else if (trigger === restart) onRestart();
 else onNewTimeline();
