@@ -13,7 +13,7 @@ from ..core.clocks import ClockComparison
 from ..state.ep1 import WritingVsChecking
 from . import theme
 from .lanes import Box, Lane, LanePlayer, Timeline
-from .page import page_css, stat
+from .page import StateView, page_css, stat
 
 WRITE_Y, CHECK_TOP = 1.2, 0.45
 LANES = (
@@ -50,13 +50,12 @@ def summary_html(comp: ClockComparison) -> str:
             + stat(f"{comp.ratio:.1f}×", "longer to write than to check"))
 
 
-class WritingVsCheckingView(pn.viewable.Viewer):
+class WritingVsCheckingView(StateView):
     """The lanes, the controls and the finish times, bound to one state object."""
 
     state = param.ClassSelector(class_=WritingVsChecking)
 
     def __init__(self, **params):
-        params.setdefault("state", WritingVsChecking())
         super().__init__(**params)
         self.player = LanePlayer(LANES, name="ep1", height=320, y_pad=(0.7, 0.55))
         self.summary = pn.pane.HTML(stylesheets=[page_css()], name="ep1-summary",

@@ -21,7 +21,7 @@ from bokeh.models import ColumnDataSource
 from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
 from . import theme
 from .lanes import Box, Lane, LanePlayer, Timeline
-from .page import esc, page_css, prose
+from .page import StateView, esc, page_css, prose
 
 DRAFT_Y, BIG_Y, BAND_Y = 1.2, 0.0, 0.6
 BOX_H = 0.56
@@ -289,14 +289,13 @@ def legend_html() -> str:
 # --- the view ------------------------------------------------------------------------
 
 
-class RelayView(pn.viewable.Viewer):
+class RelayView(StateView):
     """Controls, lanes, text and clocks of one relay run, bound to one state object."""
 
     state = param.ClassSelector(class_=Relay)
     note = param.String(default="", doc="Trusted HTML under the guarantee: how to read the page.")
 
     def __init__(self, **params):
-        params.setdefault("state", Relay())
         super().__init__(**params)
         self.uid = "ep2-" + uuid.uuid4().hex[:8]
         self.rounds = ColumnDataSource(round_rows(self.state.progress, len(TOKENS)), name="ep2-rounds")

@@ -27,7 +27,7 @@ from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
 from . import theme
 from .keys import KEYS_CSS, chart_key, glyph, swatch
 from .livehtml import LiveHTML
-from .page import page_css, prose, stat
+from .page import StateView, beside, page_css, prose, slider, stat
 
 _KS = np.arange(1, K_MAX + 1)
 _CSS = ("ep3.css", KEYS_CSS)
@@ -212,13 +212,12 @@ class AcceptedHistogram:
             self.ticker.ticks = a.tolist()
 
 
-class QualityDialView(pn.viewable.Viewer):
+class QualityDialView(StateView):
     """Sliders, the numbers, and the two charts, bound to one :class:`QualityDial`."""
 
     state = param.ClassSelector(class_=QualityDial)
 
     def __init__(self, **params):
-        params.setdefault("state", QualityDial())
         super().__init__(**params)
         self.speedup = SpeedupByK()
         self.histogram = AcceptedHistogram()
@@ -241,13 +240,10 @@ class QualityDialView(pn.viewable.Viewer):
     def __panel__(self):
         s = self.state
         controls = pn.Column(
-            pn.widgets.FloatSlider.from_param(s.param.q, step=0.01, format="0.00",
-                                              sizing_mode="stretch_width"),
-            pn.widgets.IntSlider.from_param(s.param.k, sizing_mode="stretch_width"),
-            pn.widgets.FloatSlider.from_param(s.param.c, step=0.01, format="0.00",
-                                              sizing_mode="stretch_width"),
-            pn.widgets.Button.from_param(s.param.run_again, color="default",
-                                         description=None),
+            slider(s.param.q, step=0.01, format="0.00"),
+            slider(s.param.k),
+            slider(s.param.c, step=0.01, format="0.00"),
+            pn.widgets.Button.from_param(s.param.run_again, color="default", description=None),
             width=300, name="ep3-controls",
         )
         charts = pn.Column(
@@ -258,9 +254,7 @@ class QualityDialView(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         return pn.Column(
-            pn.FlexBox(controls, pn.Column(self.numbers, sizing_mode="stretch_width",
-                                           styles={"flex": "1 1 420px"}),
-                       sizing_mode="stretch_width", flex_wrap="wrap"),
+            beside(controls, self.numbers, basis="420px"),
             charts,
             self.economics,
             sizing_mode="stretch_width",

@@ -23,7 +23,7 @@ from bokeh.plotting import figure
 from ..core import texts
 from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
 from . import theme
-from .page import esc, page_css, prose, share, stat
+from .page import StateView, esc, page_css, prose, share, stat
 
 _CSS = "ep4.css"
 _PLAIN_ROW = "big model alone"
@@ -204,14 +204,13 @@ def tier_table_html(examples: dict[str, str]) -> str:
 # ---------------------------------------------------------------------------
 
 
-class BoilerplateVsPoetryView(pn.viewable.Viewer):
+class BoilerplateVsPoetryView(StateView):
     """Controls, the two sides and the paste box, bound to one state object."""
 
     state = param.ClassSelector(class_=BoilerplateVsPoetry)
     paste_intro = param.String(default="", doc="Trusted HTML above the paste box.")
 
     def __init__(self, **params):
-        params.setdefault("state", BoilerplateVsPoetry())
         super().__init__(**params)
         s = self.state
         self.x_range = Range1d(0, 1000, bounds=(0, None))

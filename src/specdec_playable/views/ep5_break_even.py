@@ -24,7 +24,7 @@ from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from . import theme
 from .keys import KEYS_CSS, chart_key, glyph, swatch
 from .livehtml import LiveHTML
-from .page import esc, page_css, prose
+from .page import StateView, beside, esc, page_css, prose, slider
 
 _CSS = ("ep5.css", KEYS_CSS)
 
@@ -239,7 +239,7 @@ class BreakEvenChart:
         self.y_range.end = top * 1.12
 
 
-class BreakEvenView(pn.viewable.Viewer):
+class BreakEvenView(StateView):
     """Controls, the map, the points summary and the presets, bound to one :class:`BreakEvenMap`."""
 
     state = param.ClassSelector(class_=BreakEvenMap)
@@ -247,7 +247,6 @@ class BreakEvenView(pn.viewable.Viewer):
     presets_intro = param.String(default="", doc="Trusted HTML above the preset buttons.")
 
     def __init__(self, **params):
-        params.setdefault("state", BreakEvenMap())
         super().__init__(**params)
         self.chart = BreakEvenChart()
         # LiveHTML (see Episode 3): the text changes while a slider is dragged, and swapping
@@ -300,11 +299,9 @@ class BreakEvenView(pn.viewable.Viewer):
                                                 description=None)
         clear = pn.widgets.Button.from_param(s.param.clear, color="default", description=None)
         controls = pn.Column(
-            pn.widgets.FloatSlider.from_param(s.param.q, step=0.01, format="0.00",
-                                              sizing_mode="stretch_width"),
-            pn.widgets.IntSlider.from_param(s.param.k, sizing_mode="stretch_width"),
-            pn.widgets.FloatSlider.from_param(s.param.c, step=0.01, format="0.000",
-                                              sizing_mode="stretch_width"),
+            slider(s.param.q, step=0.01, format="0.00"),
+            slider(s.param.k),
+            slider(s.param.c, step=0.01, format="0.000"),
             pn.Row(simulate, clear),
             width=300, name="ep5-controls",
         )
@@ -315,9 +312,7 @@ class BreakEvenView(pn.viewable.Viewer):
             b.on_click(lambda _e, key=p.key: s.apply_preset(key))
             buttons.append(b)
         return pn.Column(
-            pn.FlexBox(controls, pn.Column(self.summary, sizing_mode="stretch_width",
-                                           styles={"flex": "1 1 420px"}),
-                       sizing_mode="stretch_width", flex_wrap="wrap"),
+            beside(controls, self.summary, basis="420px"),
             prose(MAP_KEY, *_CSS),
             pn.pane.Bokeh(self.chart.figure, sizing_mode="stretch_width"),
             prose(self.chart_note, *_CSS),

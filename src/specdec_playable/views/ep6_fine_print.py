@@ -29,7 +29,7 @@ from bokeh.transform import dodge
 from ..core import adaptive
 from ..state.ep6 import PROMPT, SAMPLE_SIZES, WORDS, FinePrint
 from . import theme
-from .page import esc, page_css, prose, share, stat
+from .page import StateView, beside, esc, page_css, prose, share, slider, stat
 
 _CSS = "ep6.css"
 #: Colour (a theme name) and dash per policy: dash and label tell them apart without colour.
@@ -291,7 +291,7 @@ def race_html(s: FinePrint) -> str:
 # ---------------------------------------------------------------------------
 
 
-class FinePrintView(pn.viewable.Viewer):
+class FinePrintView(StateView):
     """Both parts bound to one :class:`FinePrint` state."""
 
     state = param.ClassSelector(class_=FinePrint)
@@ -299,7 +299,6 @@ class FinePrintView(pn.viewable.Viewer):
     part2_intro = param.String(default="", doc="Trusted HTML that opens part 2 (its heading too).")
 
     def __init__(self, **params):
-        params.setdefault("state", FinePrint())
         super().__init__(**params)
         s = self.state
         self.sampling = SamplingCharts()
@@ -337,11 +336,9 @@ class FinePrintView(pn.viewable.Viewer):
     def __panel__(self):
         s = self.state
         part1_controls = pn.Column(
-            pn.widgets.FloatSlider.from_param(s.param.temperature, step=0.05, format="0.00",
-                                              sizing_mode="stretch_width"),
+            slider(s.param.temperature, step=0.05, format="0.00"),
             pn.widgets.Select.from_param(s.param.favourite, sizing_mode="stretch_width"),
-            pn.widgets.FloatSlider.from_param(s.param.boost, step=0.1, format="0.0",
-                                              sizing_mode="stretch_width"),
+            slider(s.param.boost, step=0.1, format="0.0"),
             pn.widgets.Select.from_param(
                 s.param.n_samples, options={f"{n:,}": n for n in SAMPLE_SIZES},
                 sizing_mode="stretch_width"),
@@ -350,10 +347,7 @@ class FinePrintView(pn.viewable.Viewer):
         )
         part1 = pn.Column(
             prose(self.part1_intro, _CSS),
-            pn.FlexBox(part1_controls,
-                       pn.Column(self.sampling_numbers, sizing_mode="stretch_width",
-                                 styles={"flex": "1 1 380px"}, min_width=300),
-                       sizing_mode="stretch_width", flex_wrap="wrap"),
+            beside(part1_controls, self.sampling_numbers, basis="380px", min_width=300),
             pn.FlexBox(
                 pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width",
                               styles={"flex": "1 1 420px"}, min_width=300),
@@ -363,19 +357,15 @@ class FinePrintView(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         part2_controls = pn.Column(
-            pn.widgets.FloatSlider.from_param(s.param.c, step=0.01, format="0.00",
-                                              sizing_mode="stretch_width"),
-            pn.widgets.IntSlider.from_param(s.param.fixed_k, sizing_mode="stretch_width"),
+            slider(s.param.c, step=0.01, format="0.00"),
+            slider(s.param.fixed_k),
             pn.widgets.IntInput.from_param(s.param.race_seed, sizing_mode="stretch_width"),
             self.new_race_button,
             width=300, name="ep6-race-controls",
         )
         part2 = pn.Column(
             prose(self.part2_intro, _CSS),
-            pn.FlexBox(part2_controls,
-                       pn.Column(self.race_table, sizing_mode="stretch_width",
-                                 styles={"flex": "1 1 420px"}, min_width=300),
-                       sizing_mode="stretch_width", flex_wrap="wrap"),
+            beside(part2_controls, self.race_table, basis="420px", min_width=300),
             self.race_key,
             pn.pane.Bokeh(self.race.wall_fig, sizing_mode="stretch_width"),
             pn.pane.Bokeh(self.race.k_fig, sizing_mode="stretch_width"),

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import panel as pn
+import param
 
 from .a11y import AccessibleNames
 from .resources import stylesheet
@@ -41,6 +42,30 @@ def prose(html_text: str, *extra_css: str, **params) -> pn.pane.HTML:
     """A full-width block of trusted package HTML (prose, a key, a heading) in the page's style."""
     return pn.pane.HTML(html_text, sizing_mode="stretch_width", stylesheets=[page_css(*extra_css)],
                         **params)
+
+
+def slider(p: param.Parameter, **kwargs) -> pn.widgets.Widget:
+    """A full-width slider for a numeric parameter (whole numbers for an Integer)."""
+    kind = pn.widgets.IntSlider if isinstance(p, param.Integer) else pn.widgets.FloatSlider
+    return kind.from_param(p, sizing_mode="stretch_width", **kwargs)
+
+
+def beside(controls: pn.viewable.Viewable, panel: pn.viewable.Viewable, *, basis: str,
+           min_width: int | None = None) -> pn.FlexBox:
+    """Controls with a panel (numbers, a table) to their right that moves under them on a phone."""
+    extra = {} if min_width is None else {"min_width": min_width}
+    return pn.FlexBox(
+        controls, pn.Column(panel, sizing_mode="stretch_width", styles={"flex": f"1 1 {basis}"}, **extra),
+        sizing_mode="stretch_width", flex_wrap="wrap")
+
+
+class StateView(pn.viewable.Viewer):
+    """A Viewer bound to one state object: a fresh one of the ``state`` parameter's class unless
+    one is given. Subclasses declare ``state = param.ClassSelector(class_=...)``."""
+
+    def __init__(self, **params):
+        params.setdefault("state", type(self).param["state"].class_())
+        super().__init__(**params)
 
 
 class EpisodeRef(Protocol):
