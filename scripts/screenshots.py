@@ -8,7 +8,7 @@ give the same pixels, and ``scripts/pixel_diff.py`` can compare the shots of two
 versions of the code. Besides each page at rest it takes a few states in motion:
 Episodes 1 and 2 part-way through playing (the page's clock is Playwright's fake
 clock, advanced by a fixed time), Episode 2 after two "Step one round" presses with
-reduced motion, and Episode 5 after three presses of Simulate.
+reduced motion, Episode 5 after three presses of Simulate, and two pages opened from links.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+#: Pages opened from a shared link: a setup where speculation loses, and a bad link (Episode 2's
+#: draft quality under its first URL key) that the page corrects and says so.
+LINKS = [("ep3-slower", "/ep3_the_quality_dial?q=0.25&k=12&c=0.3"),
+         ("ep2-badlink", "/ep2_the_relay?quality=2&k=99&seed=5")]
 #: A fresh, seeded state per episode (the page's own defaults otherwise).
 STATES = {
     1: lambda: WritingVsChecking(),
@@ -76,7 +80,7 @@ def main(out: Path, only: str = "") -> None:
     server = pn.serve(_apps(), port=port, address="127.0.0.1", show=False, threaded=True,
                       websocket_origin=[f"127.0.0.1:{port}"])
     url = f"http://127.0.0.1:{port}"
-    slugs = [("index", "/")] + [(f"ep{e.number}", f"/{e.slug}") for e in available()]
+    slugs = [("index", "/")] + [(f"ep{e.number}", f"/{e.slug}") for e in available()] + LINKS
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)

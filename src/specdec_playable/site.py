@@ -9,6 +9,7 @@ from tornado.web import OutputTransform
 
 from .episodes import available
 from .views.page import episode_cards_html, page_css, safe_page
+from .views.resources import theme_css
 
 log = logging.getLogger("specdec_playable")
 
@@ -33,6 +34,7 @@ Transformers via Speculative Decoding” (ICML 2023); real forward-pass times we
 """
     return pn.Column(pn.pane.HTML(body, stylesheets=[page_css("index.css")], sizing_mode="stretch_width"),
                      name="index", sizing_mode="stretch_width", max_width=1100,
+                     stylesheets=[theme_css()],
                      styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"})
 
 

@@ -93,5 +93,5 @@ def page(state: FinePrint | None = None) -> pn.Column:
     view = FinePrintView(state=state, part1_intro=PART1_INTRO, part2_intro=PART2_INTRO)
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep6",
-        lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(OUTRO, "ep6.css")],
+        lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(OUTRO)],
     )

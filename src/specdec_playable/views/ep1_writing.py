@@ -71,7 +71,7 @@ class WritingVsCheckingView(StateView):
             self.player.show(lane_timeline(comp))
             self.summary.object = summary_html(comp)
 
-    def __panel__(self):
+    def layout(self):
         controls = pn.Param(
             self.state, parameters=["n_tokens", "big_pass_ms"], show_name=False,
             widgets={"n_tokens": {"type": pn.widgets.IntSlider, "name": "Tokens (N)"},

@@ -328,7 +328,7 @@ class RelayView(StateView):
             self.rounds.data = rows
             self.player.show(relay_timeline(self.state))
 
-    def __panel__(self):
+    def layout(self):
         controls = pn.Param(
             self.state, parameters=["k", "q"], show_name=False,
             widgets={"k": {"type": pn.widgets.IntSlider},

@@ -30,7 +30,7 @@ from .livehtml import LiveHTML
 from .page import StateView, beside, page_css, prose, slider, stat
 
 _KS = np.arange(1, K_MAX + 1)
-_CSS = ("ep3.css", KEYS_CSS)
+_CSS = "ep3.css"
 
 SPEEDUP_KEY = chart_key(
     "Speedup for every draft length k",
@@ -221,7 +221,7 @@ class QualityDialView(StateView):
         super().__init__(**params)
         self.speedup = SpeedupByK()
         self.histogram = AcceptedHistogram()
-        css = [page_css(*_CSS)]
+        css = [page_css(_CSS)]
         self.numbers = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep3-numbers",
                                 margin=(0, 10))
         self.economics = LiveHTML(sizing_mode="stretch_width", stylesheets=css,
@@ -237,7 +237,7 @@ class QualityDialView(StateView):
             self.numbers.html = numbers_html(s)
             self.economics.html = economics_html(s)
 
-    def __panel__(self):
+    def layout(self):
         s = self.state
         controls = pn.Column(
             slider(s.param.q, step=0.01, format="0.00"),
@@ -247,9 +247,9 @@ class QualityDialView(StateView):
             width=300, name="ep3-controls",
         )
         charts = pn.Column(
-            prose(SPEEDUP_KEY, *_CSS),
+            prose(SPEEDUP_KEY, KEYS_CSS),
             pn.pane.Bokeh(self.speedup.figure, sizing_mode="stretch_width"),
-            prose(HISTOGRAM_KEY, *_CSS),
+            prose(HISTOGRAM_KEY, KEYS_CSS),
             pn.pane.Bokeh(self.histogram.figure, sizing_mode="stretch_width"),
             sizing_mode="stretch_width",
         )

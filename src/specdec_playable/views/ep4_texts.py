@@ -228,7 +228,7 @@ class BoilerplateVsPoetryView(StateView):
         self.paste_button = pn.widgets.Button(label="Run my text", color="primary", width=130)
         self.paste_button.on_click(self._on_paste)
         self.message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width",
-                                    stylesheets=[page_css(_CSS)], name="ep4-paste-message")
+                                    stylesheets=[page_css()], name="ep4-paste-message")
         s.param.watch(self._redraw, ["runs"])
         s.param.watch(self._show_message, ["message"])
         self._redraw()
@@ -268,7 +268,7 @@ class BoilerplateVsPoetryView(StateView):
                 side.show(run, s, self._choice_title(choice))
             self.breakeven.object = breakeven_html(s)
 
-    def __panel__(self):
+    def layout(self):
         s = self.state
         wide = dict(sizing_mode="stretch_width", min_width=220, styles={"flex": "1 1 260px"})
         texts_row = pn.FlexBox(
@@ -287,7 +287,7 @@ class BoilerplateVsPoetryView(StateView):
         sides = pn.FlexBox(*(side.panel for side in self.sides), flex_wrap="wrap", gap="12px 28px",
                            sizing_mode="stretch_width", name="ep4-sides")
         paste = pn.Column(
-            prose(self.paste_intro, _CSS),
+            prose(self.paste_intro),
             self.paste_input, self.paste_button, self.message,
             sizing_mode="stretch_width", name="ep4-paste",
         )

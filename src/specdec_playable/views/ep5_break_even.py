@@ -26,7 +26,7 @@ from .keys import KEYS_CSS, chart_key, glyph, swatch
 from .livehtml import LiveHTML
 from .page import StateView, beside, esc, page_css, prose, slider
 
-_CSS = ("ep5.css", KEYS_CSS)
+_CSS = "ep5.css"
 
 MAP_KEY = chart_key(
     "Speedup against acceptance rate",
@@ -251,7 +251,7 @@ class BreakEvenView(StateView):
         self.chart = BreakEvenChart()
         # LiveHTML (see Episode 3): the text changes while a slider is dragged, and swapping
         # innerHTML costs far less in the browser than re-rendering a Panel HTML pane.
-        css = [page_css(*_CSS)]
+        css = [page_css(_CSS)]
         self.summary = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep5-summary")
         self.source = LiveHTML(sizing_mode="stretch_width", stylesheets=css,
                                name="ep5-preset-source", margin=(5, 10))
@@ -293,7 +293,7 @@ class BreakEvenView(StateView):
 
     # --- layout ------------------------------------------------------------------------
 
-    def __panel__(self):
+    def layout(self):
         s = self.state
         simulate = pn.widgets.Button.from_param(s.param.simulate, color="primary",
                                                 description=None)
@@ -313,10 +313,10 @@ class BreakEvenView(StateView):
             buttons.append(b)
         return pn.Column(
             beside(controls, self.summary, basis="420px"),
-            prose(MAP_KEY, *_CSS),
+            prose(MAP_KEY, KEYS_CSS),
             pn.pane.Bokeh(self.chart.figure, sizing_mode="stretch_width"),
-            prose(self.chart_note, *_CSS),
-            prose(self.presets_intro, *_CSS),
+            prose(self.chart_note),
+            prose(self.presets_intro),
             pn.FlexBox(*buttons, sizing_mode="stretch_width", flex_wrap="wrap", name="ep5-presets"),
             self.source,
             sizing_mode="stretch_width",

@@ -32,6 +32,7 @@ from . import theme
 from .page import StateView, beside, esc, page_css, prose, share, slider, stat
 
 _CSS = "ep6.css"
+_KEY_CSS = "ep6_key.css"  # the lines' swatches, in the key and in the race table
 #: Colour (a theme name) and dash per policy: dash and label tell them apart without colour.
 POLICY_STYLE = (
     dict(tone="muted", dash="dashed", dash_name="dashed"),
@@ -247,15 +248,16 @@ class RaceCharts:
 
 
 def _swatch(st: dict) -> str:
+    """A policy's line in the key: its colour, and its dash drawn as solid, dotted or dashed."""
     style = {"solid": "solid", "dotted": "dotted"}.get(st["dash"], "dashed")
-    return (f'<span class="ep6-sw" aria-hidden="true" '
-            f'style="border-top: 3px {style} var(--sdp-{st["tone"]})"></span>')
+    return f'<span class="ep6-sw line-{style} tone-{st["tone"]}" aria-hidden="true"></span>'
+
 
 
 def key_html(s: FinePrint) -> str:
     """The charts' key: each policy's line (colour and dash) and name."""
-    items = [f'<span class="ep6-ki"><span class="ep6-sw" aria-hidden="true" '
-             f'style="border-top: 2px dotted var(--sdp-ink)"></span>plain decoding (fine dots)</span>']
+    items = ['<span class="ep6-ki"><span class="ep6-sw plain" aria-hidden="true"></span>'
+             'plain decoding (fine dots)</span>']
     for run, st in zip(s.runs, POLICY_STYLE):
         items.append(f'<span class="ep6-ki">{_swatch(st)}{esc(run.label)} '
                      f'({esc(st["dash_name"])})</span>')
@@ -303,12 +305,11 @@ class FinePrintView(StateView):
         s = self.state
         self.sampling = SamplingCharts()
         self.race = RaceCharts(s.stream)
-        css = [page_css(_CSS)]
-        self.sampling_numbers = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css,
+        self.sampling_numbers = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
                                              name="ep6-sampling-numbers", margin=(0, 10))
-        self.race_table = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css,
-                                       name="ep6-race-table", margin=(0, 10))
-        self.race_key = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css,
+        self.race_table = pn.pane.HTML(sizing_mode="stretch_width", name="ep6-race-table",
+                                       stylesheets=[page_css(_CSS, _KEY_CSS)], margin=(0, 10))
+        self.race_key = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_KEY_CSS)],
                                      name="ep6-race-key", margin=(0, 10))
         self.new_race_button = pn.widgets.Button(label="New randomness", color="primary",
                                                  width=160)
@@ -333,7 +334,7 @@ class FinePrintView(StateView):
             self.race_table.object = race_html(self.state)
             self.race_key.object = key_html(self.state)
 
-    def __panel__(self):
+    def layout(self):
         s = self.state
         part1_controls = pn.Column(
             slider(s.param.temperature, step=0.05, format="0.00"),

@@ -12,7 +12,7 @@ import panel as pn
 import param
 
 from .a11y import AccessibleNames
-from .resources import stylesheet
+from .resources import stylesheet, theme_css
 
 log = logging.getLogger("specdec_playable")
 
@@ -61,11 +61,21 @@ def beside(controls: pn.viewable.Viewable, panel: pn.viewable.Viewable, *, basis
 
 class StateView(pn.viewable.Viewer):
     """A Viewer bound to one state object: a fresh one of the ``state`` parameter's class unless
-    one is given. Subclasses declare ``state = param.ClassSelector(class_=...)``."""
+    one is given. Subclasses declare ``state = param.ClassSelector(class_=...)`` and build their
+    layout in :meth:`layout`; the view declares the theme's colours at its root, so it shows
+    the same alone (in a notebook cell, say) as in its page."""
 
     def __init__(self, **params):
         params.setdefault("state", type(self).param["state"].class_())
         super().__init__(**params)
+
+    def layout(self) -> pn.viewable.Viewable:
+        raise NotImplementedError
+
+    def __panel__(self):
+        root = self.layout()
+        root.stylesheets = [theme_css(), *root.stylesheets]
+        return root
 
 
 class EpisodeRef(Protocol):
@@ -121,7 +131,7 @@ def episode_shell(*, number: int, title: str, lede: str, try_this: str, body: Se
         nav(), header, *body, nav(), AccessibleNames(),
         name=name, sizing_mode="stretch_width", max_width=1100,
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"},
-        stylesheets=[page_css()],
+        stylesheets=[theme_css(), page_css()],
     )
 
 
@@ -130,7 +140,7 @@ def error_page(message: str = "This page could not be built.") -> pn.Column:
     return pn.Column(pn.pane.HTML(
         f'<h1 class="sdp-title">Something went wrong</h1><p class="sdp-lede">{esc(message)} '
         'The error was logged on the server. <a href="./">Back to all episodes</a>.</p>',
-        stylesheets=[page_css()]), name="error-page")
+        stylesheets=[page_css()]), name="error-page", stylesheets=[theme_css()])
 
 
 def safe_page(build):

@@ -73,15 +73,17 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif"
 MONO_FONT = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 
 
-def css_variables(selector: str = ":host") -> str:
+def css_variables(selector: str = ":host", names=None) -> str:
     """The theme as CSS custom properties on ``selector``: ``--sdp-ink: #1f2430;`` and so on.
 
     Every stylesheet in ``views/static/`` names its colours and fonts through these, so
-    this module stays the one place a colour is written down.
+    this module stays the one place a colour is written down. ``names`` (without the
+    ``--sdp-`` prefix) limits the properties to those a stylesheet uses.
     """
-    props = [f"--sdp-{name}: {value};" for name, value in CSS_COLOURS.items()]
-    props += [f"--sdp-font: {FONT};", f"--sdp-mono: {MONO_FONT};"]
-    return f"{selector} {{ {' '.join(props)} }}\n"
+    values = {**CSS_COLOURS, "font": FONT, "mono": MONO_FONT}
+    props = [f"--sdp-{name}: {value};" for name, value in values.items()
+             if names is None or name in names]
+    return f"{selector} {{ {' '.join(props)} }}\n" if props else ""
 
 
 def style_figure(fig, *, tick_color: str = MUTED) -> None:

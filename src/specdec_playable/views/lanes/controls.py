@@ -14,7 +14,7 @@ from bokeh.layouts import row
 from bokeh.models import Button, CustomJS, Select
 
 from .. import theme
-from ..resources import stylesheet, text
+from ..resources import script, stylesheet
 from .figure import LaneSources
 from .timeline import CHAR_EM, FLIP_AT
 
@@ -66,16 +66,16 @@ class PlayerControls:
                     min_label_px=float(min_label_px), char_em=CHAR_EM, flip_at=FLIP_AT,
                     follow_at=FOLLOW_AT, max_step_ms=MAX_STEP_MS, muted=theme.MUTED,
                     labels=dict(play=PLAY, pause=PAUSE))
-        self.script = script = CustomJS(
+        self.script = callback = CustomJS(
             args=dict(bars=src.bars, clocks=src.clocks, cursor=src.cursor, stops=src.stops,
                       view=src.view, xr=src.x_range, fig=fig, play=self.play, step=self.step,
                       restart=self.restart, speed=self.speed, opts=opts, **extra),
-            code=text("lanes.js") + (text(frame_hook) if frame_hook else _NO_FRAME_HOOK))
-        self.play.js_on_click(script)
-        self.restart.js_on_click(script)
+            code=script("lanes.js") + (script(frame_hook) if frame_hook else _NO_FRAME_HOOK))
+        self.play.js_on_click(callback)
+        self.restart.js_on_click(callback)
         if self.step is not None:
-            self.step.js_on_click(script)
-        src.bars.js_on_change("data", script)
+            self.step.js_on_click(callback)
+        src.bars.js_on_change("data", callback)
         buttons = [self.play] + ([self.step] if self.step is not None else []) + [self.restart]
         # Wraps onto a second line on a narrow screen instead of overflowing it.
         self.row = row(*buttons, self.speed, sizing_mode="stretch_width",

@@ -1,10 +1,5 @@
-// Accessible names for controls that Panel and Bokeh render without one (see views/a11y.py).
-//
-// Panel's sliders render a noUiSlider handle (role="slider") with no name, and Bokeh's
-// number spinners render two empty buttons. This walks every open shadow root and names
-// each handle after its slider's visible title, and each spinner button "increase ..." or
-// "decrease ...". It runs at render, every half second for ten seconds while the page
-// settles, and on every focus change.
+// Accessible names for the controls Panel and Bokeh render without one (see views/a11y.py):
+// each slider handle after its slider's title, each spinner button "increase"/"decrease".
 
 const SETTLE_MS = 500;
 const SETTLE_RUNS = 20;
