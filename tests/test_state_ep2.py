@@ -151,7 +151,7 @@ def test_page_rows_and_html_come_from_the_state():
     assert rows["alone"][last] == f"{s.result.baseline_ms:,.0f} ms"
     assert rows["speedup"][last] == f"{s.result.speedup:.2f}×"
     assert rows["speedup"][0] == "–"
-    timeline = page.relay_timeline(s)
+    timeline = page.relay_timeline(s.result)
     stops = list(timeline.stops)
     tips = [b.tip for b in timeline.boxes]
     before = [b.tip_before for b in timeline.boxes]

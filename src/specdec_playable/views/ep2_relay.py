@@ -18,6 +18,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
+from ..core.relay import RelayResult
 from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
 from . import theme
 from .lanes import Box, Lane, LanePlayer, Timeline
@@ -96,7 +97,7 @@ def round_rows(progress: Progress, n_tokens: int) -> dict:
 # --- the lanes -----------------------------------------------------------------------
 
 
-def _bad_bands(res) -> list[Box]:
+def _bad_bands(res: RelayResult, pass_ms: float) -> list[Box]:
     rounds = res.rounds
     out = []
     for r in range(res.n_rounds):
@@ -106,11 +107,11 @@ def _bad_bands(res) -> list[Box]:
                 "bad", s, e, BAND_Y, BAND_H, "bad", "bad", shown=e, label_size="11px",
                 label_color=theme.BAD_TEXT,
                 tip=(f"bad round {r + 1}: {d} draft {'step' if d == 1 else 'steps'} + 1 pass = "
-                     f"{_fmt_ms(e - s)} for 1 token (plain decoding: {_fmt_ms(BIG_PASS_MS)})")))
+                     f"{_fmt_ms(e - s)} for 1 token (plain decoding: {_fmt_ms(pass_ms)})")))
     return out
 
 
-def _draft_steps(res) -> list[Box]:
+def _draft_steps(res: RelayResult) -> list[Box]:
     """Each draft step, drawn as a plain draft until its round is judged, then with its verdict."""
     rounds, ev = res.rounds, res.events
     verdict = {}
@@ -133,7 +134,7 @@ def _draft_steps(res) -> list[Box]:
     return out
 
 
-def _verify_passes(res) -> list[Box]:
+def _verify_passes(res: RelayResult) -> list[Box]:
     """Each verify pass, and the big model's own token (correction or bonus) at its end."""
     rounds, ev = res.rounds, res.events
     own = {}
@@ -163,16 +164,16 @@ def _verify_passes(res) -> list[Box]:
     return out
 
 
-def relay_timeline(run: Relay) -> Timeline:
+def relay_timeline(res: RelayResult, *, pass_ms: float = BIG_PASS_MS,
+                   window_ms: float = 0.0) -> Timeline:
     """The lanes of one run: bad-round bands (drawn first, beneath), draft steps, verify passes.
 
-    A draft's tooltip gives its verdict only once its round is judged; the step button
-    stops at each round's end.
+    The times are the run's own events, simulated or measured; ``pass_ms`` is what plain
+    decoding pays per token (for the bad rounds' tooltips). A draft's tooltip gives its
+    verdict only once its round is judged; the step button stops at each round's end.
     """
-    res = run.result
-    round_ms = run.k * DRAFT_STEP_MS + BIG_PASS_MS
-    return Timeline(tuple(_bad_bands(res) + _draft_steps(res) + _verify_passes(res)),
-                    stops=tuple(res.rounds["end_ms"].tolist()), window_ms=ROUNDS_IN_VIEW * round_ms)
+    return Timeline(tuple(_bad_bands(res, pass_ms) + _draft_steps(res) + _verify_passes(res)),
+                    stops=tuple(res.rounds["end_ms"].tolist()), window_ms=window_ms)
 
 
 # --- the text, the clocks, the guarantee (see ep2_frame.js for the data-* contract) ---
@@ -326,7 +327,8 @@ class RelayView(StateView):
             self.text.object = text_html(self.state, self.uid)
             self.check.object = check_html(self.state.guarantee, self.uid)
             self.rounds.data = rows
-            self.player.show(relay_timeline(self.state))
+            round_ms = self.state.k * DRAFT_STEP_MS + BIG_PASS_MS
+            self.player.show(relay_timeline(self.state.result, window_ms=ROUNDS_IN_VIEW * round_ms))
 
     def layout(self):
         controls = pn.Param(

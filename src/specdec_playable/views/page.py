@@ -1,4 +1,6 @@
-"""The shell every episode page shares: heading, lede, what to try, navigation."""
+"""The shell every episode page shares (heading, lede, what to try, navigation), and the small
+helpers every episode's view builds with: prose panes and their stylesheets, sliders, a panel
+beside its controls, and :class:`StateView`, the base of the episode Viewers."""
 
 from __future__ import annotations
 
