@@ -189,6 +189,14 @@ def breakeven_html(state: BoilerplateVsPoetry) -> str:
             'measured tokens per round below.</p>')
 
 
+def paste_message_html(message: str) -> str:
+    """Why a paste was refused (empty when it was not)."""
+    if not message:
+        return ""
+    return (f'<p class="sdp-notice" role="alert">{esc(message)} The texts above were '
+            'left as they were.</p>')
+
+
 def tier_table_html(examples: dict[str, str]) -> str:
     """The tiers of guessability with their probability and ``examples`` of each, as a table."""
     rows = "".join(
@@ -250,8 +258,7 @@ class BoilerplateVsPoetryView(StateView):
 
     def _show_message(self, *_):
         msg = self.state.message
-        self.message.object = (f'<p class="sdp-notice" role="alert">{esc(msg)} The texts above were '
-                               'left as they were.</p>') if msg else ""
+        self.message.object = paste_message_html(msg)
         self.message.visible = bool(msg)
 
     def _choice_title(self, choice: str) -> str:
