@@ -66,7 +66,7 @@ def assert_ratio_shown(c: dict) -> None:
 
 
 def test_seeded_run_plays_to_the_end(page, site, console, artifacts):
-    expected = Relay()  # the page's defaults: seed 23, k 4, quality 0.8
+    expected = Relay()  # the page's defaults: seed 23, k 4, q 0.8
     open_ep2(page, site)
     page.locator("select").select_option("8×")
     page.get_by_role("button", name="Restart").click()
@@ -175,10 +175,9 @@ def test_same_seed_same_run(page, site, console):
 
 
 def bars_key_expected(state: Relay):
-    from specdec_playable.episodes.ep2 import lane_boxes
+    from specdec_playable.views.ep2_relay import relay_timeline
 
-    boxes, tips, _, _ = lane_boxes(state)
-    return list(zip(boxes["lane"], boxes["start"], boxes["end"], boxes["status"], tips))
+    return [(b.lane, b.start, b.end, b.status, b.tip) for b in relay_timeline(state.result).boxes]
 
 
 def test_playing_sends_no_message_per_frame(page, site):

@@ -34,8 +34,8 @@ def _open(page, site, width=1280):
 def test_ep6_part1_samples_follow_p_whatever_q(page, site, console, artifacts):
     _open(page, site)
     models = model_data(page, "ep6-models")
-    np.testing.assert_allclose(models["p"], P_BIG)
-    np.testing.assert_allclose(models["q"], draft_distribution(2.0, "moon", 1.5), rtol=1e-12)
+    np.testing.assert_allclose(models["p_big"], P_BIG)
+    np.testing.assert_allclose(models["p_draft"], draft_distribution(2.0, "moon", 1.5), rtol=1e-12)
     assert "theory: sum of min(p, q)" in page_text(page)
 
     # Boost to the end (5.0): the draft now proposes "moon" most of the time.
@@ -44,7 +44,7 @@ def test_ep6_part1_samples_follow_p_whatever_q(page, site, console, artifacts):
     boost.press("End")
     q5 = draft_distribution(2.0, "moon", 5.0)
     page.wait_for_function(
-        "q => Math.abs(Bokeh.documents[0].get_model_by_name('ep6-models').data.q[5] - q) < 1e-9",
+        "q => Math.abs(Bokeh.documents[0].get_model_by_name('ep6-models').data.p_draft[5] - q) < 1e-9",
         arg=float(q5[5]), timeout=10_000)
     assert q5[5] > 0.8
 

@@ -131,7 +131,7 @@ def test_off_switch_costs_one_pass_per_token_while_off():
 def test_stream_is_code_then_poem_then_json():
     s = adaptive.make_stream(repeats=2)
     assert [seg[0] for seg in s.segments] == ["code", "poem", "json"]
-    assert s.segments[0][1] == 0 and s.segments[-1][2] == len(s) == len(s.p)
+    assert s.segments[0][1] == 0 and s.segments[-1][2] == len(s) == len(s.q)
 
 
 @settings(max_examples=30, deadline=None)

@@ -85,7 +85,7 @@ def test_invariants_of_every_run(inputs):
 
 
 @pytest.mark.parametrize("k", [1, 3, 5, 12])
-def test_guessability_zero_costs_a_full_round_per_token(k):
+def test_q_zero_costs_a_full_round_per_token(k):
     n = 20
     r = relay.run(text(n), 0.0, k, rng=SEED)
     rounds = r.rounds
@@ -116,7 +116,7 @@ def test_guessability_zero_costs_a_full_round_per_token(k):
 
 
 @pytest.mark.parametrize("k", [1, 3, 5, 12])
-def test_guessability_one_yields_k_plus_one_per_round(k):
+def test_q_one_yields_k_plus_one_per_round(k):
     m = 4
     n = m * (k + 1)
     r = relay.run(text(n), 1.0, k, rng=SEED)
@@ -141,7 +141,7 @@ def test_no_bonus_past_the_end_of_the_text():
     assert len(r.events.of_kind("bonus")) == 0
 
 
-def test_per_token_guessability_controls_each_position():
+def test_per_token_q_controls_each_position():
     n, k = 12, 4
     g = np.ones(n)
     g[[2, 8]] = 0.0  # round 0 misses 2; round 1 drafts 3..6, all hit, bonus 7; round 2 misses 8
@@ -191,7 +191,7 @@ def test_different_seeds_give_different_events():
     assert a.output == b.output
 
 
-def test_acceptance_rate_is_near_guessability():
+def test_acceptance_rate_is_near_q():
     # 20,000 judged-or-not positions at g = 0.7: the rate of accepted among
     # judged drafts is within 0.02 of 0.7 (about 5 standard errors).
     r = relay.run(text(20_000), 0.7, 4, rng=SEED)

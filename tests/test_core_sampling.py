@@ -90,10 +90,10 @@ def test_same_seed_same_draws():
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(p=[0.5, 0.6]), "p must sum to 1"),
+    (dict(p=[0.5, 0.6]), "p_big must sum to 1"),
     (dict(q=[0.5, 0.5, 0.0]), "same length"),
-    (dict(p=[1.5, -0.5]), r"p\[1\] must be a finite number >= 0"),
-    (dict(q=[float("nan"), 1.0]), r"q\[0\]"),
+    (dict(p=[1.5, -0.5]), r"p_big\[1\] must be a finite number >= 0"),
+    (dict(q=[float("nan"), 1.0]), r"p_draft\[0\]"),
     (dict(p=[[0.5, 0.5]]), "1-D"),
     (dict(p="ab"), "1-D array"),
     (dict(n=0), r"n must be an integer in \[1, 10000000\]"),
@@ -108,7 +108,7 @@ def test_bad_input_is_refused_with_the_value_and_range(bad, match):
 
 def test_sums_off_by_less_than_tolerance_are_renormalised():
     r = speculative_sample([0.5, 0.5 + 5e-10], [0.3, 0.7], 10, rng=0)
-    assert r.p.sum() == pytest.approx(1.0, abs=1e-15)
+    assert r.p_big.sum() == pytest.approx(1.0, abs=1e-15)
 
 
 # --- the chi-square p-value, without scipy ----------------------------------------------

@@ -32,12 +32,12 @@ def test_data_file_is_valid(tid):
     t = tx.load_text(tid)
     n = len(t.tokens)
     assert n >= 40
-    assert t.p.shape == (n,) and np.isfinite(t.p).all()
-    assert ((t.p >= 0) & (t.p <= 1)).all()
+    assert t.q.shape == (n,) and np.isfinite(t.q).all()
+    assert ((t.q >= 0) & (t.q <= 1)).all()
     assert all(isinstance(s, str) and s for s in t.tokens)
     assert len(t.decoys) == n and all(d and d != s for d, s in zip(t.decoys, t.tokens))
     assert len(t.tiers) == n
-    assert np.array_equal(t.p, [tx.TIERS[k] for k in t.tiers])
+    assert np.array_equal(t.q, [tx.TIERS[k] for k in t.tiers])
     assert t.title and t.description.strip().endswith(".")
 
 
@@ -57,9 +57,9 @@ def test_loaded_texts_are_cached_and_immutable():
     t = tx.load_text("js-loop")
     assert tx.load_text("js-loop") is t
     assert tx.load_texts() is tx.load_texts()
-    assert not t.p.flags.writeable
+    assert not t.q.flags.writeable
     with pytest.raises(ValueError):
-        t.p[0] = 0.0
+        t.q[0] = 0.0
     with pytest.raises(dataclasses.FrozenInstanceError):
         t.tokens = ("x",)
     assert isinstance(t.tokens, tuple) and isinstance(t.decoys, tuple)
@@ -81,8 +81,8 @@ def _good_record():
         "kind": "code",
         "description": "A tiny text.",
         "tokens": [
-            {"text": "x", "p": 0.35, "tier": "content", "decoy": "y"},
-            {"text": ";", "p": 0.97, "tier": "forced", "decoy": ","},
+            {"text": "x", "q": 0.35, "tier": "content", "decoy": "y"},
+            {"text": ";", "q": 0.97, "tier": "forced", "decoy": ","},
         ],
     }
 
@@ -95,7 +95,7 @@ def _write(tmp_path, record, name="tiny.json"):
 
 def test_good_record_reads(tmp_path):
     t = tx._read_text_file(_write(tmp_path, _good_record()))
-    assert t.source == "x;" and t.p.tolist() == [0.35, 0.97]
+    assert t.source == "x;" and t.q.tolist() == [0.35, 0.97]
 
 
 def _with_token(i, **change):
@@ -110,17 +110,17 @@ def _with_token(i, **change):
         ('{"id": "tiny", "tokens": [', r"tiny\.json: not valid JSON"),
         ("[1, 2]", r"tiny\.json: the file must hold one JSON object"),
         (
-            _with_token(1, p=1.5, tier=None),
-            r"tiny\.json: token 1 .*'p' must be a finite number in \[0, 1\]; got 1\.5",
+            _with_token(1, q=1.5, tier=None),
+            r"tiny\.json: token 1 .*'q' must be a finite number in \[0, 1\]; got 1\.5",
         ),
-        (_with_token(0, p=-0.1, tier=None), r"token 0 .*got -0\.1"),
-        (_with_token(1, p="high"), r"token 1 .*'p' must be a finite number"),
-        (_with_token(1, p=True), r"token 1 .*'p' must be a finite number"),
+        (_with_token(0, q=-0.1, tier=None), r"token 0 .*got -0\.1"),
+        (_with_token(1, q="high"), r"token 1 .*'q' must be a finite number"),
+        (_with_token(1, q=True), r"token 1 .*'q' must be a finite number"),
         (_with_token(0, text=""), r"tiny\.json: token 0: 'text' must be a non-empty string"),
         (_with_token(1, decoy=""), r"token 1 .*'decoy' must be a non-empty string"),
         (_with_token(1, decoy=";"), r"token 1 .*'decoy' must be a wrong guess"),
         (_with_token(0, tier="boring"), r"token 0 .*'tier' must be one of"),
-        (_with_token(0, p=0.9), r"token 0 .*tier 'content' sets 0\.35"),
+        (_with_token(0, q=0.9), r"token 0 .*tier 'content' sets 0\.35"),
         (_with_token(0, colour="red"), r"token 0 has unknown keys \['colour'\]"),
         ({**_good_record(), "id": "other"}, r"'id' must match the file name"),
         ({**_good_record(), "tokens": []}, r"'tokens' must be a non-empty list"),
@@ -275,7 +275,7 @@ def test_automatic_rule_also_ranks_code_above_poem():
 def _runs(t, n, seed):
     gens = np.random.default_rng(seed).spawn(n)
     return [
-        relay.run(t.tokens, t.p, 6, rng=g, big_pass_ms=600, draft_step_ms=90, decoys=t.decoys)
+        relay.run(t.tokens, t.q, 6, rng=g, big_pass_ms=600, draft_step_ms=90, decoys=t.decoys)
         for g in gens
     ]
 
@@ -296,11 +296,11 @@ def test_boilerplate_flies_poetry_stalls():
 @pytest.mark.parametrize("tid", IDS)
 def test_acceptance_rate_tracks_mean_p(tid):
     # Whether a position is judged depends only on earlier positions, so the
-    # acceptance rate is a weighted mean of p; with k = 6 the weights are near
+    # acceptance rate is a weighted mean of q; with k = 6 the weights are near
     # uniform. 300 runs: standard error < 0.005; tolerance 0.03.
     t = tx.load_text(tid)
     acc = np.mean([r.acceptance_rate for r in _runs(t, 300, SEED)])
-    assert abs(acc - t.p.mean()) < 0.03
+    assert abs(acc - t.q.mean()) < 0.03
 
 
 @pytest.mark.parametrize("tid", IDS)
@@ -345,9 +345,9 @@ def test_paste_keeps_markup_as_plain_text():
     s = "<script>alert(document.cookie)</script>\n{{ 7*7 }} __import__('os')"
     t = tx.text_from_paste(s)
     assert t.source == s  # kept verbatim, nothing evaluated or escaped here
-    assert t.kind == "pasted" and len(t.tokens) == len(t.decoys) == len(t.p) == len(t.tiers)
-    assert not t.p.flags.writeable
-    r = relay.run(t.tokens, t.p, 6, rng=SEED, decoys=t.decoys)
+    assert t.kind == "pasted" and len(t.tokens) == len(t.decoys) == len(t.q) == len(t.tiers)
+    assert not t.q.flags.writeable
+    r = relay.run(t.tokens, t.q, 6, rng=SEED, decoys=t.decoys)
     assert "".join(r.output) == s
 
 

@@ -70,7 +70,7 @@ CASES = {
         "verify_pass_ms": (lambda v: clocks.sequential_vs_parallel(6, verify_pass_ms=v), TIME, BAD_TIME),
     },
     "relay.run": {
-        "guessability": (lambda v: relay.run(TOKENS, v, 2, rng=0), PROB, BAD_PROB),
+        "q": (lambda v: relay.run(TOKENS, v, 2, rng=0), PROB, BAD_PROB),
         "k": (lambda v: relay.run(TOKENS, 0.5, v, rng=0), K, BAD_K),
         "big_pass_ms": (lambda v: relay.run(TOKENS, 0.5, 2, rng=0, big_pass_ms=v), TIME, BAD_TIME + [None]),
         "draft_step_ms": (lambda v: relay.run(TOKENS, 0.5, 2, rng=0, draft_step_ms=v), TIME, BAD_TIME + [None]),
@@ -104,8 +104,8 @@ def test_rejects_bad_value_naming_parameter_value_and_range(call, name, allowed,
         (lambda: theory.expected_speedup(0.5, np.array([2.0, 4.5]), 0.1), "k", K, "array([2. , 4.5])"),
         (lambda: theory.break_even_q(4, np.array([0.1, -INF])), "c", C, "-inf"),
         (lambda: theory.best_k([0.5, INF], 0.1), "q", PROB, "inf"),
-        (lambda: relay.run(TOKENS, [0.1, 0.2, NAN, 0.4], 2, rng=0), "guessability", PROB, "nan"),
-        (lambda: relay.run(TOKENS, [0.1, 0.2, 0.3, -0.4], 2, rng=0), "guessability", PROB, "-0.4"),
+        (lambda: relay.run(TOKENS, [0.1, 0.2, NAN, 0.4], 2, rng=0), "q", PROB, "nan"),
+        (lambda: relay.run(TOKENS, [0.1, 0.2, 0.3, -0.4], 2, rng=0), "q", PROB, "-0.4"),
         (lambda: theory.expected_tokens_per_round([], 4), "q", PROB, "[]"),
     ],
 )
@@ -147,8 +147,8 @@ def test_relay_rejects_bad_target_tokens(bad, pattern):
         relay.run(bad, 0.5, 2, rng=0)
 
 
-def test_relay_rejects_guessability_of_the_wrong_length():
-    with pytest.raises(ValueError, match=r"^guessability must be one probability or one per token \(4\); got shape \(3,\)$"):
+def test_relay_rejects_q_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"^q must be one probability or one per token \(4\); got shape \(3,\)$"):
         relay.run(TOKENS, [0.1, 0.2, 0.3], 2, rng=0)
 
 

@@ -36,6 +36,8 @@ def test_wheel_carries_the_data_files(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "specdec_playable/assets/pass_cost_h200.csv" in names
     assert "specdec_playable/core/theory.py" in names
+    assert "specdec_playable/views/static/lanes.js" in names
+    assert "specdec_playable/views/static/page.css" in names
 
 
 def test_export_writes_pages_index_and_pinned_requirements(tmp_path, wheel):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from specdec_playable.core import relay
+from specdec_playable.core.seeds import SEED_MAX
 from specdec_playable.state import ep2 as st
 from specdec_playable.state.ep2 import Relay
 
@@ -23,16 +24,16 @@ def test_passage_has_a_plausible_wrong_guess_for_every_token():
 
 def test_defaults_follow_the_brief():
     s = Relay()
-    assert (s.k, s.quality, s.seed) == (4, 0.8, st.DEFAULT_SEED)
+    assert (s.k, s.q, s.seed) == (4, 0.8, st.DEFAULT_SEED)
     assert s.param.k.bounds == (1, 12)
-    assert s.param.quality.bounds == (0.0, 1.0)
-    assert s.param.seed.bounds == (0, st.SEED_MAX)
-    for name in ("k", "quality", "seed"):
+    assert s.param.q.bounds == (0.0, 1.0)
+    assert s.param.seed.bounds == (0, SEED_MAX)
+    for name in ("k", "q", "seed"):
         assert s.param[name].doc and s.param[name].label
 
 
 def test_result_is_core_relay_on_the_passage():
-    s = Relay(k=5, quality=0.6, seed=1234)
+    s = Relay(k=5, q=0.6, seed=1234)
     expected = relay.run(st.TOKENS, 0.6, 5, rng=np.random.default_rng(1234), decoys=st.DECOYS)
     assert s.result.events.to_dict() == expected.events.to_dict()
     assert s.result.wall_ms == expected.wall_ms
@@ -53,12 +54,12 @@ def test_setting_k_recomputes_the_run():
                                    drafted * st.DRAFT_STEP_MS + st.BIG_PASS_MS)
 
 
-@pytest.mark.parametrize("quality, bad_all", [(0.0, True), (1.0, False)])
-def test_quality_extremes(quality, bad_all):
-    s = Relay(quality=quality, k=4, seed=9)
+@pytest.mark.parametrize("q, bad_all", [(0.0, True), (1.0, False)])
+def test_q_extremes(q, bad_all):
+    s = Relay(q=q, k=4, seed=9)
     p = s.progress
     assert p.bad[1:].all() == bad_all
-    if quality == 1.0:
+    if q == 1.0:
         assert p.bad_rounds[-1] == 0
         # Every full round yields k + 1 tokens.
         assert (s.result.rounds["tokens"][:-1] == 5).all()
@@ -78,7 +79,7 @@ def test_same_seed_same_run_new_run_changes_it():
     old = a.seed
     new = a.new_run()
     assert new == a.seed != old
-    assert 0 <= new <= st.SEED_MAX
+    assert 0 <= new <= SEED_MAX
     a.seed = old
     assert a.result.events.to_dict() == before
 
@@ -88,15 +89,15 @@ def test_seed_is_bounded():
     with pytest.raises(ValueError):
         s.seed = -1
     with pytest.raises(ValueError):
-        s.seed = st.SEED_MAX + 1
+        s.seed = SEED_MAX + 1
     with pytest.raises(ValueError):
         s.k = 13
     with pytest.raises(ValueError):
-        s.quality = 1.5
+        s.q = 1.5
 
 
 def test_progress_is_the_ratio_of_the_two_clocks_round_by_round():
-    s = Relay(seed=77, quality=0.7, k=6)
+    s = Relay(seed=77, q=0.7, k=6)
     r, p = s.result, s.progress
     assert len(p) == r.n_rounds + 1
     assert p.end_ms[0] == 0 and p.tokens[0] == 0 and np.isnan(p.speedup[0])
@@ -109,7 +110,7 @@ def test_progress_is_the_ratio_of_the_two_clocks_round_by_round():
 
 
 def test_bad_rounds_and_their_running_cost():
-    s = Relay(seed=3, quality=0.5, k=5)
+    s = Relay(seed=3, q=0.5, k=5)
     rounds, p = s.result.rounds, s.progress
     bad = rounds["accepted"] == 0
     assert bad.any(), "this seed should have bad rounds"
@@ -125,7 +126,7 @@ def test_bad_rounds_and_their_running_cost():
 
 
 def test_guarantee_is_checked_not_assumed():
-    s = Relay(quality=0.3, seed=11)
+    s = Relay(q=0.3, seed=11)
     g = s.guarantee
     assert g.ok and g.matches == g.n_tokens == len(st.TOKENS) and g.first_mismatch is None
     # The check itself can fail: it compares token by token.
@@ -140,7 +141,7 @@ def test_guarantee_is_checked_not_assumed():
 
 def test_page_rows_and_html_come_from_the_state():
     pytest.importorskip("panel")
-    from specdec_playable.episodes import ep2 as page
+    from specdec_playable.views import ep2_relay as page
 
     s = Relay()
     p = s.progress
@@ -150,9 +151,12 @@ def test_page_rows_and_html_come_from_the_state():
     assert rows["alone"][last] == f"{s.result.baseline_ms:,.0f} ms"
     assert rows["speedup"][last] == f"{s.result.speedup:.2f}×"
     assert rows["speedup"][0] == "–"
-    boxes, tips, stops, before = page.lane_boxes(s)
+    timeline = page.relay_timeline(s.result)
+    stops = list(timeline.stops)
+    tips = [b.tip for b in timeline.boxes]
+    before = [b.tip_before for b in timeline.boxes]
     assert stops == s.result.rounds["end_ms"].tolist()
-    lanes = np.array(boxes["lane"])
+    lanes = np.array([b.lane for b in timeline.boxes])
     assert (lanes == "draft").sum() == s.result.rounds["drafted"].sum()
     assert (lanes == "bad").sum() == p.bad_rounds[-1]
     assert len(tips) == len(before) == len(lanes)
@@ -166,14 +170,14 @@ def test_page_rows_and_html_come_from_the_state():
 
 def test_page_html_escapes_text(monkeypatch):
     pytest.importorskip("panel")
-    from specdec_playable.episodes import ep2 as page
+    from specdec_playable.views import ep2_relay as page
 
     evil = ("<b>", " &amp;", ' "x"') * 5
     monkeypatch.setattr(st, "TOKENS", evil)
     monkeypatch.setattr(st, "DECOYS", ("<i>",) * len(evil))
     monkeypatch.setattr(page, "TOKENS", evil)
     monkeypatch.setattr(page, "DECOYS", ("<i>",) * len(evil))
-    s = Relay(quality=0.5, seed=1)
+    s = Relay(q=0.5, seed=1)
     html = page.text_html(s, 'u"><script>')
     assert "<b>" not in html and "<i>" not in html and "<script>" not in html
     assert "&lt;b&gt;" in html and "&amp;amp;" in html and "&quot;x&quot;" in html

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec_playable.core import relay, texts
+from specdec_playable.core.seeds import SEED_MAX
 from specdec_playable.state.ep4 import (
     BIG_PASS_MS,
     PASTED,
-    SEED_MAX,
     BoilerplateVsPoetry,
     TextRun,
 )
@@ -33,7 +33,7 @@ def test_each_run_is_the_relay_run_with_this_sides_stream():
     for i, run in enumerate(s.runs):
         rng = np.random.default_rng(2024).spawn(2)[i]
         t = run.text
-        expected = relay.run(t.tokens, t.p, 5, rng=rng, big_pass_ms=600.0, draft_step_ms=120.0,
+        expected = relay.run(t.tokens, t.q, 5, rng=rng, big_pass_ms=600.0, draft_step_ms=120.0,
                              decoys=t.decoys)
         assert run.wall_ms == expected.wall_ms
         assert run.acceptance_rate == expected.acceptance_rate

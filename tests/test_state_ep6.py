@@ -19,19 +19,19 @@ def test_knobs_change_q_and_resample():
     s = FinePrint(rng=0)
     before = s.samples
     s.param.update(temperature=1.0, boost=0.0)
-    np.testing.assert_allclose(s.q, P_BIG)
+    np.testing.assert_allclose(s.p_draft, P_BIG)
     assert s.acceptance_theory == pytest.approx(1.0)
     assert s.samples is not before and s.samples.acceptance_rate == 1.0
     s.favourite = "sofa"
     s.boost = 3.0
-    assert s.q.argmax() == WORDS.index("sofa")
-    assert s.acceptance_theory == pytest.approx(np.minimum(P_BIG, s.q).sum())
+    assert s.p_draft.argmax() == WORDS.index("sofa")
+    assert s.acceptance_theory == pytest.approx(np.minimum(P_BIG, s.p_draft).sum())
 
 
 def test_samples_follow_p_and_n():
     s = FinePrint(rng=1, n_samples=100_000)
     assert s.samples.n == 100_000
-    assert s.fit_p.p_value > 1e-3 and s.fit_q.p_value < 1e-12
+    assert s.fit_big.p_value > 1e-3 and s.fit_draft.p_value < 1e-12
     assert abs(s.samples.acceptance_rate - s.acceptance_theory) < 0.01
     np.testing.assert_allclose(s.frequencies.sum(), 1.0)
     old = s.samples

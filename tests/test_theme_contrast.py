@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specdec_playable.views import theme
-from specdec_playable.views.lanes import LanePlayer
+from specdec_playable.views.lanes import label_color
 
 AA = 4.5  # WCAG 2 AA, normal-size text
 
@@ -31,7 +31,7 @@ def test_contrast_formula_matches_known_values():
 @pytest.mark.parametrize("status", sorted(theme.STATUS))
 def test_box_labels_are_readable_on_their_fill(status):
     fill = theme.STATUS[status]["fill"]
-    assert contrast(LanePlayer._label_color(status), fill) >= AA
+    assert contrast(label_color(status), fill) >= AA
 
 
 @pytest.mark.parametrize("color", [theme.INK, theme.MUTED, theme.DRAFT, theme.BIG, theme.ACCEPTED,

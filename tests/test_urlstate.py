@@ -82,3 +82,16 @@ def test_long_value_limit_is_what_the_module_says():
     _, bad = read_query(Demo(), NAMES, {"q": [b"0." + b"5" * (MAX_VALUE_CHARS - 1)]})
     assert ok == [] and bad and "too long" in bad[0]
     assert parse_value(Demo.param.q, "0.25") == (0.25, None)
+
+
+def test_old_keys_of_shared_links_still_set_their_control():
+    aliases = {"quality": "q"}
+    values, notices = read_query(Demo(), NAMES, {"quality": [b"0.7"]}, aliases)
+    assert values == {"q": 0.7} and notices == []
+    values, notices = read_query(Demo(), NAMES, {"quality": [b"2"]}, aliases)
+    assert values == {"q": 1.0} and notices[0].startswith("quality=2 was above")
+    # The current name wins over the old one, whatever their order in the link.
+    for query in ({"quality": [b"0.2"], "q": [b"0.3"]}, {"q": [b"0.3"], "quality": [b"0.2"]}):
+        assert read_query(Demo(), NAMES, query, aliases)[0] == {"q": 0.3}
+    # Without the alias the old key is unknown.
+    assert read_query(Demo(), NAMES, {"quality": [b"0.7"]})[0] == {}

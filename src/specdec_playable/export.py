@@ -17,8 +17,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from string import Template
 
 from .episodes import available
+from .views import resources, theme
 
 #: Pure-Python requirements pinned to the versions this export was built with.
 #: Panel and Bokeh are pinned by ``panel convert`` itself (its own version's CDN
@@ -59,22 +61,13 @@ def build_wheel(project_root: Path, out: Path) -> Path:
 
 
 def index_html(episodes, panel_version: str) -> str:
+    """The export's ``index.html``: a link to each exported episode (``views/static/export_index.html``)."""
     items = "".join(
         f'<li><a href="{html.escape(e.slug)}.html">Episode {e.number}: {html.escape(e.title)}</a>'
         f'<p>{html.escape(e.summary)}</p></li>' for e in episodes)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Speculative Decoding, Playable</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:46em;margin:2em auto;padding:0 1em;color:#1f2430;line-height:1.5}}
-a{{color:#3b6fb6;font-weight:600}} li{{margin-bottom:1em}} .note{{color:#5a6172;font-size:.92rem}}</style></head>
-<body><h1>Speculative Decoding, Playable</h1>
-<p>Interactive episodes on why speculative decoding makes large language models faster, and when it makes
-them slower. Each page runs its simulation in your browser.</p>
-<ol>{items}</ol>
-<p class="note">Static build with Panel {html.escape(panel_version)} on Pyodide: the first visit downloads
-Python and its libraries from public CDNs, which takes a little while.</p>
-</body></html>
-"""
+    style = theme.css_variables(":root") + resources.text("export.css")
+    return Template(resources.text("export_index.html")).substitute(
+        style=style, items=items, panel_version=html.escape(panel_version))
 
 
 def export(dest: str | Path, *, project_root: str | Path | None = None,

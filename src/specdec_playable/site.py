@@ -8,8 +8,8 @@ import panel as pn
 from tornado.web import OutputTransform
 
 from .episodes import available
-from .views import theme
-from .views.page import esc, safe_page
+from .views.page import episode_cards_html, page_css, safe_page
+from .views.resources import theme_css
 
 log = logging.getLogger("specdec_playable")
 
@@ -18,20 +18,6 @@ SITE_TITLE = "Speculative Decoding, Playable"
 
 def index_page() -> pn.Column:
     """The landing page: what the series is, and links to the built episodes in order."""
-    cards = "".join(
-        f'<li><a href="./{esc(e.slug)}"><span class="n">Episode {e.number}</span>'
-        f'<span class="t">{esc(e.title)}</span></a><p>{esc(e.summary)}</p></li>'
-        for e in available()
-    )
-    css = theme.PAGE_CSS + f"""
-ol.sdp-episodes {{ list-style: none; padding: 0; max-width: 46em; }}
-ol.sdp-episodes li {{ border: 1px solid {theme.GRID}; border-radius: 8px; padding: 0.8em 1em; margin: 0 0 0.8em 0; }}
-ol.sdp-episodes a {{ color: {theme.DRAFT}; text-decoration: none; font-size: 1.15rem; font-weight: 650; }}
-ol.sdp-episodes a:hover, ol.sdp-episodes a:focus {{ text-decoration: underline; }}
-ol.sdp-episodes .n {{ display: block; color: {theme.MUTED}; font-size: 0.8rem; font-weight: 600;
-  text-transform: uppercase; letter-spacing: 0.06em; }}
-ol.sdp-episodes p {{ margin: 0.3em 0 0 0; line-height: 1.45; font-size: 1rem; }}
-"""
     body = f"""
 <p class="sdp-kicker">An interactive explainer</p>
 <h1 class="sdp-title">{SITE_TITLE}</h1>
@@ -42,12 +28,13 @@ several times faster, and it is exactly the text the big model would have writte
 are bad, the trick makes things slower.</p>
 <p class="sdp-lede">These episodes let you run it and see both cases. Every number on them is measured
 from a simulation running in front of you, or labelled as theory.</p>
-<ol class="sdp-episodes">{cards}</ol>
+{episode_cards_html(available())}
 <p class="sdp-note">The closed-form theory is from Leviathan, Kalman and Matias, “Fast Inference from
 Transformers via Speculative Decoding” (ICML 2023); real forward-pass times were measured on an NVIDIA H200.</p>
 """
-    return pn.Column(pn.pane.HTML(body, stylesheets=[css], sizing_mode="stretch_width"),
+    return pn.Column(pn.pane.HTML(body, stylesheets=[page_css("index.css")], sizing_mode="stretch_width"),
                      name="index", sizing_mode="stretch_width", max_width=1100,
+                     stylesheets=[theme_css()],
                      styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"})
 
 

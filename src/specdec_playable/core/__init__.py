@@ -4,6 +4,7 @@ Nothing in this package imports panel, bokeh or param, so it runs the same in a
 notebook, the command line, a test or a browser worker.
 """
 
-from . import batching, clocks, hardware, montecarlo, relay, texts, theory, trees
+from . import acceptance, batching, clocks, hardware, montecarlo, relay, seeds, texts, theory, trees
 
-__all__ = ["batching", "clocks", "hardware", "montecarlo", "relay", "texts", "theory", "trees"]
+__all__ = ["acceptance", "batching", "clocks", "hardware", "montecarlo", "relay", "seeds", "texts",
+           "theory", "trees"]

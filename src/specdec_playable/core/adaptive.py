@@ -1,10 +1,10 @@
 """Adaptive draft length: policies that choose k round by round, raced on one token stream.
 
 The stream is several bundled texts back to back (by default code, then a poem,
-then a JSON record, from :mod:`core.texts`), each token with its own
-guessability. One uniform number per token position is drawn once and shared by
+then a JSON record, from :mod:`core.texts`), each token with its own acceptance
+probability ``q``. One uniform number per token position is drawn once and shared by
 every policy: the draft's guess at position ``i`` is right exactly when
-``u[i] < p[i]``. So every policy sees the same randomness and the races differ
+``u[i] < q[i]``. So every policy sees the same randomness and the races differ
 only by the policies' choices.
 
 A round that drafts ``d`` tokens costs one big-model pass plus ``d`` draft steps
@@ -44,6 +44,7 @@ import numpy as np
 
 from . import _validate as _v
 from . import texts, theory
+from .acceptance import Acceptance
 
 #: The default stream: code, then a poem, then JSON (Episode 4's texts).
 DEFAULT_TEXT_IDS = ("js-loop", "poem-kettle", "json-record")
@@ -59,19 +60,19 @@ REPEATS_MAX = 20
 
 @dataclass(frozen=True, eq=False)
 class Stream:
-    """Tokens with per-token guessability, and where each text (genre) starts and ends.
+    """Tokens with their acceptance probabilities, and where each text (genre) starts and ends.
 
     Attributes
     ----------
     tokens : tuple of str
-    p : numpy.ndarray
+    q : numpy.ndarray
         Read-only; probability the draft guesses each token.
     segments : tuple of (label, start, end)
         One entry per text: its kind (``"code"``, ``"poem"``, ...) and token range.
     """
 
     tokens: tuple[str, ...]
-    p: np.ndarray
+    q: np.ndarray
     segments: tuple[tuple[str, int, int], ...]
 
     def __len__(self) -> int:
@@ -91,18 +92,18 @@ def make_stream(ids=DEFAULT_TEXT_IDS, repeats: int = 1) -> Stream:
     if isinstance(ids, str) or not ids:
         raise ValueError(f"ids must be a non-empty sequence of text ids; got {ids!r}")
     tokens: list[str] = []
-    ps: list[np.ndarray] = []
+    qs: list[np.ndarray] = []
     segments = []
     for tid in ids:
         t = texts.load_text(tid)
         start = len(tokens)
         for _ in range(repeats):
             tokens.extend(t.tokens)
-            ps.append(t.p)
+            qs.append(t.q)
         segments.append((t.kind, start, len(tokens)))
-    p = np.concatenate(ps)
-    p.setflags(write=False)
-    return Stream(tuple(tokens), p, tuple(segments))
+    q = np.concatenate(qs)
+    q.setflags(write=False)
+    return Stream(tuple(tokens), q, tuple(segments))
 
 
 # ---------------------------------------------------------------------------
@@ -358,10 +359,14 @@ class PolicyRun:
         return len(self.output) / self.total_cost
 
     @property
+    def acceptance(self) -> Acceptance:
+        """Drafts judged (the kept ones and each round's first miss) and kept."""
+        return Acceptance.of_rounds(self.drafted, self.accepted)
+
+    @property
     def acceptance_rate(self) -> float:
-        """Kept drafts over judged drafts (kept ones plus each round's first miss)."""
-        judged = self.accepted.sum() + (self.accepted < self.drafted).sum()
-        return float(self.accepted.sum() / judged) if judged else float("nan")
+        """Kept drafts over judged drafts (NaN if the policy never drafted)."""
+        return self.acceptance.rate
 
     @property
     def plain_rounds(self) -> int:
@@ -421,5 +426,5 @@ def run_policy(policy, stream: Stream, hits, c: float) -> PolicyRun:
 def race(stream: Stream, policies, c: float, *, rng=None) -> tuple[PolicyRun, ...]:
     """Run every policy on ``stream`` with one shared draw of randomness."""
     u = draw_uniforms(len(stream), rng=rng)
-    hits = u < stream.p
+    hits = u < stream.q
     return tuple(run_policy(pol, stream, hits, c) for pol in policies)

@@ -1,7 +1,8 @@
 """One full speculative run over a known big-model text.
 
 The big model's own output is known in advance (``target_tokens``); the draft
-model guesses each position correctly with that position's ``guessability``.
+model guesses each position correctly with that position's acceptance
+probability ``q``.
 Each round:
 
 1. the draft proposes ``d = min(k, tokens left)`` tokens, one step each;
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import _validate as _v
+from .acceptance import Acceptance
 from .events import Events
 
 TOKENS_MAX = 100_000
@@ -73,12 +75,14 @@ class RelayResult:
         return int(self.rounds["tokens"].shape[0])
 
     @property
+    def acceptance(self) -> Acceptance:
+        """Drafts judged (the accepted ones and each round's first miss) and accepted."""
+        return Acceptance.of_rounds(self.rounds["drafted"], self.rounds["accepted"])
+
+    @property
     def acceptance_rate(self) -> float:
-        """Accepted drafts over judged drafts (accepted + rejected)."""
-        judged = int(self.rounds["accepted"].sum()) + int(
-            (self.rounds["accepted"] < self.rounds["drafted"]).sum()
-        )
-        return int(self.rounds["accepted"].sum()) / judged if judged else 0.0
+        """Accepted drafts over judged drafts (NaN for an empty text: nothing judged)."""
+        return self.acceptance.rate
 
 
 def _check_tokens(target_tokens) -> list[str]:
@@ -96,22 +100,22 @@ def _check_tokens(target_tokens) -> list[str]:
     return list(target_tokens)
 
 
-def _check_guessability(guessability, n: int) -> np.ndarray:
-    if n == 0 and np.ndim(guessability) == 1 and np.size(guessability) == 0:
+def _check_q(q, n: int) -> np.ndarray:
+    if n == 0 and np.ndim(q) == 1 and np.size(q) == 0:
         return np.zeros(0)  # an empty text with its (empty) per-token array
-    g = _v.real_array("guessability", guessability, 0.0, 1.0)
+    g = _v.real_array("q", q, 0.0, 1.0)
     if g.ndim == 0:
         return np.full(n, float(g))
     if g.shape != (n,):
         raise ValueError(
-            f"guessability must be one probability or one per token ({n}); got shape {g.shape}"
+            f"q must be one probability or one per token ({n}); got shape {g.shape}"
         )
     return g
 
 
 def run(
     target_tokens,
-    guessability,
+    q,
     k,
     *,
     rng,
@@ -125,7 +129,7 @@ def run(
     ----------
     target_tokens : sequence of str
         What the big model alone would write (at most 100,000 tokens).
-    guessability : float or array_like
+    q : float or array_like
         Probability that the draft guesses a position right: one for all tokens,
         or one per token, each in [0, 1].
     k : int
@@ -144,7 +148,7 @@ def run(
     """
     tokens = _check_tokens(target_tokens)
     n = len(tokens)
-    g = _check_guessability(guessability, n)
+    g = _check_q(q, n)
     k = _v.draft_length(k)
     big = _v.duration_ms("big_pass_ms", big_pass_ms)
     step = _v.duration_ms("draft_step_ms", draft_step_ms)

@@ -1,14 +1,16 @@
 """Speculative sampling: a draft's guesses, kept or replaced, give exactly the big model's distribution.
 
-The draft model proposes a token ``x`` drawn from its distribution ``q``. The big
-model, whose distribution is ``p``, keeps it with probability
-``min(1, p(x) / q(x))``; otherwise it draws a replacement from the leftover
-distribution ``norm(max(0, p - q))``. Every output is then distributed exactly as
-``p``, whatever ``q`` is, and a proposal is kept with probability
-``sum(min(p, q))`` (Leviathan, Kalman and Matias, "Fast Inference from
+The draft model proposes a token ``x`` drawn from its distribution ``p_draft``.
+The big model, whose distribution is ``p_big``, keeps it with probability
+``min(1, p_big(x) / p_draft(x))``; otherwise it draws a replacement from the
+leftover distribution ``norm(max(0, p_big - p_draft))``. Every output is then
+distributed exactly as ``p_big``, whatever ``p_draft`` is, and a proposal is kept
+with probability ``sum(min(p_big, p_draft))`` (Leviathan, Kalman and Matias, "Fast Inference from
 Transformers via Speculative Decoding", ICML 2023, Appendix A.1; Chen et al.,
 "Accelerating Large Language Model Decoding with Speculative Sampling", 2023,
-Theorem 1).
+Theorem 1). The papers write p and q for the two distributions; here ``q`` is kept
+for what it means everywhere else in the project, the acceptance probability, and
+``acceptance_theory`` is the q speculative sampling gives.
 
 This module also has the chi-square goodness-of-fit test the page uses to check
 that claim, with its p-value computed in numpy (no scipy).
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _validate as _v
+from .acceptance import Acceptance
 
 #: Largest number of samples one call draws.
 N_MAX = 10**7
@@ -58,41 +61,42 @@ def _distribution(name: str, value) -> np.ndarray:
     return arr / total
 
 
-def _check(p, q, n):
-    p = _distribution("p", p)
-    q = _distribution("q", q)
-    if p.shape != q.shape:
-        raise ValueError(f"p and q must have the same length; got {p.size} and {q.size}")
+def _check(p_big, p_draft, n):
+    p_big = _distribution("p_big", p_big)
+    p_draft = _distribution("p_draft", p_draft)
+    if p_big.shape != p_draft.shape:
+        raise ValueError(f"p_big and p_draft must have the same length; got {p_big.size} and "
+                         f"{p_draft.size}")
     n = _v.integer("n", n, 1, N_MAX)
-    return p, q, n
+    return p_big, p_draft, n
 
 
-def acceptance_theory(p, q) -> float:
-    """Probability that a draft proposal is kept: ``sum(min(p, q))``.
+def acceptance_theory(p_big, p_draft) -> float:
+    """Probability that a draft proposal is kept: ``sum(min(p_big, p_draft))``.
 
     Examples
     --------
     >>> acceptance_theory([0.5, 0.5, 0.0], [0.25, 0.25, 0.5])
     0.5
     """
-    p, q, _ = _check(p, q, 1)
-    return float(np.minimum(p, q).sum())
+    p_big, p_draft, _ = _check(p_big, p_draft, 1)
+    return float(np.minimum(p_big, p_draft).sum())
 
 
-def residual(p, q) -> np.ndarray:
-    """The leftover distribution ``norm(max(0, p - q))`` rejected proposals are redrawn from.
+def residual(p_big, p_draft) -> np.ndarray:
+    """The leftover distribution ``norm(max(0, p_big - p_draft))`` rejected proposals are redrawn from.
 
-    Where ``p == q`` there is nothing left over and nothing is ever rejected; the
-    function then returns ``p`` (any choice is correct, since it is never used).
+    Where ``p_big == p_draft`` there is nothing left over and nothing is ever rejected;
+    the function then returns ``p_big`` (any choice is correct, since it is never used).
     """
-    p, q, _ = _check(p, q, 1)
-    return _residual(p, q)
+    p_big, p_draft, _ = _check(p_big, p_draft, 1)
+    return _residual(p_big, p_draft)
 
 
-def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    r = np.maximum(p - q, 0.0)
+def _residual(p_big: np.ndarray, p_draft: np.ndarray) -> np.ndarray:
+    r = np.maximum(p_big - p_draft, 0.0)
     total = r.sum()
-    return r / total if total > 0 else p.copy()
+    return r / total if total > 0 else p_big.copy()
 
 
 def _draw(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -108,10 +112,10 @@ class SampleResult:
 
     Attributes
     ----------
-    p, q : numpy.ndarray
+    p_big, p_draft : numpy.ndarray
         The big model's and the draft's distributions (normalised copies).
     proposals : numpy.ndarray of int
-        What the draft proposed each time (drawn from ``q``).
+        What the draft proposed each time (drawn from ``p_draft``).
     samples : numpy.ndarray of int
         What came out: the proposal where it was kept, else a draw from the leftover.
     accepted : numpy.ndarray of bool
@@ -124,8 +128,8 @@ class SampleResult:
     (True, 5)
     """
 
-    p: np.ndarray
-    q: np.ndarray
+    p_big: np.ndarray
+    p_draft: np.ndarray
     proposals: np.ndarray
     samples: np.ndarray
     accepted: np.ndarray
@@ -135,37 +139,43 @@ class SampleResult:
         return int(self.samples.size)
 
     @property
+    def acceptance(self) -> Acceptance:
+        """Every proposal is judged; this counts them and the kept ones."""
+        return Acceptance.of_proposals(self.accepted)
+
+    @property
     def acceptance_rate(self) -> float:
         """Share of proposals the big model kept (measured)."""
-        return float(self.accepted.mean())
+        return self.acceptance.rate
 
     @property
     def acceptance_theory(self) -> float:
-        """``sum(min(p, q))``: the acceptance rate in theory."""
-        return float(np.minimum(self.p, self.q).sum())
+        """``sum(min(p_big, p_draft))``: the acceptance rate in theory."""
+        return float(np.minimum(self.p_big, self.p_draft).sum())
 
     def counts(self) -> np.ndarray:
         """How often each token came out."""
-        return np.bincount(self.samples, minlength=self.p.size)
+        return np.bincount(self.samples, minlength=self.p_big.size)
 
     def proposal_counts(self) -> np.ndarray:
         """How often the draft proposed each token."""
-        return np.bincount(self.proposals, minlength=self.p.size)
+        return np.bincount(self.proposals, minlength=self.p_big.size)
 
 
-def speculative_sample(p, q, n: int, *, rng=None) -> SampleResult:
+def speculative_sample(p_big, p_draft, n: int, *, rng=None) -> SampleResult:
     """Draw ``n`` tokens by speculative sampling (all at once, vectorised).
 
-    Each draw: propose ``x ~ q``; keep it with probability ``min(1, p[x] / q[x])``;
-    otherwise replace it with a draw from ``norm(max(0, p - q))``. The outputs are
-    distributed exactly as ``p`` (Leviathan et al. 2023; Chen et al. 2023).
+    Each draw: propose ``x ~ p_draft``; keep it with probability
+    ``min(1, p_big[x] / p_draft[x])``; otherwise replace it with a draw from
+    ``norm(max(0, p_big - p_draft))``. The outputs are distributed exactly as
+    ``p_big`` (Leviathan et al. 2023; Chen et al. 2023).
 
     Parameters
     ----------
-    p, q : array_like
+    p_big, p_draft : array_like
         The big model's and the draft's distributions over the same vocabulary:
         1-D, same length, finite, non-negative, each summing to 1 within 1e-9.
-        ``q`` may be 0 where ``p`` is not (the leftover draw covers those tokens).
+        ``p_draft`` may be 0 where ``p_big`` is not (the leftover draw covers those tokens).
     n : int
         Number of draws, in [1, 10**7].
     rng : numpy.random.Generator, int or None
@@ -186,19 +196,20 @@ def speculative_sample(p, q, n: int, *, rng=None) -> SampleResult:
     >>> r.samples.tolist(), r.accepted.tolist()
     ([1, 1, 1], [False, False, False])
     """
-    p, q, n = _check(p, q, n)
+    p_big, p_draft, n = _check(p_big, p_draft, n)
     rng = _v.generator(rng)
     u = rng.random((3, n))
-    proposals = _draw(q, u[0])
-    # Keep with probability min(1, p/q): u * q < p avoids dividing (q[x] > 0 for any proposal).
-    accepted = u[1] * q[proposals] < p[proposals]
+    proposals = _draw(p_draft, u[0])
+    # Keep with probability min(1, p_big/p_draft): u * p_draft < p_big avoids dividing
+    # (p_draft[x] > 0 for any proposal).
+    accepted = u[1] * p_draft[proposals] < p_big[proposals]
     samples = proposals.copy()
     rejected = ~accepted
     if rejected.any():
-        samples[rejected] = _draw(_residual(p, q), u[2][rejected])
-    for arr in (p, q, proposals, samples, accepted):
+        samples[rejected] = _draw(_residual(p_big, p_draft), u[2][rejected])
+    for arr in (p_big, p_draft, proposals, samples, accepted):
         arr.setflags(write=False)
-    return SampleResult(p, q, proposals, samples, accepted)
+    return SampleResult(p_big, p_draft, proposals, samples, accepted)
 
 
 # ---------------------------------------------------------------------------

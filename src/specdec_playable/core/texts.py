@@ -1,7 +1,7 @@
 """Texts for Episode 4: each token with how guessable it is for a small draft.
 
-A text is a list of tokens, each carrying a probability ``p`` that a small
-draft model guesses it right, a *tier* saying why (see :data:`TIERS`), and a
+A text is a list of tokens, each carrying a probability ``q`` that a small
+draft model guesses it right (its acceptance probability), a *tier* saying why (see :data:`TIERS`), and a
 *decoy*: the plausible wrong word the draft would write when it misses.
 
 The texts in ``assets/texts/`` were written for this project and labelled by
@@ -38,7 +38,7 @@ import numpy as np
 from . import _validate as _v
 from .assets import asset_dir
 
-#: Guessability of each tier, most to least predictable. The tier names are
+#: The acceptance probability ``q`` of each tier, most to least predictable. The tier names are
 #: the vocabulary of the rule in ``assets/texts/README.md``.
 TIERS: dict[str, float] = {
     "forced": 0.97,    # closing brackets/quotes, separators, 2nd half of a fixed pair
@@ -59,7 +59,7 @@ PASTE_MAX_CHARS = 2000
 _PASTE_CAP = 100_000
 _TEXTS_DIR = "texts"
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
-_TOKEN_KEYS = {"text", "p", "decoy", "tier"}
+_TOKEN_KEYS = {"text", "q", "decoy", "tier"}
 
 # ---------------------------------------------------------------------------
 # Tokenizer
@@ -191,7 +191,7 @@ def classify(tokens) -> list[str]:
 
 
 def guess_probabilities(tokens) -> np.ndarray:
-    """Guessability of each token by the automatic rule (see :func:`classify`).
+    """The acceptance probability ``q`` of each token by the automatic rule (see :func:`classify`).
 
     Returns a read-only float array, one probability per token, each a value
     of :data:`TIERS`.
@@ -201,9 +201,9 @@ def guess_probabilities(tokens) -> np.ndarray:
     >>> guess_probabilities(["for", " (", "x", ")", " x"]).tolist()
     [0.65, 0.92, 0.35, 0.97, 0.92]
     """
-    p = np.array([TIERS[t] for t in classify(tokens)], dtype=float)
-    p.setflags(write=False)
-    return p
+    q = np.array([TIERS[t] for t in classify(tokens)], dtype=float)
+    q.setflags(write=False)
+    return q
 
 
 # ---------------------------------------------------------------------------
@@ -365,7 +365,7 @@ def make_decoys(tokens) -> list[str]:
 
 @dataclass(frozen=True, eq=False)
 class Text:
-    """A text with a guessability and a decoy for every token.
+    """A text with an acceptance probability and a decoy for every token.
 
     Attributes
     ----------
@@ -374,18 +374,19 @@ class Text:
         bundled texts, ``"pasted"`` for a visitor's text.
     tokens : tuple of str
         The tokens, each with its leading whitespace.
-    p : numpy.ndarray
-        Read-only; probability that a small draft guesses each token.
+    q : numpy.ndarray
+        Read-only; probability that a small draft guesses each token (its acceptance
+        probability).
     decoys : tuple of str
         The draft's wrong guess at each token.
     tiers : tuple of str
-        Why each token has its ``p`` (keys of :data:`TIERS`).
+        Why each token has its ``q`` (keys of :data:`TIERS`).
 
     Examples
     --------
     >>> t = Text("demo", "Demo", "code", "A tiny text.", ("x", ";"),
     ...          [0.35, 0.97], ("y", ","), ("content", "forced"))
-    >>> t.source, t.p.flags.writeable
+    >>> t.source, t.q.flags.writeable
     ('x;', False)
     """
 
@@ -394,7 +395,7 @@ class Text:
     kind: str
     description: str
     tokens: tuple[str, ...]
-    p: np.ndarray
+    q: np.ndarray
     decoys: tuple[str, ...]
     tiers: tuple[str, ...] = field(default=())
 
@@ -402,18 +403,18 @@ class Text:
         tokens = tuple(self.tokens)
         decoys = tuple(self.decoys)
         tiers = tuple(self.tiers)
-        p = np.array(self.p, dtype=float)  # a copy: nobody else holds it
+        q = np.array(self.q, dtype=float)  # a copy: nobody else holds it
         n = len(tokens)
-        if p.shape != (n,) or len(decoys) != n or (tiers and len(tiers) != n):
+        if q.shape != (n,) or len(decoys) != n or (tiers and len(tiers) != n):
             raise ValueError(
-                f"text {self.id!r}: tokens ({n}), p {p.shape}, decoys ({len(decoys)}) "
+                f"text {self.id!r}: tokens ({n}), q {q.shape}, decoys ({len(decoys)}) "
                 f"and tiers ({len(tiers)}) must have one entry per token"
             )
-        p.setflags(write=False)
+        q.setflags(write=False)
         object.__setattr__(self, "tokens", tokens)
         object.__setattr__(self, "decoys", decoys)
         object.__setattr__(self, "tiers", tiers)
-        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "q", q)
 
     @property
     def source(self) -> str:
@@ -462,11 +463,11 @@ def _text_from_record(data, where: str, expect_id: str | None = None) -> Text:
     raw = data.get("tokens")
     if not isinstance(raw, list) or not raw:
         raise ValueError(f"{where}: 'tokens' must be a non-empty list; got {type(raw).__name__}")
-    tokens, ps, decoys, tiers = [], [], [], []
+    tokens, qs, decoys, tiers = [], [], [], []
     for i, tok in enumerate(raw):
         at = f"{where}: token {i}"
         if not isinstance(tok, dict):
-            raise ValueError(f"{at} must be an object with text, p and decoy; got {tok!r}")
+            raise ValueError(f"{at} must be an object with text, q and decoy; got {tok!r}")
         extra = set(tok) - _TOKEN_KEYS
         if extra:
             raise ValueError(
@@ -475,10 +476,10 @@ def _text_from_record(data, where: str, expect_id: str | None = None) -> Text:
         text = tok.get("text")
         if not isinstance(text, str) or not text:
             raise ValueError(f"{at}: 'text' must be a non-empty string; got {text!r}")
-        p = tok.get("p")
-        if isinstance(p, bool) or not isinstance(p, numbers.Real) or not math.isfinite(p) \
-                or not 0.0 <= p <= 1.0:
-            raise ValueError(f"{at} ({text!r}): 'p' must be a finite number in [0, 1]; got {p!r}")
+        q = tok.get("q")
+        if isinstance(q, bool) or not isinstance(q, numbers.Real) or not math.isfinite(q) \
+                or not 0.0 <= q <= 1.0:
+            raise ValueError(f"{at} ({text!r}): 'q' must be a finite number in [0, 1]; got {q!r}")
         decoy = tok.get("decoy")
         if not isinstance(decoy, str) or not decoy:
             raise ValueError(f"{at} ({text!r}): 'decoy' must be a non-empty string; got {decoy!r}")
@@ -492,12 +493,12 @@ def _text_from_record(data, where: str, expect_id: str | None = None) -> Text:
                 raise ValueError(
                     f"{at} ({text!r}): 'tier' must be one of {list(TIERS)}; got {tier!r}"
                 )
-            if not math.isclose(p, TIERS[tier]):
+            if not math.isclose(q, TIERS[tier]):
                 raise ValueError(
-                    f"{at} ({text!r}): 'p' is {p} but tier {tier!r} sets {TIERS[tier]}"
+                    f"{at} ({text!r}): 'q' is {q} but tier {tier!r} sets {TIERS[tier]}"
                 )
         tokens.append(text)
-        ps.append(float(p))
+        qs.append(float(q))
         decoys.append(decoy)
         tiers.append(tier)
     if any(t is None for t in tiers):
@@ -507,7 +508,7 @@ def _text_from_record(data, where: str, expect_id: str | None = None) -> Text:
                 f"{where}: token {first} has no 'tier' but others do; label all or none"
             )
         tiers = []
-    return Text(tid, title, kind, description, tuple(tokens), ps, tuple(decoys), tuple(tiers))
+    return Text(tid, title, kind, description, tuple(tokens), qs, tuple(decoys), tuple(tiers))
 
 
 def _read_text_file(path) -> Text:
@@ -598,7 +599,7 @@ def text_from_paste(s: str, max_chars: int = PASTE_MAX_CHARS) -> Text:
         kind="pasted",
         description="Text you pasted, with guessability set by the automatic rule.",
         tokens=tuple(tokens),
-        p=[TIERS[t] for t in tiers],
+        q=[TIERS[t] for t in tiers],
         decoys=tuple(make_decoys(tokens)),
         tiers=tuple(tiers),
     )

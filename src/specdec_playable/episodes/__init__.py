@@ -1,8 +1,11 @@
 """Episode pages, one module per episode (``ep1``, ``ep2``, ...).
 
-Each module defines ``NUMBER``, ``SLUG`` (the URL path and the name of its file
-in the repository's ``episodes/`` folder), ``TITLE``, ``SUMMARY`` and ``page()``,
-which builds a fresh page for one session or notebook cell::
+Each module holds an episode's metadata (``NUMBER``, ``SLUG``: the URL path and the
+name of its file in the repository's ``episodes/`` folder, ``TITLE``, ``SUMMARY``),
+the controls its links keep (``URL_PARAMS``, and ``URL_ALIASES`` for renamed keys),
+its prose (``LEDE``, ``TRY_THIS``, ``OUTRO``, ...) and ``page()``, which wires a fresh
+state to the episode's view (``views/epN_*.py``) inside the page shell, for one
+session or notebook cell::
 
     import panel as pn
     pn.extension()
@@ -30,6 +33,16 @@ class EpisodeInfo:
 
     def page(self):
         return self.module.page()
+
+
+def neighbours(number: int) -> tuple[EpisodeInfo | None, EpisodeInfo | None]:
+    """The built episodes just before and just after episode ``number`` (None at either end)."""
+    eps = available()
+    numbers = [e.number for e in eps]
+    if number not in numbers:
+        return None, None
+    i = numbers.index(number)
+    return (eps[i - 1] if i > 0 else None), (eps[i + 1] if i + 1 < len(eps) else None)
 
 
 @lru_cache(maxsize=1)

@@ -10,22 +10,12 @@ rate, tokens per round and wall clock are measured from ``core.relay``.
 from __future__ import annotations
 
 import panel as pn
-import param
-from bokeh.models import (
-    ColumnDataSource,
-    FactorRange,
-    HoverTool,
-    Legend,
-    LegendItem,
-    NumeralTickFormatter,
-    Range1d,
-)
-from bokeh.plotting import figure
 
+from . import neighbours
 from ..core import texts
-from ..state.ep4 import BIG_PASS_MS, PASTED, SIDES, BoilerplateVsPoetry, TextRun
-from ..views import theme
-from ..views.page import episode_shell, esc, stat
+from ..state.ep4 import BoilerplateVsPoetry
+from ..views.ep4_texts import BoilerplateVsPoetryView, tier_table_html
+from ..views.page import episode_shell, prose
 from ..views.urlstate import bind_url
 
 NUMBER = 4
@@ -36,214 +26,28 @@ SUMMARY = ("The same speculative decoder over code and over a poem: predictable 
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("left", "right", "k", "c", "seed")
 
-_PLAIN_ROW = "big model alone"
-_SPEC_ROW = "speculative"
-_MONO_KINDS = ("code", "json", "pasted")
-
-CSS = theme.PAGE_CSS + f"""
-.ep4-h {{ font-size: 1.15rem; margin: 0.2em 0 0.1em 0; }}
-.ep4-desc {{ color: {theme.MUTED}; font-size: 0.92rem; margin: 0 0 0.5em 0; line-height: 1.4;
-  min-height: 2.8em; }}
-.ep4-tokens {{ white-space: pre-wrap; overflow-wrap: anywhere; font-size: 0.95rem; line-height: 1.95;
-  border: 1px solid {theme.GRID}; border-radius: 6px; padding: 8px 12px; margin: 0; color: {theme.INK};
-  background: #fcfcfd; max-height: 360px; overflow-y: auto; font-family: {theme.FONT}; }}
-.ep4-tokens.mono {{ font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 0.86rem; }}
-.ep4-tokens span {{ box-shadow: inset -1px 0 0 #ffffff; }}
-.ep4-tokens .a {{ background: #dcefe0; border-bottom: 3px solid {theme.ACCEPTED}; }}
-.ep4-tokens .b {{ background: #f7e7ae; outline: 1.5px dashed #8a6a00; outline-offset: -1.5px;
-  border-radius: 3px; }}
-.ep4-key {{ font-size: 0.9rem; color: {theme.INK}; line-height: 1.9; margin: 0.3em 0 0.2em 0; }}
-.ep4-key span.sw {{ padding: 1px 6px; margin-right: 4px; }}
-.ep4-key .a {{ background: #dcefe0; border-bottom: 3px solid {theme.ACCEPTED}; }}
-.ep4-key .b {{ background: #f7e7ae; outline: 1.5px dashed #8a6a00; outline-offset: -1.5px; border-radius: 3px; }}
-.ep4-empty {{ border: 1px dashed {theme.MUTED}; border-radius: 6px; padding: 1em; color: {theme.MUTED}; }}
-.ep4-stats {{ display: grid; grid-template-columns: repeat(3, minmax(0, 1fr)); gap: 0 14px;
-  margin: 0 0 0.4em 0; }}
-.ep4-stats .sdp-stat {{ margin: 0; }}
-.ep4-stats .sdp-stat .v {{ font-size: 1.35rem; }}
-.ep4-stats .sdp-stat .l {{ min-height: 2.5em; }}
-.ep4-slower {{ color: {theme.REJECTED}; }}
-table.ep4-rule {{ border-collapse: collapse; font-size: 0.92rem; max-width: 50em; margin: 0.3em 0 0.6em 0; }}
-table.ep4-rule th, table.ep4-rule td {{ text-align: left; padding: 3px 10px 3px 0; vertical-align: top;
-  border-bottom: 1px solid {theme.GRID}; }}
-table.ep4-rule td.p {{ font-variant-numeric: tabular-nums; }}
-.ep4-breakeven {{ font-size: 0.95rem; margin: 0.2em 0 0.4em 0; max-width: 60em; line-height: 1.45; }}
-"""
-
-
-# ---------------------------------------------------------------------------
-# Tokens in reading order
-# ---------------------------------------------------------------------------
-
-def _token_title(run: TextRun, i: int) -> str:
-    status, rnd = run.status[i], int(run.round[i]) + 1
-    if status == "accepted":
-        return f"round {rnd}: drafted by the small model, accepted"
-    if status == "bonus":
-        return (f"round {rnd}: every draft was accepted, so the big model's same pass "
-                f"wrote this one too (bonus)")
-    guess = run.missed_guess[i].strip() or "whitespace"
-    return f"round {rnd}: the draft guessed “{guess}”, so the big model wrote its own token"
-
-
-def tokens_html(run: TextRun, side: str) -> str:
-    """The text in reading order, each token marked; every piece of text escaped."""
-    parts = []
-    for i, tok in enumerate(run.text.tokens):
-        core = tok.lstrip()
-        lead = tok[: len(tok) - len(core)]
-        parts.append(esc(lead))
-        if core:
-            cls = "a" if run.status[i] == "accepted" else "b"
-            parts.append(f'<span class="{cls}" title="{esc(_token_title(run, i))}">{esc(core)}</span>')
-    mono = " mono" if run.text.kind in _MONO_KINDS else ""
-    return (f'<pre class="ep4-tokens{mono}" data-side="{side}" data-text="{esc(run.text.id)}" '
-            f'data-seed="{run.seed}">'
-            + "".join(parts) + "</pre>")
-
-
-def _speed_stat(run: TextRun) -> str:
-    s = run.speedup
-    if s >= 1:
-        return stat(f"{s:.2f}×", "speedup: faster than the big model alone")
-    return stat(f"{s:.2f}×", "speedup: slower than the big model alone", css_class="ep4-slower")
-
-
-def side_header_html(run: TextRun | None, choice_title: str) -> str:
-    if run is None:
-        return (f'<h3 class="ep4-h">{esc(choice_title)}</h3>'
-                '<p class="ep4-empty">Nothing pasted yet. Paste a text into the box under the two '
-                'texts and press <strong>Run my text</strong>.</p>')
-    t = run.text
-    return (
-        f'<h3 class="ep4-h">{esc(t.title)}</h3><p class="ep4-desc">{esc(t.description)}</p>'
-        '<div class="ep4-stats">'
-        + stat(f"{run.acceptance_rate:.0%}", f"drafts accepted ({run.accepted} of {run.judged})")
-        + stat(f"{run.tokens_per_round:.1f}", f"tokens per round ({run.n_rounds} rounds)")
-        + _speed_stat(run) + "</div>"
-    )
-
-
-# ---------------------------------------------------------------------------
-# Wall-clock bars
-# ---------------------------------------------------------------------------
-
-def _empty_bars() -> dict:
-    cols = ("row", "big_ms", "total_ms", "label", "tip", "seed", "text_id", "k", "c")
-    return {c: [] for c in cols}
-
-
-def bars_data(run: TextRun, k: int, c: float) -> dict:
-    """Two rows: the speculative run (verify passes, then draft steps) and plain decoding."""
-    spec_tip = (f"{run.n_rounds} verify passes × {BIG_PASS_MS:,.0f} ms = {run.verify_ms:,.0f} ms, "
-                f"plus {run.draft_steps} draft steps = {run.draft_ms:,.0f} ms")
-    plain_tip = (f"{run.n_tokens} tokens × one {BIG_PASS_MS:,.0f} ms pass each = "
-                 f"{run.baseline_ms:,.0f} ms")
-    return dict(
-        row=[_SPEC_ROW, _PLAIN_ROW],
-        big_ms=[run.verify_ms, run.baseline_ms],
-        total_ms=[run.wall_ms, run.baseline_ms],
-        label=[f"{run.wall_ms:,.0f} ms", f"{run.baseline_ms:,.0f} ms"],
-        tip=[spec_tip, plain_tip],
-        seed=[run.seed] * 2, text_id=[run.text.id] * 2, k=[k] * 2, c=[c] * 2,
-    )
-
-
-def bars_figure(source: ColumnDataSource, x_range: Range1d, name: str):
-    """Wall clock of one text: speculative (passes + hatched draft steps) against plain decoding."""
-    fig = figure(
-        name=f"{name}-figure", height=175, sizing_mode="stretch_width", x_range=x_range,
-        y_range=FactorRange(factors=[_PLAIN_ROW, _SPEC_ROW]), tools="save",
-        toolbar_location=None, x_axis_label="wall clock (ms, simulated)",
-    )
-    passes = fig.hbar(y="row", left=0, right="big_ms", height=0.62, source=source,
-                      fill_color=theme.BIG, line_color=None)
-    drafts = fig.hbar(y="row", left="big_ms", right="total_ms", height=0.62, source=source,
-                      fill_color=theme.DRAFT, line_color=None, hatch_pattern="/",
-                      hatch_color="white", hatch_alpha=0.7, hatch_scale=8)
-    fig.text(x="total_ms", y="row", text="label", source=source, x_offset=6,
-             text_baseline="middle", text_font_size="13px", text_color=theme.INK,
-             text_font_style="bold")
-    fig.add_tools(HoverTool(renderers=[passes, drafts], tooltips=[("", "@tip")]))
-    fig.add_layout(Legend(items=[LegendItem(label="big-model passes", renderers=[passes]),
-                                 LegendItem(label="draft steps (hatched)", renderers=[drafts])],
-                          orientation="horizontal", label_text_font_size="12px",
-                          border_line_color=None, padding=2, margin=0), "above")
-    fig.yaxis.major_label_text_font_size = "13px"
-    fig.yaxis.major_label_text_color = theme.INK
-    fig.ygrid.grid_line_color = None
-    fig.xgrid.grid_line_color = theme.GRID
-    fig.xaxis.axis_label_text_color = theme.MUTED
-    fig.xaxis.major_label_text_color = theme.MUTED
-    fig.xaxis.formatter = NumeralTickFormatter(format="0,0")
-    fig.outline_line_color = None
-    fig.min_border_left = 10
-    return fig
-
-
-class TextSide:
-    """One side of the page: heading and measurements, the bars, the marked text."""
-
-    def __init__(self, side: str, x_range: Range1d):
-        self.side = side
-        self.header = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS],
-                                   name=f"ep4-header-{side}")
-        self.tokens = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS],
-                                   name=f"ep4-tokens-{side}")
-        self.source = ColumnDataSource(_empty_bars(), name=f"ep4-bars-{side}")
-        self.figure = bars_figure(self.source, x_range, f"ep4-{side}")
-        self.panel = pn.Column(
-            self.header, pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"), self.tokens,
-            sizing_mode="stretch_width", min_width=330, styles={"flex": "1 1 430px"},
-            name=f"ep4-side-{side}")
-
-    def show(self, run: TextRun | None, state: BoilerplateVsPoetry, choice_title: str) -> None:
-        self.header.object = side_header_html(run, choice_title)
-        self.tokens.object = "" if run is None else tokens_html(run, self.side)
-        self.tokens.visible = run is not None
-        self.source.data = _empty_bars() if run is None else bars_data(run, state.k, state.c)
-        self.figure.visible = run is not None
-
-
-# ---------------------------------------------------------------------------
-# The page
-# ---------------------------------------------------------------------------
-
-KEY_HTML = (
-    '<p class="ep4-key"><span class="sw a">green, underlined</span> drafted by the small model and '
-    'accepted &nbsp;·&nbsp; <span class="sw b">gold, dashed box</span> written by the big model '
-    'itself: its correction after a wrong draft, or the bonus token after a round with no miss. '
-    'Each gold token ends a round; hover a token to see its round and what the draft guessed.</p>'
-)
-
-
-def breakeven_html(state: BoilerplateVsPoetry) -> str:
-    k, c = state.k, state.c
-    steps = f"{k} draft step{'s' if k > 1 else ''}"
-    return (f'<p class="ep4-breakeven"><strong>Break-even (arithmetic, not measured):</strong> a full '
-            f'round costs one big pass plus {steps} of {c:.2f} pass each, 1 + {k} × {c:.2f} = '
-            f'{state.break_even_tokens:.2f} passes of time. Plain decoding writes one token per pass, so '
-            f'a round must deliver more than {state.break_even_tokens:.2f} tokens to win. Compare the '
-            'measured tokens per round below.</p>')
-
-
-def _rule_html() -> str:
-    examples = {
-        "forced": "closing brackets and quotes, a required ; or , — the second half of a fixed pair",
-        "syntax": "code keywords, operators, other punctuation, a name already used",
-        "context": "the next word of an idiom, a convention (i = 0), a word already in the source "
-                   "sentence, translated",
-        "function": "the, of, and, le, de; any token with two or three equal options",
-        "content": "other words and numbers: one of many reasonable choices",
-        "creative": "a poet's image or verb, a person's name, a specific id or date",
-    }
-    rows = "".join(
-        f'<tr><td><code>{esc(tier)}</code></td><td class="p">{p:.2f}</td>'
-        f'<td>{esc(examples.get(tier, ""))}</td></tr>'
-        for tier, p in texts.TIERS.items())
-    return ('<table class="ep4-rule"><thead><tr><th>tier</th><th>p</th><th>tokens</th></tr>'
-            f'</thead><tbody>{rows}</tbody></table>')
-
+LEDE = ("The same speculative decoder (a small model drafts k tokens, the big model checks them "
+        "in one pass) runs over a piece of code and over a poem; only the text differs, and that "
+        "alone decides whether speculating pays off.")
+TRY_THIS = ("press <em>Run again</em> a few times and watch the two pairs of bars: the code stays "
+            "well ahead of the big model alone, while the poem hovers around it and often ends "
+            "up slower. Then paste some text of your own at the bottom.")
+PASTE_INTRO = (
+    '<h2>Try your own text</h2><p class="sdp-lede">Paste anything up to '
+    f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>Run my text</strong>. It is '
+    'cut into tokens, each token gets a probability by the automatic rule described '
+    'below, and it runs on the right-hand side (or on whichever side already shows your '
+    'text) with the same settings.</p>')
+#: What each tier's tokens are, for the table of tiers.
+TIER_EXAMPLES = {
+    "forced": "closing brackets and quotes, a required ; or , — the second half of a fixed pair",
+    "syntax": "code keywords, operators, other punctuation, a name already used",
+    "context": "the next word of an idiom, a convention (i = 0), a word already in the source "
+               "sentence, translated",
+    "function": "the, of, and, le, de; any token with two or three equal options",
+    "content": "other words and numbers: one of many reasonable choices",
+    "creative": "a poet's image or verb, a person's name, a specific id or date",
+}
 
 EXPLAIN_HTML = f"""
 <h2>Why boilerplate flies and poetry stalls</h2>
@@ -264,7 +68,7 @@ predictable: code completion, structured output such as JSON, translation, templ
 the text before it. It is a simulation parameter, not a measurement of a real model. The five texts
 above were written for this project and labelled by hand: ask how many reasonable next tokens there are
 and pick the first tier that fits.</p>
-{_rule_html()}
+{tier_table_html(TIER_EXAMPLES)}
 <p class="sdp-note">Pasted text gets only the tiers a program can tell without a language model:
 whitespace, closing brackets and separators are <code>forced</code>; other punctuation, code keywords and
 repeated words are <code>syntax</code>; common function words are <code>function</code>; everything else
@@ -275,119 +79,12 @@ the project's repository.</p>
 """
 
 
-class BoilerplateVsPoetryView(pn.viewable.Viewer):
-    """Controls, the two sides and the paste box, bound to one state object."""
-
-    state = param.ClassSelector(class_=BoilerplateVsPoetry)
-
-    def __init__(self, **params):
-        params.setdefault("state", BoilerplateVsPoetry())
-        super().__init__(**params)
-        s = self.state
-        self.x_range = Range1d(0, 1000, bounds=(0, None))
-        self.sides = [TextSide(side, self.x_range) for side in SIDES]
-        self.breakeven = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[CSS],
-                                      name="ep4-breakeven")
-        self.run_button = pn.widgets.Button(label="Run again", color="primary",
-                                            width=130, align="end")
-        self.run_button.on_click(self._on_run_again)
-        self.paste_input = pn.widgets.TextAreaInput(
-            label=f"Your own text (at most {texts.PASTE_MAX_CHARS:,} characters)",
-            placeholder="Paste code, an e-mail, a recipe, a poem…",
-            max_length=20 * texts.PASTE_MAX_CHARS, height=130, sizing_mode="stretch_width",
-        )
-        self.paste_button = pn.widgets.Button(label="Run my text", color="primary", width=130)
-        self.paste_button.on_click(self._on_paste)
-        self.message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width",
-                                    stylesheets=[CSS], name="ep4-paste-message")
-        s.param.watch(self._redraw, ["runs"])
-        s.param.watch(self._show_message, ["message"])
-        self._redraw()
-
-    # Button clicks can be processed outside Bokeh's document lock (Panel runs a click
-    # that arrives while a widget change is still pending as an unlocked coroutine), so
-    # every update they cause goes through pn.io.hold(), which dispatches safely either way.
-    def _on_run_again(self, _event=None) -> None:
-        with pn.io.hold():
-            self.state.run_again()
-
-    def _on_paste(self, _event=None) -> None:
-        text = self.paste_input.value_input
-        if text is None:
-            text = self.paste_input.value
-        with pn.io.hold():
-            self.state.use_paste(text)
-            self._show_message()
-
-    def _show_message(self, *_):
-        msg = self.state.message
-        self.message.object = (f'<p class="sdp-notice" role="alert">{esc(msg)} The texts above were '
-                               'left as they were.</p>') if msg else ""
-        self.message.visible = bool(msg)
-
-    def _choice_title(self, choice: str) -> str:
-        names = self.state.param[SIDES[0]].names
-        return next((label for label, v in names.items() if v == choice), choice)
-
-    def _redraw(self, *_):
-        s = self.state
-        runs = s.runs
-        longest = max((r.baseline_ms for r in runs if r is not None), default=1000.0)
-        with pn.io.hold():
-            self.x_range.end = longest * 1.3
-            for side, run, choice in zip(self.sides, runs, (s.left, s.right)):
-                side.show(run, s, self._choice_title(choice))
-            self.breakeven.object = breakeven_html(s)
-
-    def __panel__(self):
-        s = self.state
-        wide = dict(sizing_mode="stretch_width", min_width=220, styles={"flex": "1 1 260px"})
-        texts_row = pn.FlexBox(
-            pn.widgets.Select.from_param(s.param.left, **wide),
-            pn.widgets.Select.from_param(s.param.right, **wide),
-            flex_wrap="wrap", gap="4px 28px", sizing_mode="stretch_width", name="ep4-choose",
-        )
-        knobs_row = pn.FlexBox(
-            pn.widgets.IntSlider.from_param(s.param.k, throttled=True, **wide),
-            pn.widgets.FloatSlider.from_param(s.param.c, step=0.01, throttled=True, **wide),
-            pn.Row(pn.widgets.IntInput.from_param(s.param.seed, width=130), self.run_button),
-            flex_wrap="wrap", align_items="flex-end", gap="4px 28px",
-            sizing_mode="stretch_width", name="ep4-knobs",
-        )
-        controls = pn.Column(texts_row, knobs_row, sizing_mode="stretch_width", name="ep4-controls")
-        sides = pn.FlexBox(*(side.panel for side in self.sides), flex_wrap="wrap", gap="12px 28px",
-                           sizing_mode="stretch_width", name="ep4-sides")
-        paste = pn.Column(
-            pn.pane.HTML(
-                '<h2>Try your own text</h2><p class="sdp-lede">Paste anything up to '
-                f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>Run my text</strong>. It is '
-                'cut into tokens, each token gets a probability by the automatic rule described '
-                'below, and it runs on the right-hand side (or on whichever side already shows your '
-                'text) with the same settings.</p>',
-                sizing_mode="stretch_width", stylesheets=[CSS]),
-            self.paste_input, self.paste_button, self.message,
-            sizing_mode="stretch_width", name="ep4-paste",
-        )
-        return pn.Column(
-            controls, self.breakeven,
-            pn.pane.HTML(KEY_HTML, sizing_mode="stretch_width", stylesheets=[CSS]),
-            sides, paste, sizing_mode="stretch_width",
-        )
-
-
 def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
     """A fresh Episode 4 page (one per session or notebook cell)."""
     state = state or BoilerplateVsPoetry()
     notice = bind_url(state, URL_PARAMS)
-    view = BoilerplateVsPoetryView(state=state)
-    explain = pn.pane.HTML(EXPLAIN_HTML, sizing_mode="stretch_width", stylesheets=[CSS])
+    view = BoilerplateVsPoetryView(state=state, paste_intro=PASTE_INTRO)
     return episode_shell(
-        number=NUMBER, title=TITLE, name="ep4",
-        lede=("The same speculative decoder (a small model drafts k tokens, the big model checks them "
-              "in one pass) runs over a piece of code and over a poem; only the text differs, and that "
-              "alone decides whether speculating pays off."),
-        try_this=("press <em>Run again</em> a few times and watch the two pairs of bars: the code stays "
-                  "well ahead of the big model alone, while the poem hovers around it and often ends "
-                  "up slower. Then paste some text of your own at the bottom."),
-        body=[notice, view, explain],
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep4",
+        lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(EXPLAIN_HTML, "ep4.css")],
     )

@@ -4,10 +4,13 @@ Every parameter has bounds, a label and a doc string; derived values are
 recomputed from the core when a parameter changes.
 """
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import param
+
+from ..core.seeds import SEED_MAX
 
 
 @contextmanager
@@ -29,3 +32,31 @@ def unlocked(obj: param.Parameterized) -> Iterator[None]:
     finally:
         for p in params:
             p.constant = True
+
+
+_filled: set = set()
+_fill_lock = threading.Lock()
+
+
+def fill_choices(cls: type[param.Parameterized], load: Callable[[], dict | list], *names: str) -> None:
+    """Give the selector parameters ``names`` of ``cls`` the choices ``load()`` returns, once.
+
+    For choices read from data files: the class is declared with only its default as a
+    choice, and the first instance (its ``__init__`` calls this before setting any value)
+    reads the rest, so importing the module reads no file. The choices are the same for
+    every session, so they are kept on the class.
+    """
+    key = (cls, names)
+    if key in _filled:
+        return
+    with _fill_lock:
+        if key not in _filled:
+            objects = load()
+            for name in names:
+                cls.param[name].objects = objects
+            _filled.add(key)
+
+
+def seed_param(default: int, *, label: str = "Seed", doc: str) -> param.Integer:
+    """A seed the page shows and a visitor can type back in: an integer in [0, SEED_MAX]."""
+    return param.Integer(default=default, bounds=(0, SEED_MAX), label=label, doc=doc)

@@ -1,6 +1,6 @@
 """State of Episode 2: the relay of a fast draft model and a slow big model.
 
-One :func:`core.relay.run` per change of ``k``, ``quality`` or ``seed``, over a
+One :func:`core.relay.run` per change of ``k``, ``q`` or ``seed``, over a
 fixed passage whose every token comes with the plausible wrong word a small
 draft would write instead. From that one run this module derives what the page
 shows: the two clocks after each round, the bad rounds and their running cost,
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import unlocked
+from . import seed_param, unlocked
 from ..core import relay
+from ..core.seeds import draw_seed
 
 BIG_PASS_MS = 600.0
 DRAFT_STEP_MS = 60.0
-SEED_MAX = 999_999
 
 #: The big model's text, token by token (leading spaces belong to the token),
 #: each with the draft's wrong guess at that position: a word that would also
@@ -41,7 +41,7 @@ PASSAGE: tuple[tuple[str, str], ...] = (
 TOKENS: tuple[str, ...] = tuple(t for t, _ in PASSAGE)
 DECOYS: tuple[str, ...] = tuple(d for _, d in PASSAGE)
 
-#: The run a visitor sees first: at k = 4 and quality 0.8 it opens with a perfect
+#: The run a visitor sees first: at k = 4 and q = 0.8 it opens with a perfect
 #: round (bonus token) and then a bad one, and has the typical speedup (2.4×).
 DEFAULT_SEED = 23
 
@@ -126,46 +126,38 @@ def progress_of(result: relay.RelayResult, big_pass_ms: float = BIG_PASS_MS) -> 
     )
 
 
-def fresh_seed(avoid: int | None = None) -> int:
-    """A seed from fresh OS entropy in [0, SEED_MAX], different from ``avoid``."""
-    rng = np.random.default_rng()
-    while True:
-        seed = int(rng.integers(0, SEED_MAX + 1))
-        if seed != avoid:
-            return seed
-
-
 class Relay(param.Parameterized):
     """A draft model proposes ``k`` tokens a round; the big model checks them in one pass."""
 
     k = param.Integer(
         default=4, bounds=(1, 12), label="Draft length k",
         doc="How many tokens the draft model proposes before the big model checks them.")
-    quality = param.Number(
+    q = param.Number(
         default=0.8, bounds=(0.0, 1.0), step=0.05, label="Draft quality",
         doc="Probability that the draft model guesses a token exactly as the big model would.")
-    seed = param.Integer(
-        default=DEFAULT_SEED, bounds=(0, SEED_MAX), label="Seed",
-        doc="Pins the run's randomness: the same seed, k and quality give the same run.")
+    seed = seed_param(DEFAULT_SEED, doc="Pins the run's randomness: the same seed, k and draft quality give "
+                                        "the same run.")
 
     result = param.ClassSelector(
         class_=relay.RelayResult, constant=True,
         doc="The run, recomputed from core.relay on every change.")
 
-    def __init__(self, **params):
+    def __init__(self, *, rng=None, **params):
         super().__init__(**params)
+        # The session's own generator: "New run" draws its seeds from it.
+        self._rng = np.random.default_rng(rng)
         self._recompute()
 
-    @param.depends("k", "quality", "seed", watch=True)
+    @param.depends("k", "q", "seed", watch=True)
     def _recompute(self) -> None:
         with unlocked(self):
             self.result = relay.run(
-                TOKENS, float(self.quality), int(self.k), rng=np.random.default_rng(self.seed),
+                TOKENS, float(self.q), int(self.k), rng=np.random.default_rng(self.seed),
                 big_pass_ms=BIG_PASS_MS, draft_step_ms=DRAFT_STEP_MS, decoys=DECOYS)
 
     def new_run(self) -> int:
         """Fresh randomness: pick a new seed (shown, so the run can be pinned again)."""
-        self.seed = fresh_seed(avoid=self.seed)
+        self.seed = draw_seed(self._rng, avoid=self.seed)
         return self.seed
 
     @property

@@ -37,7 +37,7 @@ class QualityDial(param.Parameterized):
         default=0.10, bounds=(0.0, 1.0), step=0.01, label="Draft cost c",
         doc="Time of one draft step as a fraction of one big-model pass.")
     run_again = param.Event(
-        label="Run 2,000 new rounds",
+        label=f"Run {N_ROUNDS:,} new rounds",
         doc="Simulate a fresh batch at the same settings, to see how much the measurement wiggles.")
 
     result = param.ClassSelector(

@@ -2,7 +2,7 @@
 
 Each side of the page shows one text (a bundled one from ``core.texts``, or the
 visitor's own pasted text). Every run samples acceptance per token from that
-token's guessability with ``core.relay.run``; the run's randomness comes from
+token's acceptance probability ``q`` with ``core.relay.run``; the run's randomness comes from
 ``seed``, one independent stream per side, so a seed reproduces a run exactly.
 "Run again" draws a new seed from the session's own generator.
 """
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import unlocked
+from . import fill_choices, seed_param, unlocked
 from ..core import relay, texts
+from ..core.seeds import draw_seed
 from ..core.texts import Text
 
 #: Simulated time of one big-model pass, as in the rest of the series.
@@ -26,8 +27,6 @@ SIDES = ("left", "right")
 
 #: Choice value that stands for the visitor's pasted text.
 PASTED = "pasted"
-
-SEED_MAX = 999_999
 
 
 def _text_choices() -> dict[str, str]:
@@ -99,17 +98,16 @@ class TextRun:
     @property
     def accepted(self) -> int:
         """Drafts the big model kept."""
-        return int(self.result.rounds["accepted"].sum())
+        return self.result.acceptance.accepted
 
     @property
     def judged(self) -> int:
         """Drafts the big model judged: the accepted ones plus each round's first miss."""
-        r = self.result.rounds
-        return self.accepted + int((r["accepted"] < r["drafted"]).sum())
+        return self.result.acceptance.judged
 
     @property
     def acceptance_rate(self) -> float:
-        return self.result.acceptance_rate
+        return self.result.acceptance.rate
 
     @property
     def tokens_per_round(self) -> float:
@@ -162,21 +160,20 @@ class TextRun:
 class BoilerplateVsPoetry(param.Parameterized):
     """Two texts side by side, each run through the same speculative decoder."""
 
+    # The choices are the bundled texts, read by the first instance (see fill_choices).
     left = param.Selector(
-        default="js-loop", objects=_text_choices(), label="Left text",
+        default="js-loop", objects=[], label="Left text",
         doc="The text on the left: a bundled text, or your own pasted text.")
     right = param.Selector(
-        default="poem-kettle", objects=_text_choices(), label="Right text",
+        default="poem-kettle", objects=[], label="Right text",
         doc="The text on the right: a bundled text, or your own pasted text.")
     k = param.Integer(
         default=6, bounds=(1, 12), label="Draft length k",
         doc="How many tokens the small model drafts before the big model checks them.")
     c = param.Number(
         default=0.15, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
-        doc="Time of one draft step as a fraction of one big-model pass (600 ms).")
-    seed = param.Integer(
-        default=0, bounds=(0, SEED_MAX), label="Seed",
-        doc="Fixes the run's random draws: the same seed and settings give the same run.")
+        doc=f"Time of one draft step as a fraction of one big-model pass ({BIG_PASS_MS:,.0f} ms).")
+    seed = seed_param(0, doc="Fixes the run's random draws: the same seed and settings give the same run.")
     paste = param.String(
         default="", label="Your own text",
         doc=f"Text to run, at most {texts.PASTE_MAX_CHARS:,} characters; used by use_paste().")
@@ -192,15 +189,13 @@ class BoilerplateVsPoetry(param.Parameterized):
         doc="The current run on each side (TextRun), or None for an empty paste slot.")
 
     def __init__(self, *, rng=None, **params):
+        fill_choices(BoilerplateVsPoetry, _text_choices, *SIDES)
         # The session's own generator: only "Run again" (and the first seed) draw from it.
         self._rng = np.random.default_rng(rng)
         if "seed" not in params:
-            params["seed"] = self._draw_seed()
+            params["seed"] = draw_seed(self._rng)
         super().__init__(**params)
         self._rerun()
-
-    def _draw_seed(self) -> int:
-        return int(self._rng.integers(0, SEED_MAX, endpoint=True))
 
     @property
     def draft_step_ms(self) -> float:
@@ -220,7 +215,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         seed = self.seed if seed is None else seed
         rng = np.random.default_rng(seed).spawn(len(SIDES))[side]
         result = relay.run(
-            text.tokens, text.p, self.k, rng=rng, big_pass_ms=BIG_PASS_MS,
+            text.tokens, text.q, self.k, rng=rng, big_pass_ms=BIG_PASS_MS,
             draft_step_ms=self.draft_step_ms, decoys=text.decoys)
         return TextRun.measure(text, result, seed)
 
@@ -235,7 +230,7 @@ class BoilerplateVsPoetry(param.Parameterized):
 
     def run_again(self) -> None:
         """Fresh randomness: a new seed from the session's generator, and a new run."""
-        new = self._draw_seed()
+        new = draw_seed(self._rng)
         if new == self.seed:
             self._rerun()
         else:

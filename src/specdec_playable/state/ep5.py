@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import unlocked
+from . import fill_choices, presets, unlocked
 from ..core import montecarlo, theory
-from . import presets
 
 #: Draft lengths that always get a curve (the visitor's k is added when it is not one of them).
 CURVE_KS = (1, 2, 3, 4, 6, 8, 12)
@@ -75,12 +74,13 @@ class BreakEvenMap(param.Parameterized):
     c = param.Number(
         default=0.15, bounds=(0.0, 1.0), step=0.001, label="Draft cost c",
         doc="One draft step as a fraction of a big-model pass; changing it moves every curve.")
+    # The choices are the presets' keys, read by the first instance (see fill_choices).
     preset = param.Selector(
-        default=None, objects=[None, *presets.by_key()], allow_None=True, label="Preset",
+        default=None, objects=[None], allow_None=True, label="Preset",
         doc="Key of the last real system applied with apply_preset (None: none yet).")
     simulate = param.Event(
-        label="Simulate 400 rounds",
-        doc="Run 400 fresh rounds at (q, k, c) and add the measured speedup as a point.")
+        label=f"Simulate {N_ROUNDS:,} rounds",
+        doc=f"Run {N_ROUNDS:,} fresh rounds at (q, k, c) and add the measured speedup as a point.")
     clear = param.Event(label="Clear points", doc="Remove every simulated point.")
 
     points = param.List(
@@ -88,6 +88,7 @@ class BreakEvenMap(param.Parameterized):
         doc="Points dropped so far (cleared when c changes, since every curve moves).")
 
     def __init__(self, *, rng=None, **params):
+        fill_choices(BreakEvenMap, lambda: [None, *presets.by_key()], "preset")
         super().__init__(**params)
         self._rng = np.random.default_rng(rng)
         self._break_even_c: float | None = None

@@ -1,9 +1,10 @@
 """State of Episode 6: the fine print (speculative sampling and adaptive draft length).
 
-Part 1: the big model's distribution ``p`` over a few next words is fixed; the
-draft's ``q`` is ``p`` bent by a temperature and a boost to one favourite word.
-Every change draws ``n_samples`` fresh outputs by speculative sampling from the
-session's own generator and tests them against ``p`` and against ``q``.
+Part 1: the big model's distribution ``p_big`` over a few next words is fixed; the
+draft's ``p_draft`` is ``p_big`` bent by a temperature and a boost to one favourite
+word. Every change draws ``n_samples`` fresh outputs by speculative sampling from
+the session's own generator and tests them against both distributions. (The page
+calls them p and q, as the papers do.)
 
 Part 2: four draft-length policies race over code, then a poem, then JSON, with
 one shared draw of randomness fixed by ``race_seed``.
@@ -14,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from . import unlocked
+from . import seed_param, unlocked
 from ..core import adaptive, sampling
+from ..core.seeds import draw_seed
 
 #: The sentence the next word continues, and the big model's view of that word.
 PROMPT = "The cat sat on the"
@@ -24,13 +26,13 @@ P_BIG = np.array([0.38, 0.24, 0.17, 0.11, 0.07, 0.03])
 P_BIG.setflags(write=False)
 
 SAMPLE_SIZES = (100, 1_000, 10_000, 100_000)
-SEED_MAX = 999_999
 #: Each text of the race is repeated this many times in a row.
 REPEATS = 2
 
 
 def draft_distribution(temperature: float, favourite: str, boost: float) -> np.ndarray:
-    """``q``: ``p`` sharpened or flattened by ``temperature``, with ``boost`` added to one word's logit.
+    """``p_draft``: ``P_BIG`` sharpened or flattened by ``temperature``, with ``boost`` added to
+    one word's logit.
 
     Examples
     --------
@@ -39,8 +41,8 @@ def draft_distribution(temperature: float, favourite: str, boost: float) -> np.n
     """
     logits = np.log(P_BIG) / temperature
     logits[WORDS.index(favourite)] += boost
-    q = np.exp(logits - logits.max())
-    return q / q.sum()
+    p_draft = np.exp(logits - logits.max())
+    return p_draft / p_draft.sum()
 
 
 class FinePrint(param.Parameterized):
@@ -68,17 +70,16 @@ class FinePrint(param.Parameterized):
     fixed_k = param.Integer(
         default=4, bounds=(1, adaptive.K_CAP), label="k of the fixed policy",
         doc="The draft length the fixed policy always uses.")
-    race_seed = param.Integer(
-        default=1, bounds=(0, SEED_MAX), label="Race seed",
-        doc="Fixes which tokens the draft guesses right; every policy sees the same draw.")
+    race_seed = seed_param(1, label="Race seed",
+                           doc="Fixes which tokens the draft guesses right; every policy sees the same draw.")
 
-    q = param.Array(constant=True, doc="The draft's distribution, derived from the three knobs.")
+    p_draft = param.Array(constant=True, doc="The draft's distribution, derived from the three knobs.")
     samples = param.ClassSelector(class_=sampling.SampleResult, constant=True,
                                   doc="The latest batch of speculative samples.")
-    fit_p = param.ClassSelector(class_=sampling.ChiSquare, constant=True,
-                                doc="Chi-square test of the outputs against p.")
-    fit_q = param.ClassSelector(class_=sampling.ChiSquare, constant=True,
-                                doc="Chi-square test of the outputs against q.")
+    fit_big = param.ClassSelector(class_=sampling.ChiSquare, constant=True,
+                                  doc="Chi-square test of the outputs against the big model's p_big.")
+    fit_draft = param.ClassSelector(class_=sampling.ChiSquare, constant=True,
+                                    doc="Chi-square test of the outputs against the draft's p_draft.")
     runs = param.Parameter(default=(), constant=True,
                        doc="The latest race: one PolicyRun per policy.")
 
@@ -90,17 +91,18 @@ class FinePrint(param.Parameterized):
         self._race()
 
     @property
-    def p(self) -> np.ndarray:
+    def p_big(self) -> np.ndarray:
+        """The big model's distribution over :data:`WORDS`."""
         return P_BIG
 
     @param.depends("temperature", "favourite", "boost", "n_samples", "draw", watch=True)
     def _sample(self) -> None:
-        q = draft_distribution(self.temperature, self.favourite, self.boost)
-        r = sampling.speculative_sample(P_BIG, q, self.n_samples, rng=self._rng)
+        p_draft = draft_distribution(self.temperature, self.favourite, self.boost)
+        r = sampling.speculative_sample(P_BIG, p_draft, self.n_samples, rng=self._rng)
         counts = r.counts()
         with unlocked(self):
-            self.param.update(q=q, samples=r, fit_p=sampling.chi_square(counts, P_BIG),
-                              fit_q=sampling.chi_square(counts, r.q))
+            self.param.update(p_draft=p_draft, samples=r, fit_big=sampling.chi_square(counts, P_BIG),
+                              fit_draft=sampling.chi_square(counts, r.p_draft))
 
     @param.depends("c", "fixed_k", "race_seed", watch=True)
     def _race(self) -> None:
@@ -111,7 +113,7 @@ class FinePrint(param.Parameterized):
 
     def new_race(self) -> None:
         """Fresh randomness for the race: a new seed from the session's generator."""
-        new = int(self._rng.integers(0, SEED_MAX, endpoint=True))
+        new = draw_seed(self._rng)
         if new == self.race_seed:
             self._race()
         else:
@@ -121,8 +123,8 @@ class FinePrint(param.Parameterized):
 
     @property
     def acceptance_theory(self) -> float:
-        """``sum(min(p, q))``."""
-        return float(np.minimum(P_BIG, self.q).sum())
+        """``sum(min(p_big, p_draft))``: the acceptance probability speculative sampling gives."""
+        return float(np.minimum(P_BIG, self.p_draft).sum())
 
     @property
     def frequencies(self) -> np.ndarray:

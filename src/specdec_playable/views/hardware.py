@@ -8,7 +8,7 @@ from bokeh.plotting import figure
 
 from ..core import hardware
 from . import theme
-from .page import esc
+from .page import esc, prose
 
 _MODELS = (
     ("llama-8b-shape", "8B shape", theme.BIG),
@@ -86,8 +86,8 @@ values). Solid: every linear layer of the shape replayed as one CUDA graph. Dash
 LlamaForCausalLM step in eager mode with a 512-token KV cache. Click a legend entry to hide a line.</p>
 """
     return pn.Column(
-        pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS]),
+        prose(text),
         pn.pane.Bokeh(pass_cost_figure(name), sizing_mode="stretch_width"),
-        pn.pane.HTML(note, sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS]),
+        prose(note),
         sizing_mode="stretch_width", name=f"{name}-section",
     )

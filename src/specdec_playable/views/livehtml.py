@@ -5,6 +5,8 @@ from __future__ import annotations
 import param
 from panel.custom import JSComponent
 
+from .resources import path
+
 
 class LiveHTML(JSComponent):
     """A block of trusted, already-escaped HTML that the browser swaps in place on every update.
@@ -18,11 +20,4 @@ class LiveHTML(JSComponent):
 
     html = param.String(default="", doc="The HTML to show; the caller escapes any outside text.")
 
-    _esm = """
-export function render({ model, el }) {
-  const box = document.createElement('div');
-  box.innerHTML = model.html;
-  el.appendChild(box);
-  model.on('html', () => { box.innerHTML = model.html; });
-}
-"""
+    _esm = path("livehtml.js")

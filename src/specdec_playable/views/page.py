@@ -1,13 +1,20 @@
-"""The shell every episode page shares: heading, lede, what to try, navigation."""
+"""The shell every episode page shares (heading, lede, what to try, navigation), and the small
+helpers every episode's view builds with: prose panes and their stylesheets, sliders, a panel
+beside its controls, and :class:`StateView`, the base of the episode Viewers."""
 
 from __future__ import annotations
 
 import html
 import logging
+import math
+from collections.abc import Sequence
+from typing import Protocol
 
 import panel as pn
+import param
 
-from . import theme
+from .a11y import AccessibleNames
+from .resources import stylesheet, theme_css
 
 log = logging.getLogger("specdec_playable")
 
@@ -17,54 +24,116 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def share(x: float, digits: int = 0) -> str:
+    """``x`` as a percentage, or "–" when it is undefined (NaN: nothing was counted)."""
+    return "–" if math.isnan(x) else f"{x:.{digits}%}"
+
+
 def stat(value: str, label: str, *, css_class: str = "") -> str:
     """One big number with its caption, as HTML (both escaped)."""
     return (f'<div class="sdp-stat {esc(css_class)}"><div class="v">{esc(value)}</div>'
             f'<div class="l">{esc(label)}</div></div>')
 
 
-def nav_html(number: int | None) -> str:
-    """Links to the index and to the neighbouring built episodes."""
-    from ..episodes import available
+def page_css(*extra: str) -> str:
+    """The page shell's stylesheet, followed by the named files of ``views/static/``."""
+    return stylesheet("page.css", *extra)
 
-    eps = available()
+
+def prose(html_text: str, *extra_css: str, **params) -> pn.pane.HTML:
+    """A full-width block of trusted package HTML (prose, a key, a heading) in the page's style."""
+    return pn.pane.HTML(html_text, sizing_mode="stretch_width", stylesheets=[page_css(*extra_css)],
+                        **params)
+
+
+def slider(p: param.Parameter, **kwargs) -> pn.widgets.Widget:
+    """A full-width slider for a numeric parameter (whole numbers for an Integer)."""
+    kind = pn.widgets.IntSlider if isinstance(p, param.Integer) else pn.widgets.FloatSlider
+    return kind.from_param(p, sizing_mode="stretch_width", **kwargs)
+
+
+def beside(controls: pn.viewable.Viewable, panel: pn.viewable.Viewable, *, basis: str,
+           min_width: int | None = None) -> pn.FlexBox:
+    """Controls with a panel (numbers, a table) to their right that moves under them on a phone."""
+    extra = {} if min_width is None else {"min_width": min_width}
+    return pn.FlexBox(
+        controls, pn.Column(panel, sizing_mode="stretch_width", styles={"flex": f"1 1 {basis}"}, **extra),
+        sizing_mode="stretch_width", flex_wrap="wrap")
+
+
+class StateView(pn.viewable.Viewer):
+    """A Viewer bound to one state object: a fresh one of the ``state`` parameter's class unless
+    one is given. Subclasses declare ``state = param.ClassSelector(class_=...)`` and build their
+    layout in :meth:`layout`; the view declares the theme's colours at its root, so it shows
+    the same alone (in a notebook cell, say) as in its page."""
+
+    def __init__(self, **params):
+        params.setdefault("state", type(self).param["state"].class_())
+        super().__init__(**params)
+
+    def layout(self) -> pn.viewable.Viewable:
+        raise NotImplementedError
+
+    def __panel__(self):
+        root = self.layout()
+        root.stylesheets = [theme_css(), *root.stylesheets]
+        return root
+
+
+class EpisodeRef(Protocol):
+    """What the navigation needs to know of another episode."""
+
+    number: int
+    slug: str
+    title: str
+
+
+def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = None) -> str:
+    """Links to the index and to the episodes before and after this one (when there are some)."""
     links = ['<a href="./">← All episodes</a>']
-    numbers = [e.number for e in eps]
-    if number in numbers:
-        i = numbers.index(number)
-        if i > 0:
-            p = eps[i - 1]
-            links.append(f'<a href="./{esc(p.slug)}">← Episode {p.number}: {esc(p.title)}</a>')
-        if i + 1 < len(eps):
-            n = eps[i + 1]
-            links.append(f'<a href="./{esc(n.slug)}">Episode {n.number}: {esc(n.title)} →</a>')
+    if previous is not None:
+        links.append(f'<a href="./{esc(previous.slug)}">← Episode {previous.number}: '
+                     f'{esc(previous.title)}</a>')
+    if following is not None:
+        links.append(f'<a href="./{esc(following.slug)}">Episode {following.number}: '
+                     f'{esc(following.title)} →</a>')
     return '<nav class="sdp-nav" aria-label="Episodes">' + "".join(links) + "</nav>"
 
 
-def episode_shell(*, number: int, title: str, lede: str, try_this: str, body: list,
-                  name: str) -> pn.Column:
+def episode_cards_html(episodes: Sequence) -> str:
+    """The index's list of episodes: number, title and summary of each, as links."""
+    cards = "".join(
+        f'<li><a href="./{esc(e.slug)}"><span class="n">Episode {e.number}</span>'
+        f'<span class="t">{esc(e.title)}</span></a><p>{esc(e.summary)}</p></li>'
+        for e in episodes
+    )
+    return f'<ol class="sdp-episodes">{cards}</ol>'
+
+
+def episode_shell(*, number: int, title: str, lede: str, try_this: str, body: Sequence,
+                  name: str, neighbours: tuple[EpisodeRef | None, EpisodeRef | None] = (None, None),
+                  ) -> pn.Column:
     """Wrap an episode's body in the common page shell.
 
-    ``lede`` and ``try_this`` are trusted package text (may contain simple HTML).
+    ``lede`` and ``try_this`` are trusted package text (may contain simple HTML);
+    ``neighbours`` are the episodes before and after this one, for the navigation.
     """
-    header = pn.pane.HTML(
+    header = prose(
         f'<p class="sdp-kicker">Speculative Decoding, Playable · Episode {number}</p>'
         f'<h1 class="sdp-title">{esc(title)}</h1>'
         f'<p class="sdp-lede">{lede}</p>'
         f'<div class="sdp-try"><strong>Try this:</strong> {try_this}</div>',
-        sizing_mode="stretch_width", stylesheets=[theme.PAGE_CSS], name=f"{name}-header",
+        name=f"{name}-header",
     )
-    def nav():
-        return pn.pane.HTML(nav_html(number), stylesheets=[theme.PAGE_CSS],
-                            sizing_mode="stretch_width")
 
-    from .a11y import AccessibleNames
+    def nav():
+        return prose(nav_html(*neighbours))
 
     return pn.Column(
         nav(), header, *body, nav(), AccessibleNames(),
         name=name, sizing_mode="stretch_width", max_width=1100,
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"},
-        stylesheets=[theme.PAGE_CSS],
+        stylesheets=[theme_css(), page_css()],
     )
 
 
@@ -73,7 +142,7 @@ def error_page(message: str = "This page could not be built.") -> pn.Column:
     return pn.Column(pn.pane.HTML(
         f'<h1 class="sdp-title">Something went wrong</h1><p class="sdp-lede">{esc(message)} '
         'The error was logged on the server. <a href="./">Back to all episodes</a>.</p>',
-        stylesheets=[theme.PAGE_CSS]), name="error-page")
+        stylesheets=[page_css()]), name="error-page", stylesheets=[theme_css()])
 
 
 def safe_page(build):

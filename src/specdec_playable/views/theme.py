@@ -33,24 +33,57 @@ STATUS = {
     "bonus": dict(fill=GOLD, hatch="o", mark="+", label="bonus token"),
 }
 
-FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif"
+#: Tints and shades the pages' CSS and charts use beside the main colours above.
+PALE_BLUE = "#f3f6fb"       # the "Try this" box, a quiet notice
+NOTICE = "#fff6d6"          # a notice or warning box ...
+NOTICE_LINE = "#e8cf75"     # ... and its border
+GOOD = "#eaf5ec"            # a "faster" verdict box ...
+GOOD_LINE = "#9cc9a6"       # ... and its border
+SHADE = "#f3f4f7"           # inline code, alternate chart bands
+OFF_WHITE = "#fcfcfd"       # the background of Episode 4's texts
+BIG_PALE = "#f6f3fa"        # a box about a real system (border: BIG)
+BIG_LIGHT = "#ece6f5"       # a draft being checked by the big model
+ACCEPTED_LIGHT = "#dcefe0"  # background of an accepted token
+REJECTED_LIGHT = "#e8a39b"  # second stripe of a rejected swatch
+DISCARDED_LIGHT = "#e1e3e8" # second stripe of a discarded swatch
+GOLD_LIGHT = "#fbefc4"      # background of the big model's own token in running text
+GOLD_TINT = "#f7e7ae"       # background of the big model's own token in Episode 4
+GOLD_DARK = "#7a5c00"       # the mark on a gold token (★, +)
+GOLD_OUTLINE = "#8a6a00"    # dashed outline of a gold token
+BAD_TEXT = "#8c2a1f"        # dark red label on the SLOWER band, 7:1
+EMBER = "#b04a00"           # a fourth line colour (Episode 6's +2/−1 policy)
+#: Primary buttons: Bokeh's own primary blue gives white text 3.6:1; this one gives 6.4:1 (WCAG AA).
+BUTTON = "#2c5f9e"
+BUTTON_HOVER = "#244f84"
 
-#: CSS for the page shell; injected as a stylesheet on the page's root column.
-PAGE_CSS = f"""
-:host {{ font-family: {FONT}; color: {INK}; }}
-.sdp-kicker {{ color: {MUTED}; font-size: 0.85rem; letter-spacing: 0.06em; text-transform: uppercase; margin: 0; }}
-.sdp-title {{ font-size: 1.9rem; line-height: 1.2; margin: 0.1em 0 0.3em 0; }}
-.sdp-lede {{ font-size: 1.08rem; line-height: 1.5; max-width: 46em; margin: 0 0 0.4em 0; }}
-.sdp-try {{ background: #f3f6fb; border-left: 4px solid {DRAFT}; padding: 0.5em 0.9em; border-radius: 4px;
-           max-width: 46em; margin: 0.4em 0 0.8em 0; }}
-.sdp-nav a {{ color: {DRAFT}; text-decoration: none; font-weight: 600; margin-right: 1.5em; }}
-.sdp-nav a:hover, .sdp-nav a:focus {{ text-decoration: underline; }}
-.sdp-stat {{ display: inline-block; margin: 0 1.6em 0.4em 0; vertical-align: top; }}
-.sdp-stat .v {{ font-size: 1.6rem; font-weight: 700; font-variant-numeric: tabular-nums; }}
-.sdp-stat .l {{ font-size: 0.85rem; color: {MUTED}; }}
-.sdp-note {{ color: {MUTED}; font-size: 0.92rem; line-height: 1.45; max-width: 50em; }}
-.sdp-notice {{ background: #fff6d6; border: 1px solid #e8cf75; padding: 0.4em 0.8em; border-radius: 4px; }}
-"""
+#: Every colour the pages' CSS uses, as a custom property ``--sdp-<name>`` (see :func:`css_variables`).
+CSS_COLOURS = {
+    "ink": INK, "muted": MUTED, "paper": PAPER, "grid": GRID,
+    "draft": DRAFT, "big": BIG, "accepted": ACCEPTED, "gold": GOLD, "rejected": REJECTED,
+    "discarded": DISCARDED, "slower": SLOWER,
+    "pale-blue": PALE_BLUE, "notice": NOTICE, "notice-line": NOTICE_LINE, "good": GOOD,
+    "good-line": GOOD_LINE, "shade": SHADE, "off-white": OFF_WHITE, "big-pale": BIG_PALE,
+    "big-light": BIG_LIGHT, "accepted-light": ACCEPTED_LIGHT, "rejected-light": REJECTED_LIGHT,
+    "discarded-light": DISCARDED_LIGHT, "gold-light": GOLD_LIGHT, "gold-tint": GOLD_TINT,
+    "gold-dark": GOLD_DARK, "gold-outline": GOLD_OUTLINE, "bad-text": BAD_TEXT, "ember": EMBER,
+    "button": BUTTON, "button-hover": BUTTON_HOVER,
+}
+
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif"
+MONO_FONT = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
+
+
+def css_variables(selector: str = ":host", names=None) -> str:
+    """The theme as CSS custom properties on ``selector``: ``--sdp-ink: #1f2430;`` and so on.
+
+    Every stylesheet in ``views/static/`` names its colours and fonts through these, so
+    this module stays the one place a colour is written down. ``names`` (without the
+    ``--sdp-`` prefix) limits the properties to those a stylesheet uses.
+    """
+    values = {**CSS_COLOURS, "font": FONT, "mono": MONO_FONT}
+    props = [f"--sdp-{name}: {value};" for name, value in values.items()
+             if names is None or name in names]
+    return f"{selector} {{ {' '.join(props)} }}\n" if props else ""
 
 
 def style_figure(fig, *, tick_color: str = MUTED) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import panel as pn
 import param
 
-from .page import esc
+from .page import esc, page_css
 
 log = logging.getLogger("specdec_playable")
 
@@ -91,22 +91,29 @@ def parse_value(p: param.Parameter, text: str):
 
 
 def read_query(state: param.Parameterized, names: Sequence[str],
-               query: Mapping[str, object]) -> tuple[dict, list[str]]:
+               query: Mapping[str, object], aliases: Mapping[str, str] | None = None,
+               ) -> tuple[dict, list[str]]:
     """Parse ``query`` for ``names`` of ``state``: ``(values to apply, notices)``.
 
-    Notices are plain text; escape them before showing them.
+    ``aliases`` maps old keys of shared links to the names they now stand for; a key
+    under its current name wins over its alias. Notices are plain text (they quote
+    the key as the link wrote it); escape them before showing them.
     """
+    aliases = dict(aliases or {})
     values, notices, unknown = {}, [], []
     for key, raw in query.items():
         key = str(key)
         if key.startswith("bokeh-"):  # Bokeh's own embedding arguments
             continue
-        if key not in names:
+        name = aliases.get(key, key)
+        if name not in names:
             unknown.append(key)
             continue
+        if name != key and name in query:
+            continue
         text = _text(raw)
-        value, reason = parse_value(state.param[key], text)
-        values[key] = value
+        value, reason = parse_value(state.param[name], text)
+        values[name] = value
         if reason:
             notices.append(f"{key}={_short(text)} was {reason}; it is now {_fmt(value)}")
     if unknown:
@@ -124,21 +131,22 @@ def notice_html(notices: Sequence[str]) -> str:
             f'changed:</strong><ul style="margin:0.2em 0 0 0">{items}</ul></div>')
 
 
-def bind_url(state: param.Parameterized, names: Sequence[str]) -> pn.pane.HTML:
+def bind_url(state: param.Parameterized, names: Sequence[str],
+             aliases: Mapping[str, str] | None = None) -> pn.pane.HTML:
     """Restore ``names`` of ``state`` from this session's URL and keep the URL in step.
 
-    Returns the notice pane (empty and hidden when nothing had to change). Outside
-    a server session (a notebook, a test) it only returns the hidden pane.
+    ``aliases`` are old keys still read from shared links (see :func:`read_query`); the
+    address bar is written with the current names. Returns the notice pane (empty and
+    hidden when nothing had to change). Outside a server session (a notebook, a test)
+    it only returns the hidden pane.
     """
-    from .theme import PAGE_CSS
-
     names = list(names)
-    pane = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", stylesheets=[PAGE_CSS],
+    pane = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", stylesheets=[page_css()],
                         name="url-notice")
     if pn.state.curdoc is None or pn.state.curdoc.session_context is None:
         return pane
     try:
-        values, notices = read_query(state, names, pn.state.session_args or {})
+        values, notices = read_query(state, names, pn.state.session_args or {}, aliases)
     except Exception:  # noqa: BLE001 - a bad link must never break the page
         log.exception("could not read the query string")
         values, notices = {}, ["the link's settings could not be read, so defaults are used"]

@@ -1,0 +1,375 @@
+"""Episode 6's view: speculative sampling (part 1) and the race of draft-length policies (part 2).
+
+Each chart is built once and updated through its sources; :func:`sampling_html`,
+:func:`race_html` and :func:`key_html` are plain functions of the state.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import (
+    BoxAnnotation,
+    ColumnDataSource,
+    FactorRange,
+    FixedTicker,
+    HoverTool,
+    Label,
+    Legend,
+    LegendItem,
+    NumeralTickFormatter,
+    Range1d,
+)
+from bokeh.plotting import figure
+from bokeh.transform import dodge
+
+from ..core import adaptive
+from ..state.ep6 import PROMPT, SAMPLE_SIZES, WORDS, FinePrint
+from . import theme
+from .page import StateView, beside, esc, page_css, prose, share, slider, stat
+
+_CSS = "ep6.css"
+_KEY_CSS = "ep6_key.css"  # the lines' swatches, in the key and in the race table
+#: Colour (a theme name) and dash per policy: dash and label tell them apart without colour.
+POLICY_STYLE = (
+    dict(tone="muted", dash="dashed", dash_name="dashed"),
+    dict(tone="ember", dash="dotdash", dash_name="dot-dash"),
+    dict(tone="draft", dash="solid", dash_name="solid"),
+    dict(tone="accepted", dash="dotted", dash_name="dotted"),
+)
+_GENRE = {"code": "code", "poem": "poem", "json": "JSON"}
+#: A p-value below this, against the big model's distribution, is flagged (it happens about once
+#: in a hundred batches of honest draws).
+RED_FLAG = 0.01
+
+
+def _style(fig) -> None:
+    theme.style_figure(fig, tick_color=theme.INK)
+    fig.title.text_font_size = "14px"
+    fig.title.text_color = theme.INK
+    fig.min_border_left = 10
+    fig.min_border_right = 14
+
+
+def _legend(items, fig) -> None:
+    fig.add_layout(Legend(items=items, orientation="horizontal", label_text_font_size="12px",
+                          border_line_color=None, padding=2, margin=0, spacing=8), "above")
+
+
+# ---------------------------------------------------------------------------
+# Part 1: speculative sampling
+# ---------------------------------------------------------------------------
+
+
+class SamplingCharts:
+    """p against q, and what came out of N draws against both."""
+
+    def __init__(self):
+        words = list(WORDS)
+        zeros = [0.0] * len(words)
+        self.models = ColumnDataSource(dict(word=words, p_big=zeros, p_draft=zeros, overlap=zeros),
+                                       name="ep6-models")
+        self.out = ColumnDataSource(dict(word=words, freq=zeros, count=[0] * len(words), p_big=zeros,
+                                         p_draft=zeros), name="ep6-out")
+        self.y_models = Range1d(0, 1, name="ep6-models-y")
+        self.y_out = Range1d(0, 1, name="ep6-out-y")
+
+        f = figure(name="ep6-models-fig", height=270, sizing_mode="stretch_width",
+                   x_range=FactorRange(*words), y_range=self.y_models, tools="",
+                   toolbar_location=None,
+                   title=f"Next word after “{PROMPT} …”: the two models",
+                   y_axis_label="probability")
+        p_bars = f.vbar(x=dodge("word", -0.19, range=f.x_range), top="p_big", width=0.36,
+                        source=self.models, fill_color=theme.BIG, line_color=theme.BIG)
+        q_bars = f.vbar(x=dodge("word", 0.19, range=f.x_range), top="p_draft", width=0.36,
+                        source=self.models, fill_color=theme.DRAFT, line_color=theme.DRAFT,
+                        hatch_pattern="/", hatch_color="white", hatch_alpha=0.8, hatch_scale=7)
+        f.add_tools(HoverTool(renderers=[p_bars, q_bars], tooltips=[
+            ("word", "@word"), ("big model p", "@p_big{0.000}"), ("draft q", "@p_draft{0.000}"),
+            ("min(p, q)", "@overlap{0.000}")]))
+        _legend([LegendItem(label="big model p (solid)", renderers=[p_bars]),
+                 LegendItem(label="draft q (hatched)", renderers=[q_bars])], f)
+        f.yaxis.formatter = NumeralTickFormatter(format="0%")
+        f.xgrid.grid_line_color = None
+        _style(f)
+        self.models_fig = f
+
+        g = figure(name="ep6-out-fig", height=270, sizing_mode="stretch_width",
+                   x_range=FactorRange(*words), y_range=self.y_out, tools="",
+                   toolbar_location=None, title="What came out: measured share of each word",
+                   y_axis_label="share of outputs")
+        bars = g.vbar(x="word", top="freq", width=0.6, source=self.out, fill_color=theme.ACCEPTED,
+                      fill_alpha=0.75, line_color=theme.ACCEPTED)
+        p_tick = g.scatter("word", "p_big", source=self.out, marker="dash", size=36,
+                           line_color=theme.INK, line_width=3.5)
+        q_dot = g.scatter("word", "p_draft", source=self.out, marker="circle", size=10,
+                          fill_color=theme.PAPER, line_color=theme.DRAFT, line_width=2.5)
+        g.add_tools(HoverTool(renderers=[bars], tooltips=[
+            ("word", "@word"), ("came out", "@count (@freq{0.00%})"), ("big model p", "@p_big{0.00%}"),
+            ("draft q", "@p_draft{0.00%}")]))
+        _legend([LegendItem(label="measured", renderers=[bars]),
+                 LegendItem(label="p (black)", renderers=[p_tick]),
+                 LegendItem(label="q (circle)", renderers=[q_dot])], g)
+        g.yaxis.formatter = NumeralTickFormatter(format="0%")
+        g.xgrid.grid_line_color = None
+        _style(g)
+        self.out_fig = g
+
+    def update(self, s: FinePrint) -> None:
+        big, draft = s.p_big, s.p_draft
+        words = list(WORDS)
+        freq = s.frequencies
+        self.models.data = dict(word=words, p_big=big.tolist(), p_draft=draft.tolist(),
+                                overlap=np.minimum(big, draft).tolist())
+        self.out.data = dict(word=words, freq=freq.tolist(), count=s.samples.counts().tolist(),
+                             p_big=big.tolist(), p_draft=draft.tolist())
+        self.y_models.end = float(max(big.max(), draft.max())) * 1.12
+        self.y_out.end = float(max(big.max(), draft.max(), freq.max())) * 1.12
+
+
+def _fmt_p(x: float) -> str:
+    if x < 1e-300:
+        return "below 10^-300 (zero to machine precision)"
+    if x < 1e-4:
+        return f"{x:.1e}".replace("e-0", "e-").replace("e-", " × 10^-")
+    return f"{x:.4f}" if x < 0.01 else f"{x:.3f}"
+
+
+def _fmt_stat(x: float) -> str:
+    return "∞" if math.isinf(x) else f"{x:,.1f}"
+
+
+def sampling_html(s: FinePrint) -> str:
+    """The measured and theoretical acceptance, and the chi-square verdicts against both models.
+
+    The page writes p and q for the big model's and the draft's distributions, as the papers do.
+    """
+    r = s.samples
+    fp, fq = s.fit_big, s.fit_draft
+    stats = (
+        '<div class="ep6-stats">'
+        + stat(share(r.acceptance_rate, 1),
+               f"drafts kept, measured ({int(r.accepted.sum()):,} of {r.n:,})")
+        + stat(f"{s.acceptance_theory:.1%}", "theory: sum of min(p, q)", css_class="theory")
+        + "</div>"
+    )
+    p_ok = fp.p_value >= RED_FLAG
+    verdict_p = (
+        f"Against the big model's p: chi-square = {_fmt_stat(fp.statistic)} with {fp.df} degrees of "
+        f"freedom, p-value {_fmt_p(fp.p_value)}. "
+        + (f"That is what honest draws from p look like (a p-value below {RED_FLAG:g} would be a red flag)."
+           if p_ok else
+           "A p-value this small happens about once in a hundred batches even when the draws do come "
+           "from p; draw again and it will move.")
+    )
+    inf_note = (" (some outputs are words the draft never proposes)" if math.isinf(fq.statistic)
+                else "")
+    verdict_q = (
+        f"Against the draft's q: chi-square = {_fmt_stat(fq.statistic)}{inf_note}, p-value "
+        f"{_fmt_p(fq.p_value)}. "
+        + ("With this many samples the output is clearly not distributed like q."
+           if fq.p_value < 1e-3 else
+           "Here p and q are too close (or N too small) for the test to tell them apart.")
+    )
+    cls = "ep6-verdict" if p_ok else "ep6-verdict warn"
+    return (stats + f'<div class="{cls}" role="status"><strong>Measured on {r.n:,} draws.</strong> '
+            f'{esc(verdict_p)}<br>{esc(verdict_q)}</div>')
+
+
+# ---------------------------------------------------------------------------
+# Part 2: the race
+# ---------------------------------------------------------------------------
+
+
+class RaceCharts:
+    """Cumulative wall clock against tokens written, and k over the stream, one line per policy."""
+
+    def __init__(self, stream: adaptive.Stream):
+        n = len(stream)
+        self.wall = [ColumnDataSource(dict(x=[0], y=[0.0]), name=f"ep6-wall-{i}") for i in range(4)]
+        self.ks = [ColumnDataSource(dict(x=[0], y=[0]), name=f"ep6-k-{i}") for i in range(4)]
+        self.x_range = Range1d(0, n, bounds=(0, n), name="ep6-x")
+        self.y_wall = Range1d(0, n, name="ep6-wall-y")
+
+        f = figure(name="ep6-wall-fig", height=310, sizing_mode="stretch_width",
+                   x_range=self.x_range, y_range=self.y_wall, tools="", toolbar_location=None,
+                   title="Time spent so far (lower is faster)",
+                   x_axis_label="tokens written", y_axis_label="wall clock (big-model passes)")
+        g = figure(name="ep6-k-fig", height=250, sizing_mode="stretch_width",
+                   x_range=self.x_range, y_range=Range1d(-0.5, adaptive.K_CAP + 2.4),
+                   tools="", toolbar_location=None, title="Draft length k chosen each round",
+                   x_axis_label="tokens written", y_axis_label="k")
+        for fig in (f, g):
+            for i, (label, a, b) in enumerate(stream.segments):
+                fig.add_layout(BoxAnnotation(left=a, right=b, fill_alpha=0.55, level="underlay",
+                                             fill_color=theme.SHADE if i % 2 == 0 else theme.PAPER))
+        top = adaptive.K_CAP + 1.1
+        for label, a, b in stream.segments:
+            g.add_layout(Label(x=(a + b) / 2, y=top, text=_GENRE.get(label, label),
+                               text_align="center", text_font_size="12px",
+                               text_color=theme.INK, text_font_style="bold"))
+        plain = f.line([0, n], [0, n], line_color=theme.INK, line_width=1.5, line_dash=[2, 4])
+        self.genre_labels = []
+        for label, a, b in stream.segments:
+            lab = Label(x=(a + b) / 2, y=n * 0.93, text=_GENRE.get(label, label), text_align="center",
+                        text_font_size="12px", text_color=theme.INK, text_font_style="bold")
+            f.add_layout(lab)
+            self.genre_labels.append(lab)
+        self.plain = plain
+        self.wall_renderers = []
+        for i, st in enumerate(POLICY_STYLE):
+            color = theme.CSS_COLOURS[st["tone"]]
+            r = f.line("x", "y", source=self.wall[i], line_color=color, line_width=2.5,
+                       line_dash=st["dash"])
+            g.step("x", "y", source=self.ks[i], mode="after", line_color=color,
+                   line_width=2.2, line_dash=st["dash"])
+            self.wall_renderers.append(r)
+        g.yaxis.ticker = FixedTicker(ticks=[0, 2, 4, 6, 8, 10, 12])
+        g.yaxis.major_label_overrides = {0: "off"}
+        g.ygrid.grid_line_color = theme.GRID
+        _style(f)
+        _style(g)
+        self.wall_fig, self.k_fig = f, g
+
+    def update(self, s: FinePrint) -> None:
+        for i, run in enumerate(s.runs):
+            written = np.concatenate([[0], np.cumsum(run.tokens)])
+            self.wall[i].data = dict(x=written.tolist(), y=[0.0, *run.wall.tolist()])
+            # Step after each round's start; end the line where the stream ends.
+            self.ks[i].data = dict(x=[*run.start.tolist(), len(s.stream)],
+                                   y=[*run.k.tolist(), int(run.k[-1])])
+        top = max(len(s.stream), *(r.total_cost for r in s.runs))
+        self.y_wall.end = top * 1.02
+        for lab in self.genre_labels:
+            lab.y = top * 0.95
+
+
+def _swatch(st: dict) -> str:
+    """A policy's line in the key: its colour, and its dash drawn as solid, dotted or dashed."""
+    style = {"solid": "solid", "dotted": "dotted"}.get(st["dash"], "dashed")
+    return f'<span class="ep6-sw line-{style} tone-{st["tone"]}" aria-hidden="true"></span>'
+
+
+
+def key_html(s: FinePrint) -> str:
+    """The charts' key: each policy's line (colour and dash) and name."""
+    items = ['<span class="ep6-ki"><span class="ep6-sw plain" aria-hidden="true"></span>'
+             'plain decoding (fine dots)</span>']
+    for run, st in zip(s.runs, POLICY_STYLE):
+        items.append(f'<span class="ep6-ki">{_swatch(st)}{esc(run.label)} '
+                     f'({esc(st["dash_name"])})</span>')
+    return '<p class="ep6-key"><strong>Lines:</strong> ' + "".join(items) + "</p>"
+
+
+def race_html(s: FinePrint) -> str:
+    """The race results: each policy's speedup, time and drafts kept, the fastest marked."""
+    n = len(s.stream)
+    best = s.best_run
+    rows = []
+    for i, (run, st) in enumerate(zip(s.runs, POLICY_STYLE)):
+        mark = " ★ fastest" if run is best else ""
+        off = f"{run.plain_rounds}" if run.plain_rounds else "0"
+        rows.append(
+            f'<tr class="{"best" if run is best else ""}"><td>{_swatch(st)}'
+            f'{esc(run.label)}{mark}<br><small>{esc(st["dash_name"])} line · {run.n_rounds} rounds'
+            f'{f", {off} of them plain" if run.plain_rounds else ""}</small></td>'
+            f'<td class="n">{run.speedup:.2f}×</td><td class="n">{run.total_cost:,.1f}</td>'
+            f'<td class="n">{share(run.acceptance_rate)}</td></tr>')
+    return (
+        '<div class="ep6-wrap"><table class="ep6-table" aria-label="Race results">'
+        '<thead><tr><th>policy</th><th>speed&shy;up</th><th>time (passes)</th>'
+        '<th>drafts kept</th></tr></thead><tbody>' + "".join(rows)
+        + f'</tbody></table></div><p class="sdp-note">Plain decoding takes {n} passes for these '
+        f'{n} tokens. Speedup = {n} ÷ the policy\'s time. Every policy saw the same draw (seed '
+        f'{s.race_seed}): a drafted token is right or wrong at the same place for all of them.</p>'
+    )
+
+
+# ---------------------------------------------------------------------------
+# The view
+# ---------------------------------------------------------------------------
+
+
+class FinePrintView(StateView):
+    """Both parts bound to one :class:`FinePrint` state."""
+
+    state = param.ClassSelector(class_=FinePrint)
+    part1_intro = param.String(default="", doc="Trusted HTML that opens part 1 (its heading too).")
+    part2_intro = param.String(default="", doc="Trusted HTML that opens part 2 (its heading too).")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        self.sampling = SamplingCharts()
+        self.race = RaceCharts(s.stream)
+        self.sampling_numbers = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
+                                             name="ep6-sampling-numbers", margin=(0, 10))
+        self.race_table = pn.pane.HTML(sizing_mode="stretch_width", name="ep6-race-table",
+                                       stylesheets=[page_css(_CSS, _KEY_CSS)], margin=(0, 10))
+        self.race_key = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_KEY_CSS)],
+                                     name="ep6-race-key", margin=(0, 10))
+        self.new_race_button = pn.widgets.Button(label="New randomness", color="primary",
+                                                 width=160)
+        self.new_race_button.on_click(self._on_new_race)
+        s.param.watch(self._redraw_sampling, "samples")
+        s.param.watch(self._redraw_race, "runs")
+        self._redraw_sampling()
+        self._redraw_race()
+
+    def _on_new_race(self, _event) -> None:
+        with pn.io.hold():
+            self.state.new_race()
+
+    def _redraw_sampling(self, *_):
+        with pn.io.hold():
+            self.sampling.update(self.state)
+            self.sampling_numbers.object = sampling_html(self.state)
+
+    def _redraw_race(self, *_):
+        with pn.io.hold():
+            self.race.update(self.state)
+            self.race_table.object = race_html(self.state)
+            self.race_key.object = key_html(self.state)
+
+    def layout(self):
+        s = self.state
+        part1_controls = pn.Column(
+            slider(s.param.temperature, step=0.05, format="0.00"),
+            pn.widgets.Select.from_param(s.param.favourite, sizing_mode="stretch_width"),
+            slider(s.param.boost, step=0.1, format="0.0"),
+            pn.widgets.Select.from_param(
+                s.param.n_samples, options={f"{n:,}": n for n in SAMPLE_SIZES},
+                sizing_mode="stretch_width"),
+            pn.widgets.Button.from_param(s.param.draw, color="primary", description=None),
+            width=300, name="ep6-sampling-controls",
+        )
+        part1 = pn.Column(
+            prose(self.part1_intro, _CSS),
+            beside(part1_controls, self.sampling_numbers, basis="380px", min_width=300),
+            pn.FlexBox(
+                pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width",
+                              styles={"flex": "1 1 420px"}, min_width=300),
+                pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width",
+                              styles={"flex": "1 1 420px"}, min_width=300),
+                sizing_mode="stretch_width", flex_wrap="wrap"),
+            sizing_mode="stretch_width",
+        )
+        part2_controls = pn.Column(
+            slider(s.param.c, step=0.01, format="0.00"),
+            slider(s.param.fixed_k),
+            pn.widgets.IntInput.from_param(s.param.race_seed, sizing_mode="stretch_width"),
+            self.new_race_button,
+            width=300, name="ep6-race-controls",
+        )
+        part2 = pn.Column(
+            prose(self.part2_intro, _CSS),
+            beside(part2_controls, self.race_table, basis="420px", min_width=300),
+            self.race_key,
+            pn.pane.Bokeh(self.race.wall_fig, sizing_mode="stretch_width"),
+            pn.pane.Bokeh(self.race.k_fig, sizing_mode="stretch_width"),
+            sizing_mode="stretch_width",
+        )
+        return pn.Column(part1, part2, sizing_mode="stretch_width")

@@ -1,0 +1,85 @@
+"""The lane player: a lanes figure with its controls, shown a new :class:`Timeline` on every change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .. import theme
+from .controls import PlayerControls
+from .figure import LaneSources, lanes_figure
+from .timeline import (
+    Lane,
+    Timeline,
+    bar_columns,
+    clock_columns,
+    cursor_columns,
+    hatch_patterns,
+    resolve_styles,
+)
+
+
+class LanePlayer:
+    """Lanes on one wall clock, played in the browser, with Play/Pause, Restart, a speed choice
+    and, optionally, a step button.
+
+    Build one per session; call :meth:`show` with a new :class:`Timeline` whenever the
+    server recomputes. ``name`` prefixes the Bokeh model names, so tests can find
+    ``<name>-bars``, ``<name>-clocks``, ``<name>-cursor``, ``<name>-play``,
+    ``<name>-restart``, ``<name>-speed`` and ``<name>-step``.
+
+    Parameters
+    ----------
+    lanes : sequence of Lane
+    styles : mapping, optional
+        Extra statuses (same keys as :data:`theme.STATUS`) for this figure.
+    label_size : str
+        Font size of a box's label unless the box sets its own.
+    lane_clocks : bool
+        Draw each lane's running clock beside its last box.
+    min_label_px : float
+        If > 0, a label is drawn only where its box is at least this wide, and wide
+        enough for the label's text, on screen.
+    speeds, speed, step_label, frame_hook, frame_args
+        See :class:`PlayerControls`.
+    """
+
+    def __init__(self, lanes: Sequence[Lane], *, name: str, height: int = 260,
+                 x_label: str = "wall clock (ms)", label_size: str = "12px",
+                 y_pad: tuple[float, float] = (0.75, 0.8),
+                 speeds: Mapping[str, float] | None = None, speed: str | None = None,
+                 step_label: str | None = None, lane_clocks: bool = True,
+                 styles: Mapping[str, dict] | None = None,
+                 frame_hook: str | None = None, frame_args: Mapping | None = None,
+                 min_label_px: float = 0):
+        self.lanes = tuple(lanes)
+        self.name = name
+        self.label_size = label_size
+        self.min_label_px = float(min_label_px)
+        self.styles = resolve_styles({**theme.STATUS, **(styles or {})})
+        hatches = hatch_patterns(self.styles)
+        self.sources = LaneSources.empty(name, self.lanes, self.styles)
+        self.figure = lanes_figure(self.lanes, self.sources, hatches, name=name, height=height,
+                                   x_label=x_label, y_pad=y_pad, lane_clocks=lane_clocks)
+        self.buttons = PlayerControls(
+            self.sources, self.figure, name=name, styles=self.styles, hatches=hatches,
+            speeds=speeds, speed=speed, step_label=step_label, frame_hook=frame_hook,
+            frame_args=frame_args, min_label_px=min_label_px)
+        #: The row of buttons and the speed choice, to place on the page.
+        self.controls = self.buttons.row
+
+    def show(self, timeline: Timeline) -> None:
+        """Replace the timeline, drawn at its end state (Play replays it)."""
+        src = self.sources
+        x_end = timeline.axis_end
+        data = bar_columns(timeline, self.styles, label_size=self.label_size,
+                           min_label_px=self.min_label_px)
+        # The browser applies these in order. What the data hook reads (range, view, stops)
+        # goes before the bars, whose arrival runs the hook; the clocks and the cursor go
+        # last, so whoever waits for them (a test, say) sees the new bars too.
+        src.x_range.start = 0.0
+        src.x_range.end = x_end
+        src.view.data = dict(x_end=[x_end], window=[float(timeline.window_ms or 0.0)])
+        src.stops.data = dict(t=timeline.stop_times)
+        src.bars.data = data
+        src.clocks.data = clock_columns(self.lanes, timeline.lane_end, x_end)
+        src.cursor.data = cursor_columns(timeline.total)

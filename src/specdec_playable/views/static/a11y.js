@@ -1,0 +1,41 @@
+// Accessible names for the controls Panel and Bokeh render without one (see views/a11y.py):
+// each slider handle after its slider's title, each spinner button "increase"/"decrease".
+
+const SETTLE_MS = 500;
+const SETTLE_RUNS = 20;
+
+function nameControls() {
+  const roots = [];
+  const walk = (root) => {
+    roots.push(root);
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot);
+  };
+  walk(document);
+  for (const r of roots) {
+    const title = r.querySelector('.bk-slider-title');
+    const label = title ? title.textContent.split(':')[0].trim() : '';
+    for (const h of r.querySelectorAll('.noUi-handle')) {
+      if (label && h.getAttribute('aria-label') !== label) h.setAttribute('aria-label', label);
+    }
+    const what = (r.querySelector('label') || {}).textContent || 'value';
+    for (const b of r.querySelectorAll('button.bk-spin-btn-up:not([aria-label])'))
+      b.setAttribute('aria-label', 'increase ' + what.trim());
+    for (const b of r.querySelectorAll('button.bk-spin-btn-down:not([aria-label])'))
+      b.setAttribute('aria-label', 'decrease ' + what.trim());
+  }
+}
+
+export function render({ el }) {
+  const box = document.createElement('div');
+  box.id = 'sdp_a11y';
+  box.setAttribute('aria-hidden', 'true');
+  box.style.display = 'none';
+  el.appendChild(box);
+  nameControls();
+  let n = 0;
+  const id = setInterval(() => { nameControls(); if (++n >= SETTLE_RUNS) clearInterval(id); }, SETTLE_MS);
+  if (!window.__sdp_a11y_focus) {
+    window.__sdp_a11y_focus = true;
+    document.addEventListener('focusin', nameControls, true);
+  }
+}

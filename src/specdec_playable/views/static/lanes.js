@@ -1,0 +1,218 @@
+// The lane player: plays a timeline of boxes on lanes against one wall clock, in the
+// browser, with a requestAnimationFrame loop that never calls the server.
+//
+// This file is the body of the one Bokeh CustomJS of a player (views/lanes/controls.py).
+// It runs when Play, Step or Restart is clicked and when the server replaces bars.data
+// with a new timeline: cb_obj is then the click event (whose origin is the button) or the
+// bars source. Its arguments:
+//   bars      ColumnDataSource, one row per box (columns: views/lanes/timeline.py bar_columns)
+//   clocks    ColumnDataSource, one row per lane clock (clock_columns)
+//   cursor    ColumnDataSource, one row: the wall-clock cursor (x, label, align, offset, playing)
+//   stops     ColumnDataSource, column t: the times the Step button pauses at
+//   view      ColumnDataSource, one row: x_end (axis end at rest), window (ms shown while
+//             playing; 0 shows the whole run)
+//   xr        Range1d, the time axis;  fig  the figure (its width decides which labels fit)
+//   play, step, restart   Buttons (step is null when the player has none);  speed  Select
+//   opts      numbers and tables named once in Python: speeds {label: sim ms per real ms},
+//             styles {status: {fill, line, hatch}}, hatches [pattern of overlay j],
+//             min_label_px, char_em, flip_at, follow_at, max_step_ms, muted,
+//             labels {play, pause}
+// A frame hook is appended to this file: it defines sdp_frame(t), run at the end of every
+// frame for the page's own elements outside the figure, with `state` and sdp_total() in
+// scope. A hook only mutates the DOM or sources in place and never assigns a model
+// property, so no frame reaches the server.
+//
+// Pitfalls handled: column arrays are changed in place and announced with change.emit()
+// (assigning .data would sync to the server every frame); the axis moves with
+// {sync: false}; zero-width boxes hide their outlines through the alpha column; elapsed
+// wall time, clamped, drives the clock; prefers-reduced-motion jumps straight to the target.
+
+/* global bars, clocks, cursor, stops, view, xr, fig, play, step, restart, speed, opts, cb_obj, sdp_frame */
+
+const state = bars.__sdp || (bars.__sdp = {t: 0, playing: false, last: null, raf: null, until: 0});
+const reduce = window.matchMedia && window.matchMedia('(prefers-reduced-motion: reduce)').matches;
+const EPS = 1e-6;
+
+function sdp_total() {
+  let m = 0;
+  for (const e of bars.data.end) m = Math.max(m, e);
+  return m;
+}
+
+// Follow the clock while the run is on; show the whole run once it ends (once only, so a
+// visitor can zoom in afterwards). sync: false keeps these browser-only changes local.
+function follow(t) {
+  const V = view.data;
+  if (!V.window.length || V.window[0] <= 0) return;
+  const full = V.x_end[0], w = V.window[0];
+  let range = null;
+  if (t < sdp_total() - EPS && w < full) {
+    const s0 = Math.min(Math.max(t - opts.follow_at * w, 0), full - w);
+    range = [s0, s0 + w];
+    state.whole = false;
+  } else if (!state.whole) {
+    range = [0, full];
+    state.whole = true;
+  }
+  if (range && (xr.start !== range[0] || xr.end !== range[1]))
+    xr.setv({start: range[0], end: range[1]}, {sync: false});
+}
+
+// Screen pixels per ms of the time axis, or null before the figure is laid out.
+function pxPerMs() {
+  if (!(opts.min_label_px > 0 && window.Bokeh && Bokeh.index)) return null;
+  const pv = Bokeh.index.find_one(fig);
+  return pv && pv.frame ? pv.frame.bbox.width / Math.max(xr.end - xr.start, 1e-9) : null;
+}
+
+function drawBoxes(t) {
+  const px_per_ms = pxPerMs();
+  const d = bars.data;
+  for (let i = 0; i < d.start.length; i++) {
+    const s = d.start[i], e = d.end[i];
+    const started = (t > s || (e <= s && t >= s)) && t >= d.shown[i];
+    d.right[i] = started ? Math.min(Math.max(t, s), e) : s;   // no width, no hover, until shown
+    d.alpha[i] = started ? d.opacity[i] : 0;
+    const judged = t >= d.judged[i];
+    const style = opts.styles[judged ? d.status[i] : d.status_before[i]];
+    d.fill[i] = style.fill;
+    d.line[i] = style.line;
+    d.label[i] = judged ? d.label_a[i] : d.label_b[i];
+    d.label_color[i] = judged ? d.label_color_a[i] : d.label_color_b[i];
+    d.tip[i] = judged ? d.tip_a[i] : d.tip_b[i];
+    let fits = true;                           // hide labels wider than their box
+    if (px_per_ms !== null) {
+      const need = Math.max(opts.min_label_px, opts.char_em * parseFloat(d.label_size[i]) * d.label[i].length);
+      fits = (e - s) * px_per_ms >= need;
+    }
+    d.label_alpha[i] = started && fits && t >= d.label_at[i] ? 1 : 0;
+    for (let j = 0; j < opts.hatches.length; j++) {   // one overlay per hatch pattern
+      const on = started && style.hatch === opts.hatches[j];
+      d['hb' + j][i] = on ? d.bottom[i] : d.y[i];
+      d['ht' + j][i] = on ? d.top[i] : d.y[i];
+    }
+  }
+  bars.change.emit();
+}
+
+function clockText(ms) {
+  return Math.round(ms).toLocaleString('en-US') + ' ms';
+}
+
+function drawClocks(t) {
+  const c = clocks.data;
+  const flip = opts.flip_at * xr.end;
+  for (let j = 0; j < c.lane_end.length; j++) {
+    const x = Math.min(t, c.lane_end[j]);
+    const done = t >= c.lane_end[j];
+    c.x[j] = x;
+    c.ms[j] = x;
+    c.text[j] = clockText(x) + (done ? ' · done' : '');
+    c.align[j] = x > flip ? 'right' : 'left';
+    c.color[j] = done ? c.done_color[j] : opts.muted;
+  }
+  clocks.change.emit();
+  const k = cursor.data;
+  k.x[0] = t;
+  k.label[0] = 'wall clock ' + clockText(t);
+  k.align[0] = t > flip ? 'right' : 'left';
+  k.offset[0] = t > flip ? -4 : 4;
+  k.playing[0] = state.playing ? 1 : 0;
+  cursor.change.emit();
+}
+
+function render(t) {
+  follow(t);
+  drawBoxes(t);
+  drawClocks(t);
+  sdp_frame(t);
+}
+
+// Changing a Bokeh button's label re-renders it, which drops keyboard focus: give focus
+// back to the new button so Space and Enter keep working.
+function setPlayLabel(text) {
+  if (play.label === text) return;
+  const find = () => (window.Bokeh && Bokeh.index && Bokeh.index.find_one) ? Bokeh.index.find_one(play) : null;
+  const before = find();
+  const focused = before && before.shadow_el && before.shadow_el.activeElement != null;
+  play.label = text;
+  if (focused) {   // the new button is rendered after this callback returns
+    setTimeout(() => { const after = find(); if (after && after.button_el) after.button_el.focus(); }, 0);
+  }
+}
+
+function halt() {
+  state.playing = false;
+  if (state.raf) cancelAnimationFrame(state.raf);
+  state.raf = null;
+  setPlayLabel(opts.labels.play);
+}
+
+// Play from state.t up to `until` (the end, or the next stop), then pause.
+function run(until) {
+  if (reduce) {                // no motion: show the target frame at once
+    state.t = until;
+    render(until);
+    return;
+  }
+  state.playing = true;
+  state.last = null;
+  state.until = until;
+  setPlayLabel(opts.labels.pause);
+  function frame(now) {
+    if (!state.playing) return;
+    const dt = state.last === null ? 0 : Math.min(now - state.last, opts.max_step_ms);
+    state.last = now;
+    state.t = Math.min(state.t + dt * (opts.speeds[speed.value] || 1), state.until);
+    render(state.t);
+    if (state.t >= state.until) {
+      halt();
+      render(state.t);
+    } else {
+      state.raf = requestAnimationFrame(frame);
+    }
+  }
+  state.raf = requestAnimationFrame(frame);
+}
+
+function onPlay() {
+  const total = sdp_total();
+  if (state.playing) {            // Pause
+    halt();
+    render(state.t);
+    return;
+  }
+  if (state.t >= total) state.t = 0;   // finished: play again from the start
+  run(total);
+}
+
+function onStep() {
+  const total = sdp_total();
+  if (state.playing) halt();
+  if (state.t >= total) { state.t = 0; render(0); }
+  let next = total;
+  for (const s of stops.data.t) if (s > state.t + EPS && s < next) next = s;
+  run(next);
+}
+
+function onRestart() {
+  halt();
+  state.t = 0;
+  render(0);
+}
+
+// The server replaced the timeline: stop, and show the new run's end state (the server
+// drew it already; drawing it again resets the frame hook's elements too). Play then
+// replays it from zero.
+function onNewTimeline() {
+  halt();
+  state.whole = false;
+  state.t = sdp_total();
+  render(state.t);
+}
+
+const trigger = cb_obj.origin || cb_obj;
+if (trigger === play) onPlay();
+else if (step !== null && trigger === step) onStep();
+else if (trigger === restart) onRestart();
+else onNewTimeline();

@@ -1,0 +1,177 @@
+"""The layers keep to their rooms: imports run one way, no data is read on import, and the
+browser code and styles live in views/static with the theme's colours.
+
+Static checks of the source tree (no browser, no server).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from specdec_playable.views import resources, theme
+from specdec_playable.views.lanes.controls import PLAYER_ARGS
+
+PKG = Path(__file__).resolve().parents[1] / "src" / "specdec_playable"
+STATIC = PKG / "views" / "static"
+HEX = re.compile(r"#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b")
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted((PKG / folder).rglob("*.py"))
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of the modules ``path`` imports (relative imports resolved)."""
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    package = list(rel.parts[:-1]) if rel.name != "__init__" else list(rel.parts[:-1])
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+                out.add(name)
+                out.update(f"{name}.{a.name}" for a in node.names)
+            else:
+                out.add(node.module)
+    return out
+
+
+@pytest.mark.parametrize("layer, forbidden", [
+    ("core", ("panel", "bokeh", "param", "specdec_playable.state", "specdec_playable.views",
+              "specdec_playable.episodes")),
+    ("state", ("panel", "bokeh", "specdec_playable.views", "specdec_playable.episodes")),
+    ("views", ("specdec_playable.episodes",)),
+])
+def test_imports_run_one_way(layer, forbidden):
+    for path in _modules(layer):
+        bad = sorted(m for m in _imports(path) if m.startswith(forbidden))
+        assert not bad, f"{path.relative_to(PKG)} imports {bad}"
+
+
+def test_the_lane_timeline_needs_no_bokeh():
+    code = ("import sys\nfrom specdec_playable.views.lanes import Box, Timeline, bar_columns\n"
+            "bad = [m for m in ('panel', 'bokeh') if m in sys.modules]\nassert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_importing_every_module_reads_no_data_file():
+    # An audit hook sees every file the interpreter opens; only Python's own files may be
+    # opened while the package is imported.
+    code = f"""
+import importlib, pkgutil, sys
+opened = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and not args[0].endswith((".py", ".pyc")):
+        opened.append(args[0])
+import specdec_playable
+sys.addaudithook(hook)
+for m in pkgutil.walk_packages(specdec_playable.__path__, "specdec_playable."):
+    if not m.name.endswith("__main__"):  # that one runs the command line
+        importlib.import_module(m.name)
+ours = [p for p in opened if p.startswith({str(PKG.parent)!r}) or "/assets/" in p]
+assert not ours, ours
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_no_colour_is_written_outside_the_theme():
+    for path in PKG.rglob("*"):
+        if path.suffix not in (".py", ".css", ".js", ".html") or path.name == "theme.py":
+            continue
+        hits = HEX.findall(path.read_text())
+        assert not hits, f"{path.relative_to(PKG)} writes colours {hits}; name them in views/theme.py"
+
+
+def test_every_css_variable_used_is_defined_by_the_theme():
+    defined = set(re.findall(r"(--sdp-[a-z-]+):", theme.css_variables()))
+    for path in STATIC.glob("*.css"):
+        used = set(re.findall(r"var\((--sdp-[a-z-]+)\)", path.read_text()))
+        assert used <= defined, f"{path.name} uses undefined {sorted(used - defined)}"
+    # A stylesheet carries the values of the properties its files use, so HTML built in
+    # Python styles itself through classes, never through a var() of its own.
+    for path in (PKG / "views").rglob("*.py"):
+        if path.name != "resources.py":
+            assert "var(--sdp-" not in path.read_text(), path.name
+
+
+def test_pages_and_views_declare_the_theme_once_at_their_root():
+    from specdec_playable.episodes import available
+
+    everything = resources.theme_css()
+    assert set(re.findall(r"(--sdp-[a-z-]+):", everything)) >= {"--sdp-ink", "--sdp-font"}
+    for ep in available():
+        root = ep.page()
+        assert root.stylesheets[0] == everything
+        # The episode's view is one of the page's children, and declares the theme again.
+        assert sum(obj.stylesheets[:1] == [everything] for obj in root.objects) == 1
+    css = resources.stylesheet("page.css", "ep2.css")
+    assert "/*" not in css and "--sdp-ink:" not in css and ".ep2-bad" in css and ".sdp-title" in css
+    assert resources.stylesheet("page.css", "ep2.css") is css  # built once per process
+    with pytest.raises(ValueError):
+        resources.text("../theme.py")
+
+
+def _declared_globals(js: str) -> set[str]:
+    names = set()
+    for block in re.findall(r"/\*\s*global\s+([^*]*)\*/", js):
+        names.update(n.strip() for n in block.split(",") if n.strip())
+    return names
+
+
+def test_the_lane_script_declares_exactly_the_arguments_python_passes():
+    declared = _declared_globals(resources.text("lanes.js"))
+    # cb_obj comes from Bokeh; sdp_frame from the frame hook appended to the script.
+    assert declared == set(PLAYER_ARGS) | {"cb_obj", "sdp_frame"}
+
+
+def test_episode_2s_frame_hook_uses_only_the_player_scope_and_its_own_arguments():
+    from specdec_playable.views.ep2_relay import RelayView
+
+    view = RelayView()
+    code = view.player.buttons.script.code
+    assert resources.script("ep2_frame.js") in code and "function sdp_frame(t)" in code
+    declared = _declared_globals(resources.text("ep2_frame.js"))
+    hook_args = set(view.player.buttons.script.args) - set(PLAYER_ARGS)
+    assert declared == {"state", "sdp_total"} | hook_args
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = node.body[0] if node.body else None
+            if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                out.add(id(doc.value))
+    return out
+
+
+def test_no_python_string_holds_more_than_a_few_lines_of_css_or_javascript():
+    # A line of CSS or JavaScript ends in "{", "}" or ";"; prose in docstrings is not code.
+    code_line = re.compile(r"[{};]\s*$")
+    for path in PKG.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                lines = [ln for ln in node.value.splitlines() if code_line.search(ln)]
+                assert len(lines) <= 2, (f"{path.relative_to(PKG)}:{node.lineno} holds code in a "
+                                         f"string: {lines[:3]}")
+
+
+def test_ci_lints_every_static_file():
+    root = Path(__file__).resolve().parents[1]
+    scripts = json.loads((root / "tooling" / "package.json").read_text())["scripts"]
+    assert "src/specdec_playable/views/static" in scripts["lint:js"]
+    assert "src/specdec_playable/views/static/*.css" in scripts["lint:css"]
+    assert "npm run --silent lint" in (root / ".ci" / "run").read_text()
+    assert (root / "tooling" / "package-lock.json").is_file()

@@ -1,0 +1,56 @@
+"""Words are claims: the numbers the pages state are the numbers the simulation uses."""
+
+from __future__ import annotations
+
+from specdec_playable.core import adaptive, montecarlo
+from specdec_playable.episodes import ep1, ep2, ep6
+from specdec_playable.state.ep1 import SENTENCE, WritingVsChecking
+from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, Relay
+from specdec_playable.state.ep3 import N_ROUNDS as EP3_ROUNDS
+from specdec_playable.state.ep3 import QualityDial
+from specdec_playable.state.ep5 import N_ROUNDS as EP5_ROUNDS
+from specdec_playable.state.ep5 import BreakEvenMap
+from specdec_playable.state.ep6 import SAMPLE_SIZES, FinePrint
+from specdec_playable.views import ep2_relay
+
+
+def test_episode_1_states_the_pass_time_and_the_longest_sentence_it_simulates():
+    s = WritingVsChecking()
+    assert f"a simulated {s.big_pass_ms:,} ms per pass" in ep1.LEDE
+    assert f"to {len(SENTENCE)}. Writing gets {len(SENTENCE)}× slower" in ep1.TRY_THIS
+    assert WritingVsChecking.param.n_tokens.bounds[1] == len(SENTENCE)
+
+
+def test_episode_2_states_the_costs_its_run_pays():
+    r = Relay(seed=1).result
+    drafts, passes = r.events.of_kind("draft"), r.events.of_kind("verify")
+    step = float((drafts.end_ms - drafts.start_ms)[0])
+    one_pass = float((passes.end_ms - passes.start_ms)[0])
+    assert (step, one_pass) == (DRAFT_STEP_MS, BIG_PASS_MS)
+    titles = [lane.title for lane in ep2_relay.LANES]
+    assert titles == [f"Draft model · {step:,.0f} ms a step", f"Big model · {one_pass:,.0f} ms a pass"]
+    assert f"one big-model pass {one_pass:,.0f} ms, one draft step {step:,.0f} ms" in ep2.OUTRO
+    assert f"draft step ({step:,.0f} ms)" in ep2_relay.legend_html()
+
+
+def test_the_buttons_run_as_many_rounds_as_they_say(monkeypatch):
+    s = QualityDial(rng=0)
+    assert s.param.run_again.label == f"Run {EP3_ROUNDS:,} new rounds"
+    s.param.trigger("run_again")
+    assert s.result.n_rounds == EP3_ROUNDS
+    m = BreakEvenMap(rng=0)
+    assert m.param.simulate.label == f"Simulate {EP5_ROUNDS:,} rounds"
+    seen = []
+    real = montecarlo.simulate
+    monkeypatch.setattr(montecarlo, "simulate", lambda *a, **kw: seen.append(a[3]) or real(*a, **kw))
+    m.param.trigger("simulate")
+    assert seen == [EP5_ROUNDS] and len(m.points) == 1
+
+
+def test_episode_6_describes_the_policies_it_races():
+    fixed, plus, estimate, off = adaptive.default_policies()
+    assert f"never above {plus.k_max}" in ep6.PART2_INTRO and plus.k_max == adaptive.K_CAP
+    assert f"moves it {estimate.alpha:.0%} of the way" in ep6.PART2_INTRO
+    assert f"every {off.probe_every} plain rounds, draft {off.probe_k} tokens" in ep6.PART2_INTRO
+    assert f"to {FinePrint.param.boost.bounds[1]:g} and" in ep6.TRY_THIS
+    assert f"{max(SAMPLE_SIZES):,}:" in ep6.TRY_THIS

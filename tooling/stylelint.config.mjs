@@ -1,0 +1,11 @@
+// Stylelint for src/specdec_playable/views/static/*.css (run from the repository root: npm run lint).
+export default {
+  extends: ["stylelint-config-standard"],
+  rules: {
+    // Colours live in views/theme.py and reach the CSS as --sdp-* custom properties.
+    "color-no-hex": true,
+    "color-named": ["never", { ignore: ["inside-function"], ignoreProperties: [] }],
+    // Short rules stay on one line; longer ones are broken over several.
+    "declaration-block-single-line-max-declarations": null,
+  },
+};
