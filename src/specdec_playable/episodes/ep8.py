@@ -1,0 +1,93 @@
+"""Episode 8: busy GPUs and token trees.
+
+Part 1 prices speculation when a server decodes many users at once: a plain step
+scores B positions and a verify pass B × (k + 1), both timed by the measured H200
+pass-time curve, so past some batch size checking stops being free. Part 2 spends
+the same verified positions on a tree of guesses instead of a chain.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from . import neighbours
+from ..state.ep8 import BATCH_MAX, BusyAndTrees
+from ..views.ep8_busy_trees import BusyTreesView
+from ..views.page import episode_shell
+from ..views.urlstate import bind_url
+
+NUMBER = 8
+SLUG = "ep8_busy_gpus_and_token_trees"
+TITLE = "Busy GPUs and token trees"
+SUMMARY = ("When a server decodes many users at once, checking guesses stops being free and "
+           "speculation can lose; and instead of one chain of guesses, the fastest systems guess "
+           "in branches.")
+#: Controls kept in the URL query, so a link restores the setup.
+URL_PARAMS = ("q", "k", "c", "batch", "tree_q", "width", "depth")
+
+LEDE = ("Every episode so far had one user and one chain of guesses. A real server decodes many "
+        "users in every pass, and the fastest speculative systems guess in trees. Both change the "
+        "arithmetic.")
+TRY_THIS = (f"drag <em>Batch size B</em> from 1 to {BATCH_MAX} and watch the blue curve fall "
+            "through the 1× line; then, in part 2, set <em>q</em> low and compare a tree of 2 × 4 "
+            "with a chain of 8.")
+
+PART1_INTRO = """<h2>Part 1: the busy GPU</h2>
+<p class="sdp-lede">One user: a pass reads every weight of the model to score one position, and
+scoring five costs almost the same, because reading the weights is the slow part. A server with B
+users scores B positions in every plain step, and B × (k + 1) in every verify pass. Once that many
+positions make the pass compute-bound instead of memory-bound, the extra positions of verification
+cost real time.</p>
+"""
+
+PART1_NOTE = """<p class="sdp-note">Priced with the measured pass times of an 8B-parameter shape on
+one NVIDIA H200 (every linear layer as one CUDA graph; assets/pass_cost_h200.csv): 4.80 ms for 1
+position, 4.96 ms for 64, 11.1 ms for 512. Beyond 512 positions the curve is a roofline fitted to the
+measurements (a memory-bound floor and a compute-bound slope), drawn dashed. Assumptions: every user
+accepts each draft with the same q; one draft step over the batch costs c times a plain step over
+the same batch; attention over each user's context is left out, which flatters large batches.</p>
+<h3>Real systems</h3>
+<p class="sdp-lede">Published measurements show the same fall. A Qwen3-8B server with an EAGLE-3 draft
+on one H100 (the diamonds on the chart):</p>
+"""
+
+PART1_OUTRO = """<p class="sdp-lede">The vLLM team measured Llama-3-70B on four H100s in 2024: at a low
+request rate, drafting by n-gram lookup made summaries of CNN/DailyMail articles up to 2.8× faster;
+at a high request rate the same setup was 1.8× slower, and a small draft model on ShareGPT chats
+went from up to 1.5× faster to 1.4× slower. (They varied requests per second, not the batch size,
+so these points cannot sit on the chart.)</p>
+<h3>How servers cope</h3>
+<p class="sdp-lede">vLLM added an option that switches speculation off for new requests once the
+running batch is larger than a threshold (<code>speculative_disable_by_batch_size</code>). SmartSpec
+goes further: for every request and step it picks the draft length, zero included, that maximises
+goodput (accepted tokens per second) under the current load.</p>
+<p class="sdp-note">Sources: vLLM team, “How Speculative Decoding Boosts vLLM Performance by up to
+2.8x” (2024-10-17); vLLM pull request 4592, “Auto-disable by the running queue size” (2024);
+Liu et al., “Optimizing Speculative Decoding for Serving Large Language Models Using Goodput”
+(SmartSpec, arXiv 2406.14066, 2024).</p>
+"""
+
+PART2_INTRO = """<h2>Part 2: guessing in branches</h2>
+<p class="sdp-lede">A chain dies at its first wrong guess. A tree hedges: at each position it offers
+the big model a few candidates, and a tree attention mask lets one pass score them all, each seeing
+only its own ancestors. The big model keeps the longest branch it agrees with.</p>
+"""
+
+PART2_NOTE = """<p class="sdp-note">Simulated model, stated: each candidate is accepted with
+probability q, independently of every other candidate, once its parent was accepted. Real drafts
+are not independent (two siblings cannot both be the big model's choice), so this flatters wide
+trees. Closed form: the chance that the accepted path reaches depth m is built level by level from
+the leaves; Monte-Carlo draws one uniform per candidate and round.</p>
+"""
+
+
+def page(state: BusyAndTrees | None = None) -> pn.Column:
+    """A fresh Episode 8 page (one per session or notebook cell)."""
+    state = state or BusyAndTrees()
+    notice = bind_url(state, URL_PARAMS)
+    view = BusyTreesView(state=state, part1_intro=PART1_INTRO, part1_note=PART1_NOTE,
+                         part1_outro=PART1_OUTRO, part2_intro=PART2_INTRO, part2_note=PART2_NOTE)
+    return episode_shell(
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep8",
+        lede=LEDE, try_this=TRY_THIS, body=[notice, view],
+    )
