@@ -171,6 +171,29 @@ class Pass:
     captured: dict = field(default_factory=dict)
 
 
+#: Up to this many positions, a product runs as matrix-vector products over row blocks of the
+#: weight (each block read from memory once, then from cache for the other positions). OpenBLAS's
+#: matrix-matrix product packs the whole weight first, which on this CPU costs about twice a
+#: matrix-vector product for 2..16 positions (see benchmarks/bench_lm.py).
+GEMV_MAX_N = 6
+GEMV_ROWS = 1024
+
+
+def linear(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``x @ w.T`` for activations ``x`` (n, in) and a weight ``w`` stored (out, in)."""
+    n = x.shape[0]
+    if n == 1:
+        return (w @ x[0])[None, :]
+    if n > GEMV_MAX_N:
+        return x @ w.T
+    out = np.empty((n, w.shape[0]), F32)
+    for s in range(0, w.shape[0], GEMV_ROWS):
+        block = w[s:s + GEMV_ROWS]
+        for j in range(n):
+            np.dot(block, x[j], out=out[j, s:s + GEMV_ROWS])
+    return out
+
+
 def rms_norm(x: np.ndarray, eps: float) -> np.ndarray:
     ms = np.einsum("ij,ij->i", x, x) * F32(1.0 / x.shape[1])
     return x * (F32(1.0) / np.sqrt(ms + F32(eps)))[:, None]
@@ -263,9 +286,7 @@ class Model:
 
     def head(self, hidden: np.ndarray) -> np.ndarray:
         """Logits (n, vocab) of final-normed hidden states, through the tied embedding."""
-        if hidden.shape[0] == 1:
-            return (self.weights.embed @ hidden[0])[None, :]
-        return hidden @ self.weights.embed.T
+        return linear(hidden, self.weights.embed)
 
     def _bias(self, n: int, past: int, mask) -> np.ndarray | None:
         """Additive attention bias over (new, past + new) keys; None when nothing is masked."""
@@ -295,7 +316,7 @@ class Model:
         hd, nh, nkv, g = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads, cfg.group
         half = hd // 2
         xn = rms_norm(x, cfg.eps)
-        qkv = (b.wqkv @ xn[0])[None, :] if n == 1 else xn @ b.wqkv.T  # (n, 960)
+        qkv = linear(xn, b.wqkv)  # (n, 960)
         # Rotate queries and keys together: 9 + 3 heads of 64 dims, halves form.
         qk = qkv[:, :(nh + nkv) * hd].reshape(n, nh + nkv, hd)
         a, c = qk[..., :half], qk[..., half:]
@@ -316,12 +337,12 @@ class Model:
         np.exp(s, out=s)
         s /= s.sum(axis=-1, keepdims=True)
         o = (s @ vals).reshape(nkv, n, g, hd).transpose(1, 0, 2, 3).reshape(n, nh * hd)
-        x = x + ((b.wo @ o[0])[None, :] if n == 1 else o @ b.wo.T)
+        x = x + linear(o, b.wo)
         xn = rms_norm(x, cfg.eps)
-        gu = (b.wgu @ xn[0])[None, :] if n == 1 else xn @ b.wgu.T  # (n, 2 * d_ff)
+        gu = linear(xn, b.wgu)  # (n, 2 * d_ff)
         gate, up = gu[:, :cfg.d_ff], gu[:, cfg.d_ff:]
         act = gate / (F32(1.0) + np.exp(-gate)) * up  # SwiGLU
-        return x + ((b.wdown @ act[0])[None, :] if n == 1 else act @ b.wdown.T)
+        return x + linear(act, b.wdown)
 
     # -- conveniences ---------------------------------------------------------------------------
     def prefill(self, tokens, cache: KVCache, *, logits: str = "last") -> Pass:
