@@ -20,7 +20,7 @@ def _json(capsys, *argv):
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("draft", ["lookup", "early-exit"])
+@pytest.mark.parametrize("draft", ["lookup", "learned", "early-exit"])
 def test_greedy_json_matches_plain_decoding(capsys, draft):
     out = _json(capsys, "--draft", draft, "--k", "3", "--max-new", "12")
     assert out["matched_plain"] is True and out["text"] == out["plain_text"]

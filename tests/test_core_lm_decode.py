@@ -17,12 +17,14 @@ from specdec_playable.core.lm import sampling
 from specdec_playable.core.sampling import chi_square
 from specdec_playable.core.lm.decode import MARKS, generate, judge, speculate
 from specdec_playable.core.lm.drafts import EarlyExit, PromptLookup
+from specdec_playable.core.lm.ngram import NgramDraft
 from specdec_playable.core.lm.prompts import PROMPTS
 
 MAX_NEW = 24
 EARLY_MAX_NEW = 16  # the early exit is slow to run (about a third of a step per drafted token)
 DRAFTS = {
     "lookup": (PromptLookup(), MAX_NEW),
+    "learned": (NgramDraft(min_share=0.0), MAX_NEW),  # 0: propose wherever it can, the harder case
     "early-exit": (EarlyExit(2), EARLY_MAX_NEW),
 }
 

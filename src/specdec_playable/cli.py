@@ -39,7 +39,7 @@ def _int_in(lo: int, hi: int):
     return parse
 
 
-DRAFT_CHOICES = ("lookup", "early-exit")
+DRAFT_CHOICES = ("lookup", "learned", "early-exit")
 PROMPT_MAX_CHARS = 8000
 
 
@@ -178,8 +178,9 @@ def _simulate(args, parser) -> int:
 
 def _make_draft(name: str):
     from .core.lm.drafts import EarlyExit, PromptLookup
+    from .core.lm.ngram import NgramDraft
 
-    return {"lookup": PromptLookup, "early-exit": EarlyExit}[name]()
+    return {"lookup": PromptLookup, "learned": NgramDraft, "early-exit": EarlyExit}[name]()
 
 
 #: How the text marks what the draft got right: accepted drafts, the target's corrections, bonuses.
