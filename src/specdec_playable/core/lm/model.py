@@ -395,8 +395,10 @@ def load(path=None) -> Model:
     tensors = {t.name: t for t in reader.tensors}
 
     def get(name: str) -> np.ndarray:
+        # A copy: float32 tensors come back as views of the memory-mapped file, which would keep
+        # the whole file mapped (and resident) for as long as the model lives.
         t = tensors[name]
-        return np.asarray(dequantize(t.data, t.tensor_type), dtype=F32)
+        return np.array(dequantize(t.data, t.tensor_type), dtype=F32, copy=True)
 
     hd = cfg.head_dim
     q_order = _halves_order(cfg.n_heads, hd)
