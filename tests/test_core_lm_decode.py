@@ -249,3 +249,46 @@ def test_prompt_lookup_respects_n_min():
     assert PromptLookup(n_min=1).propose(np.array([7, 1, 2, 7]), 2).tokens.tolist() == [1, 2]
     with pytest.raises(ValueError):
         PromptLookup(n_min=3, n_max=2)
+
+
+def test_a_draft_can_observe_the_hidden_states_the_target_kept(model):
+    seen = []
+
+    class Watching(PromptLookup):
+        def begin(self, model):
+            outer = self
+
+            class Run:
+                def propose(self, context, k, **kw):
+                    return outer.propose(context, k, **kw)
+
+                def observe(self, hidden):
+                    seen.append(hidden)
+            return Run()
+
+    r = speculate(model, _ids(model, SHORT["copy"]), Watching(), 4, max_new=16)
+    assert len(seen) == r.passes
+    # Each pass keeps the pending token and the accepted drafts: one final-normed row each.
+    assert sum(h.shape[0] for h in seen) == r.passes + r.accepted
+    assert all(h.dtype == np.float32 and h.shape[1] == model.config.d_model for h in seen)
+
+
+def test_teacher_forced_scores_do_not_depend_on_the_chunk(model):
+    from specdec_playable.core.lm.score import iter_distributions, score_text
+
+    ids = model.tokenizer.encode("for i in range(10):\n    print(i, i * i)\nfor j in range(10):\n")
+    a = score_text(model, ids, draft=PromptLookup(), chunk=5)
+    b = score_text(model, ids, draft=PromptLookup(), chunk=128)
+    assert np.abs(a.logprob - b.logprob).max() < 1e-3
+    assert (a.target_top == b.target_top).all() and (a.draft_top == b.draft_top).all()
+    assert np.allclose(a.alpha, b.alpha, atol=1e-4)
+    rows = 0
+    for start, p, q in iter_distributions(model, ids, draft=PromptLookup(), chunk=5):
+        assert start == rows and p.shape == q.shape and p.dtype == np.float32
+        assert np.allclose(p.sum(axis=1), 1.0, atol=1e-4)
+        assert set(np.unique(q.sum(axis=1))) <= {0.0, 1.0}  # one-hot or no proposal
+        rows += p.shape[0]
+    assert rows == len(ids) - 1
+    # Where prompt lookup proposes, alpha is p of its token; where it does not, 0.
+    has = a.draft_top >= 0
+    assert has.any() and (a.alpha[~has] == 0).all()
