@@ -109,7 +109,7 @@ class Generation:
         Acceptance rate at each draft position: accepted there over judged there (NaN if never
         judged). A position is judged when every earlier draft of the round was accepted.
     stopped : str
-        ``"budget"``, ``"eos"``, ``"cancelled"``, ``"time"`` or ``"context"``.
+        ``"budget"`` (the token budget, capped by the context), ``"eos"``, ``"cancelled"`` or ``"time"``.
 
     Examples
     --------
