@@ -45,11 +45,11 @@ def test_busy_sentences_follow_the_numbers(q, k, c, batch):
     assert f"<strong>{speed:.2f}×</strong>" in html
     shown = round(speed, 2)
     if shown > 1:
-        assert "(faster)" in html
+        assert "speculation is faster:" in html
     elif shown < 1:
-        assert "(slower)" in html
+        assert "speculation is slower:" in html
     else:
-        assert "a draw" in html
+        assert "are level" in html
     # Where the chosen k stops paying.
     edge = s.break_even_batch
     full = batching.batch_costs(q, k, c, np.arange(1, BATCH_MAX + 1), s.curve).speedup
@@ -154,3 +154,24 @@ def test_tree_picture_layout():
     layout = v.tree_layout(trees.spine_tree(3, 2))
     assert layout["x"].tolist() == [1, 1, 1, 2, 2, 2]
     assert sorted(layout["y"][:3].tolist()) == [-1, 0, 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(**KNOBS)
+def test_cpu_sentences_follow_the_numbers(q, k, c, batch):
+    s = BusyAndTrees(rng=0, q=q, k=k, c=c, batch=batch)
+    html = v.cpu_html(s)
+    cpu = batching.cpu_curve()
+    ratio = float(cpu.time_ms(k + 1) / cpu.time_ms(1))
+    assert f"<strong>{ratio:.2f}×</strong>" in html
+    assert ("not free even for a single user" in html) == (ratio >= 1.1)
+    speed = theory.expected_tokens_per_round(q, k) / (k * c + ratio)
+    assert f"give {speed:.2f}× here" in html
+    assert ("interpolated" in html) == (k + 1 not in cpu.n_positions.tolist())
+    q_star = s.cpu_break_even_q
+    if np.isfinite(q_star):
+        assert f"at least q = {q_star:.2f}" in html
+        assert float(batching.batch_costs(q_star, k, c, 1, cpu).speedup[()]) == pytest.approx(1.0, abs=1e-9)
+    else:
+        assert "no acceptance rate makes" in html
+        assert float(batching.batch_costs(1.0, k, c, 1, cpu).speedup[()]) < 1.0

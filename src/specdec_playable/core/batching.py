@@ -117,6 +117,20 @@ def measured_curve(model: str = "llama-8b-shape", impl: str = "gemm-cudagraph") 
                         label=f"{model}, {impl} (measured on one NVIDIA H200)")
 
 
+def cpu_curve() -> PassTimeCurve:
+    """The real model's measured pass times on this project's CPU (``assets/pass_cost_cpu.csv``).
+
+    Examples
+    --------
+    >>> curve = cpu_curve()
+    >>> curve.n_max, bool(curve.time_ms(5) > 1.5 * curve.time_ms(1))   # checking is not free here
+    (64, True)
+    """
+    series = hardware.load_cpu_pass_costs()
+    return fit_roofline(series.n_positions, series.median_ms,
+                        label=f"{series.model}, {series.impl} (measured on this project's CPU)")
+
+
 def fit_roofline(n_positions, median_ms, *, label: str = "") -> PassTimeCurve:
     """Fit a roofline (memory-bound floor, compute-bound slope) to measured pass times.
 

@@ -39,6 +39,12 @@ def h200_curve() -> batching.PassTimeCurve:
     return batching.measured_curve("llama-8b-shape", "gemm-cudagraph")
 
 
+@lru_cache(maxsize=1)
+def cpu_curve() -> batching.PassTimeCurve:
+    """The real model's pass times on this server's CPU, read once and shared."""
+    return batching.cpu_curve()
+
+
 @dataclass(frozen=True)
 class Anchor:
     """A published measurement of speculation at a batch size, with its source."""
@@ -110,6 +116,10 @@ class BusyAndTrees(param.Parameterized):
         return h200_curve()
 
     @property
+    def cpu_curve(self) -> batching.PassTimeCurve:
+        return cpu_curve()
+
+    @property
     def costs(self) -> batching.BatchCosts:
         """The chosen k at every batch size of the chart."""
         return batching.batch_costs(self.q, self.k, self.c, BATCHES, self.curve)
@@ -133,6 +143,23 @@ class BusyAndTrees(param.Parameterized):
     def effective_cost(self) -> float:
         """The draft cost Episode 5's map would need to show this batch's speedup."""
         return float(batching.effective_cost(self.k, self.c, self.batch, self.curve))
+
+    # --- this server's CPU, one user ---------------------------------------------------------
+
+    @property
+    def cpu(self) -> batching.BatchCosts:
+        """The same q, k, c for one user, priced with the real model's measured CPU pass times."""
+        return batching.batch_costs(self.q, self.k, self.c, 1, cpu_curve())
+
+    @property
+    def cpu_measured(self) -> bool:
+        """Whether a pass over k + 1 positions was measured on the CPU (else it is interpolated)."""
+        return bool(np.isin(self.k + 1, cpu_curve().n_positions))
+
+    @property
+    def cpu_break_even_q(self) -> float:
+        """The acceptance rate the CPU needs at this k and c just to break even (NaN: none does)."""
+        return batching.break_even_q(self.k, self.c, 1, cpu_curve())
 
     # --- part 2: chains and trees -------------------------------------------------------------
 

@@ -14,9 +14,11 @@ import panel as pn
 import param
 from bokeh.models import (
     BoxAnnotation,
+    CDSView,
     ColumnDataSource,
     FixedTicker,
     HoverTool,
+    IndexFilter,
     Label,
     LinearColorMapper,
     Range1d,
@@ -37,23 +39,31 @@ EP5_SLUG = "ep5_the_break_even_map"
 
 BATCH_KEY = chart_key(
     "Speedup against batch size",
-    swatch("line", "you") + "your k (priced with the measured H200 curve)",
-    swatch("line", "dashed") + "the same beyond the measured 512 positions (roofline fit)",
+    swatch("line", "you") + "your k, measured H200 pass times",
+    swatch("line", "dashed") + "your k, beyond 512 positions (fit)",
     swatch("line", "best") + "best k at each batch",
-    glyph("◆", "big") + "published: Qwen3-8B + EAGLE-3 on one H100",
-    swatch("zone") + "below 1×: slower than plain decoding",
+    swatch("line", "edge") + "where your k stops paying",
+    glyph("◆", "big") + "published: EAGLE-3 on an H100",
+    swatch("zone") + "below 1×: slower",
 )
 COST_KEY = chart_key(
-    "Cost of one pass against the positions it scores (relative to one position)",
-    swatch("dot", "big") + "H200, 8B shape, measured",
-    swatch("line", "dashed") + "H200 roofline fit beyond 512",
-    glyph("▲", "draft") + "your plain step (B) and verify pass (B × (k + 1))",
+    "Cost of one pass against the positions it scores",
+    swatch("dot", "big") + "H200, 8B shape",
+    swatch("line", "dashed") + "H200, fit beyond 512",
+    swatch("dot", "ember") + "this server's CPU, real model",
+    glyph("▲", "draft") + "your plain step and verify pass",
+)
+SPLIT_KEY = chart_key(
+    "Time per generated token, per user, at your batch",
+    swatch("bar", "big") + "plain decode step",
+    swatch("bar", "draft") + "drafting",
+    swatch("bar", "accepted") + "verifying",
 )
 TREE_KEY = chart_key(
     "Tokens per verify pass against acceptance rate",
     swatch("line", "you") + "chain (theory)",
     swatch("line", "tree") + "tree (theory)",
-    swatch("dot") + f"measured, {N_ROUNDS:,} rounds; whisker: 95% CI",
+    swatch("dot") + f"measured, {N_ROUNDS:,} rounds, 95% CI",
 )
 
 
@@ -87,9 +97,10 @@ def busy_html(s: BusyAndTrees) -> str:
         f"{plain:.2f} ms. A verify pass scores {b:,} × {k + 1} = {plural(n_verify, 'position')} in "
         f"{verify:.2f} ms{fitted}, {verify / plain:.2f} times a plain step. With the draft steps, "
         f"a round takes {rnd:.2f} plain steps and yields {float(h.tokens_per_round):.2f} tokens per "
-        f"user, so speculation is <strong>{speed:.2f}×</strong> "
-        + ("as fast as plain decoding: a draw.</p>" if how == "as fast" else
-           f"as fast as plain decoding ({how}).</p>"),
+        "user, so "
+        + (f"speculation and plain decoding are level: <strong>{speed:.2f}×</strong>.</p>"
+           if how == "as fast" else
+           f"speculation is {how}: <strong>{speed:.2f}×</strong> as fast as plain decoding.</p>"),
     ]
     out.append(f'<p class="sdp-econ">{batch_limit_sentence(s)} {best_k_sentence(s)}</p>')
     c_eff = s.effective_cost
@@ -155,6 +166,30 @@ def anchors_html(s: BusyAndTrees) -> str:
     return (f'<table class="ep8-anchors"><thead><tr><th>batch</th><th>published</th>'
             f'<th>this model, your settings</th></tr></thead><tbody>{rows}</tbody></table>'
             f'<p class="sdp-econ">{gist}</p><p class="sdp-note">Source: {esc(first.source)}</p>')
+
+
+def cpu_html(s: BusyAndTrees) -> str:
+    """What the same knobs give on this server's CPU, where even one user's verify pass is dear."""
+    h = s.cpu
+    k = s.k
+    ratio = float(h.verify_ms / h.plain_step_ms)
+    speed = float(h.speedup)
+    how = verdict(speed)
+    measured = "measured" if s.cpu_measured else "interpolated between measured points"
+    q_star = s.cpu_break_even_q
+    need = (f"Here speculation needs an acceptance rate of at least q = {q_star:.2f} at k = {k} and "
+            f"c = {s.c:.3f} just to break even" if np.isfinite(q_star) else
+            f"Here no acceptance rate makes k = {k} at c = {s.c:.3f} pay")
+    return (
+        f'<p class="sdp-econ">On this server there is one user and no GPU: the real model of '
+        f"Episode 7 runs in numpy on two CPU cores. A pass over {k + 1} positions takes "
+        f"{float(h.verify_ms):.1f} ms against {float(h.plain_step_ms):.1f} ms for one ({measured}): "
+        f"<strong>{ratio:.2f}×</strong>, where the H200 needs "
+        f"{float(s.curve.time_ms(k + 1) / s.curve.time_ms(1)):.2f}×. "
+        + ("Verification is not free even for a single user, so " if ratio >= 1.1 else
+           "Verification is nearly free here too, so ")
+        + f"the same q, k and c give {speed:.2f}× here "
+        + ("(a draw)" if how == "as fast" else f"({how})") + f". {need}.</p>")
 
 
 def batching_speedups(s: BusyAndTrees, batches) -> list[float]:
@@ -312,7 +347,7 @@ class CostChart:
         fig = figure(
             name="ep8-cost-fig", height=300, sizing_mode="stretch_width", tools="",
             toolbar_location=None, x_axis_type="log", y_axis_type="log",
-            x_range=Range1d(0.8, BATCH_MAX * 17 * 1.3), y_range=Range1d(0.8, top * 1.25),
+            x_range=Range1d(0.8, BATCH_MAX * 17 * 1.3), y_range=Range1d(0.62, top * 1.25),
             x_axis_label="positions scored in one pass (log scale)",
             y_axis_label="time of the pass ÷ time for 1 position",
         )
@@ -323,10 +358,24 @@ class CostChart:
                            line_color=theme.BIG)
         fig.line(fit_n.tolist(), (curve.fit_ms(fit_n) / base).tolist(), line_color=theme.BIG,
                  line_width=2, line_dash=[6, 4])
+        cpu = s.cpu_curve
+        cpu_src = ColumnDataSource(dict(n=cpu.n_positions.tolist(),
+                                        r=(cpu.median_ms / float(cpu.time_ms(1))).tolist(),
+                                        ms=cpu.median_ms.tolist()), name="ep8-cpu")
+        fig.line("n", "r", source=cpu_src, line_color=theme.EMBER, line_width=2)
+        cpu_dots = fig.scatter("n", "r", source=cpu_src, marker="square", size=7,
+                               fill_color=theme.EMBER, line_color=theme.EMBER)
+        fig.add_tools(HoverTool(renderers=[cpu_dots], tooltips=[
+            ("this CPU, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
         fig.scatter("n", "r", source=self.marks, marker="triangle", size=13,
                     fill_color=theme.DRAFT, line_color=theme.INK)
-        fig.text("n", "r", text="text", source=self.marks, text_font_size="11px",
-                 text_color=theme.DRAFT, text_baseline="bottom", text_align="center", y_offset=-9)
+        # "plain" under its mark and "verify" over its own, so they never collide, even when
+        # k = 1 puts the two marks side by side; both start at their mark, so none is cut.
+        for i, (baseline, dy) in enumerate((("top", 10), ("bottom", -10))):
+            fig.text("n", "r", text="text", source=self.marks, text_font_size="11px",
+                     text_color=theme.DRAFT, text_baseline=baseline, text_align="left",
+                     x_offset=-4, y_offset=dy,
+                     view=CDSView(filter=IndexFilter([i])))
         fig.add_tools(HoverTool(renderers=[dots], tooltips=[
             ("positions", "@n"), ("time", "@ms{0.00} ms"), ("relative", "@r{0.00}×")]))
         fig.xaxis.ticker = FixedTicker(ticks=[1, 4, 16, 64, 256, 1024, 4096])
@@ -508,6 +557,8 @@ class BusyTreesView(StateView):
         self.tree_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep8-tree-text")
         self.anchors_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css,
                                      name="ep8-anchors-text", margin=(5, 10))
+        self.cpu_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep8-cpu-text",
+                                 margin=(5, 10))
         s.param.watch(self._on_busy, ["q", "k", "c", "batch"])
         s.param.watch(self._on_tree_shape, ["width", "depth"])
         s.param.watch(self._on_tree_sims, ["tree_sim"])
@@ -524,6 +575,7 @@ class BusyTreesView(StateView):
             self.split_chart.update(s)
             self.busy_text.html = busy_html(s)
             self.anchors_text.html = anchors_html(s)
+            self.cpu_text.html = cpu_html(s)
 
     def _on_tree_shape(self, *_):
         self.tree_picture.update(self.state)
@@ -555,9 +607,11 @@ class BusyTreesView(StateView):
             beside(busy_controls, self.busy_text, basis="420px"),
             prose(BATCH_KEY, KEYS_CSS, _CSS),
             pn.pane.Bokeh(self.batch_chart.figure, sizing_mode="stretch_width"),
+            prose(SPLIT_KEY, KEYS_CSS, _CSS),
             pn.pane.Bokeh(self.split_chart.figure, sizing_mode="stretch_width"),
             prose(COST_KEY, KEYS_CSS, _CSS),
             pn.pane.Bokeh(self.cost_chart.figure, sizing_mode="stretch_width"),
+            self.cpu_text,
             prose(self.part1_note, _CSS),
             self.anchors_text,
             prose(self.part1_outro, _CSS),
