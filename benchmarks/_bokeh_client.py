@@ -8,10 +8,11 @@ first slider as a PATCH-DOC, value then throttled value, like one arrow-key step
 
 Opening records when each step finished, in seconds from the start of :meth:`WsVisitor.open`
 (``first_byte``, ``html``, ``ack``, ``doc``, ``ready``), and the document's size and model
-count. ``ready`` is when the server acknowledged ``document_ready``: every change the
-onload callbacks made synchronously has arrived by then (the server writes them before
-its OK). A page that finishes work after its first paint (``views/deferred.py``) flips a
-named marker model when it is done; ``ready`` then waits for that change too.
+count. ``doc`` is the document pulled: what a browser paints first. ``ready`` is when the
+page is complete: the server has acknowledged ``document_ready`` (Panel runs the page's
+onload callbacks), and every slot of the first document that a page fills after its first
+paint (``views/deferred.py``: a column with the CSS class ``sdp-deferred`` and no children)
+has received its children.
 
 The visitor can leave from a given loopback address (``source_ip``, e.g. ``127.0.5.1``),
 so a proxy that keeps a visitor on one process by address (nginx's ``ip_hash``) spreads
@@ -27,6 +28,8 @@ import re
 import time
 import uuid
 
+#: ``specdec_playable.views.deferred.DEFERRED_CLASS`` (repeated: benchmarks import no views).
+DEFERRED_CLASS = "sdp-deferred"
 REPLY_TIMEOUT_S = float(os.environ.get("SDP_REPLY_TIMEOUT", 30))
 OPEN_TIMEOUT_S = float(os.environ.get("SDP_OPEN_TIMEOUT", 120))
 MAX_MESSAGE = 50_000_000
@@ -34,9 +37,6 @@ MAX_CLIENTS = 1000
 TOKEN = re.compile(r'"token":"([A-Za-z0-9_.\-]+)"')
 # Attributes of Panel's Location model: the page's URL query follows the sliders.
 URL_ATTRS = {"search", "href", "hash", "pathname"}
-#: The name of the model a page flips when its after-first-paint work is done
-#: (``specdec_playable.views.deferred.READY_NAME``; repeated here so a benchmark needs no import).
-READY_NAME = "sdp-page-ready"
 
 
 def find_models(node, predicate, out: list) -> list:
@@ -50,6 +50,11 @@ def find_models(node, predicate, out: list) -> list:
         for v in node:
             find_models(v, predicate, out)
     return out
+
+
+def _empty_slot(node: dict) -> bool:
+    a = node.get("attributes", {})
+    return DEFERRED_CLASS in (a.get("css_classes") or []) and not a.get("children")
 
 
 def count_models(doc: dict) -> int:
@@ -76,9 +81,13 @@ class WsVisitor:
         self._reply: asyncio.Event | None = None
         self._ready: asyncio.Event | None = None
         self._ready_id: str | None = None
-        self._marker_id: str | None = None
         self._reader: asyncio.Task | None = None
         self.ws = None
+        self.slider_id = None
+        self._opening_patches: list[dict] = []
+        self._slots: set | None = None  # known once the document is in
+        self._filled: set = set()
+        self._acked_ready = False
 
     async def open(self, *, need_slider: bool = True) -> None:
         """Open the page as a browser would, up to a ready page (see the module doc)."""
@@ -113,21 +122,6 @@ class WsVisitor:
         if header["msgtype"] != "PULL-DOC-REPLY":
             raise RuntimeError(f"expected PULL-DOC-REPLY, got {header['msgtype']}")
         mark("doc")
-        self.doc_bytes = size
-        self.n_models = count_models(content["doc"])
-        sliders = find_models(content["doc"], lambda n: n.get("name") == "Slider", [])
-        if sliders:
-            s = sliders[0]
-            a = s["attributes"]
-            self.slider_id = s["id"]
-            self.value, self.start, self.end = a["value"], a["start"], a["end"]
-            self.step = a.get("step") or 1
-        elif need_slider:
-            raise RuntimeError(f"no slider on {self.path}")
-        markers = find_models(content["doc"], lambda n: n.get("attributes", {}).get("name")
-                              == READY_NAME, [])
-        waiting = markers and not markers[0]["attributes"].get("visible", True)
-        self._marker_id = markers[0]["id"] if waiting else None
         self._reply = asyncio.Event()
         self._ready = asyncio.Event()
         self._ready_id = uuid.uuid4().hex[:12]
@@ -138,8 +132,26 @@ class WsVisitor:
             "kind": "MessageSent", "msg_type": "bokeh_event",
             "msg_data": {"type": "event", "name": "document_ready", "values": {"type": "map"}}}]},
             self._ready_id)
+        # Look at the document while the server works (not timed: a browser renders here).
+        self.doc_bytes = size
+        self.n_models = count_models(content["doc"])
+        self._slots = {m["id"] for m in find_models(content["doc"], _empty_slot, [])}
+        self._check_ready("", {}, {})
         await asyncio.wait_for(self._ready.wait(), OPEN_TIMEOUT_S)
         mark("ready")
+        # The first slider: in the document, or in a part built after the first paint.
+        is_slider = lambda n: n.get("name") == "Slider"  # noqa: E731
+        sliders = find_models(content["doc"], is_slider, [])
+        for patch in self._opening_patches:
+            sliders += find_models(patch, is_slider, [])
+        if sliders:
+            s = sliders[0]
+            a = s["attributes"]
+            self.slider_id = s["id"]
+            self.value, self.start, self.end = a["value"], a["start"], a["end"]
+            self.step = a.get("step") or 1
+        elif need_slider:
+            raise RuntimeError(f"no slider on {self.path}")
 
     async def _send(self, msgtype: str, content: dict, msgid: str = "") -> None:
         header = {"msgid": msgid or uuid.uuid4().hex[:12], "msgtype": msgtype}
@@ -165,13 +177,14 @@ class WsVisitor:
         return (*out, size) if with_size else out
 
     def _check_ready(self, kind: str, header: dict, content: dict) -> None:
-        if kind == "OK" and header.get("reqid") == self._ready_id:
-            self._ready_id = None
-        elif kind == "PATCH-DOC" and self._marker_id is not None and any(
-                (e.get("model") or {}).get("id") == self._marker_id and e.get("attr") == "visible"
-                and e.get("new") for e in content.get("events", [])):
-            self._marker_id = None
-        if self._ready_id is None and self._marker_id is None:
+        if kind == "PATCH-DOC":
+            self._opening_patches.append(content)
+            for e in content.get("events", []):
+                if e.get("attr") == "children" and e.get("new"):
+                    self._filled.add((e.get("model") or {}).get("id"))
+        elif kind == "OK" and header.get("reqid") == self._ready_id:
+            self._acked_ready = True
+        if self._acked_ready and self._slots is not None and self._slots <= self._filled:
             self._ready.set()
 
     async def _read_forever(self) -> None:

@@ -7,11 +7,12 @@ BokehJS exchanges with the server, nothing drawn), so the server gets the whole 
    it, a bare Panel page (one slider, one Bokeh figure with a line). Each page is opened by
    one visitor at a time, ``--repeats`` times, in a shuffled order per round so a drifting
    machine load hits every page alike. Per open: the time to the first byte of the HTML
-   (the server builds the session's page before it answers), to the document pulled over
-   the websocket, and to a ready page (the server acknowledged ``document_ready``, and a
-   page with work after its first paint has flipped its ready marker), plus the server's
-   CPU time. The table gives medians and each page's ratio to the bare page's median
-   *in the same run*; the target is every episode <= 2x.
+   (the server builds the session's page before it answers), to the first paint (the
+   document pulled over the websocket: what a browser draws first) and to the complete
+   page (the server acknowledged ``document_ready``, after the parts a page builds after
+   its first paint have been sent), plus the server's CPU time. The table gives medians
+   and each page's ratios to the bare page's medians *in the same run*; the target is every
+   episode <= 2x. A second table splits the server's thread CPU time by phase.
 
 2. **A class arrives.** ``--class-size`` visitors (60) open one episode, each starting at a
    random moment within ``--class-window`` seconds (1 s), on 1 and on 2 server processes
@@ -19,9 +20,10 @@ BokehJS exchanges with the server, nothing drawn), so the server gets the whole 
    headers; each process with ``--use-xheaders``). Every visitor leaves from its own
    loopback address (``127.0.<i>.1``), so ``ip_hash`` spreads them as it would a class
    behind distinct addresses; the split per process is read from nginx's access log.
-   Reports p50/p95/max time to a ready page and errors; target with 2 processes: p95 <= 10 s,
-   no errors. Servers are started fresh for each process count, and each page's sessions
-   are closed and freed before the next page's class arrives.
+   Reports the p95 time to the first paint and p50/p95/max to the complete page, and
+   errors; target with 2 processes: complete p95 <= 10 s, no errors. Servers are started
+   fresh for each process count, and each page's sessions are closed and freed before the
+   next page's class arrives.
 
 Usage::
 
@@ -91,7 +93,7 @@ PHASE_TAG = "sdp-bench-phase"
 
 
 def _time_phases() -> None:
-    """Print one line per call of each phase: the page's path, the phase, its thread CPU ms.
+    """Print one line per call of each phase: the page's path, its document, the phase, thread CPU ms.
 
     Thread CPU time, not wall time: Bokeh runs these phases on worker threads, and a thread
     waiting for the GIL or for a core is not using one.
@@ -118,8 +120,10 @@ def _time_phases() -> None:
                     doc = args[0].document  # a session
                 if doc is None and args and isinstance(args[0], list) and args[0]:
                     doc = args[0][0].event.document  # pending patches
-                print(f"{PHASE_TAG} {path_of(doc)} {_phase} {1000 * (time.thread_time() - t0):.2f}",
-                      flush=True)
+                # One write per line: the server's log lines come from other threads too.
+                sys.stdout.write(f"{PHASE_TAG} {path_of(doc)} {id(doc)} {_phase} "
+                                 f"{1000 * (time.thread_time() - t0):.2f}\n")
+                sys.stdout.flush()
 
         setattr(owner, name, timed)
 
@@ -178,19 +182,29 @@ async def opening_figures(pages: list[str], repeats: int) -> dict:
     finally:
         proc.terminate()
         proc.wait(10)
-    phases: dict[str, dict[str, float]] = {p: dict.fromkeys(PHASES, 0.0) for p in pages}
+    per_doc: dict[tuple[str, str], dict[str, float]] = {}
     with open(log, "rb") as f:
         f.seek(warm_log)
         for line in f.read().decode(errors="replace").splitlines():
             parts = line.split()
-            if parts[:1] == [PHASE_TAG] and len(parts) >= 4 and parts[1].lstrip("/") in phases:
-                phase = " ".join(parts[2:-1])
-                phases[parts[1].lstrip("/")][phase] += float(parts[-1]) / repeats
+            if parts[:1] != [PHASE_TAG] or len(parts) < 5 or parts[1].lstrip("/") not in results:
+                continue
+            phase = " ".join(parts[3:-1])
+            try:
+                ms = float(parts[-1])
+            except ValueError:
+                continue
+            if phase in PHASES:
+                doc = per_doc.setdefault((parts[1].lstrip("/"), parts[2]), dict.fromkeys(PHASES, 0.0))
+                doc[phase] += ms
+    # Per page, the median open's time in each phase (medians resist a busy machine's outliers).
+    phases = {p: {k: statistics.median([d[k] for (page, _), d in per_doc.items() if page == p] or [0])
+                  for k in PHASES} for p in pages}
     return results, phases
 
 
 def print_phases(phases: dict) -> None:
-    print("## Where the server's time goes when a page opens (thread CPU ms per open, mean)\n")
+    print("## Where the server's time goes when a page opens (thread CPU ms, median open)\n")
     print("| page | " + " | ".join(PHASES) + " | sum |")
     print("|---|" + "---:|" * (len(PHASES) + 1))
     for p, ph in phases.items():
@@ -206,25 +220,26 @@ def print_opening(results: dict, repeats: int) -> bool:
     def med(p, key):
         return statistics.median(r[key] for r in results[p])
 
-    bare_ready, bare_first = med(BARE, "ready"), med(BARE, "first_byte")
     print(f"## Opening a page: one visitor at a time, median of {repeats} opens per page, "
           "one server process\n")
-    print("| page | first byte of HTML | document pulled | ready page | ready / bare | "
-          "first byte / bare | server CPU per open | document | models |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    met = True
+    print("| page | first byte of HTML | first paint (document pulled) | complete (ready) | "
+          "first byte / bare | first paint / bare | complete / bare | server CPU per open | "
+          "first document | its models |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    missed = []
     for p in results:
-        ratio, ratio_first = med(p, "ready") / bare_ready, med(p, "first_byte") / bare_first
+        ratios = [med(p, k) / med(BARE, k) for k in ("first_byte", "doc", "ready")]
         if p != BARE:
-            met &= ratio <= TARGET_RATIO
+            missed += [f"{p} ({what})" for what, r in zip(("first byte", "first paint", "complete"),
+                                                            ratios) if r > TARGET_RATIO]
         print(f"| {'bare Panel page' if p == BARE else p} | {1000 * med(p, 'first_byte'):.0f} ms | "
-              f"{1000 * med(p, 'doc'):.0f} ms | {1000 * med(p, 'ready'):.0f} ms | {ratio:.2f}x | "
-              f"{ratio_first:.2f}x | {1000 * med(p, 'cpu'):.0f} ms | {med(p, 'kb'):.1f} kB | "
-              f"{med(p, 'models'):.0f} |")
+              f"{1000 * med(p, 'doc'):.0f} ms | {1000 * med(p, 'ready'):.0f} ms | "
+              + " | ".join(f"{r:.2f}x" for r in ratios)
+              + f" | {1000 * med(p, 'cpu'):.0f} ms | {med(p, 'kb'):.1f} kB | {med(p, 'models'):.0f} |")
     errors = sum(r["errors"] for rs in results.values() for r in rs)
-    print(f"\nerrors: {errors}. Target (every episode's ready page <= {TARGET_RATIO:g}x the bare "
-          f"page's, same run): {'MET' if met and not errors else 'NOT MET'}\n")
-    return met
+    print(f"\nerrors: {errors}. Target: every episode <= {TARGET_RATIO:g}x the bare page, same run: "
+          + ("MET" if not missed and not errors else "NOT MET for " + ", ".join(missed)) + "\n")
+    return not missed and not errors
 
 
 # --- run 2: a class arrives --------------------------------------------------------------------
@@ -316,10 +331,11 @@ async def class_arrives(base: str, path: str, size: int, window: float, seed: in
     await asyncio.gather(*(arrive(v, at) for v, at in zip(visitors, starts)))
     took = time.perf_counter() - t0
     ready = [v.opened["ready"] for v in visitors if "ready" in v.opened]
+    doc = [v.opened["doc"] for v in visitors if "doc" in v.opened]
     errors = [e for v in visitors for e in v.errors]
     for v in visitors:
         await v.close()
-    return dict(ready=ready, errors=errors, took=took)
+    return dict(ready=ready, doc=doc, errors=errors, took=took)
 
 
 async def class_runs(pages: list[str], procs_list: list[int], size: int, window: float) -> list:
@@ -357,15 +373,16 @@ async def class_runs(pages: list[str], procs_list: list[int], size: int, window:
     return rows
 
 
-CLASS_HEADER = ("| page | processes | visitors per process | errors | p50 | p95 | max | "
-                "server CPU | load avg | target |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---|")
+CLASS_HEADER = ("| page | processes | visitors per process | errors | first paint p95 | "
+                "complete p50 | complete p95 | complete max | server CPU | load avg | target |\n"
+                "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
 
 
 def print_class_row(r: dict, size: int) -> None:
     ok = not r["errors"] and len(r["ready"]) == size and pct(r["ready"], 95) <= TARGET_P95_S
     target = ("MET" if ok else "NOT MET") if r["procs"] == 2 else ""
     print(f"| {r['page']} | {r['procs']} | {' + '.join(map(str, r['split']))} | {len(r['errors'])} | "
-          f"{pct(r['ready'], 50):.1f} s | {pct(r['ready'], 95):.1f} s | "
+          f"{pct(r['doc'], 95):.1f} s | {pct(r['ready'], 50):.1f} s | {pct(r['ready'], 95):.1f} s | "
           f"{max(r['ready'], default=float('nan')):.1f} s | {r['cpu']:.1f} s | {r['load']:.1f} | "
           f"{target} |", flush=True)
     for e in r["errors"][:3]:
@@ -408,7 +425,7 @@ def main(argv=None) -> int:
     if not args.no_class:
         print(f"## A class arrives: {args.class_size} visitors open one page within "
               f"{args.class_window:g} s, behind nginx (ip_hash); time from a visitor's arrival "
-              "to its ready page\n")
+              "to its first paint (document pulled) and to its complete page (ready)\n")
         print(CLASS_HEADER, flush=True)
         asyncio.run(class_runs(args.pages, args.procs, args.class_size, args.class_window))
         print(f"\nTarget with 2 processes: p95 <= {TARGET_P95_S:g} s and no errors.")
