@@ -12,12 +12,15 @@ import panel as pn
 
 from . import neighbours
 from ..state.ep8 import BATCH_MAX, BusyAndTrees
+from ..views.deferred import after_first_paint
 from ..views.ep8_busy_trees import BusyTreesView
 from ..views.page import episode_shell
 from ..views.urlstate import bind_url
 
 NUMBER = 8
 SLUG = "ep8_busy_gpus_and_token_trees"
+#: The room the view takes before it arrives (px at 1280 px wide), so the page does not jump.
+VIEW_HEIGHT = 3900
 TITLE = "Busy GPUs and token trees"
 SUMMARY = ("When a server decodes many users at once, checking guesses stops being free and "
            "speculation can lose; and instead of one chain of guesses, the fastest systems guess "
@@ -85,8 +88,11 @@ def page(state: BusyAndTrees | None = None) -> pn.Column:
     """A fresh Episode 8 page (one per session or notebook cell)."""
     state = state or BusyAndTrees()
     notice = bind_url(state, URL_PARAMS)
-    view = BusyTreesView(state=state, part1_intro=PART1_INTRO, part1_note=PART1_NOTE,
-                         part1_outro=PART1_OUTRO, part2_intro=PART2_INTRO, part2_note=PART2_NOTE)
+    view = after_first_paint(
+        lambda: BusyTreesView(state=state, part1_intro=PART1_INTRO, part1_note=PART1_NOTE,
+                              part1_outro=PART1_OUTRO, part2_intro=PART2_INTRO,
+                              part2_note=PART2_NOTE),
+        min_height=VIEW_HEIGHT, name="ep8-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep8",
         lede=LEDE, try_this=TRY_THIS, body=[notice, view],
