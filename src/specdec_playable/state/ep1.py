@@ -20,7 +20,7 @@ class WritingVsChecking(param.Parameterized):
         doc="How many tokens to write one after another, or to check in one pass.")
     big_pass_ms = param.Integer(
         default=600, bounds=(100, 2000), step=50, label="One big-model pass (ms)",
-        doc="Simulated time of one forward pass of the big model.")
+        doc="Simulated time of one forward pass of the big model, in milliseconds (ms).")
 
     comparison = param.ClassSelector(
         class_=clocks.ClockComparison, constant=True,
