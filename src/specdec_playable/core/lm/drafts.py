@@ -1,0 +1,187 @@
+"""Drafts: cheap guessers that propose up to ``k`` next tokens for the target model to check.
+
+Each draft is a small immutable object with one job. ``draft.begin(model)`` returns a per-run
+proposer (its state, such as an early exit's own cache, lives there); ``proposer.propose(context, k,
+...)`` returns a :class:`Proposal`. A proposal may be shorter than ``k`` (even empty) when the draft
+has nothing to offer. Deterministic drafts return ``q=None``: for speculative sampling that is a
+one-hot q on each proposed token.
+
+* :class:`PromptLookup` copies what followed the latest earlier occurrence of the text's last few
+  tokens (vLLM's ``ngram`` proposer; Hugging Face's ``prompt_lookup_num_tokens``). Costs ~nothing.
+* :class:`EarlyExit` runs only the first ``m`` blocks of the target, then its final norm and head:
+  no training, and a poor guesser (the honest bad draft).
+* :class:`NgramDraft` (in :mod:`.ngram`) is a token n-gram model trained offline on stdlib text.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import sampling
+
+
+@dataclass(frozen=True, eq=False)
+class Proposal:
+    """Tokens a draft proposes, in order.
+
+    Attributes
+    ----------
+    tokens : numpy.ndarray of int64, shape (d,), d <= k
+    q : numpy.ndarray of float64, shape (d, vocab), or None
+        The draft's distribution at each proposed position (None: one-hot on ``tokens``).
+    stamps : numpy.ndarray of float, shape (d,), or None
+        ``time.perf_counter()`` when each token was ready (None: all at once, at the end).
+    """
+
+    tokens: np.ndarray
+    q: np.ndarray | None = None
+    stamps: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.tokens.size)
+
+
+EMPTY = Proposal(np.zeros(0, np.int64))
+
+
+@dataclass(frozen=True)
+class PromptLookup:
+    """Propose the tokens that followed the latest earlier match of the text's last n tokens.
+
+    The longest n in ``[n_min, n_max]`` with a match wins; among its matches the most recent one.
+
+    Parameters
+    ----------
+    n_min, n_max : int
+        Shortest and longest n-gram to look up (1 <= n_min <= n_max <= 8).
+
+    Examples
+    --------
+    >>> p = PromptLookup().begin(None)
+    >>> p.propose(np.array([5, 6, 7, 9, 5, 6]), 2).tokens
+    array([7, 9])
+    """
+
+    n_min: int = 1
+    n_max: int = 3
+    name: str = "lookup"
+
+    def __post_init__(self):
+        if not (isinstance(self.n_min, int) and isinstance(self.n_max, int)
+                and 1 <= self.n_min <= self.n_max <= 8):
+            raise ValueError(f"need integers 1 <= n_min <= n_max <= 8; got {self.n_min}, {self.n_max}")
+
+    def begin(self, model) -> "PromptLookup":
+        return self  # stateless: every proposal reads only the context
+
+    def propose(self, context, k: int, *, temperature: float = 0.0, top_p: float = 1.0,
+                rng=None) -> Proposal:
+        ctx = np.asarray(context, dtype=np.int64)
+        size = ctx.size
+        for n in range(min(self.n_max, size - 1), self.n_min - 1, -1):
+            pattern = ctx[size - n:]
+            # Windows starting at i = 0 .. size-n-1 (each has at least one token after it).
+            win = np.lib.stride_tricks.sliding_window_view(ctx[:size - 1], n)
+            hits = np.flatnonzero((win == pattern).all(axis=1))
+            if hits.size:
+                start = int(hits[-1]) + n
+                return Proposal(ctx[start:start + k].copy())
+        return EMPTY
+
+    capture = ()
+
+    def teacher_forced(self, model, tokens, start: int, stop: int, pass_, temperature: float):
+        """One-hot q on the first proposed token at each position (a zero row: no proposal)."""
+        ids = np.asarray(tokens, dtype=np.int64)
+        q = np.zeros((stop - start, model.config.vocab_size), np.float32)
+        for i in range(start, stop):
+            prop = self.propose(ids[:i + 1], 1)
+            if len(prop):
+                q[i - start, prop.tokens[0]] = 1.0
+        return q
+
+
+@dataclass(frozen=True)
+class EarlyExit:
+    """The target's first ``m`` blocks, then its final norm and head: an untrained draft.
+
+    Its cost per token is about ``m / 30`` of a decode step plus the whole head (49,152 x 576), so it
+    is never cheap, and without training its guesses are poor.
+
+    Parameters
+    ----------
+    m : int
+        Blocks to run, in [1, 29].
+    """
+
+    m: int = 6
+    name: str = "early-exit"
+
+    def __post_init__(self):
+        if not (isinstance(self.m, int) and 1 <= self.m <= 29):
+            raise ValueError(f"m must be an integer in [1, 29]; got {self.m!r}")
+
+    def begin(self, model) -> "_EarlyExitRun":
+        return _EarlyExitRun(model, self.m)
+
+    @property
+    def capture(self) -> tuple[int, ...]:
+        """The target pass keeps the residual stream after block m for :meth:`teacher_forced`."""
+        return (self.m,)
+
+    def teacher_forced(self, model, tokens, start: int, stop: int, pass_, temperature: float):
+        """q at each position from the target pass's own block-m residual stream."""
+        return sampling.probabilities(exit_logits(model, pass_.captured[self.m]), temperature)
+
+
+def exit_logits(model, residual: np.ndarray) -> np.ndarray:
+    """Logits of the final norm and tied head applied to a residual stream taken early."""
+    from .model import rms_norm
+
+    return model.head(rms_norm(residual, model.config.eps) * model.weights.final_norm)
+
+
+class _EarlyExitRun:
+    """One run's early-exit state: its own m-layer cache and the tokens fed into it."""
+
+    def __init__(self, model, m: int) -> None:
+        self.model = model
+        self.m = m
+        self.cache = model.new_cache(n_layers=m)
+        self.fed: list[int] = []
+
+    def _sync(self, ctx: np.ndarray) -> np.ndarray:
+        """Bring the cache to the context; return the logits after its last token."""
+        fed = self.fed
+        common = 0
+        limit = min(len(fed), ctx.size - 1)  # always feed at least the last token
+        while common < limit and fed[common] == ctx[common]:
+            common += 1
+        self.cache.rollback(common)
+        del fed[common:]
+        new = ctx[common:]
+        out = self.model.forward(new, self.cache, logits="last", n_layers=self.m)
+        fed.extend(int(t) for t in new)
+        return out.logits[-1]
+
+    def propose(self, context, k: int, *, temperature: float = 0.0, top_p: float = 1.0,
+                rng=None) -> Proposal:
+        ctx = np.asarray(context, dtype=np.int64)
+        logits = self._sync(ctx)
+        tokens, qs, stamps = [], [], []
+        for i in range(k):
+            if temperature > 0:
+                q = sampling.probabilities(logits, temperature, top_p)
+                tok = int(sampling.draw(q, rng))
+                qs.append(q)
+            else:
+                tok = int(np.argmax(logits))
+            tokens.append(tok)
+            stamps.append(time.perf_counter())
+            if i + 1 < k:
+                logits = self.model.forward([tok], self.cache, logits="last", n_layers=self.m).logits[-1]
+                self.fed.append(tok)
+        return Proposal(np.array(tokens, np.int64), np.array(qs) if qs else None, np.array(stamps))

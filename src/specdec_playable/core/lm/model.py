@@ -1,0 +1,455 @@
+"""SmolLM2-135M-Instruct as a numpy forward pass, loaded once per process and shared read-only.
+
+The architecture is Llama's: token embedding, 30 blocks of (RMSNorm, grouped-query attention with
+rotary positions, RMSNorm, SwiGLU feed-forward), a final RMSNorm and an output head tied to the
+embedding. Weights are dequantised from the GGUF file to float32 once and then frozen
+(``setflags(write=False)``); every session and worker thread shares the one copy. What a run changes
+lives in its own :class:`KVCache`.
+
+For speed each block keeps three fused matrices, stored ``(out, in)`` so that one position is a
+matrix-vector product that streams the matrix once:
+
+* ``wqkv`` (960 x 576): the query, key and value projections, with the attention RMSNorm weight and
+  the 1/sqrt(64) score scale folded in;
+* ``wgu`` (3072 x 576): the gate and up projections, with the feed-forward RMSNorm weight folded in;
+* ``wo`` (576 x 576) and ``wdown`` (576 x 1536).
+
+GGUF stores the query and key rows permuted for llama.cpp's rotary form (rotate interleaved pairs
+0,1 / 2,3 / ...). The loader permutes them once more, consistently for queries and keys, so that pair
+``i`` sits at dims ``i`` and ``i + 32``; attention scores are unchanged and the rotation works on two
+contiguous halves.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .source import model_file
+from .tokenizer import Tokenizer
+
+F32 = np.float32
+
+
+@dataclass(frozen=True)
+class Config:
+    """Shape of the model, read from the GGUF metadata."""
+
+    n_layers: int = 30
+    d_model: int = 576
+    d_ff: int = 1536
+    n_heads: int = 9
+    n_kv_heads: int = 3
+    head_dim: int = 64
+    rope_base: float = 100000.0
+    eps: float = 1e-5
+    vocab_size: int = 49152
+    context: int = 8192
+
+    @property
+    def group(self) -> int:
+        """Query heads per key/value head."""
+        return self.n_heads // self.n_kv_heads
+
+
+@dataclass(frozen=True, eq=False)
+class Block:
+    """One transformer block's fused, frozen float32 weights (see the module docstring)."""
+
+    wqkv: np.ndarray
+    wo: np.ndarray
+    wgu: np.ndarray
+    wdown: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Weights:
+    """All weights, float32 and read-only. ``embed`` (vocab x d_model) is also the output head."""
+
+    embed: np.ndarray
+    blocks: tuple[Block, ...]
+    final_norm: np.ndarray
+    inv_freq: np.ndarray
+
+    def arrays(self) -> list[np.ndarray]:
+        out = [self.embed, self.final_norm, self.inv_freq]
+        for b in self.blocks:
+            out += [b.wqkv, b.wo, b.wgu, b.wdown]
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays())
+
+
+class KVCache:
+    """Keys and values of the positions a run has fed so far, for ``n_layers`` blocks.
+
+    Per run, never shared. ``length`` positions are valid; :meth:`rollback` forgets the rest, so
+    rejected drafts cost nothing to undo. Storage grows by doubling when a pass needs more room.
+
+    Parameters
+    ----------
+    config : Config
+    n_layers : int
+        How many blocks this cache serves (all of them for the target, fewer for an early exit).
+    capacity : int
+        Positions to allocate up front.
+    """
+
+    def __init__(self, config: Config, n_layers: int | None = None, capacity: int = 256) -> None:
+        self.config = config
+        self.n_layers = config.n_layers if n_layers is None else int(n_layers)
+        shape = (self.n_layers, config.n_kv_heads, max(int(capacity), 1), config.head_dim)
+        self.k = np.zeros(shape, F32)
+        self.v = np.zeros(shape, F32)
+        self.length = 0
+
+    @property
+    def capacity(self) -> int:
+        return int(self.k.shape[2])
+
+    @property
+    def nbytes(self) -> int:
+        return self.k.nbytes + self.v.nbytes
+
+    def reserve(self, n_new: int) -> None:
+        """Make room for ``n_new`` more positions (doubling the storage if needed)."""
+        need = self.length + n_new
+        if need > self.config.context:
+            raise ValueError(f"the context holds at most {self.config.context} tokens; "
+                             f"this pass needs {need}")
+        if need <= self.capacity:
+            return
+        cap = min(max(need, 2 * self.capacity), self.config.context)
+        for name in ("k", "v"):
+            old = getattr(self, name)
+            new = np.zeros(old.shape[:2] + (cap,) + old.shape[3:], F32)
+            new[:, :, :self.length] = old[:, :, :self.length]
+            setattr(self, name, new)
+
+    def rollback(self, length: int) -> None:
+        """Forget every position from ``length`` on (``0 <= length <= self.length``)."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"rollback length must be in [0, {self.length}]; got {length}")
+        self.length = int(length)
+
+    def compact(self, start: int, keep) -> None:
+        """Keep the positions ``start + keep[i]`` (ascending) as ``start + i``, forget the rest.
+
+        This is what a tree verification needs after it accepts one branch.
+        """
+        keep = np.asarray(keep, dtype=np.int64)
+        if keep.size and (np.any(np.diff(keep) <= 0) or keep[0] < 0 or start + keep[-1] >= self.length):
+            raise ValueError("keep must be ascending offsets of valid positions")
+        src = start + keep
+        self.k[:, :, start:start + keep.size] = self.k[:, :, src]
+        self.v[:, :, start:start + keep.size] = self.v[:, :, src]
+        self.length = start + int(keep.size)
+
+
+@dataclass(frozen=True, eq=False)
+class Pass:
+    """What one forward pass over ``n`` new positions returns.
+
+    Attributes
+    ----------
+    logits : numpy.ndarray or None
+        float32, ``(n, vocab)`` (or ``(1, vocab)`` for the last position only), or None.
+    hidden : numpy.ndarray
+        float32 ``(n, d_model)``: the residual stream after the last block run, final-normed (the
+        vector the head reads).
+    captured : dict
+        Residual stream (before the final norm) after block ``m``, for each ``m`` asked for.
+    """
+
+    logits: np.ndarray | None
+    hidden: np.ndarray
+    captured: dict = field(default_factory=dict)
+
+
+#: Up to this many positions, a product runs as matrix-vector products over row blocks of the
+#: weight (each block read from memory once, then from cache for the other positions). OpenBLAS's
+#: matrix-matrix product packs the whole weight first, which on this CPU costs about twice a
+#: matrix-vector product for 2..16 positions (see benchmarks/bench_lm.py).
+GEMV_MAX_N = 6
+GEMV_ROWS = 1024
+
+
+def linear(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``x @ w.T`` for activations ``x`` (n, in) and a weight ``w`` stored (out, in)."""
+    n = x.shape[0]
+    if n == 1:
+        return (w @ x[0])[None, :]
+    if n > GEMV_MAX_N:
+        return x @ w.T
+    out = np.empty((n, w.shape[0]), F32)
+    for s in range(0, w.shape[0], GEMV_ROWS):
+        block = w[s:s + GEMV_ROWS]
+        for j in range(n):
+            np.dot(block, x[j], out=out[j, s:s + GEMV_ROWS])
+    return out
+
+
+def rms_norm(x: np.ndarray, eps: float) -> np.ndarray:
+    ms = np.einsum("ij,ij->i", x, x) * F32(1.0 / x.shape[1])
+    return x * (F32(1.0) / np.sqrt(ms + F32(eps)))[:, None]
+
+
+class Model:
+    """The target model: weights, tokenizer and the forward pass. Immutable; share one per process.
+
+    Use :func:`get_model` rather than building one: it loads the file once, thread-safely.
+    """
+
+    def __init__(self, config: Config, weights: Weights, tokenizer: Tokenizer,
+                 load_seconds: float = 0.0) -> None:
+        self.config = config
+        self.weights = weights
+        self.tokenizer = tokenizer
+        self.load_seconds = load_seconds
+
+    # -- state ---------------------------------------------------------------------------------
+    def new_cache(self, capacity: int = 256, n_layers: int | None = None) -> KVCache:
+        """An empty cache for one run."""
+        return KVCache(self.config, n_layers, capacity)
+
+    # -- the forward pass ----------------------------------------------------------------------
+    def forward(self, tokens, cache: KVCache, *, positions=None, mask=None, logits: str = "all",
+                n_layers: int | None = None, capture=()) -> Pass:
+        """Run ``n`` new tokens through the model, appending their keys and values to ``cache``.
+
+        Parameters
+        ----------
+        tokens : array_like of int, shape (n,)
+        cache : KVCache
+            Positions already fed; the new ones are appended at ``cache.length ...``.
+        positions : array_like of int, shape (n,), optional
+            Rotary positions of the new tokens; default ``cache.length + arange(n)``. A token tree
+            passes each node's depth here.
+        mask : array_like of bool, shape (n, n), optional
+            ``mask[i, j]`` allows new token ``i`` to attend to new token ``j`` (every cached position
+            is always visible). Default causal: ``j <= i``. A token tree passes ancestor-or-self.
+        logits : {"all", "last", "none"}
+            Which positions to score with the head (the head is a large share of a pass).
+        n_layers : int, optional
+            Run only the first ``n_layers`` blocks (an early exit); default all. The cache must
+            have at least that many layers.
+        capture : iterable of int
+            Block counts ``m`` after which to keep the residual stream in ``Pass.captured``.
+
+        Returns
+        -------
+        Pass
+        """
+        cfg, w = self.config, self.weights
+        ids = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        n = int(ids.size)
+        if n == 0:
+            raise ValueError("forward needs at least one token")
+        if ids.min() < 0 or ids.max() >= cfg.vocab_size:
+            raise ValueError(f"token ids must be in [0, {cfg.vocab_size - 1}]")
+        depth = cache.n_layers if n_layers is None else int(n_layers)
+        if not 0 <= depth <= cache.n_layers:
+            raise ValueError(f"n_layers must be in [0, {cache.n_layers}]; got {n_layers}")
+        past = cache.length
+        pos = (past + np.arange(n)) if positions is None else np.asarray(positions, np.int64)
+        if pos.shape != (n,):
+            raise ValueError(f"positions must have shape ({n},); got {pos.shape}")
+        cache.reserve(n)
+        bias = self._bias(n, past, mask)
+        cos, sin = self._rope(pos)
+        capture = set(int(m) for m in capture)
+        captured = {}
+
+        x = w.embed[ids]  # a fresh float32 copy
+        if 0 in capture:
+            captured[0] = x.copy()
+        with np.errstate(over="ignore"):
+            for layer in range(depth):
+                x = self._block(layer, x, cache, past, cos, sin, bias)
+                if layer + 1 in capture:
+                    captured[layer + 1] = x.copy()
+        cache.length = past + n
+        h = rms_norm(x, cfg.eps) * w.final_norm
+        out = None
+        if logits == "all":
+            out = self.head(h)
+        elif logits == "last":
+            out = self.head(h[-1:])
+        elif logits != "none":
+            raise ValueError(f"logits must be 'all', 'last' or 'none'; got {logits!r}")
+        return Pass(out, h, captured)
+
+    def head(self, hidden: np.ndarray) -> np.ndarray:
+        """Logits (n, vocab) of final-normed hidden states, through the tied embedding."""
+        return linear(hidden, self.weights.embed)
+
+    def _bias(self, n: int, past: int, mask) -> np.ndarray | None:
+        """Additive attention bias over (new, past + new) keys; None when nothing is masked."""
+        if mask is None:
+            if n == 1:
+                return None
+            allowed = np.tri(n, dtype=bool)
+        else:
+            allowed = np.asarray(mask, dtype=bool)
+            if allowed.shape != (n, n):
+                raise ValueError(f"mask must have shape ({n}, {n}); got {allowed.shape}")
+            if not allowed[np.arange(n), np.arange(n)].all():
+                raise ValueError("mask must let every token attend to itself")
+        bias = np.zeros((n, past + n), F32)
+        bias[:, past:][~allowed] = -np.inf
+        # Rows of the grouped score matrix are (new position, query head in group).
+        return np.repeat(bias, self.config.group, axis=0)
+
+    def _rope(self, pos: np.ndarray):
+        ang = pos.astype(F32)[:, None] * self.weights.inv_freq[None, :]  # (n, 32), float32
+        return np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+
+    def _block(self, layer, x, cache, past, cos, sin, bias):
+        cfg = self.config
+        b = self.weights.blocks[layer]
+        n = x.shape[0]
+        hd, nh, nkv, g = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads, cfg.group
+        half = hd // 2
+        xn = rms_norm(x, cfg.eps)
+        qkv = linear(xn, b.wqkv)  # (n, 960)
+        # Rotate queries and keys together: 9 + 3 heads of 64 dims, halves form.
+        qk = qkv[:, :(nh + nkv) * hd].reshape(n, nh + nkv, hd)
+        a, c = qk[..., :half], qk[..., half:]
+        rot = np.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
+        q, k = rot[:, :nh], rot[:, nh:]
+        v = qkv[:, (nh + nkv) * hd:].reshape(n, nkv, hd)
+        end = past + n
+        cache.k[layer, :, past:end] = k.transpose(1, 0, 2)
+        cache.v[layer, :, past:end] = v.transpose(1, 0, 2)
+        keys = cache.k[layer, :, :end]  # (kv, T, hd)
+        vals = cache.v[layer, :, :end]
+        # Group the query heads by the key/value head they share: (kv, n * group, hd).
+        qg = q.reshape(n, nkv, g, hd).transpose(1, 0, 2, 3).reshape(nkv, n * g, hd)
+        s = qg @ keys.transpose(0, 2, 1)  # (kv, n * group, T); the scale is folded into wqkv
+        if bias is not None:
+            s += bias
+        s -= s.max(axis=-1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(axis=-1, keepdims=True)
+        o = (s @ vals).reshape(nkv, n, g, hd).transpose(1, 0, 2, 3).reshape(n, nh * hd)
+        x = x + linear(o, b.wo)
+        xn = rms_norm(x, cfg.eps)
+        gu = linear(xn, b.wgu)  # (n, 2 * d_ff)
+        gate, up = gu[:, :cfg.d_ff], gu[:, cfg.d_ff:]
+        act = gate / (F32(1.0) + np.exp(-gate)) * up  # SwiGLU
+        return x + linear(act, b.wdown)
+
+    # -- conveniences ---------------------------------------------------------------------------
+    def prefill(self, tokens, cache: KVCache, *, logits: str = "last") -> Pass:
+        """Feed a prompt; by default score only its last position."""
+        return self.forward(tokens, cache, logits=logits)
+
+    def step(self, token: int, cache: KVCache) -> np.ndarray:
+        """Feed one token; return the logits (vocab,) for the next."""
+        return self.forward([token], cache).logits[0]
+
+
+def _freeze(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=F32)
+    a.setflags(write=False)
+    return a
+
+
+def _halves_order(n_heads: int, head_dim: int) -> np.ndarray:
+    """Row order taking interleaved rotary pairs (2i, 2i+1) to (i, i + head_dim/2) in each head."""
+    within = np.concatenate((np.arange(0, head_dim, 2), np.arange(1, head_dim, 2)))
+    return (np.arange(n_heads)[:, None] * head_dim + within[None, :]).reshape(-1)
+
+
+def load(path=None) -> Model:
+    """Read the GGUF file and build the model (several seconds; use :func:`get_model`)."""
+    import gguf
+    from gguf.quants import dequantize
+
+    t0 = time.perf_counter()
+    path = model_file() if path is None else path
+    reader = gguf.GGUFReader(str(path))
+    f = reader.fields
+
+    def meta(key):
+        return f[key].contents()
+
+    arch = meta("general.architecture")
+    cfg = Config(
+        n_layers=int(meta(f"{arch}.block_count")),
+        d_model=int(meta(f"{arch}.embedding_length")),
+        d_ff=int(meta(f"{arch}.feed_forward_length")),
+        n_heads=int(meta(f"{arch}.attention.head_count")),
+        n_kv_heads=int(meta(f"{arch}.attention.head_count_kv")),
+        head_dim=int(meta(f"{arch}.rope.dimension_count")),
+        rope_base=float(meta(f"{arch}.rope.freq_base")),
+        eps=float(meta(f"{arch}.attention.layer_norm_rms_epsilon")),
+        vocab_size=int(meta(f"{arch}.vocab_size")),
+        context=int(meta(f"{arch}.context_length")),
+    )
+    tensors = {t.name: t for t in reader.tensors}
+
+    def get(name: str) -> np.ndarray:
+        # A copy: float32 tensors come back as views of the memory-mapped file, which would keep
+        # the whole file mapped (and resident) for as long as the model lives.
+        t = tensors[name]
+        return np.array(dequantize(t.data, t.tensor_type), dtype=F32, copy=True)
+
+    hd = cfg.head_dim
+    q_order = _halves_order(cfg.n_heads, hd)
+    k_order = _halves_order(cfg.n_kv_heads, hd)
+    scale = F32(1.0 / np.sqrt(hd))
+    blocks = []
+    for i in range(cfg.n_layers):
+        p = f"blk.{i}."
+        attn_norm, ffn_norm = get(p + "attn_norm.weight"), get(p + "ffn_norm.weight")
+        wq = get(p + "attn_q.weight")[q_order] * scale
+        wk = get(p + "attn_k.weight")[k_order]
+        wv = get(p + "attn_v.weight")
+        wqkv = np.concatenate((wq, wk, wv)) * attn_norm[None, :]
+        wgu = np.concatenate((get(p + "ffn_gate.weight"), get(p + "ffn_up.weight"))) * ffn_norm[None, :]
+        blocks.append(Block(wqkv=_freeze(wqkv), wo=_freeze(get(p + "attn_output.weight")),
+                            wgu=_freeze(wgu), wdown=_freeze(get(p + "ffn_down.weight"))))
+    inv_freq = cfg.rope_base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+    weights = Weights(embed=_freeze(get("token_embd.weight")), blocks=tuple(blocks),
+                      final_norm=_freeze(get("output_norm.weight")), inv_freq=_freeze(inv_freq))
+    types = meta("tokenizer.ggml.token_type")
+    tokenizer = Tokenizer(
+        tokens=meta("tokenizer.ggml.tokens"), merges=meta("tokenizer.ggml.merges"),
+        control=[i for i, t in enumerate(types) if t == 3],
+        bos_id=int(meta("tokenizer.ggml.bos_token_id")), eos_id=int(meta("tokenizer.ggml.eos_token_id")),
+    )
+    del reader, tensors
+    return Model(cfg, weights, tokenizer, load_seconds=time.perf_counter() - t0)
+
+
+_LOCK = threading.Lock()
+_MODEL: Model | None = None
+
+
+def get_model() -> Model:
+    """The process's one model, loaded on first use (thread-safe; later calls return at once).
+
+    Raises
+    ------
+    ModelNotInstalled
+        If the model package is missing; the message is the command that installs it.
+    """
+    global _MODEL
+    m = _MODEL
+    if m is not None:
+        return m
+    with _LOCK:
+        if _MODEL is None:
+            _MODEL = load()
+        return _MODEL
+
+
+def loaded() -> bool:
+    """Whether :func:`get_model` has already loaded the model in this process."""
+    return _MODEL is not None
