@@ -339,6 +339,34 @@ def test_ep5_labels_fit_the_narrowest_map_and_never_overlap(q, k, c):
     assert lay.you.text == f"you: {s.theory_speedup:.2f}× (theory)"
 
 
+@settings(max_examples=25, deadline=None)
+@given(PROBABILITY, st.integers(1, 16), COST)
+@example(0.0, 1, 0.0).via("every diamond at q = 0, labels stacked above and below")
+def test_ep5_chart_draws_each_label_where_the_layout_put_it(q, k, c):
+    # The glyphs take alignment, baseline and offsets from the sources, row by row, so the
+    # browser draws each label in the box the layout checked.
+    chart = ep5_break_even.BreakEvenChart()
+    s = BreakEvenMap(q=q, k=k, c=c)
+    chart.update_curves(s)
+    lay = ep5_break_even.map_labels(s, chart.y_range.end)
+    be = chart.breakeven.data
+    drawn = {kk: i for i, kk in enumerate(be["k"])}
+    for kk, tag in zip(lay.ks, lay.breakeven):
+        if tag is None:
+            assert kk not in drawn or be["text"][drawn[kk]] == ""
+            continue
+        i = drawn[kk]
+        assert (be["q"][i], be["text"][i], be["align"][i], be["baseline"][i], be["dx"][i], be["dy"][i]) == \
+            (tag.x, tag.text, tag.align, tag.baseline, tag.dx, tag.dy)
+    you = chart.you.data
+    assert (you["text"][0], you["align"][0], you["baseline"][0], you["dx"][0], you["dy"][0]) == \
+        (lay.you.text, lay.you.align, lay.you.baseline, lay.you.dx, lay.you.dy)
+    for r in chart.figure.renderers:
+        glyph = r.glyph
+        if type(glyph).__name__ == "Text" and r.data_source in (chart.breakeven, chart.you, chart.notes):
+            assert glyph.text_baseline == "baseline" and glyph.text_align == "align"
+
+
 @pytest.mark.parametrize("preset", list(presets.by_key()))
 def test_ep5_every_preset_lays_out_and_says_where_it_breaks_even(preset):
     s = BreakEvenMap()

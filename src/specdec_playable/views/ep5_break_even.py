@@ -242,7 +242,7 @@ class BreakEvenChart:
         self.labels = ColumnDataSource(
             dict(x=[], y=[], text=[], color=[], style=[]), name="ep5-curve-labels")
         self.breakeven = ColumnDataSource(
-            dict(q=[], y=[], k=[], size=[], color=[], text=[], dy=[], align=[], dx=[]),
+            dict(q=[], y=[], k=[], size=[], color=[], text=[], dy=[], align=[], dx=[], baseline=[]),
             name="ep5-breakeven")
         self.notes = ColumnDataSource(dict(x=[], y=[], text=[], align=[], baseline=[], dy=[], size=[],
                                            style=[]), name="ep5-notes")
@@ -276,7 +276,7 @@ class BreakEvenChart:
         be = fig.scatter("q", "y", source=self.breakeven, marker="diamond", size="size",
                          fill_color="color", line_color=theme.INK, line_width=1)
         fig.text("q", "y", text="text", source=self.breakeven, text_align="align", x_offset="dx",
-                 text_baseline="top", y_offset="dy", text_font_size=f"{_BE_PX:g}px",
+                 text_baseline="baseline", y_offset="dy", text_font_size=f"{_BE_PX:g}px",
                  text_color=theme.INK)
         you = fig.scatter("q", "y", source=self.you, marker="circle", size=12, fill_color=theme.PAPER,
                           line_color=theme.DRAFT, line_width=2.5)
@@ -322,7 +322,7 @@ class BreakEvenChart:
                       text=[t.text for t in lay.curves],
                       color=[theme.DRAFT if m else theme.MUTED for m in mine],
                       style=["bold" if m else "normal" for m in mine])
-        be = dict(q=[], y=[], k=[], size=[], color=[], text=[], dy=[], align=[], dx=[])
+        be = dict(q=[], y=[], k=[], size=[], color=[], text=[], dy=[], align=[], dx=[], baseline=[])
         for k, m, tag in zip(lay.ks, mine, lay.breakeven):
             q = s.break_even(k)
             if not np.isfinite(q):
@@ -336,6 +336,7 @@ class BreakEvenChart:
             be["dy"].append(_BE_DY if tag is None else tag.dy)
             be["align"].append("center" if tag is None else tag.align)
             be["dx"].append(0.0 if tag is None else tag.dx)
+            be["baseline"].append("top" if tag is None else tag.baseline)
         you = lay.you
         you_data = dict(q=[s.q], y=[you.y], text=[you.text], align=[you.align],
                         baseline=[you.baseline], dx=[you.dx], dy=[you.dy])

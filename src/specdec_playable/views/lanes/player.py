@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import panel as pn
+
 from .. import theme
 from .controls import PlayerControls
 from .figure import LaneSources, lanes_figure
@@ -98,6 +100,23 @@ class LanePlayer:
 
         Until then the labels are fitted to an assumed width; pass a server session's
         document (a notebook or a static file keeps that assumed fit until the first play).
+        A player built before the page was shown is fitted on the document's
+        ``document_ready`` event; one built later (``views/deferred.py``) misses that event,
+        so the server then touches the figure's ``tags`` once its part is on the page, which
+        runs the player's script (a message of a few bytes).
         """
-        if doc is not None:
-            doc.js_on_event("document_ready", self.buttons.script)
+        if doc is None:
+            return
+        doc.js_on_event("document_ready", self.buttons.script)
+        self.figure.js_on_change("tags", self.buttons.script)
+
+        def touch() -> None:
+            self.figure.tags = [*self.figure.tags, "fit"]
+
+        def after_load() -> None:
+            doc.add_next_tick_callback(touch)
+
+        if pn.state.loaded:
+            after_load()
+        else:
+            pn.state.onload(after_load)

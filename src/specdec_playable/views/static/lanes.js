@@ -4,8 +4,9 @@
 // This file is the body of the one Bokeh CustomJS of a player (views/lanes/controls.py).
 // It runs when Play, Step or Restart is clicked, when the server replaces bars.data with a
 // new timeline, and once when the page has been laid out (the document's document_ready
-// event): cb_obj is then the click event (whose origin is the button), the bars source or
-// the document's event. Its arguments:
+// event, or the figure's tags changed by the server when the player was built after that
+// event): cb_obj is then the click event (whose origin is the button), the bars source, the
+// document's event or the figure. Its arguments:
 //   bars      ColumnDataSource, one row per box (columns: views/lanes/timeline.py bar_columns)
 //   clocks    ColumnDataSource, one row per lane clock (clock_columns)
 //   cursor    ColumnDataSource, one row: the wall-clock cursor (x, label, align, offset, playing)
@@ -40,6 +41,8 @@
 const state = bars.__sdp || (bars.__sdp = {t: 0, playing: false, last: null, raf: null, until: 0});
 const reduce = window.matchMedia && window.matchMedia('(prefers-reduced-motion: reduce)').matches;
 const EPS = 1e-6;
+const FIT_TRIES = 300;   // animation frames (about 5 s) to wait for the figure's layout
+const LABEL_PAD_PX = 4;  // a box's label needs this much room beyond its text (2 px a side)
 
 function sdp_total() {
   let m = 0;
@@ -118,7 +121,7 @@ function drawBoxes(t) {
     d.tip[i] = judged ? d.tip_a[i] : d.tip_b[i];
     let fits = true;                           // hide labels wider than their box
     if (px_per_ms !== null && d.label[i]) {
-      const need = Math.max(opts.min_label_px, textWidth(d.label[i], d.label_size[i], 'bold') + 2);
+      const need = Math.max(opts.min_label_px, textWidth(d.label[i], d.label_size[i], 'bold') + LABEL_PAD_PX);
       fits = (e - s) * px_per_ms >= need;
     }
     d.label_alpha[i] = started && fits && t >= d.label_at[i] ? 1 : 0;
@@ -297,9 +300,23 @@ function onNewTimeline() {
   render(state.t);
 }
 
+// A figure that is not laid out yet (a part of the page built after its first paint
+// arrives before BokehJS has drawn it): fit the labels once it is, trying on the next
+// frames for a while.
+function fitWhenLaidOut(tries) {
+  if (figView()) {
+    watchSize();
+    if (!state.playing) render(state.t);
+  } else if (tries > 0) {
+    requestAnimationFrame(() => fitWhenLaidOut(tries - 1));
+  }
+}
+
 const trigger = cb_obj.origin || cb_obj;
+const laidOut = figView() !== null;
 watchSize();
 if (trigger === play) onPlay();
 else if (step !== null && trigger === step) onStep();
 else if (trigger === restart) onRestart();
 else onNewTimeline();
+if (!laidOut) requestAnimationFrame(() => fitWhenLaidOut(FIT_TRIES));
