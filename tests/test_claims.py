@@ -487,3 +487,39 @@ def test_hardware_note_states_what_the_measurements_show():
     assert within.max() <= g8.at(1) * (1 + hw_view.FLAT_WITHIN)
     beyond = g8.n_positions[g8.n_positions > n]
     assert beyond.size == 0 or g8.at(int(beyond.min())) > g8.at(1) * (1 + hw_view.FLAT_WITHIN)
+
+
+# --- Every control says what it does, in what unit --------------------------------------------
+
+#: Words that give a control's unit or scale in its help.
+_UNIT = re.compile(r"milliseconds|big-model passes|0: never|count of tokens|tokens per round|no unit|"
+                   r"natural-log units|count of draws|whole number from 0")
+
+
+def _help_lists(viewable) -> str:
+    """Every help list (``ul.sdp-help``) under ``viewable``, as plain text."""
+    import panel as pn
+
+    found = viewable.select(pn.pane.HTML)
+    return " ".join(plain(str(p.object)) for p in found if 'class="sdp-help"' in str(p.object))
+
+
+@pytest.mark.parametrize("number", [1, 2, 3, 4, 5, 6])
+def test_every_slider_and_box_is_explained_with_its_unit(number):
+    from specdec_playable.episodes import available
+
+    ep = next(e for e in available() if e.number == number)
+    root = ep.module.page()
+    text = _help_lists(root)
+    state_cls = {1: "WritingVsChecking", 2: "Relay", 3: "QualityDial", 4: "BoilerplateVsPoetry",
+                 5: "BreakEvenMap", 6: "FinePrint"}[number]
+    import importlib
+
+    cls = getattr(importlib.import_module(f"specdec_playable.state.ep{number}"), state_cls)
+    numeric = [p for n, p in cls.param.objects().items()
+               if n != "name" and not p.constant and not p.readonly
+               and type(p).__name__ in ("Number", "Integer")]
+    assert numeric
+    for p in numeric:
+        assert f"{p.label} : {plain(p.doc)}" in text, p.label  # label in bold, then its doc
+        assert _UNIT.search(p.doc), f"{p.label}: no unit in {p.doc!r}"
