@@ -97,7 +97,7 @@ class WritingVsCheckingView(StateView):
         s = self.state
         names = ["n_tokens", "big_pass_ms"]
         controls = pn.Column(
-            slider(s.param.n_tokens), slider(s.param.big_pass_ms, step=50),
+            slider(s.param.n_tokens), slider(s.param.big_pass_ms, step=50, format="0,0"),
             control_help(s, names), width=320, name="ep1-controls",
         )
         return pn.Column(
