@@ -73,28 +73,31 @@ class BusyAndTrees(param.Parameterized):
 
     q = param.Number(
         default=0.80, bounds=(0.0, 1.0), step=0.01, label="Acceptance rate q",
-        doc="Probability that one drafted token is accepted (the same for every user in the batch).")
+        doc="Probability that one drafted token is accepted, the same for every user in the batch "
+            "(0: never, 1: always).")
     k = param.Integer(
         default=4, bounds=(1, K_MAX), label="Draft length k",
-        doc="Tokens drafted per user per round; the verify pass scores k + 1 positions per user.")
+        doc="Tokens drafted per user per round (a count of tokens); the verify pass scores k + 1 "
+            "positions per user.")
     c = param.Number(
         default=0.05, bounds=(0.0, 1.0), step=0.005, label="Draft cost c",
-        doc="One draft step as a fraction of one big-model decode step over the same batch.")
+        doc="Time of one draft step over the batch, in big-model passes over the same batch: 0.05 "
+            "means a twentieth of a pass.")
     batch = param.Integer(
         default=1, bounds=(1, BATCH_MAX), label="Batch size B",
-        doc="Users decoded together in every pass: a plain step scores B positions, a verify "
-            "pass B × (k + 1).")
+        doc="Users decoded together in every pass (a count of users): a plain step scores B "
+            "positions, a verify pass B × (k + 1).")
 
     tree_q = param.Number(
         default=0.50, bounds=(0.0, 1.0), step=0.01, label="Acceptance rate q (each candidate)",
         doc="Probability that one drafted candidate is accepted, given its parent was, "
-            "independently of every other candidate.")
+            "independently of every other candidate (0: never, 1: always).")
     width = param.Integer(
         default=2, bounds=(1, WIDTH_MAX), label="Candidates per level w",
-        doc="How many guesses the tree makes at each position; 1 is a chain.")
+        doc="How many guesses the tree makes at each position (a count of candidates); 1 is a chain.")
     depth = param.Integer(
         default=3, bounds=(1, DEPTH_MAX), label="Levels d",
-        doc="How many positions ahead the tree guesses.")
+        doc="How many positions ahead the tree guesses (a count of tokens).")
     resimulate = param.Event(
         label=f"Run {N_ROUNDS:,} new rounds",
         doc="Simulate fresh rounds for the chain and the tree at the same settings.")

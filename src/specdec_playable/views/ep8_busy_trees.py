@@ -31,6 +31,7 @@ from ..state.ep8 import ANCHORS, BATCH_MAX, BATCHES, K_MAX, N_ROUNDS, Q_GRID, Bu
 from . import theme
 from .keys import KEYS_CSS, chart_key, glyph, swatch
 from .livehtml import LiveHTML
+from .inputs import control_help
 from .page import StateView, beside, esc, page_css, prose, slider, stat
 
 _CSS = "ep8.css"
@@ -593,6 +594,7 @@ class BusyTreesView(StateView):
             slider(s.param.k),
             slider(s.param.c, step=0.005, format="0.000"),
             slider(s.param.batch),
+            control_help(s, ["q", "k", "c", "batch"]),
             width=300, name="ep8-busy-controls",
         )
         tree_controls = pn.Column(
@@ -600,6 +602,7 @@ class BusyTreesView(StateView):
             slider(s.param.width),
             slider(s.param.depth),
             pn.widgets.Button.from_param(s.param.resimulate, color="primary", description=None),
+            control_help(s, ["tree_q", "width", "depth"]),
             width=300, name="ep8-tree-controls",
         )
         return pn.Column(
