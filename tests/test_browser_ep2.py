@@ -226,3 +226,22 @@ def test_reduced_motion_jumps_instead_of_animating(browser, site):
         assert errors == []
     finally:
         context.close()
+
+
+def test_headline_clock_is_the_lane_cursor_mid_run(page, site, console):
+    # The relay's big clock runs with the lanes: paused mid-run, it shows the cursor's time,
+    # not the end of the last finished round.
+    open_ep2(page, site)
+    page.get_by_role("button", name="Play").click()
+    page.wait_for_timeout(1200)
+    page.get_by_role("button", name="Pause").click()
+    wait_until_paused(page)
+    t = cursor_x(page)
+    total = Relay().result.wall_ms
+    assert 0 < t < total
+    headline = page.locator(".ep2-clocks [data-clock]").text_content()
+    assert ms(headline) == round(t)
+    # The speedup beside it is the one of the last finished round, and says so.
+    assert "end of round" in page.locator(".ep2-clocks [data-k=speedup_label]").text_content()
+    assert ms(clocks(page)["relay"]) <= t
+    assert_clean(page, console)
