@@ -335,6 +335,11 @@ class BatchChart:
         self.y_range.end = math.ceil((top * 1.12) * 2) / 2
 
 
+#: Positions past which a pass mark's label ends at the mark instead of starting there (the last
+#: quarter of the cost chart's log axis).
+RIGHT_ALIGN_FROM = 600
+
+
 class CostChart:
     """Pass time over positions scored, relative to one position, with your two passes marked."""
 
@@ -344,7 +349,8 @@ class CostChart:
         n = curve.n_positions.astype(float)
         fit_n = np.geomspace(curve.n_max, BATCH_MAX * 17, 24)
         top = float(curve.fit_ms(fit_n[-1])) / float(curve.time_ms(1))
-        self.marks = ColumnDataSource(dict(n=[1, 5], r=[1.0, 1.0], text=["", ""]), name="ep8-marks")
+        self.marks = ColumnDataSource(dict(n=[1, 5], r=[1.0, 1.0], text=["", ""],
+                                           align=["left", "left"], dx=[-4, -4]), name="ep8-marks")
         fig = figure(
             name="ep8-cost-fig", height=300, sizing_mode="stretch_width", tools="",
             toolbar_location=None, x_axis_type="log", y_axis_type="log",
@@ -371,11 +377,12 @@ class CostChart:
         fig.scatter("n", "r", source=self.marks, marker="triangle", size=13,
                     fill_color=theme.DRAFT, line_color=theme.INK)
         # "plain" under its mark and "verify" over its own, so they never collide, even when
-        # k = 1 puts the two marks side by side; both start at their mark, so none is cut.
+        # k = 1 puts the two marks side by side; each starts at its mark, or ends there in the
+        # right part of the axis, so none is cut at the plot's edge.
         for i, (baseline, dy) in enumerate((("top", 10), ("bottom", -10))):
             fig.text("n", "r", text="text", source=self.marks, text_font_size="11px",
-                     text_color=theme.DRAFT, text_baseline=baseline, text_align="left",
-                     x_offset=-4, y_offset=dy,
+                     text_color=theme.DRAFT, text_baseline=baseline, text_align="align",
+                     x_offset="dx", y_offset=dy,
                      view=CDSView(filter=IndexFilter([i])))
         fig.add_tools(HoverTool(renderers=[dots], tooltips=[
             ("positions", "@n"), ("time", "@ms{0.00} ms"), ("relative", "@r{0.00}×")]))
@@ -388,7 +395,10 @@ class CostChart:
     def update(self, s: BusyAndTrees) -> None:
         n = [s.batch, s.batch * (s.k + 1)]
         r = [float(self._curve.time_ms(x)) / self._base for x in n]
-        self.marks.data = dict(n=n, r=r, text=["plain", "verify"])
+        right = [x > RIGHT_ALIGN_FROM for x in n]
+        self.marks.data = dict(n=n, r=r, text=["plain", "verify"],
+                               align=["right" if f else "left" for f in right],
+                               dx=[4 if f else -4 for f in right])
 
 
 class SplitChart:
