@@ -4,6 +4,6 @@ Nothing in this package imports panel, bokeh or param, so it runs the same in a
 notebook, the command line, a test or a browser worker.
 """
 
-from . import clocks, hardware, montecarlo, relay, texts, theory
+from . import batching, clocks, hardware, montecarlo, relay, texts, theory, trees
 
-__all__ = ["clocks", "hardware", "montecarlo", "relay", "texts", "theory"]
+__all__ = ["batching", "clocks", "hardware", "montecarlo", "relay", "texts", "theory", "trees"]

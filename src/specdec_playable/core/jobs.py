@@ -1,0 +1,304 @@
+"""A bounded, queued, cancellable pool for slow work (real-model runs), off the server's event loop.
+
+Pages submit a function; at most ``workers`` run at once on worker threads, the
+rest wait in a bounded queue and can tell each visitor its place in line. A
+visitor can cancel, and a closed tab cancels its work. Every job has a time
+budget: past it, the job is asked to stop.
+
+Work that many visitors ask for with the same inputs (a preset prompt) can be
+given a ``key``: the first submission computes it, later ones share the running
+job or its finished result (results are immutable). A shared job is cancelled
+only when every visitor holding it has cancelled.
+
+The submitted function is called as ``fn(ctx)`` with a :class:`JobContext`: it
+should check ``ctx.stopped`` between steps (and return early when it is set)
+and may call ``ctx.report(value)`` to publish progress, which pages poll with
+:attr:`Job.progress`. Nothing here imports a UI library.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("specdec_playable")
+
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+#: States a job never leaves.
+FINAL = (DONE, FAILED, CANCELLED)
+
+
+class QueueFull(RuntimeError):
+    """Raised by :meth:`JobQueue.submit` when the waiting line is full."""
+
+
+class JobContext:
+    """What a running job sees: whether to stop, and where to report progress."""
+
+    def __init__(self, job: Job):
+        self._job = job
+
+    @property
+    def stopped(self) -> bool:
+        """True once the job was cancelled or ran out of its time budget."""
+        job = self._job
+        if job._cancel.is_set():
+            return True
+        if job.started_at is not None and time.monotonic() - job.started_at > job.budget_s:
+            job.timed_out = True
+            return True
+        return False
+
+    @property
+    def cancel_event(self) -> threading.Event:
+        """The event set on cancellation (for code that takes a ``threading.Event``)."""
+        return self._job._cancel
+
+    @property
+    def deadline(self) -> float:
+        """``time.monotonic()`` value at which the time budget runs out."""
+        return (self._job.started_at or time.monotonic()) + self._job.budget_s
+
+    def report(self, value: Any) -> None:
+        """Publish a progress value (the latest one wins)."""
+        self._job.progress = value
+
+
+class Job:
+    """One submitted piece of work. Poll it; do not wait on it from the event loop.
+
+    Attributes
+    ----------
+    state : str
+        ``"queued"``, ``"running"``, ``"done"``, ``"failed"`` or ``"cancelled"``.
+    result : Any
+        What the function returned (``"done"``); also set when a stopped
+        function returned a partial result.
+    error : str or None
+        A one-line message for the visitor when the function raised (the
+        traceback goes to the server log only).
+    progress : Any
+        The last value the function reported.
+    timed_out : bool
+        True when the job was stopped by its time budget.
+    """
+
+    def __init__(self, fn: Callable[[JobContext], Any], *, key, budget_s: float, label: str,
+                 queue: JobQueue):
+        self._fn = fn
+        self.key = key
+        self.label = label
+        self.budget_s = float(budget_s)
+        self._queue = queue
+        self._cancel = threading.Event()
+        self._done = threading.Event()
+        self._holders = 1
+        self.state = QUEUED
+        self.result: Any = None
+        self.error: str | None = None
+        self.progress: Any = None
+        self.timed_out = False
+        self.submitted_at = time.monotonic()
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINAL
+
+    @property
+    def position(self) -> int:
+        """Jobs waiting ahead of this one plus one (1 = next to start); 0 once it runs or ended."""
+        return self._queue._position(self)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the job ends (for scripts and tests, never the event loop)."""
+        return self._done.wait(timeout)
+
+    def cancel(self) -> None:
+        """Withdraw one holder's interest; the work stops when no holder is left."""
+        self._queue._release(self)
+
+    def _finish(self, state: str) -> None:
+        self.state = state
+        self.finished_at = time.monotonic()
+        self._done.set()
+
+
+class Handle:
+    """One visitor's hold on a (possibly shared) job; cancelling it releases only that hold."""
+
+    def __init__(self, job: Job):
+        self.job = job
+        self._released = False
+        self._lock = threading.Lock()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self.job.cancel()
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+
+class JobQueue:
+    """At most ``workers`` jobs at once; at most ``max_waiting`` in line behind them.
+
+    Parameters
+    ----------
+    workers : int
+        Jobs that may run at the same time (the number of cores is the sensible most).
+    max_waiting : int
+        Jobs that may wait; :meth:`submit` raises :class:`QueueFull` beyond it.
+    keep_results : int
+        Finished keyed jobs kept for reuse (oldest dropped first).
+    """
+
+    def __init__(self, workers: int = 1, max_waiting: int = 32, keep_results: int = 64):
+        if workers < 1 or max_waiting < 0 or keep_results < 0:
+            raise ValueError("workers must be >= 1 and max_waiting, keep_results >= 0")
+        self.workers = int(workers)
+        self.max_waiting = int(max_waiting)
+        self.keep_results = int(keep_results)
+        self._lock = threading.Condition()
+        self._waiting: collections.deque[Job] = collections.deque()
+        self._running: set[Job] = set()
+        self._by_key: collections.OrderedDict[Any, Job] = collections.OrderedDict()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    # -- public -----------------------------------------------------------------------------
+
+    def submit(self, fn: Callable[[JobContext], Any], *, key=None, budget_s: float = 60.0,
+               label: str = "") -> Handle:
+        """Queue ``fn``; return a :class:`Handle` to poll and cancel.
+
+        With a ``key``, a finished job with the same key is returned at once and a
+        queued or running one is shared (cancelled only when all holders cancel).
+        """
+        if not budget_s > 0:
+            raise ValueError(f"budget_s must be > 0; got {budget_s!r}")
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the job queue is shut down")
+            if key is not None and key in self._by_key:
+                job = self._by_key[key]
+                if job.state == DONE or (job.state in (QUEUED, RUNNING) and not job._cancel.is_set()):
+                    if not job.finished:
+                        job._holders += 1
+                    self._by_key.move_to_end(key)
+                    return Handle(job)
+                del self._by_key[key]          # failed or cancelled: compute afresh
+            if len(self._waiting) >= self.max_waiting and len(self._running) >= self.workers:
+                raise QueueFull(f"{len(self._waiting)} runs are already waiting; try again shortly")
+            job = Job(fn, key=key, budget_s=budget_s, label=label, queue=self)
+            self._waiting.append(job)
+            if key is not None:
+                self._by_key[key] = job
+                self._trim()
+            self._start_threads()
+            self._lock.notify()
+            return Handle(job)
+
+    def cached(self, key) -> Job | None:
+        """The finished result for ``key``, if one is kept."""
+        with self._lock:
+            job = self._by_key.get(key)
+            return job if job is not None and job.state == DONE else None
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._waiting)
+
+    @property
+    def running(self) -> int:
+        with self._lock:
+            return len(self._running)
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Cancel everything and stop the workers (for tests and process exit)."""
+        with self._lock:
+            self._closed = True
+            for job in list(self._waiting):
+                job._cancel.set()
+                job._finish(CANCELLED)
+            self._waiting.clear()
+            for job in self._running:
+                job._cancel.set()
+            self._lock.notify_all()
+        for t in self._threads:
+            t.join(timeout)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _trim(self) -> None:
+        finished = [k for k, j in self._by_key.items() if j.finished]
+        for k in finished[: max(0, len(finished) - self.keep_results)]:
+            del self._by_key[k]
+
+    def _start_threads(self) -> None:
+        self._threads = [t for t in self._threads if t.is_alive()]
+        while len(self._threads) < self.workers:
+            t = threading.Thread(target=self._work, name=f"specdec-worker-{len(self._threads)}",
+                                 daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _position(self, job: Job) -> int:
+        with self._lock:
+            try:
+                return self._waiting.index(job) + 1
+            except ValueError:
+                return 0
+
+    def _release(self, job: Job) -> None:
+        with self._lock:
+            if job.finished:
+                return
+            job._holders -= 1
+            if job._holders > 0:
+                return
+            job._cancel.set()
+            if job in self._waiting:
+                self._waiting.remove(job)
+                job._finish(CANCELLED)
+                if job.key is not None and self._by_key.get(job.key) is job:
+                    del self._by_key[job.key]
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while not self._waiting and not self._closed:
+                    self._lock.wait()
+                if self._closed and not self._waiting:
+                    return
+                job = self._waiting.popleft()
+                self._running.add(job)
+                job.state = RUNNING
+                job.started_at = time.monotonic()
+            state = DONE
+            try:
+                job.result = job._fn(JobContext(job))
+                if job._cancel.is_set():
+                    state = CANCELLED
+            except Exception:  # noqa: BLE001 - logged here, a one-line message for the visitor
+                log.exception("job %s failed", job.label or job._fn)
+                job.error = "The run failed on the server; the error was logged."
+                state = FAILED
+            with self._lock:
+                self._running.discard(job)
+                job._finish(state)
+                # Only a whole result is shared: a failed, cancelled or cut-short run is not.
+                partial = state != DONE or job.timed_out
+                if partial and job.key is not None and self._by_key.get(job.key) is job:
+                    del self._by_key[job.key]
+                self._trim()
