@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -66,6 +67,14 @@ class JobContext:
     def report(self, value: Any) -> None:
         """Publish a progress value (the latest one wins)."""
         self._job.progress = value
+
+    def cut_short(self) -> None:
+        """Say that the result is incomplete (a budget inside the function stopped it early).
+
+        It is kept for its holders but, like a job stopped by its own time budget, never
+        shared with later submissions of the same key.
+        """
+        self._job.timed_out = True
 
 
 class Job:
@@ -302,3 +311,43 @@ class JobQueue:
                 if partial and job.key is not None and self._by_key.get(job.key) is job:
                     del self._by_key[job.key]
                 self._trim()
+
+
+#: Runs that may wait in the shared queue behind the running ones.
+SHARED_MAX_WAITING = 32
+#: Threads of one matrix product while the shared queue exists (see :func:`shared_queue`).
+BLAS_THREADS = 1
+
+_shared: JobQueue | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_queue() -> JobQueue:
+    """The process's one queue for real-model runs, created on first use.
+
+    One worker per core (a run keeps a core busy; more at once would only slow each
+    down) and up to :data:`SHARED_MAX_WAITING` runs in line. Every page that runs the
+    model submits here, so together they never run more than that at once.
+
+    Creating it also limits the process's BLAS library to :data:`BLAS_THREADS` thread per
+    matrix product (OpenBLAS's thread count is one setting per process). With two BLAS
+    threads per run, two runs at once ask four threads of two cores, and OpenBLAS's
+    threads wait for one another by spinning: a decode step on the shared machine took
+    7x longer with two threads than with one (``benchmarks/bench_ep7_contention.py``
+    measures what this does to another visitor's slider).
+    """
+    global _shared
+    if _shared is None:
+        with _shared_lock:
+            if _shared is None:
+                limit_blas_threads(BLAS_THREADS)
+                _shared = JobQueue(workers=max(1, os.cpu_count() or 1),
+                                   max_waiting=SHARED_MAX_WAITING)
+    return _shared
+
+
+def limit_blas_threads(n: int) -> None:
+    """Let every BLAS library loaded in this process use at most ``n`` threads per call."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=int(n), user_api="blas")

@@ -1,0 +1,224 @@
+"""State tier for Episode 7: settings, the queued run's life (with a fake worker, no model), and the
+sentences computed from a run's numbers. Runs come from ``tests/ep7_fakes.py``."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pytest
+
+from ep7_fakes import fake_comparison, fake_plain, fake_spec
+from specdec_playable.core import jobs
+from specdec_playable.core.lm.compare import Comparison
+from specdec_playable.core.lm.prompts import PROMPTS
+from specdec_playable.state import ep7 as st
+from specdec_playable.state.ep7 import CUSTOM, RealText
+
+
+class _Snap:
+    """What a running job reports: something with ``snapshot()`` (like core.lm.compare.Live)."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def snapshot(self):
+        return self.c
+
+
+def gated_work(gate: threading.Event, result: Comparison, calls: list):
+    """A worker function that reports a partial run, waits for ``gate`` (or a stop), then returns."""
+
+    def make(settings):
+        def work(ctx):
+            calls.append(settings)
+            ctx.report(_Snap(Comparison("speculative", result.spec, None)))
+            while not gate.wait(0.01):
+                if ctx.stopped:
+                    return None
+            return result
+
+        return work
+
+    return make
+
+
+def wait_for(pred, timeout=5.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.fixture
+def queue():
+    q = jobs.JobQueue(workers=1, max_waiting=4)
+    yield q
+    q.shutdown()
+
+
+def test_tasks_are_six_real_prompts_and_the_controls_are_bounded():
+    assert len(st.TASKS) >= 6
+    kinds = {PROMPTS[t][0] for t in st.TASKS}
+    assert {"code", "extraction", "json", "table", "explain", "poem"} <= kinds
+    s = RealText()
+    assert s.param.k.bounds == (1, 8)
+    assert s.param.max_new.bounds == (1, 128)
+    for name in ("task", "prompt", "draft", "k", "max_new", "decoding", "temperature", "seed"):
+        assert s.param[name].doc and s.param[name].label
+
+
+def test_a_task_run_is_shared_and_a_typed_prompt_is_not():
+    s = RealText(task="poem", draft="lookup", k=3, max_new=20)
+    key = s.settings().key
+    assert key is not None and RealText(task="poem", draft="lookup", k=3, max_new=20).settings().key == key
+    assert RealText(task="poem", draft="lookup", k=4, max_new=20).settings().key != key
+    # The seed matters only when sampling.
+    assert RealText(task="poem", k=3, max_new=20, seed=99).settings().key == key
+    samp = RealText(task="poem", k=3, max_new=20, decoding="sampling")
+    assert samp.settings().key != RealText(task="poem", k=3, max_new=20, decoding="sampling",
+                                           seed=99).settings().key
+    assert RealText(task=CUSTOM, prompt="hello").settings().key is None
+
+
+def test_typed_prompts_are_bounded():
+    assert st.check_prompt("x" * st.PROMPT_MAX_CHARS) == "x" * st.PROMPT_MAX_CHARS
+    with pytest.raises(ValueError, match="501 characters"):
+        st.check_prompt("x" * (st.PROMPT_MAX_CHARS + 1))
+    with pytest.raises(ValueError, match="Type a prompt"):
+        st.check_prompt("   ")
+
+
+def test_a_refused_prompt_never_reaches_the_queue(queue):
+    calls = []
+    s = RealText(queue=queue, work=gated_work(threading.Event(), fake_comparison([(4, 4)]), calls),
+                 task=CUSTOM, prompt="y" * 600)
+    s.run()
+    assert s.status == "refused" and "600 characters" in s.message
+    assert not s.active and queue.running == 0 and queue.waiting == 0 and calls == []
+
+
+def test_a_run_goes_queued_running_done_and_shows_partial_text(queue):
+    gate, calls = threading.Event(), []
+    result = fake_comparison([(4, 4), (4, 2), (0, 0), (3, 0)])
+    s = RealText(queue=queue, work=gated_work(gate, result, calls), task="table", max_new=32)
+    s.run()
+    assert s.active
+    assert wait_for(lambda: s.poll() and s.status == "running" and s.comparison is not None)
+    assert s.comparison.phase == "speculative" and s.comparison.plain is None
+    assert s.shown.task == "table" and s.shown.max_new == 32
+    gate.set()
+    assert wait_for(lambda: not s.poll())
+    assert s.status == "done" and s.comparison is result and s.message == ""
+    assert calls and calls[0].prompt == PROMPTS["table"][1]
+
+
+def test_a_second_visitor_waits_in_line_with_its_position_and_can_cancel(queue):
+    gate, calls = threading.Event(), []
+    work = gated_work(gate, fake_comparison([(4, 4)]), calls)
+    a = RealText(queue=queue, work=work, task=CUSTOM, prompt="first")
+    b = RealText(queue=queue, work=work, task=CUSTOM, prompt="second")
+    a.run()
+    assert wait_for(lambda: a.poll() and a.status == "running")
+    b.run()
+    b.poll()
+    assert b.status == "queued" and b.position == 1
+    b.cancel()
+    assert b.status == "cancelled" and not b.active and queue.waiting == 0
+    a.close()  # the tab closes: its running job is asked to stop and ends
+    assert wait_for(lambda: queue.running == 0)
+    assert a.status == "cancelled"
+    assert [c.prompt for c in calls] == ["first"]
+
+
+def test_closing_a_session_stops_its_worker(queue):
+    gate, calls = threading.Event(), []
+    s = RealText(queue=queue, work=gated_work(gate, fake_comparison([(4, 4)]), calls),
+                 task=CUSTOM, prompt="hi")
+    s.run()
+    assert wait_for(lambda: queue.running == 1)
+    job = s._handle.job
+    s.close()
+    assert wait_for(lambda: job.finished) and job.state == jobs.CANCELLED
+    assert queue.running == 0
+
+
+def test_two_visitors_share_one_preset_run(queue):
+    gate, calls = threading.Event(), []
+    work = gated_work(gate, fake_comparison([(4, 4)]), calls)
+    a, b = (RealText(queue=queue, work=work, task="code-edit") for _ in range(2))
+    a.run()
+    b.run()
+    gate.set()
+    assert wait_for(lambda: not a.poll() and not b.poll())
+    assert a.comparison is b.comparison and len(calls) == 1
+    c = RealText(queue=queue, work=work, task="code-edit")
+    c.run()
+    assert c.shared and c.status == "done" and c.comparison is a.comparison and len(calls) == 1
+
+
+def test_the_guarantee_is_checked_token_by_token():
+    c = fake_comparison([(4, 4), (4, 1), (2, 0)])
+    s = RealText()
+    with st.unlocked(s):
+        s.comparison = c
+    g = s.guarantee
+    assert g.ok and g.n_tokens == len(c.spec.tokens)
+    kind, sentence = st.check_words(c, g)
+    assert kind == "ok" and f"all {g.n_tokens} tokens are identical" in sentence
+    # A plain run that wrote another token is caught at that token.
+    plain = fake_plain(len(c.spec.tokens))
+    bad = Comparison("done", c.spec, plain.__class__(**{**plain.__dict__,
+                                                         "tokens": plain.tokens[:3] + (999,) + plain.tokens[4:]}))
+    with st.unlocked(s):
+        s.comparison = bad
+    kind, sentence = st.check_words(bad, s.guarantee)
+    assert kind == "fail" and "token 4" in sentence
+
+
+def test_sampling_states_what_is_guaranteed():
+    c = fake_comparison([(4, 4)], temperature=0.7)
+    kind, sentence = st.check_words(c, None)
+    assert kind == "info" and "distribution" in sentence
+
+
+@pytest.mark.parametrize("rounds,verify_ms", [([(4, 4)] * 6, 60.0), ([(4, 0)] * 6, 90.0),
+                                              ([(4, 2), (0, 0), (4, 4)], 70.0)])
+def test_sentences_agree_with_the_numbers(rounds, verify_ms):
+    c = fake_comparison(rounds, verify_ms=verify_ms, step_ms=40.0)
+    sp = c.speedup
+    assert math.isfinite(sp)
+    words = st.verdict(c)
+    assert f"{sp:.2f}×" in words
+    assert ("faster" in words) == (sp > 1 and f"{sp:.2f}" != "1.00")
+    assert ("slower" in words) == (sp < 1 and f"{sp:.2f}" != "1.00")
+    spec = c.spec
+    assert f"accepted {spec.accepted} of the {spec.accepted + spec.rejected}" in st.why(c, 4)
+    assert f"{c.verify_cost:.1f}× a plain step" in st.why(c, 4)
+    m = st.map_words(c, 4)
+    assert f"q = {spec.acceptance_rate:.2f}" in m and f"measured {sp:.2f}×" in m
+
+
+def test_measured_numbers_of_a_fake_run():
+    c = fake_comparison([(4, 4), (4, 0)], verify_ms=100.0, step_ms=40.0, guess_ms=0.5)
+    # The fakes end each run 0.5 ms after its last pass (as a real run's bookkeeping does).
+    assert c.step_ms == pytest.approx(40.0, abs=0.5)
+    assert c.verify_ms == pytest.approx(100.0)
+    assert c.verify_cost == pytest.approx(2.5, rel=0.02)
+    assert c.spec.accepted == 4 and c.spec.proposed == 8
+    assert c.positions_per_verify == pytest.approx(5.0)
+    assert c.draft_cost == pytest.approx(0.5 / 40.0, rel=0.02)
+
+
+def test_status_lines():
+    assert "position 2" in st.status_line("queued", 2, None, workers=2, running=2, model_loaded=True)
+    assert "2 are running" in st.status_line("queued", 1, None, workers=2, running=2, model_loaded=True)
+    assert "Loading the model" in st.status_line("running", 0, None, workers=1, running=1,
+                                                 model_loaded=False)
+    spec = fake_spec([(4, 4)])
+    line = st.status_line("running", 0, Comparison("speculative", spec, None), workers=1, running=1,
+                          model_loaded=True)
+    assert f"{len(spec.tokens)} tokens" in line
