@@ -1,4 +1,5 @@
-"""What the benchmarks share: a free loopback port, a server that is up, Chromium's flags.
+"""What the benchmarks share: a free loopback port, a server that is up, Chromium's flags,
+a server process's CPU time and memory, and percentiles.
 
 The benchmark scripts run as ``python benchmarks/<name>.py``, so this directory is on
 ``sys.path`` and they import this module by its bare name.
@@ -6,10 +7,15 @@ The benchmark scripts run as ``python benchmarks/<name>.py``, so this directory 
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Headless Chromium flags for a machine with no GPU and no internet.
 CHROMIUM_ARGS = [
@@ -38,3 +44,36 @@ def wait_live(url: str, proc: subprocess.Popen, timeout_s: float = 60) -> None:
             time.sleep(0.2)
     proc.kill()
     raise RuntimeError("benchmark server did not start")
+
+
+def start_server(port: int, log_path: Path, *extra: str,
+                 command: list[str] | None = None) -> subprocess.Popen:
+    """``specdec-playable serve`` (or ``command``) on ``port`` with ``extra`` arguments, once live."""
+    log = open(log_path, "w")
+    cmd = command or [sys.executable, "-m", "specdec_playable", "serve"]
+    proc = subprocess.Popen([*cmd, "--port", str(port), *extra], stdout=log, stderr=subprocess.STDOUT,
+                            cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    wait_live(f"http://127.0.0.1:{port}", proc)
+    return proc
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process in MB, from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pct(xs, p: float) -> float:
+    """The ``p``-th percentile of ``xs`` (nearest rank; NaN for no values)."""
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]

@@ -7,7 +7,8 @@ its first slider M times, concurrently with the others, pausing like a person wo
 Two kinds of visitor:
 
 - ``--client ws`` (default): a browserless client that speaks Bokeh's websocket
-  protocol itself, exactly the messages a page's BokehJS sends and receives. It GETs
+  protocol itself, exactly the messages a page's BokehJS sends and receives
+  (``_bokeh_client.py``, shared with ``bench_open.py``). It GETs
   the episode page (which creates the server session and carries its token), opens
   the session's websocket, pulls the document, then sends the slider change as a
   PATCH-DOC. Cheap on the client side, so 50 of them measure the *server*, not the
@@ -43,202 +44,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import random
-import re
 import shutil
-import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from _local import CHROMIUM_ARGS, free_port, wait_live  # noqa: E402
+from _bokeh_client import REPLY_TIMEOUT_S, WsVisitor  # noqa: E402
+from _local import CHROMIUM_ARGS, cpu_seconds, free_port, pct, rss_mb, start_server  # noqa: E402
 from specdec_playable.episodes import available, ep3  # noqa: E402
 
 PAGES = [f"/{ep.slug}" for ep in available()]
-REPLY_TIMEOUT_S = float(os.environ.get("SDP_REPLY_TIMEOUT", 30))
-MAX_MESSAGE = 50_000_000
-TOKEN = re.compile(r'"token":"([A-Za-z0-9_.\-]+)"')
-# Attributes of Panel's Location model: the page's URL query follows the sliders.
-URL_ATTRS = {"search", "href", "hash", "pathname"}
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
-
-
-def start_server(port: int, log_path: Path) -> subprocess.Popen:
-    log = open(log_path, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "specdec_playable", "serve", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    wait_live(f"http://127.0.0.1:{port}", proc)
-    return proc
-
-
-def pct(xs, p):
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-# --- the browserless visitor -----------------------------------------------------------------
-
-
-def _find_sliders(node, out: list) -> list:
-    """Every Slider model in a serialized Bokeh document, in document order."""
-    if isinstance(node, dict):
-        if node.get("type") == "object" and node.get("name") == "Slider":
-            out.append(node)
-        for v in node.values():
-            _find_sliders(v, out)
-    elif isinstance(node, list):
-        for v in node:
-            _find_sliders(v, out)
-    return out
-
-
-class WsVisitor:
-    """One visitor speaking Bokeh's server protocol over the session's websocket."""
-
-    def __init__(self, base: str, path: str):
-        self.base, self.path = base, path
-        self.latencies: list[float] = []
-        self.errors: list[str] = []
-        self._t0: float | None = None
-        self._msgid: str | None = None
-        self._acked = False
-        self._seen: list[str] = []
-        self._closing = False
-        self._reply: asyncio.Event | None = None
-        self._reader: asyncio.Task | None = None
-
-    async def open(self) -> None:
-        from tornado.httpclient import AsyncHTTPClient, HTTPRequest
-        from tornado.websocket import websocket_connect
-
-        page = await AsyncHTTPClient().fetch(self.base + self.path, request_timeout=60)
-        match = TOKEN.search(page.body.decode())
-        if not match:
-            raise RuntimeError(f"no session token in {self.path}")
-        ws_url = self.base.replace("http://", "ws://") + self.path + "/ws"
-        req = HTTPRequest(ws_url, headers={"Origin": self.base}, request_timeout=60)
-        self.ws = await websocket_connect(req, subprotocols=["bokeh", match.group(1)],
-                                          max_message_size=MAX_MESSAGE)
-        # A page's websocket sends each small frame at once; so must we (no Nagle wait).
-        self.ws.stream.set_nodelay(True)
-        header, _ = await self._receive()
-        if header["msgtype"] != "ACK":
-            raise RuntimeError(f"expected ACK, got {header['msgtype']}")
-        await self._send("PULL-DOC-REQ", {})
-        header, content = await self._receive()
-        if header["msgtype"] != "PULL-DOC-REPLY":
-            raise RuntimeError(f"expected PULL-DOC-REPLY, got {header['msgtype']}")
-        sliders = _find_sliders(content["doc"], [])
-        if not sliders:
-            raise RuntimeError(f"no slider on {self.path}")
-        s = sliders[0]
-        a = s["attributes"]
-        self.slider_id = s["id"]
-        self.value, self.start, self.end = a["value"], a["start"], a["end"]
-        self.step = a.get("step") or 1
-        self._reply = asyncio.Event()
-        self._reader = asyncio.create_task(self._read_forever())
-        # BokehJS announces a rendered page; Panel then runs its onload callbacks and starts
-        # sending each callback's changes as one combined message.
-        await self._send("PATCH-DOC", {"events": [{
-            "kind": "MessageSent", "msg_type": "bokeh_event",
-            "msg_data": {"type": "event", "name": "document_ready", "values": {"type": "map"}}}]})
-
-    async def _send(self, msgtype: str, content: dict, msgid: str = "") -> None:
-        header = {"msgid": msgid or uuid.uuid4().hex[:12], "msgtype": msgtype}
-        for part in (json.dumps(header), "{}", json.dumps(content)):
-            await self.ws.write_message(part)
-
-    async def _receive(self) -> tuple[dict, dict]:
-        """One Bokeh message: header, metadata and content frames, then two frames per buffer."""
-        parts = []
-        for _ in range(3):
-            frame = await self.ws.read_message()
-            if frame is None:
-                raise ConnectionError("websocket closed by the server")
-            parts.append(frame)
-        header = json.loads(parts[0])
-        for _ in range(2 * header.get("num_buffers", 0)):
-            if await self.ws.read_message() is None:
-                raise ConnectionError("websocket closed by the server")
-        return header, json.loads(parts[2])
-
-    async def _read_forever(self) -> None:
-        try:
-            while True:
-                header, content = await self._receive()
-                kind = header["msgtype"]
-                if self._t0 is not None:
-                    self._seen.append(kind + "(" + ",".join(
-                        str(e.get("attr") or e.get("kind")) for e in content.get("events", [])) + ")")
-                if kind == "ERROR":
-                    self.errors.append(f"server ERROR on {self.path}: {str(content)[:120]}")
-                elif kind == "OK" and header.get("reqid") == self._msgid:
-                    self._acked = True
-                elif kind == "PATCH-DOC" and self._t0 is not None and self._acked and any(
-                        self._is_content(e) for e in content.get("events", [])):
-                    self.latencies.append((time.perf_counter() - self._t0) * 1000)
-                    self._t0 = None
-                    self._reply.set()
-        except ConnectionError as exc:
-            if not self._closing:
-                self.errors.append(f"{self.path}: {exc}")
-        except Exception as exc:  # noqa: BLE001 - a dead reader must show up as an error
-            self.errors.append(f"{self.path}: reader stopped: {type(exc).__name__}: {exc}")
-
-    def _is_content(self, event: dict) -> bool:
-        """A recomputed chart or text, not the URL query or the slider's own value."""
-        model = (event.get("model") or {}).get("id")
-        return model != self.slider_id and event.get("attr") not in URL_ATTRS
-
-    async def move(self, i: int) -> None:
-        up = self.value + self.step
-        self.value = up if up <= self.end else self.value - self.step
-        self.value = round(self.value, 6)
-        self._reply.clear()
-        self._seen = []
-        # The server acknowledges the value (OK) before Panel's 50 ms debounce runs the
-        # recompute, so the first content change after that OK answers this move, not the
-        # tail of the previous one. (Under load the recompute can go out before the OK of
-        # the throttled value, so the gate is the first message's OK.)
-        self._acked, self._msgid = False, uuid.uuid4().hex[:12]
-        self._t0 = time.perf_counter()
-        # What BokehJS sends for one arrow-key step: the value, then the throttled value.
-        for attr in ("value", "value_throttled"):
-            await self._send("PATCH-DOC", {"events": [
-                {"kind": "ModelChanged", "model": {"id": self.slider_id}, "attr": attr,
-                 "new": self.value}]}, self._msgid if attr == "value" else "")
-        try:
-            await asyncio.wait_for(self._reply.wait(), REPLY_TIMEOUT_S)
-        except TimeoutError:
-            self._t0 = None
-            self.errors.append(f"no reply on {self.path} within {REPLY_TIMEOUT_S:.0f} s after "
-                               f"value {self.value}; saw {' '.join(self._seen)[:200]}")
-
-    async def close(self) -> None:
-        self._closing = True
-        self.ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
 
 
 # --- the browser visitor ---------------------------------------------------------------------

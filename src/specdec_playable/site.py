@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 
 import panel as pn
+from bokeh.settings import settings as bokeh_settings
 from tornado.web import OutputTransform
 
+from .core import shared
 from .episodes import available
 from .views.page import episode_cards_html, page_css, safe_page
 from .views.resources import theme_css
@@ -85,6 +87,20 @@ def _log_exception(exc: BaseException) -> None:
     log.error("unhandled error in a session callback", exc_info=exc)
 
 
+def prepare_process() -> None:
+    """What a serving process does once, so that no session does it again.
+
+    - Bokeh checks every new session's document for broken models (about a sixth of a page's
+      build). The pages are the same structure for every visitor, so the tests check each
+      page's document once (``tests/test_open_cost.py``) and the server does not repeat it.
+    - The results that every session shares (``core.shared``) are computed for the pages'
+      opening settings now, before the first visitor arrives.
+    """
+    bokeh_settings.perform_document_validation.set_value(False)
+    n = shared.warm()
+    log.info("computed %d shared results for the pages' opening settings", n)
+
+
 def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origin=(),
           show: bool = False, threaded: bool = False, **kwargs):
     """Serve the index and every built episode from one process.
@@ -99,9 +115,11 @@ def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origi
     pn.config.exception_handler = _log_exception
     opts = dict(port=port, address=address, websocket_origin=origins, show=show, title=titles(),
                 liveness=True, admin=False, autoreload=False, **kwargs)
+    apps = applications()
+    prepare_process()
     if threaded:  # for tests and notebooks: the server runs on its own thread
-        return pn.serve(applications(), threaded=True, **opts)
-    server = pn.serve(applications(), start=False, **opts)
+        return pn.serve(apps, threaded=True, **opts)
+    server = pn.serve(apps, start=False, **opts)
     server._tornado.transforms.append(AbsoluteAutoloadStatic)
     server.start()
     server.io_loop.start()

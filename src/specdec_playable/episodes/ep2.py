@@ -11,6 +11,7 @@ import panel as pn
 
 from . import neighbours
 from ..state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, Relay
+from ..views.deferred import after_first_paint
 from ..views.ep2_relay import RelayView
 from ..views.page import episode_shell, prose
 from ..views.urlstate import bind_url
@@ -22,6 +23,8 @@ SUMMARY = ("A small model drafts a few tokens, the big model checks them all in 
            "watch the text grow, the two clocks race, and the output stay exactly the big model's.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("k", "q", "seed")
+#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
+VIEW_HEIGHT = 1030
 #: Older links named q "quality"; they still work.
 URL_ALIASES = {"quality": "q"}
 
@@ -60,5 +63,8 @@ def page(state: Relay | None = None) -> pn.Column:
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep2",
         lede=LEDE, try_this=TRY_THIS,
-        body=[notice, RelayView(state=state, note=NOTE), prose(OUTRO)],
+        body=[notice,
+              after_first_paint(lambda: RelayView(state=state, note=NOTE), min_height=VIEW_HEIGHT,
+                                name="ep2-view-slot"),
+              prose(OUTRO)],
     )

@@ -12,6 +12,7 @@ import panel as pn
 
 from . import neighbours
 from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
+from ..views.deferred import after_first_paint
 from ..views.ep3_quality_dial import QualityDialView
 from ..views.page import episode_shell, prose
 from ..views.urlstate import bind_url
@@ -24,6 +25,8 @@ SUMMARY = (f"Three knobs (how good the draft is, how far it guesses, what a gues
            "gets slower than not speculating.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
+#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
+VIEW_HEIGHT = 1250
 
 LEDE = ("Three numbers decide whether speculative decoding pays: how often a drafted token is "
         "accepted (q), how many tokens are drafted per round (k), and what one draft step costs "
@@ -54,5 +57,8 @@ def page(state: QualityDial | None = None) -> pn.Column:
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep3",
         lede=LEDE, try_this=TRY_THIS,
-        body=[notice, QualityDialView(state=state), prose(OUTRO)],
+        body=[notice,
+              after_first_paint(lambda: QualityDialView(state=state), min_height=VIEW_HEIGHT,
+                                name="ep3-view-slot"),
+              prose(OUTRO)],
     )

@@ -14,6 +14,7 @@ import panel as pn
 from . import neighbours
 from ..core import texts
 from ..state.ep4 import BoilerplateVsPoetry
+from ..views.deferred import after_first_paint
 from ..views.ep4_texts import BoilerplateVsPoetryView, tier_table_html
 from ..views.page import episode_shell, prose
 from ..views.urlstate import bind_url
@@ -25,6 +26,8 @@ SUMMARY = ("The same speculative decoder over code and over a poem: predictable 
            "times faster, creative text barely at all, or slower. Paste your own text to try it.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("left", "right", "k", "c", "seed")
+#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
+VIEW_HEIGHT = 1240
 
 LEDE = ("The same speculative decoder (a small model drafts k tokens, the big model checks them "
         "in one pass) runs over a piece of code and over a poem; only the text differs, and that "
@@ -83,7 +86,9 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
     """A fresh Episode 4 page (one per session or notebook cell)."""
     state = state or BoilerplateVsPoetry()
     notice = bind_url(state, URL_PARAMS)
-    view = BoilerplateVsPoetryView(state=state, paste_intro=PASTE_INTRO)
+    view = after_first_paint(
+        lambda: BoilerplateVsPoetryView(state=state, paste_intro=PASTE_INTRO),
+        min_height=VIEW_HEIGHT, name="ep4-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep4",
         lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(EXPLAIN_HTML, "ep4.css")],

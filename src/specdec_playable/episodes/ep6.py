@@ -14,6 +14,7 @@ import panel as pn
 from . import neighbours
 from ..core import adaptive
 from ..state.ep6 import REPEATS, SAMPLE_SIZES, FinePrint
+from ..views.deferred import after_first_paint
 from ..views.ep6_fine_print import FinePrintView
 from ..views.page import episode_shell, prose
 from ..views.urlstate import bind_url
@@ -26,6 +27,8 @@ SUMMARY = ("Bend the draft's word probabilities as far as you like: the kept-or-
            "over code, a poem and JSON.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("temperature", "favourite", "boost", "n_samples", "c", "fixed_k", "race_seed")
+#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
+VIEW_HEIGHT = 2410
 
 LEDE = ("Two details that make speculative decoding work in practice: drafts that are kept or "
         "replaced so the output follows the big model's probabilities exactly, and a draft "
@@ -90,7 +93,9 @@ def page(state: FinePrint | None = None) -> pn.Column:
     """A fresh Episode 6 page (one per session or notebook cell)."""
     state = state or FinePrint()
     notice = bind_url(state, URL_PARAMS)
-    view = FinePrintView(state=state, part1_intro=PART1_INTRO, part2_intro=PART2_INTRO)
+    view = after_first_paint(
+        lambda: FinePrintView(state=state, part1_intro=PART1_INTRO, part2_intro=PART2_INTRO),
+        min_height=VIEW_HEIGHT, name="ep6-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep6",
         lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(OUTRO)],

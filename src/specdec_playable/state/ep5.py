@@ -15,6 +15,7 @@ import param
 
 from . import fill_choices, presets, unlocked
 from ..core import montecarlo, theory
+from ..core.shared import shared
 
 #: Draft lengths that always get a curve (the visitor's k is added when it is not one of them).
 CURVE_KS = (1, 2, 3, 4, 6, 8, 12)
@@ -58,6 +59,16 @@ class SimPoint:
                    theory=r.theory_speedup)
 
 
+@shared(maxsize=1024)
+def break_even_table(c: float) -> np.ndarray:
+    """Break-even q of every draft length 1..K_MAX at draft cost ``c`` (index k - 1).
+
+    One vectorised bisection per value of c, computed once per process and shared read-only
+    by every session: a page asks for a dozen of them on every slider move.
+    """
+    return theory.break_even_q(np.arange(1, K_MAX + 1), c)
+
+
 class BreakEvenMap(param.Parameterized):
     """Speedup against acceptance rate for several draft lengths, with simulated points.
 
@@ -91,8 +102,6 @@ class BreakEvenMap(param.Parameterized):
         fill_choices(BreakEvenMap, lambda: [None, *presets.by_key()], "preset")
         super().__init__(**params)
         self._rng = np.random.default_rng(rng)
-        self._break_even_c: float | None = None
-        self._break_even_q = np.empty(0)
 
     # --- actions ------------------------------------------------------------------
 
@@ -133,18 +142,7 @@ class BreakEvenMap(param.Parameterized):
 
     def break_even(self, k: int) -> float:
         """Acceptance rate at which draft length ``k`` breaks even at the current c."""
-        return float(self._break_evens()[int(k) - 1])
-
-    def _break_evens(self) -> np.ndarray:
-        """Break-even q of every k in 1..K_MAX at the current c: one vectorised solve per c.
-
-        A page asks for a dozen of them on every slider move; solving them together once
-        per value of c keeps the bisection off the per-move path.
-        """
-        if self._break_even_c != self.c:
-            self._break_even_q = theory.break_even_q(np.arange(1, K_MAX + 1), self.c)
-            self._break_even_c = self.c
-        return self._break_even_q
+        return float(break_even_table(self.c)[int(k) - 1])
 
     @property
     def theory_speedup(self) -> float:
@@ -166,3 +164,7 @@ class BreakEvenMap(param.Parameterized):
         p = self.current_preset
         return p is not None and all(
             np.isclose(getattr(self, name), value) for name, value in p.values().items())
+
+
+# The page's opening table, computed when the server starts (see core.shared.warm).
+break_even_table.prime(BreakEvenMap.param.c.default)

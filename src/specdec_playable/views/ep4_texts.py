@@ -139,6 +139,7 @@ def bars_figure(source: ColumnDataSource, x_range: Range1d, name: str):
     fig.xaxis.formatter = NumeralTickFormatter(format="0,0")
     fig.outline_line_color = None
     fig.min_border_left = 10
+    theme.lean(fig)
     return fig
 
 

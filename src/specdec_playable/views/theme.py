@@ -86,8 +86,26 @@ def css_variables(selector: str = ":host", names=None) -> str:
     return f"{selector} {{ {' '.join(props)} }}\n" if props else ""
 
 
+def lean(fig) -> None:
+    """Drop the glyph copies a figure never shows, so every session sends fewer models.
+
+    ``figure.line(...)`` and its siblings give each renderer two extra glyph models: one
+    for the unselected points while a selection is active and one for a legend-muted
+    renderer. No chart here selects points (hover inspects) or mutes from its legend
+    (legends hide), so BokehJS may derive both when needed ("auto"): the same drawing, two
+    models fewer per renderer to build, walk and serialize. Call it once a figure's
+    renderers are added (:func:`style_figure` does).
+    """
+    for r in fig.renderers:
+        if hasattr(r, "nonselection_glyph"):
+            r.nonselection_glyph = "auto"
+            r.muted_glyph = "auto"
+
+
 def style_figure(fig, *, tick_color: str = MUTED) -> None:
-    """The project's chart look: quiet axes, light grid, no outline, no Bokeh logo."""
+    """The project's chart look: quiet axes, light grid, no outline, no Bokeh logo; and
+    :func:`lean`."""
+    lean(fig)
     for ax in (*fig.xaxis, *fig.yaxis):
         ax.axis_label_text_color = MUTED
         ax.major_label_text_color = tick_color

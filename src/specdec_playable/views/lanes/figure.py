@@ -100,4 +100,5 @@ def lanes_figure(lanes: Sequence[Lane], src: LaneSources, hatches: Sequence[str]
                  text_baseline="bottom", y_offset=-2)
     fig.add_tools(HoverTool(renderers=[boxes], tooltips=[
         ("", "@tip"), ("from", "@start{0,0} ms"), ("to", "@end{0,0} ms")]))
+    theme.lean(fig)
     return fig
