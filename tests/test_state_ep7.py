@@ -222,3 +222,15 @@ def test_status_lines():
     line = st.status_line("running", 0, Comparison("speculative", spec, None), workers=1, running=1,
                           model_loaded=True)
     assert f"{len(spec.tokens)} tokens" in line
+
+
+def test_while_the_plain_run_writes_the_check_covers_what_it_has_written():
+    done = fake_comparison([(4, 4), (4, 1)])
+    partial_plain = fake_plain(4, stopped="running")
+    s = RealText()
+    with st.unlocked(s):
+        s.comparison = Comparison("plain", done.spec, partial_plain)
+    g = s.guarantee
+    assert g.ok and g.n_tokens == 4
+    kind, sentence = st.check_words(s.comparison, g)
+    assert kind == "pending" and f"4 of {len(done.spec.tokens)} tokens so far, all identical" in sentence

@@ -17,6 +17,7 @@ from ..core import lm
 from ..core.hardware import load_pass_costs
 from ..core.lm.compare import cpu_pass_cost
 from ..state.ep7 import DRAFT_LABELS, TASKS, RealText, recorded_meta, recorded_runs
+from ..views.deferred import after_first_paint
 from ..views.ep7_real import RealTextView, recorded_html
 from ..views.page import episode_shell, prose
 from ..views.urlstate import bind_url
@@ -28,6 +29,8 @@ SUMMARY = ("A real language model on the server writes a reply while a draft gue
            "real guesses, real rejections, two measured clocks, and the same text as plain decoding.")
 #: Controls kept in the URL query, so a link restores the setup (the typed prompt is not).
 URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed")
+#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
+VIEW_HEIGHT = 560
 
 LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this server, a real draft "
         "guesses its next tokens, one pass of the model checks the guesses, and both clocks are "
@@ -129,8 +132,10 @@ def page(state: RealText | None = None) -> pn.Column:
     """A fresh Episode 7 page (one per session or notebook cell). The model loads on the first Run."""
     state = state or RealText()
     notice = bind_url(state, URL_PARAMS)
-    view = RealTextView(state=state, ep5_href=f"./{ep5.SLUG}", ep6_href=f"./{ep6.SLUG}",
-                        notice=no_model_notice())
+    view = after_first_paint(
+        lambda: RealTextView(state=state, ep5_href=f"./{ep5.SLUG}", ep6_href=f"./{ep6.SLUG}",
+                             notice=no_model_notice()),
+        min_height=VIEW_HEIGHT, name="ep7-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep7",
         lede=LEDE, try_this=TRY_THIS,

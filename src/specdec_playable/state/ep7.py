@@ -263,11 +263,19 @@ class RealText(param.Parameterized):
     # -- what the page says ------------------------------------------------------------------
     @property
     def guarantee(self) -> Guarantee | None:
-        """Greedy runs compared token by token (over the tokens both have written so far)."""
+        """Greedy runs compared token by token.
+
+        While the plain run writes, and when a budget stopped it early, over the tokens it has
+        written; once both ended normally, over the whole of both texts.
+        """
         c = self.comparison
         if c is None or c.spec is None or c.plain is None or not c.greedy:
             return None
-        return check_guarantee(c.spec.tokens, c.plain.tokens[:len(c.spec.tokens)])
+        spec, plain = c.spec.tokens, c.plain.tokens
+        if not c.finished or c.plain.stopped in ("time", "cancelled"):
+            n = min(len(spec), len(plain))
+            spec, plain = spec[:n], plain[:n]
+        return check_guarantee(spec, plain)
 
 
 def _snapshot(progress) -> Comparison | None:
