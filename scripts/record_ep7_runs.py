@@ -6,7 +6,8 @@ plain run of the same prompt) at k = 4, greedy, up to 64 new tokens, exactly as 
 (``core.lm.compare.compare``). Writes ``assets/lm/ep7_recorded.json.gz`` with the machine, the
 load average before and after, and the date; prints a table. Greedy output is deterministic, so
 a test checks that the recorded tokens are what the model writes now; the times are what this
-machine measured, and change from run to run.
+machine measured, and change from run to run. Matrix products use the server's workers' BLAS
+thread count (``core.jobs.BLAS_THREADS``), so the clocks are the page's.
 
 Run: ``python scripts/record_ep7_runs.py [--out assets/lm/ep7_recorded.json.gz]``.
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specdec_playable.core.jobs import BLAS_THREADS, limit_blas_threads
 from specdec_playable.core.lm import get_model
 from specdec_playable.core.lm.compare import DRAFTS, compare, comparison_to_json
 from specdec_playable.core.lm.prompts import PROMPTS
@@ -39,6 +41,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
+    limit_blas_threads(BLAS_THREADS)  # as the server's workers run (core.jobs.shared_queue)
     model = get_model()
     runs = []
     print("| task | draft | tokens | accepted | tokens per pass | plain tok/s | spec tok/s | speedup | same text |")

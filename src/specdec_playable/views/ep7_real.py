@@ -52,8 +52,8 @@ _CSS = ("ep2.css", "ep7.css")
 
 LANES = (
     Lane("draft", "Draft: its guesses", DRAFT_Y, theme.DRAFT),
-    Lane("big", "The model, speculating: one pass checks the guesses", BIG_Y, theme.BIG),
-    Lane("plain", "The model alone: one pass per token", PLAIN_Y, theme.BIG),
+    Lane("big", "Model: one pass checks the guesses", BIG_Y, theme.BIG),
+    Lane("plain", "Model alone: one pass per token", PLAIN_Y, theme.BIG),
 )
 _VERIFY_KINDS = ("draft", "verify", "accepted", "rejected", "discarded", "correction", "bonus")
 
