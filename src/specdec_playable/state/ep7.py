@@ -305,6 +305,11 @@ def ratio_words(speedup: float) -> str:
             f"(plain decoding was {1 / speedup:.2f}× as fast)")
 
 
+def cost_words(cost: float) -> str:
+    """A draft cost c to three decimals, or "under 0.001" when it would round to 0.000."""
+    return f"{cost:.3f}" if cost >= 0.0005 else "under 0.001"
+
+
 def verdict(c: Comparison) -> str:
     """The run's headline, from its measured speedup."""
     return f"On this run speculative decoding was {ratio_words(c.speedup)}."
@@ -322,7 +327,7 @@ def why(c: Comparison, k: int) -> str:
             parts.append(f"but a verify pass over up to {k + 1} positions cost {c.verify_cost:.1f}× a "
                          f"plain step ({c.verify_ms:,.0f} ms against {c.step_ms:,.0f} ms)")
         if math.isfinite(c.draft_cost):
-            parts.append(f"and each guess cost {c.draft_cost:.3f} of a step to make "
+            parts.append(f"and each guess cost {cost_words(c.draft_cost)} of a step to make "
                          f"({s.draft_ms_per_token:.2f} ms)")
         text = ", ".join(parts[:1]) + (", " + " ".join(parts[1:]) if len(parts) > 1 else "") + "."
     else:
@@ -340,7 +345,8 @@ def map_words(c: Comparison, k: int) -> str | None:
     if not (math.isfinite(q) and math.isfinite(cost) and math.isfinite(c.speedup)):
         return None
     predicted = theory.expected_speedup(min(q, 1.0), k, min(cost, 1.0))
-    text = (f"Episode 5’s theory puts q = {q:.2f}, k = {k}, c = {cost:.3f} at "
+    c_text = f"c = {cost:.3f}" if cost >= 0.0005 else "c under 0.001"
+    text = (f"Episode 5’s theory puts q = {q:.2f}, k = {k}, {c_text} at "
             f"{predicted:.2f}×. It counts a verify pass as one step, as on a GPU")
     if math.isfinite(c.verify_cost):
         text += f"; here a verify pass cost {c.verify_cost:.1f}× a step"

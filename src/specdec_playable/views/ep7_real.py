@@ -32,8 +32,8 @@ from ..core.events import Events
 from ..core.lm.compare import WRITTEN, Comparison, token_texts
 from ..core.lm.decode import Generation
 from ..core.relay import RelayResult
-from ..state.ep7 import (CUSTOM, PROMPT_MAX_CHARS, RealText, check_words, map_words, ratio_words,
-                         status_line, verdict, why)
+from ..state.ep7 import (CUSTOM, PROMPT_MAX_CHARS, RealText, check_words, cost_words, map_words,
+                         ratio_words, status_line, verdict, why)
 from . import theme
 from .ep2_relay import STYLES, relay_timeline
 from .lanes import Box, Lane, LanePlayer, Timeline
@@ -332,7 +332,8 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
             + _stat(share(spec.acceptance_rate), f"guesses accepted ({spec.accepted} of {judged} judged; "
                                                   f"{spec.proposed} proposed)")
             + _stat(f"{spec.tokens_per_pass:.2f}", "tokens per verify pass")
-            + _stat(f"{cost:.3f}" if math.isfinite(cost) else "–", "draft cost c: one guess over one plain step")
+            + _stat(cost_words(cost) if math.isfinite(cost) else "–",
+                    "draft cost c: one guess over one plain step")
             + _stat(f"{vcost:.1f}×" if math.isfinite(vcost) else "–", "one verify pass over one plain step")
             + "</div>")
     when = ('<p class="when" data-k="when">Both runs have ended.</p>' if timed else "")
