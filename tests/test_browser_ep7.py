@@ -93,6 +93,8 @@ def test_a_task_runs_end_to_end_with_marks_clocks_and_the_check(page, site, cons
         for (const el of r.querySelectorAll('*')) if (el.shadowRoot) { const h = f(el.shadowRoot); if (h) return h; }
         return null; }; return f(document); }""")
     assert re.search(r"ep5_the_break_even_map\?q=[\d.]+&k=4&c=[\d.]+$", href), href
+    page.set_viewport_size({"width": 800, "height": 600})
+    page.screenshot(path=artifacts / "ep7-run-800x600.png", full_page=True)
     assert_clean(page, console)
 
 

@@ -234,3 +234,47 @@ def test_while_the_plain_run_writes_the_check_covers_what_it_has_written():
     assert g.ok and g.n_tokens == 4
     kind, sentence = st.check_words(s.comparison, g)
     assert kind == "pending" and f"4 of {len(done.spec.tokens)} tokens so far, all identical" in sentence
+
+
+def test_without_the_model_a_task_shows_its_recorded_run(monkeypatch):
+    runs = st.recorded_runs()
+    assert {(t, d) for t in st.TASKS for d in st.DRAFT_LABELS} <= set(runs)
+    monkeypatch.setattr(st.lm, "is_installed", lambda: False)
+    s = RealText(task="json-reshape", draft="lookup")
+    s.run()
+    assert s.status == "recorded" and not s.active
+    assert s.comparison is runs[("json-reshape", "lookup")]
+    assert "recorded on" in s.message and "Live runs need the server" in s.message
+    assert s.shown.k == st.recorded_meta()["k"] and s.shown.max_new == st.recorded_meta()["max_new"]
+    custom = RealText(task=CUSTOM, prompt="hello")
+    custom.run()
+    assert custom.status == "refused" and "not installed" in custom.message
+
+
+def test_recorded_greedy_runs_keep_the_guarantee():
+    for (task, draft), c in st.recorded_runs().items():
+        assert c.finished and c.greedy, (task, draft)
+        assert c.spec.tokens == c.plain.tokens, (task, draft)
+        assert c.spec.draft == draft and c.plain.draft == "none"
+
+
+def test_the_lessons_claims_hold_for_the_recorded_runs():
+    from specdec_playable.episodes import ep7 as page
+
+    runs = st.recorded_runs()
+    spec = {key: c.spec for key, c in runs.items()}
+    # "when the reply repeats the prompt ... most of its guesses are right"
+    for task in ("code-edit", "extraction", "json-reshape", "table"):
+        assert spec[(task, "lookup")].acceptance_rate > 0.5, task
+    for task in st.TASKS:
+        # "on a chat reply it rarely has a guess": a guess at fewer than half of the passes
+        assert spec[(task, "learned")].proposed < 0.5 * spec[(task, "learned")].passes, task
+        # "without training it is almost never right"
+        assert spec[(task, "early-exit")].acceptance_rate <= 0.1, task
+    summary = page.recorded_summary(runs)
+    best = max(("code-edit", "extraction", "json-reshape", "table", "sky", "poem"),
+               key=lambda t: spec[(t, "lookup")].acceptance_rate)
+    assert (f"prompt lookup had {spec[(best, 'lookup')].acceptance_rate:.0%} of its guesses accepted "
+            f"on the {page.TASK_NAMES[best]}") in summary
+    idle = [c.speedup for c in runs.values() if c.spec.accepted == 0]
+    assert f"{min(idle):.2f}× to {max(idle):.2f}×" in page.noise_sentence(runs)

@@ -417,13 +417,15 @@ def legend_html() -> str:
     return f'<div class="ep2-legend" aria-label="Legend">{spans}</div>'
 
 
-def recorded_html(rows: list[tuple[str, str, float, float]], date: str) -> str:
-    """The recorded runs as a table: task, draft, acceptance, measured speedup."""
+def recorded_html(rows: list[tuple[str, str, float, float, float]], date: str) -> str:
+    """The recorded runs as a table: task, draft, acceptance, tokens per pass, measured speedup."""
     body = "".join(
         f"<tr><td>{esc(task)}</td><td>{esc(draft)}</td><td class=\"n\">{share(acc)}</td>"
-        f"<td class=\"n\">{sp:.2f}×</td></tr>" for task, draft, acc, sp in rows)
+        f"<td class=\"n\">{tpp:.2f}</td><td class=\"n\">{sp:.2f}×</td></tr>"
+        for task, draft, acc, tpp, sp in rows)
     return (f'<div class="ep7-wrap"><table class="ep7-table"><caption>Recorded on {esc(date)}</caption>'
-            "<thead><tr><th>task</th><th>draft</th><th class=\"n\">accepted</th>"
+            "<thead><tr><th>task</th><th>draft</th><th class=\"n\">guesses accepted</th>"
+            "<th class=\"n\">tokens per pass</th>"
             f"<th class=\"n\">speedup</th></tr></thead><tbody>{body}</tbody></table></div>")
 
 
