@@ -109,3 +109,12 @@ def test_a_finished_run_survives_json(watched):
 def test_unknown_draft_is_refused():
     with pytest.raises(ValueError, match="draft must be one of"):
         make_draft("oracle")
+
+
+def test_the_recorded_runs_are_what_the_model_writes_now(model):
+    from specdec_playable.state.ep7 import recorded_meta, recorded_runs
+    from specdec_playable.core.lm.decode import generate
+
+    rec = recorded_runs()[("table", "lookup")]
+    now = generate(model, model.tokenizer.chat(PROMPTS["table"][1]), max_new=recorded_meta()["max_new"])
+    assert now.tokens == rec.plain.tokens == rec.spec.tokens
