@@ -278,3 +278,13 @@ def test_the_lessons_claims_hold_for_the_recorded_runs():
             f"on the {page.TASK_NAMES[best]}") in summary
     idle = [c.speedup for c in runs.values() if c.spec.accepted == 0]
     assert f"{min(idle):.2f}× to {max(idle):.2f}×" in page.noise_sentence(runs)
+
+
+def test_the_first_run_tells_the_story():
+    """The page opens on the task where the recorded prompt lookup wrote the most tokens per pass."""
+    s = RealText()
+    runs = st.recorded_runs()
+    best = max(st.TASKS, key=lambda t: runs[(t, "lookup")].spec.tokens_per_pass)
+    assert (s.task, s.draft, s.decoding) == (best, "lookup", "greedy")
+    from specdec_playable.episodes import ep7 as page
+    assert "continues a table with prompt lookup" in page.TRY_THIS and best == "table"

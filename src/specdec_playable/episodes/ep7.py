@@ -35,9 +35,9 @@ VIEW_HEIGHT = 560
 LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this server, a real draft "
         "guesses its next tokens, one pass of the model checks the guesses, and both clocks are "
         "measured while you watch.")
-TRY_THIS = ("press <em>Run</em> on the code edit with prompt lookup and watch the underlined guesses "
-            "pile up; then pick the free-verse poem and run it with the same draft, and compare how "
-            "many guesses the model accepts and what that does to the speedup.")
+TRY_THIS = ("press <em>Run</em>: the model continues a table with prompt lookup as its draft; watch the "
+            "underlined guesses pile up. Then pick the explanation, run it with the same draft, and "
+            "compare how many guesses the model accepts and what that does to the speedup.")
 
 NOTE = ("<p class=\"sdp-note\">The marks are Episode 2’s: accepted guesses underlined, a rejected guess "
         "struck through with ✗, the model’s own token at a miss on gold with ★, a bonus token with +. "

@@ -128,7 +128,7 @@ class RealText(param.Parameterized):
     """
 
     task = param.Selector(
-        default="code-edit", objects={**{v: k for k, v in TASKS.items()}, "Your own prompt": CUSTOM},
+        default="table", objects={**{v: k for k, v in TASKS.items()}, "Your own prompt": CUSTOM},
         label="Task", doc="A prepared task (each one computed once on this server and shared), "
                           "or your own prompt (run live, for you alone).")
     prompt = param.String(
