@@ -10,6 +10,16 @@ two Chromium pages with Playwright:
   so it always runs), the untrained early-exit draft (the slowest), k = 4, 128 new tokens; when
   a run ends, B presses Run again before A's next step. In *idle* blocks B's page is closed.
 
+With ``--visitor browser`` (the default) B is a second Chromium page, so its session polls its
+run and its page repaints as tokens arrive, as a real visitor's would; but B's browser then
+also runs on this 2-core machine, beside A's browser and the server, which a real class's
+browsers do not. With ``--visitor server`` the server process itself keeps the same runs going
+on its shared worker queue while a flag file exists (no B page, no polling): the cost of the
+generation alone (a worker thread's core and its share of the interpreter lock). With
+``--visitor process`` a separate Python process makes the same runs (one BLAS thread, niceness
+10, as the server's workers): the core it takes, without the server's interpreter lock; the
+difference from ``server`` is what sharing the lock costs.
+
 Blocks alternate idle and busy, so load drift from other work on the machine hits both alike.
 The model is loaded and one run made before the first block. Prints a markdown table (median and
 p95 in ms) and the ratio busy / idle of the pixel p95 and median, against the target: at most
@@ -27,6 +37,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 from _local import CHROMIUM_ARGS, free_port, wait_live
@@ -52,9 +63,56 @@ def ep7_app():
     return safe_page(ep7.page)
 
 
-def serve(port: int) -> None:
+def keep_generating(flag: str) -> None:
+    """In the server process: while ``flag`` exists, keep one Episode 7 run on the shared queue."""
+    import threading
+
+    from specdec_playable.core import jobs
+    from specdec_playable.state.ep7 import JOB_BUDGET_S, Settings, run_job
+
+    settings = Settings(task="custom", prompt=BUSY_PROMPT, draft="early-exit", k=4, max_new=128,
+                        temperature=0.0, seed=0)
+
+    def loop():
+        while True:
+            if not os.path.exists(flag):
+                time.sleep(0.1)
+                continue
+            handle = jobs.shared_queue().submit(run_job(settings), budget_s=JOB_BUDGET_S)
+            while not handle.job.wait(0.1):
+                if not os.path.exists(flag):
+                    handle.cancel()
+
+    threading.Thread(target=loop, daemon=True, name="bench-generator").start()
+
+
+def generate_in_process(flag: str) -> None:
+    """A separate process: while ``flag`` exists, make the same runs as ``keep_generating``."""
+    from specdec_playable.core import jobs
+
+    q = jobs.JobQueue(workers=1, nice=jobs.WORKER_NICE)
+    jobs.limit_blas_threads(jobs.BLAS_THREADS)
+    from specdec_playable.core import lm
+    from specdec_playable.state.ep7 import JOB_BUDGET_S, Settings, run_job
+
+    lm.get_model()  # loaded before the first busy block
+    settings = Settings(task="custom", prompt=BUSY_PROMPT, draft="early-exit", k=4, max_new=128,
+                        temperature=0.0, seed=0)
+    while True:
+        if not os.path.exists(flag):
+            time.sleep(0.1)
+            continue
+        handle = q.submit(run_job(settings), budget_s=JOB_BUDGET_S)
+        while not handle.job.wait(0.1):
+            if not os.path.exists(flag):
+                handle.cancel()
+
+
+def serve(port: int, flag: str | None = None) -> None:
     import panel as pn
 
+    if flag:
+        keep_generating(flag)
     pn.serve({"ep3": ep3_app, EP7: ep7_app}, port=port, address="127.0.0.1",
              websocket_origin=[f"127.0.0.1:{port}"], show=False, liveness=True,
              admin=False, autoreload=False)
@@ -140,10 +198,17 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=40, help="slider steps per condition")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--blocks", type=int, default=2, help="idle/busy pairs of blocks")
+    ap.add_argument("--visitor", choices=("browser", "server", "process"), default="browser",
+                    help="who keeps the generation going (see the module's docstring)")
     ap.add_argument("--serve", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    ap.add_argument("--flag", help=argparse.SUPPRESS)
+    ap.add_argument("--generate", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.generate:
+        generate_in_process(args.generate)
+        return 0
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.flag)
         return 0
 
     from playwright.sync_api import sync_playwright
@@ -154,7 +219,17 @@ def main(argv=None) -> int:
         return 2
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port)],
+    flag = None
+    extra = []
+    helper = None
+    if args.visitor in ("server", "process"):
+        flag = os.path.join(tempfile.mkdtemp(prefix="bench-ep7-"), "busy")
+    if args.visitor == "server":
+        extra = ["--flag", flag]
+    elif args.visitor == "process":
+        helper = subprocess.Popen([sys.executable, __file__, "--generate", flag],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     results: dict[str, dict[str, list[float]]] = {}
@@ -175,7 +250,10 @@ def main(argv=None) -> int:
                         start_run(gen)
                         runs_started += 1
 
-                if name == "busy":
+                if name == "busy" and flag:
+                    open(flag, "w").close()
+                    time.sleep(2.0)  # the run is past its prompt pass
+                elif name == "busy":
                     gen = open_generator(browser, url)
                     keep_busy()
                     gen.wait_for_timeout(1000)  # the run is past its prompt pass
@@ -187,12 +265,18 @@ def main(argv=None) -> int:
                     gen.get_by_role("button", name="Cancel").click() if _running(gen) else None
                     gen.close()
                     time.sleep(1.0)  # the cancelled run stops at its next pass
+                if flag and os.path.exists(flag):
+                    os.remove(flag)
+                    time.sleep(1.0)
                 for key, vals in got.items():
                     results.setdefault(name, {}).setdefault(key, []).extend(vals)
             browser.close()
     finally:
         proc.terminate()
         proc.wait(10)
+        if helper is not None:
+            helper.terminate()
+            helper.wait(10)
 
     import bokeh
     import panel
@@ -203,7 +287,9 @@ def main(argv=None) -> int:
           f"{load_start[0]:.1f} at the start, {load} at the end: other work shares this machine), "
           f"Python {platform.python_version()}, panel {panel.__version__}, bokeh {bokeh.__version__}, "
           f"Chromium headless; times from keydown in the page. Model load and a first run before "
-          f"measuring: {warm_s:.0f} s; Episode 7 runs started during busy blocks: {runs_started}.\n")
+          f"measuring: {warm_s:.0f} s. Generating visitor: {args.visitor}"
+          + (f" (Episode 7 runs started during busy blocks: {runs_started})" if not flag else "")
+          + ".\n")
     print("| condition | N | data in browser: median | p95 | pixels redrawn: median | p95 |")
     print("|---|---|---|---|---|---|")
     for name, label in (("idle", "idle (no generation)"),
