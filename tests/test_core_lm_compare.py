@@ -118,3 +118,31 @@ def test_the_recorded_runs_are_what_the_model_writes_now(model):
     rec = recorded_runs()[("table", "lookup")]
     now = generate(model, model.tokenizer.chat(PROMPTS["table"][1]), max_new=recorded_meta()["max_new"])
     assert now.tokens == rec.plain.tokens == rec.spec.tokens
+
+
+def test_a_run_in_a_model_process_is_mirrored_pass_by_pass(model, ids):
+    """The same comparison made in a child process: same tokens, snapshots here as they grow, and a
+    cancelled run leaves the child ready for the next one."""
+    from specdec_playable.core.lm.remote import ModelProcess
+
+    text = PROMPTS["json-reshape"][1]
+    here = compare(model, ids, "lookup", 4, max_new=NEW)
+    child = ModelProcess()
+    try:
+        snaps = []
+        there = child.compare(text, "lookup", 4, max_new=NEW, max_seconds=120,
+                              report=lambda live: snaps.append(live.snapshot()))
+        assert there.spec.tokens == here.spec.tokens and there.plain.tokens == here.plain.tokens
+        assert there.spec.prompt == tuple(ids)
+        assert snaps[0].phase == "speculative" and len(snaps[0].spec.tokens) == 0
+        assert snaps[-1].phase == "plain" and snaps[-1].plain.tokens == there.plain.tokens
+        assert all(s.spec.tokens == there.spec.tokens[:len(s.spec.tokens)] for s in snaps)
+        stop = threading.Event()
+        stop.set()
+        cancelled = child.compare(text, "early-exit", 4, max_new=64, max_seconds=120, cancel=stop)
+        assert cancelled.spec.stopped == "cancelled" and cancelled.plain is None
+        again = child.compare(text, "lookup", 4, max_new=NEW, max_seconds=120)
+        assert again.spec.tokens == here.spec.tokens and child.alive
+    finally:
+        child.close()
+    assert not child.alive

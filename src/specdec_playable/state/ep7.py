@@ -29,7 +29,8 @@ from .ep2 import Guarantee, check_guarantee
 from ..core import jobs, theory
 from ..core import lm
 from ..core.assets import asset_path
-from ..core.lm.compare import Comparison, compare, comparison_from_json
+from ..core.lm import remote
+from ..core.lm.compare import Comparison, comparison_from_json
 from ..core.lm.prompts import PROMPTS
 
 #: The tasks, in the order the page offers them: key of core.lm.prompts.PROMPTS -> label.
@@ -104,15 +105,20 @@ def check_prompt(text: str | None) -> str:
 
 
 def run_job(settings: Settings):
-    """The worker's function for one Run (see :class:`core.jobs.JobQueue`)."""
+    """The worker's function for one Run (see :class:`core.jobs.JobQueue`).
+
+    The model runs in the worker thread's own child process (:mod:`core.lm.remote`), so the
+    decoding loop never holds this process's interpreter lock, which the server's event loop
+    needs for every visitor's page; the run's passes are mirrored here as they happen.
+    """
 
     def work(ctx: jobs.JobContext) -> Comparison:
-        model = lm.get_model()  # loads on the first run in this process, here in the worker
-        ids = model.tokenizer.chat(settings.prompt)
+        child = remote.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
         left = ctx.deadline - time.monotonic() - _MARGIN_S
-        result = compare(model, ids, settings.draft, settings.k, max_new=settings.max_new,
-                         temperature=settings.temperature, seed=settings.seed,
-                         cancel=ctx.cancel_event, max_seconds=max(left, 0.01), report=ctx.report)
+        result = child.compare(settings.prompt, settings.draft, settings.k, max_new=settings.max_new,
+                               temperature=settings.temperature, seed=settings.seed,
+                               cancel=ctx.cancel_event, max_seconds=max(left, 0.01),
+                               report=ctx.report)
         if any(r is not None and r.stopped == "time" for r in (result.spec, result.plain)):
             ctx.cut_short()  # a run cut by the clock is not shared with later visitors
         return result

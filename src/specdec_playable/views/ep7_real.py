@@ -28,6 +28,7 @@ import param
 from bokeh.models import ColumnDataSource
 
 from ..core import lm
+from ..core.lm import remote
 from ..core.events import Events
 from ..core.lm.compare import WRITTEN, Comparison, token_texts
 from ..core.lm.decode import Generation
@@ -377,7 +378,7 @@ def status_html(state: RealText) -> str:
     """The run's place in line or progress, and any message, in a line or two."""
     queue = state.queue
     line = status_line(state.status, state.position, state.comparison, workers=queue.workers,
-                       running=queue.running, model_loaded=lm.loaded())
+                       running=queue.running, model_loaded=remote.model_ready())
     out = ""
     if line:
         out += f'<p class="ep7-status" role="status">{esc(line)}</p>'

@@ -247,7 +247,8 @@ class Live:
 def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
             temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
             cancel=None, max_seconds: float | None = None,
-            report: Callable[[Live], None] | None = None) -> Comparison:
+            report: Callable[[Live], None] | None = None,
+            stream: Callable[[str, object], None] | None = None) -> Comparison:
     """Write the reply to ``prompt`` speculatively, then plainly, and compare the two runs.
 
     Parameters
@@ -274,6 +275,10 @@ def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
     report : callable, optional
         Called with the run's :class:`Live` before the first pass and after every pass; its
         :meth:`Live.snapshot` is the comparison so far.
+    stream : callable, optional
+        Called as the runs go with what another process needs to mirror them (see
+        :class:`Mirror`): ``("spec", update)`` after each pass of the speculative run,
+        ``("spec_done", generation)`` when it ends, ``("plain", update)`` after each plain pass.
 
     Returns
     -------
@@ -295,9 +300,11 @@ def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
     spec_rec = _Recorder(prompt, draft, k, temperature, top_p)
     live = Live(spec_rec)
 
-    def tell(recorder):
+    def tell(recorder, phase):
         def on_update(update):
             recorder(update)
+            if stream is not None:
+                stream(phase, update)
             if report is not None:
                 report(live)
         return on_update
@@ -305,16 +312,45 @@ def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
     if report is not None:
         report(live)
     spec = speculate(model, prompt, make_draft(draft), k, max_new=max_new, rng=spec_rng,
-                     progress=tell(spec_rec), cancel=cancel, max_seconds=budget(SPEC_SHARE),
+                     progress=tell(spec_rec, "spec"), cancel=cancel, max_seconds=budget(SPEC_SHARE),
                      **sampling)
     if spec.stopped == "cancelled":
         return Comparison("done", spec, None)
+    if stream is not None:
+        stream("spec_done", spec)
     plain_rec = _Recorder(prompt, "none", 0, temperature, top_p)
     live._start_plain(spec, plain_rec)
     plain_max = len(spec.tokens) if spec.stopped == "time" and spec.tokens else max_new
-    plain = generate(model, prompt, max_new=plain_max, rng=plain_rng, progress=tell(plain_rec),
+    plain = generate(model, prompt, max_new=plain_max, rng=plain_rng, progress=tell(plain_rec, "plain"),
                      cancel=cancel, max_seconds=budget(1.0), **sampling)
     return Comparison("done", spec, plain)
+
+
+class Mirror:
+    """A comparison made in another process, rebuilt here from what its ``stream`` sent.
+
+    :meth:`feed` takes the ``(kind, value)`` pairs of :func:`compare`'s ``stream`` in order;
+    :attr:`live` is then a :class:`Live` of the runs so far, as if they ran in this process.
+    """
+
+    def __init__(self, prompt: Sequence[int], draft: str, k: int, temperature: float,
+                 top_p: float = 1.0) -> None:
+        self._args = (tuple(int(t) for t in prompt), temperature, top_p)
+        self._spec = _Recorder(prompt, draft, k, temperature, top_p)
+        self._plain: _Recorder | None = None
+        self.live = Live(self._spec)
+
+    def feed(self, kind: str, value) -> None:
+        if kind == "spec":
+            self._spec(value)
+        elif kind == "spec_done":
+            prompt, temperature, top_p = self._args
+            self._plain = _Recorder(prompt, "none", 0, temperature, top_p)
+            self.live._start_plain(value, self._plain)
+        elif kind == "plain" and self._plain is not None:
+            self._plain(value)
+        else:
+            raise ValueError(f"unexpected stream item {kind!r}")
 
 
 class _Finished:
