@@ -348,6 +348,9 @@ def shared_queue() -> JobQueue:
     down) and up to :data:`SHARED_MAX_WAITING` runs in line. Every page that runs the
     model submits here, so together they never run more than that at once.
 
+    Episode 7's runs go on to a model process per worker (:mod:`core.lm.remote`), which
+    applies the same niceness and BLAS limit to itself.
+
     Creating it also limits the process's BLAS library to :data:`BLAS_THREADS` thread per
     matrix product (OpenBLAS's thread count is one setting per process). With two BLAS
     threads per run, two runs at once ask four threads of two cores, and OpenBLAS's

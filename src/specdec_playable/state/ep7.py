@@ -3,14 +3,16 @@
 The visitor picks a task (or types a prompt), a draft, k, a token budget and greedy or sampling
 decoding, and presses Run. The run goes to the process's one worker queue
 (:func:`core.jobs.shared_queue`): a speculative run and a plain run of the same prompt
-(:func:`core.lm.compare.compare`), off the server's event loop. A task's run with given settings
+(:func:`core.lm.compare.compare`), made in the worker's own model process
+(:mod:`core.lm.remote`), off the server's event loop and out of its interpreter lock. A task's run with given settings
 is computed once per process and shared (its job has a key); a typed prompt runs for its visitor
 alone.
 
 This object holds the settings, the visitor's hold on the run, and what the page shows: the run
 so far or finished, its place in line, and every sentence computed from its numbers. The view
 calls :meth:`RealText.poll` while :attr:`RealText.active`, and :meth:`RealText.close` when the
-session ends. The model is loaded by the first run's worker, never here. No Panel or Bokeh.
+session ends. The model is loaded by each worker's process on its first run, never here. No
+Panel or Bokeh.
 """
 
 from __future__ import annotations
@@ -404,7 +406,7 @@ def status_line(status: str, position: int, c: Comparison | None, *, workers: in
                 f"(one per core); {running} {'is' if running == 1 else 'are'} running now.")
     if status == "running":
         if c is None or c.spec is None:
-            return ("Loading the model on the server (once per server process)…" if not model_loaded
+            return ("Loading the model on the server (once per worker process)…" if not model_loaded
                     else "Starting…")
         if c.phase == "speculative":
             return (f"Speculative run: {_n(len(c.spec.tokens), 'token')} in {c.spec.wall_ms / 1e3:.1f} s "
