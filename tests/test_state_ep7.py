@@ -276,7 +276,9 @@ def test_the_lessons_claims_hold_for_the_recorded_runs():
                key=lambda t: spec[(t, "lookup")].acceptance_rate)
     assert (f"prompt lookup had {spec[(best, 'lookup')].acceptance_rate:.0%} of its guesses accepted "
             f"on the {page.TASK_NAMES[best]}") in summary
-    idle = [c.speedup for c in runs.values() if c.spec.accepted == 0]
+    idle = [c.speedup for (t, d), c in runs.items() if c.spec.accepted == 0 and d != "early-exit"]
+    assert all(c.draft_cost < page.CHEAP for (t, d), c in runs.items() if d != "early-exit")
+    assert all(c.draft_cost > page.CHEAP for (t, d), c in runs.items() if d == "early-exit")
     assert f"{min(idle):.2f}× to {max(idle):.2f}×" in page.noise_sentence(runs)
 
 

@@ -8,6 +8,7 @@ it runs and replayed on Episode 2's lanes when it ends (``views/ep7_real.py``).
 
 from __future__ import annotations
 
+import math
 import sys
 
 import panel as pn
@@ -120,20 +121,26 @@ def recorded_summary(runs) -> str:
         s[0].lower() + s[1:] if i == 0 else s for i, s in enumerate(out))
 
 
+#: A draft cost c below this counts as nearly free (prompt lookup and the n-gram table).
+CHEAP = 0.05
+
+
 def noise_sentence(runs) -> str:
     """How far the recorded clocks moved: the speedups of runs where no guess was accepted.
 
-    With no guess accepted, both runs made one pass per token, so any speedup away from 1×
-    is the machine's noise (plus the cost of the rejected guesses).
+    With a nearly free draft (c below :data:`CHEAP`) and no guess accepted, both runs made one
+    pass per token, so any speedup above 1× is the machine's noise.
     """
-    idle = [c.speedup for c in runs.values() if c.spec.accepted == 0]
+    idle = [c.speedup for c in runs.values()
+            if c.spec.accepted == 0 and math.isfinite(c.draft_cost) and c.draft_cost < CHEAP]
     if not idle:
         return ""
     lo, hi = min(idle), max(idle)
-    return (f"The speedups are single runs on a shared machine. Where no guess was accepted, the "
-            f"speculative run made the plain run's passes (plus its wrong guesses), so it cannot "
-            f"really be faster; such runs measured {lo:.2f}× to {hi:.2f}×: that is how much the "
-            "clocks moved here. Acceptance and tokens per pass do not depend on the clock.")
+    return (f"The speedups are single runs on a shared machine. Where a nearly free draft (c under "
+            f"{CHEAP}) had no guess accepted, the speculative run made the plain run's passes, some "
+            f"of them longer for the wrong guesses, so it cannot really be faster; such runs "
+            f"measured {lo:.2f}× to {hi:.2f}×: that is how much the clocks moved here. Acceptance "
+            "and tokens per pass do not depend on the clock.")
 
 
 def no_model_notice() -> str:
