@@ -115,3 +115,22 @@ def test_a_pasted_script_in_the_prompt_box_stays_text(page, site, console, artif
         i => i.getAttribute('src') === 'x').length + [...r.querySelectorAll('*')].filter(e => e.shadowRoot)
         .reduce((a, e) => a + n(e.shadowRoot), 0); return n(document); }""") == 0
     assert_clean(page, console)
+
+
+def test_cancel_stops_a_live_run(page, site, console):
+    page.goto(f"{site.url}{URL}?task=custom&draft=early-exit&k=4&max_new=128")
+    wait_for_bokeh(page)
+    page.locator("textarea").fill("Write a long story about a lighthouse keeper.")
+    page.get_by_role("button", name="Run").click()
+    cancel = page.get_by_role("button", name="Cancel")
+    cancel.wait_for(state="visible", timeout=10_000)
+    # Queued or running: the page says which, with the place in line when waiting.
+    assert re.search(r"Waiting in line: position \d|Loading the model|Starting…|Speculative run:",
+                     page_text(page))
+    wait_for_text(page, "Speculative run:", timeout=RUN_TIMEOUT_S)
+    cancel.click()
+    wait_for_text(page, "Cancelled", timeout=30)
+    cancel.wait_for(state="hidden", timeout=10_000)
+    assert page.get_by_role("button", name="Run").is_enabled()
+    assert "Both runs have ended." not in page_text(page)
+    assert_clean(page, console)

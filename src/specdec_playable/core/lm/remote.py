@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 
 from .compare import Comparison, Mirror, compare
 
@@ -48,6 +47,8 @@ def model_ready() -> bool:
 def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
                 blas_threads: int) -> None:  # pragma: no cover - runs in the child
     """The child's loop: load the model, then answer one request at a time until the parent leaves."""
+    from multiprocessing.connection import Connection
+
     from ..jobs import _lower_priority, limit_blas_threads
     from .model import get_model
 
@@ -101,6 +102,9 @@ class ModelProcess:
     """
 
     def __init__(self, *, nice: int = 0, blas_threads: int = 1) -> None:
+        # Imported here: a static (Pyodide) page imports this module but never starts a child.
+        from multiprocessing.connection import Connection
+
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         can_r, can_w = os.pipe()
