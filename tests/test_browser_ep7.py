@@ -3,7 +3,10 @@ served site with the real model; the text on screen is what the model writes alo
 
 from __future__ import annotations
 
+import os
 import re
+import time
+from pathlib import Path
 
 import pytest
 from conftest import assert_clean, page_text, wait_for_bokeh, wait_for_text
@@ -134,3 +137,41 @@ def test_cancel_stops_a_live_run(page, site, console):
     assert page.get_by_role("button", name="Run").is_enabled()
     assert "Both runs have ended." not in page_text(page)
     assert_clean(page, console)
+
+
+def _children_cpu_s(pid: int) -> float:
+    """CPU seconds used so far by the server's child processes (its model processes)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for kid in (task / "children").read_text().split():
+            try:
+                fields = Path(f"/proc/{kid}/stat").read_text().rsplit(")", 1)[1].split()
+            except FileNotFoundError:
+                continue
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_closed_tab_stops_its_run(browser, site):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{site.url}{URL}?task=custom&draft=early-exit&k=4&max_new=128")
+    wait_for_bokeh(page)
+    page.locator("textarea").fill("Write a long story about a lighthouse keeper and a cat.")
+    page.get_by_role("button", name="Run").click()
+    wait_for_text(page, "Speculative run:", timeout=RUN_TIMEOUT_S)
+    before = _children_cpu_s(site.proc.pid)
+    page.wait_for_timeout(2000)
+    assert _children_cpu_s(site.proc.pid) - before > 0.5  # the model process is writing
+    context.close()
+    # The session notices its page has gone (5 s without a connection) and cancels the run; the
+    # model process stops at its next pass.
+    # Uncancelled, this run (128 tokens with the early exit, then plainly) lasts well over 20 s.
+    page_gone = time.monotonic()
+    while time.monotonic() - page_gone < 20:
+        before = _children_cpu_s(site.proc.pid)
+        time.sleep(2)
+        if _children_cpu_s(site.proc.pid) - before < 0.2:
+            break
+    else:
+        raise AssertionError("the model process kept working after its page was closed")
