@@ -290,3 +290,12 @@ def test_the_first_run_tells_the_story():
     assert (s.task, s.draft, s.decoding) == (best, "lookup", "greedy")
     from specdec_playable.episodes import ep7 as page
     assert "continues a table with prompt lookup" in page.TRY_THIS and best == "table"
+
+
+def test_a_speedup_the_tokens_per_pass_cannot_explain_is_called_noise():
+    # Verify passes measured faster than plain steps: only a change of load can do that.
+    noisy = fake_comparison([(4, 0)] * 6, verify_ms=20.0, step_ms=40.0)
+    assert noisy.speedup > 1.05 * noisy.spec.tokens_per_pass
+    assert "more than its 1.00 tokens per pass allow" in st.why(noisy, 4)
+    fair = fake_comparison([(4, 4)] * 6, verify_ms=90.0, step_ms=40.0)
+    assert fair.speedup <= fair.spec.tokens_per_pass and st.noisy_clock_words(fair) == ""

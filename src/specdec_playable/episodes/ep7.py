@@ -85,10 +85,13 @@ each guess costs a real fraction of a step, and without training it is almost ne
         rows = [(TASKS[t].split(":")[0], DRAFT_LABELS[d].split(" (")[0], c.spec.acceptance_rate,
                  c.spec.tokens_per_pass, c.speedup) for (t, d), c in runs.items()]
         out.append(f'<p class="sdp-lede">{recorded_summary(runs)} {noise_sentence(runs)}</p>')
+        out.append(f'<details class="ep7-details"><summary>All {len(rows)} recorded runs: '
+                   "guesses accepted, tokens per pass and speedup</summary>")
         out.append(recorded_html(rows, f"{meta['date']} on this project’s 2-core development machine, "
                                        f"k = {meta['k']}, greedy, up to {meta['max_new']} new tokens "
                                        f"(load average {meta['load_average_before'][0]:.1f} at the start: "
                                        "other work shared the cores, so the clocks are noisy)"))
+        out.append("</details>")
     return "".join(out)
 
 

@@ -344,7 +344,25 @@ def why(c: Comparison, k: int) -> str:
     if s.proposed and idle:
         text += (f" The draft had no guess at {idle} of the {s.passes} passes; those were plain "
                  "decode steps.")
-    return text
+    return text + noisy_clock_words(c)
+
+
+#: A measured speedup this far above what the tokens per pass allow is said to be the clock's noise.
+NOISE_MARGIN = 1.05
+
+
+def noisy_clock_words(c: Comparison) -> str:
+    """A warning when the measured speedup is more than the tokens per pass allow (else empty).
+
+    A pass of the model over several positions never costs less than a plain step over one, so
+    speculation can be at most ``tokens_per_pass`` times as fast as plain decoding.
+    """
+    tpp, sp = c.spec.tokens_per_pass, c.speedup
+    if not (math.isfinite(tpp) and math.isfinite(sp)) or sp <= NOISE_MARGIN * tpp:
+        return ""
+    return (f" But {sp:.2f}× is more than its {tpp:.2f} tokens per pass allow (a pass never costs "
+            "less than a plain step): the two runs ran one after the other, and this shared "
+            "server's load changed in between. Run it again to see how much its clocks move.")
 
 
 def map_words(c: Comparison, k: int) -> str | None:
