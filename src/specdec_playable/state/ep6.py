@@ -67,26 +67,28 @@ class FinePrint(param.Parameterized):
 
     temperature = param.Number(
         default=2.0, bounds=(0.2, 4.0), step=0.05, label="Draft temperature",
-        doc="Below 1 the draft is more sure of the big model's top words than the big model; "
-            "above 1 it spreads its guesses more evenly.")
+        doc="How spread out the draft's guesses are (no unit): the draft's log-probabilities are the "
+            "big model's divided by this. Above 1 the draft spreads its guesses more evenly than the "
+            "big model, below 1 it piles them on the big model's top words, and 1 copies the big model.")
     favourite = param.Selector(
         default="moon", objects=list(WORDS), label="Draft's favourite word",
-        doc="A word the draft likes more than the big model does.")
+        doc="A word the draft likes more than the big model does: the boost goes to it.")
     boost = param.Number(
         default=1.5, bounds=(0.0, 5.0), step=0.1, label="Favourite boost",
-        doc="How much extra the draft likes its favourite word (added to its log-probability).")
+        doc="How much extra the draft likes its favourite word, added to that word's log-probability "
+            "(natural-log units): +1 multiplies its odds by e ≈ 2.7, +1.5 by about 4.5, 0 adds nothing.")
     n_samples = param.Selector(
         default=10_000, objects=list(SAMPLE_SIZES), label="Samples N",
-        doc="How many next words to draw by speculative sampling.")
+        doc="How many next words to draw by speculative sampling (a count of draws).")
     draw = param.Event(label="Draw N new samples",
                        doc="Draw a fresh batch with the same distributions.")
 
     c = param.Number(
         default=0.3, bounds=(0.05, 0.6), step=0.01, label="Draft cost c",
-        doc="Time of one draft step as a fraction of one big-model pass.")
+        doc="Time of one draft step, in big-model passes (0.30: 30% of a pass).")
     fixed_k = param.Integer(
         default=4, bounds=(1, adaptive.K_CAP), label="k of the fixed policy",
-        doc="The draft length the fixed policy always uses.")
+        doc="The draft length the fixed policy always uses (tokens per round).")
     race_seed = seed_param(1, label="Race seed",
                            doc="Fixes which tokens the draft guesses right; every policy sees the same draw.")
 
