@@ -301,3 +301,45 @@ def distort(q, temperature: float, bias: float, favourite: int) -> np.ndarray:
     out = (1.0 - b) * bent
     out[fav] += b
     return out / out.sum()
+
+
+#: Pearson's test needs about this many expected draws in every category it compares.
+MIN_EXPECTED = 5.0
+
+
+def chi_square_pooled(observed, probs, min_expected: float = MIN_EXPECTED):
+    """Pearson's chi-square of ``observed`` counts against ``probs``, with the categories expected
+    fewer than ``min_expected`` times pooled into one (the usual rule for the test to hold).
+
+    A count in a category of probability 0 is never pooled away: it still fails the test.
+
+    Examples
+    --------
+    The two 1 % categories are pooled (2 expected draws, still too few), then joined to the 8 %
+    one, which leaves two categories:
+
+    >>> chi_square_pooled([90, 8, 1, 1], [0.9, 0.08, 0.01, 0.01]).df
+    1
+    """
+    from .sampling import chi_square
+
+    obs = np.asarray(observed, dtype=float)
+    p = np.asarray(probs, dtype=float)
+    n = obs.sum()
+    small = (p > 0) & (p * n < min_expected)
+    if small.sum() == 0:
+        return chi_square(obs, p)
+    keep = ~small
+    pooled_p, pooled_o = p[small].sum(), obs[small].sum()
+    kp, ko = list(p[keep]), list(obs[keep])
+    if pooled_p * n < min_expected:
+        live = [i for i, v in enumerate(kp) if v > 0]
+        if live:  # still too small: join the least likely category kept
+            j = min(live, key=lambda i: kp[i])
+            kp[j] += pooled_p
+            ko[j] += pooled_o
+            pooled_p = pooled_o = 0.0
+    if pooled_p > 0:
+        kp.append(pooled_p)
+        ko.append(pooled_o)
+    return chi_square(np.array(ko), np.array(kp) / sum(kp))
