@@ -66,7 +66,7 @@ def test_race_runs_over_the_measured_texts():
     assert s.runs[0].label == "fixed k = 7" and (s.runs[0].k == 7).all()
     s.c = 0.6
     assert all(r.output == s.stream.tokens for r in s.runs)
-    s.param.update(c=0.3, fixed_k=4)
+    s.param.update(c=0.05, fixed_k=4)
     assert [r.speedup for r in s.runs] == first
     s.race_seed = 5
     s.new_race()

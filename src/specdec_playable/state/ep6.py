@@ -87,7 +87,7 @@ class FinePrint(param.Parameterized):
                        doc="Draw a fresh batch with the same distributions.")
 
     c = param.Number(
-        default=0.3, bounds=(0.05, 0.6), step=0.01, label="Draft cost c",
+        default=0.05, bounds=(0.05, 0.6), step=0.01, label="Draft cost c",
         doc="Time of one draft step as a fraction of one big-model pass.")
     fixed_k = param.Integer(
         default=4, bounds=(1, adaptive.K_CAP), label="k of the fixed policy",
