@@ -68,13 +68,19 @@ def histogram_items(pasted=None) -> list[tuple[str, np.ndarray]]:
     return items
 
 
+def histogram_factors(data: dict) -> list:
+    """The histogram's rows bottom to top, so that it reads top down in the table's order."""
+    return list(reversed(data["y"]))
+
+
 def histogram_figure(source: ColumnDataSource, factors) -> figure:
-    """Share of each text's tokens in each fifth of acceptance, one group of bars per text."""
+    """Share of each text's tokens in each fifth of acceptance, one group of bars per text
+    (``factors`` from :func:`histogram_factors`)."""
     fig = figure(
         name="ep4-hist-figure", height=40 + 15 * len(factors), sizing_mode="stretch_width",
         y_range=FactorRange(*factors, group_padding=0.9, factor_padding=0.05, name="ep4-hist-y"),
         x_range=Range1d(0, 1, bounds=(0, 1)), tools="", toolbar_location=None,
-        x_axis_label="share of the text's tokens", title="Measured acceptance of each token, per text",
+        x_axis_label="share of the text's tokens",
     )
     bars = fig.hbar(y="y", left=0, right="share", height=0.8, source=source,
                     fill_color=theme.DRAFT, line_color=theme.DRAFT)
@@ -89,8 +95,6 @@ def histogram_figure(source: ColumnDataSource, factors) -> figure:
     fig.ygrid.grid_line_color = None
     fig.xgrid.grid_line_color = theme.GRID
     fig.outline_line_color = None
-    fig.title.text_color = theme.INK
-    fig.title.text_font_size = "14px"
     theme.lean(fig)
     return fig
 
@@ -104,10 +108,9 @@ def genre_table_html() -> str:
             f'<tr data-text="{esc(tid)}"><td>{esc(short_name(m["kind"]))}</td>'
             f'<td class="n">{m["tokens"]}</td><td class="n">{m["alpha"]:.3f}</td>'
             f'<td class="n">{m["greedy"]:.0%}</td><td class="n">{m["p_token"]:.2f}</td></tr>')
-    return ('<table class="ep4-rule ep4-means"><thead><tr><th>text</th><th>tokens</th>'
-            '<th>mean acceptance sum(min(p, q))</th><th>greedy draft kept</th>'
-            '<th>big model’s p of the real token</th></tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
+    return ('<div class="ep4-wrap"><table class="ep4-rule ep4-means"><thead><tr><th>text</th>'
+            '<th>tokens</th><th>acceptance</th><th>greedy kept</th><th>big model’s p</th>'
+            '</tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>")
 
 
 def genre_story() -> str:
