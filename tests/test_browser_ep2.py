@@ -171,6 +171,19 @@ def test_same_seed_same_run(page, site, console):
     page.wait_for_function("k => Bokeh.documents[0].get_model_by_name('ep2-bars').data.tip_a.join('|') === k",
                            arg="|".join(t[4] for t in first), timeout=10_000)
     assert bars_key(page) == first
+    # What is not a seed is refused in words, and the run stays as it is.
+    for bad in ("-5", "3.7", "1e12"):
+        seed_input.fill(bad)
+        seed_input.press("Enter")
+        message = page.get_by_text(f"“{bad}” is not a seed: a seed is a whole number from 0 to 999,999.")
+        expect(message).to_be_visible(timeout=10_000)
+        assert f"The page still uses seed {DEFAULT_SEED}." in message.text_content()
+        assert bars_key(page) == first
+    seed_input.fill("7")
+    seed_input.press("Enter")
+    page.wait_for_function("k => Bokeh.documents[0].get_model_by_name('ep2-bars').data.tip_a.join('|') !== k",
+                           arg="|".join(t[4] for t in first), timeout=10_000)
+    expect(page.get_by_text("is not a seed")).to_be_hidden(timeout=10_000)
     assert_clean(page, console)
 
 
@@ -213,3 +226,22 @@ def test_reduced_motion_jumps_instead_of_animating(browser, site):
         assert errors == []
     finally:
         context.close()
+
+
+def test_headline_clock_is_the_lane_cursor_mid_run(page, site, console):
+    # The relay's big clock runs with the lanes: paused mid-run, it shows the cursor's time,
+    # not the end of the last finished round.
+    open_ep2(page, site)
+    page.get_by_role("button", name="Play").click()
+    page.wait_for_timeout(1200)
+    page.get_by_role("button", name="Pause").click()
+    wait_until_paused(page)
+    t = cursor_x(page)
+    total = Relay().result.wall_ms
+    assert 0 < t < total
+    headline = page.locator(".ep2-clocks [data-clock]").text_content()
+    assert ms(headline) == round(t)
+    # The speedup beside it is the one of the last finished round, and says so.
+    assert "end of round" in page.locator(".ep2-clocks [data-k=speedup_label]").text_content()
+    assert ms(clocks(page)["relay"]) <= t
+    assert_clean(page, console)

@@ -178,6 +178,11 @@ def test_ep5_presets_set_the_sliders_and_show_their_source(page, site, console, 
     _wait_data(page, "ep5-you", "Math.abs(d.q[0] - 0.75) < 1e-12")
     assert _handle(page, 0).get_attribute("aria-valuetext") == "0.75"
     assert _handle(page, 2).get_attribute("aria-valuetext") == "0.02"
+    # A screen reader hears the exact value, not noUiSlider's one-decimal rounding (0.8, 0).
+    assert _handle(page, 0).get_attribute("aria-valuenow") == "0.75"
+    assert _handle(page, 2).get_attribute("aria-valuenow") == "0.02"
+    assert (_handle(page, 2).get_attribute("aria-valuemin"), _handle(page, 2).get_attribute("aria-valuemax")) \
+        == ("0", "1")
     wait_for_text(page, "Leviathan, Kalman and Matias, “Fast")
 
     page.get_by_role("button", name=p["h200-1b"].label).click()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_clean, model_data, page_text, wait_for_bokeh
+from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
 from specdec_playable.core import clocks
 from specdec_playable.episodes import available
@@ -40,6 +40,12 @@ def test_episode1_play_runs_both_clocks_to_the_simulated_times(page, site, conso
     # Mid-run: the writing clock is still running, the checking clock has not passed 600 ms.
     assert 0 < mid["x"][0] < expected.sequential_ms
     assert mid["x"][1] <= expected.parallel_ms
+    # The big clocks beside the lanes run with them (not the finish times), and the ratio
+    # waits until writing is done.
+    big = page.locator("[data-sdp-live] [data-clock]").all_text_contents()
+    assert len(big) == 2 and big[0] != "3,600 ms"
+    assert int(big[0].replace(",", "").split()[0]) < expected.sequential_ms
+    assert page.locator("[data-sdp-live] [data-after]").is_hidden()
     page.screenshot(path=artifacts / "ep1-playing.png", full_page=True)
     page.wait_for_function(
         "() => Bokeh.documents[0].get_model_by_name('ep1-play').label === 'Play'", timeout=15_000)
@@ -64,6 +70,12 @@ def test_episode1_slider_recomputes_timeline_from_core(page, site, console):
     seq_end = [e for e, lane in zip(bars["end"], bars["lane"]) if lane == "sequential"]
     assert seq_end == expected.sequential.end_ms.tolist()
     assert "9,600 ms" in page_text(page)
+    # The lede states the pass time the slider is set to.
+    assert "a simulated 600 ms per pass" in page_text(page)
+    page.locator(".noUi-handle").nth(1).focus()
+    page.locator(".noUi-handle").nth(1).press("ArrowRight")  # 650 ms
+    wait_for_text(page, "a simulated 650 ms per pass")
+    assert "a simulated 600 ms per pass" not in page_text(page)
     assert_clean(page, console)
 
 

@@ -13,6 +13,7 @@ import urllib.parse
 
 import pytest
 from conftest import assert_clean, page_text, wait_for_bokeh
+from playwright.sync_api import expect
 
 from specdec_playable.episodes import ep3
 from specdec_playable.views.urlstate import URL_SETTLE_MS
@@ -63,4 +64,17 @@ def test_link_restores_and_address_bar_follows_after_settling(page, site, consol
         assert "Some settings in the link were changed" not in page_text(fresh)
     finally:
         fresh.close()
+    assert_clean(page, console)
+
+
+def test_the_changed_link_notice_goes_once_a_control_moves(page, site, console):
+    # k=99 is out of range: the page runs k = 16 and says so, until the visitor moves a slider.
+    page.goto(f"{site.url}{EP3}?q=0.5&k=99&c=0.1")
+    wait_for_bokeh(page, "ep3-hist")
+    notice = page.get_by_text("Some settings in the link were changed")
+    expect(notice).to_be_visible(timeout=10_000)
+    handle = page.locator(".noUi-handle").nth(0)  # q
+    handle.focus()
+    handle.press("ArrowRight")
+    expect(notice).to_be_hidden(timeout=10_000)
     assert_clean(page, console)

@@ -25,11 +25,12 @@ def index_page() -> pn.Column:
 <h1 class="sdp-title">{SITE_TITLE}</h1>
 <p class="sdp-lede">A large language model writes text one token at a time, and every token costs a full,
 slow pass through the whole model. Speculative decoding lets a small, fast model guess the next few tokens
-and has the big model check all the guesses in a single pass. When the guesses are good, text arrives
-several times faster, and it is exactly the text the big model would have written on its own. When they
-are bad, the trick makes things slower.</p>
+and has the big model check all the guesses in a single pass. When the guesses are good, text can arrive
+two or three times faster, or more, and it is exactly the text the big model would have written on its own.
+When they are bad, the trick makes things slower.</p>
 <p class="sdp-lede">These episodes let you run it and see both cases. Every number on them is measured
-from a simulation running in front of you, or labelled as theory.</p>
+from a simulation running in front of you, labelled as theory, or measured on real hardware with its
+source named.</p>
 {episode_cards_html(available())}
 <p class="sdp-note">The closed-form theory is from Leviathan, Kalman and Matias, “Fast Inference from
 Transformers via Speculative Decoding” (ICML 2023); real forward-pass times were measured on an NVIDIA H200.</p>

@@ -372,6 +372,36 @@ class PolicyRun:
     def plain_rounds(self) -> int:
         return int((self.k == 0).sum())
 
+    def wall_at(self, written) -> np.ndarray | float:
+        """The wall clock (passes) when ``written`` tokens were out, read off the run's line.
+
+        The line joins the round ends (tokens written so far, wall clock so far) from
+        (0, 0), as the race chart draws it; between two round ends it is interpolated.
+
+        Examples
+        --------
+        >>> s = make_stream(("js-loop",))
+        >>> r = run_policy(FixedK(3), s, np.ones(len(s), bool), c=0.1)
+        >>> round(float(r.wall_at(4)), 2), round(float(r.wall_at(6)), 2)
+        (1.3, 1.95)
+        """
+        x = np.concatenate([[0], np.cumsum(self.tokens)])
+        y = np.concatenate([[0.0], self.wall])
+        out = np.interp(written, x, y)
+        return float(out) if np.ndim(out) == 0 else out
+
+    def stretch_costs(self, segments) -> np.ndarray:
+        """Passes spent on each ``(label, start, end)`` stretch of the stream, split where the
+        race chart's bands split its line (:meth:`wall_at`)."""
+        edges = np.array([[a, b] for _, a, b in segments], dtype=float)
+        at = self.wall_at(edges.ravel()).reshape(edges.shape)
+        return at[:, 1] - at[:, 0]
+
+    def mean_k(self, start: int, end: int) -> float:
+        """Mean draft length of the rounds that began in ``[start, end)`` (NaN if none did)."""
+        sel = (self.start >= start) & (self.start < end)
+        return float(self.k[sel].mean()) if sel.any() else float("nan")
+
 
 def draw_uniforms(n: int, *, rng=None) -> np.ndarray:
     """The shared randomness: one uniform per stream position."""

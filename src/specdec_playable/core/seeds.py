@@ -10,9 +10,13 @@ Examples
 True
 >>> 0 <= draw_seed(None) <= SEED_MAX
 True
+>>> parse_seed(" 42 ")
+42
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -27,3 +31,30 @@ def draw_seed(rng, *, avoid: int | None = None) -> int:
         seed = int(rng.integers(0, SEED_MAX, endpoint=True))
         if seed != avoid:
             return seed
+
+
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def parse_seed(text: str) -> int:
+    """The seed a visitor typed: digits only, from 0 to :data:`SEED_MAX` (spaces around are ignored).
+
+    Raises ``ValueError`` with a sentence for the visitor saying what was wrong.
+
+    Examples
+    --------
+    >>> parse_seed("007")
+    7
+    >>> parse_seed("-5")
+    Traceback (most recent call last):
+    ...
+    ValueError: “-5” is not a seed: a seed is a whole number from 0 to 999,999.
+    """
+    raw = str(text).strip()
+    shown = raw if len(raw) <= 24 else raw[:23] + "…"
+    rule = f"a seed is a whole number from 0 to {SEED_MAX:,}."
+    if not raw:
+        raise ValueError(f"The seed box is empty: {rule}")
+    if not _DIGITS.fullmatch(raw) or len(raw) > 12 or int(raw) > SEED_MAX:
+        raise ValueError(f"“{shown}” is not a seed: {rule}")
+    return int(raw)

@@ -28,11 +28,20 @@ VIEW_HEIGHT = 490
 
 _PASS_MS = WritingVsChecking.param.big_pass_ms.default
 _N_MAX = len(SENTENCE)
-LEDE = ("A large language model writes one token per forward pass, and each pass must wait for "
-        "the token before it. Checking tokens that already exist takes a single pass. Both lanes "
-        f"below run on the same wall clock, with a simulated {_PASS_MS:,} ms per pass.")
+
+
+def lede_html(pass_ms: int) -> str:
+    """The opening sentences, with the pass time the slider is set to."""
+    return ("A large language model writes one token per forward pass, and each pass must wait for "
+            "the token before it. Checking tokens that already exist takes a single pass. Both lanes "
+            f"below run on the same wall clock, with a simulated {pass_ms:,} ms per pass.")
+
+
+#: The lede at the starting pass time (the page's lede follows the slider).
+LEDE = lede_html(_PASS_MS)
 TRY_THIS = (f"press <em>Play</em> and watch the two clocks; then drag <em>Tokens (N)</em> to {_N_MAX}. "
-            f"Writing gets {_N_MAX}× slower; checking does not get slower at all.")
+            f"Writing then takes {_N_MAX} passes, {_N_MAX}× as long as checking, which still takes "
+            "one pass: checking does not get slower at all.")
 OUTRO = """
 <h2>The loophole</h2>
 <p class="sdp-lede">Writing is slow only because each token must wait for the one before it. Checking
@@ -48,7 +57,7 @@ def page(state: WritingVsChecking | None = None) -> pn.Column:
     notice = bind_url(state, URL_PARAMS)
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep1",
-        lede=LEDE, try_this=TRY_THIS,
+        lede=pn.bind(lede_html, state.param.big_pass_ms), try_this=TRY_THIS,
         body=[notice,
               after_first_paint(lambda: WritingVsCheckingView(state=state), min_height=VIEW_HEIGHT,
                                 name="ep1-view-slot"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import panel as pn
 
 from . import neighbours
+from ..core import theory
 from ..state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, Relay
 from ..views.deferred import after_first_paint
 from ..views.ep2_relay import RelayView
@@ -31,9 +32,13 @@ URL_ALIASES = {"quality": "q"}
 LEDE = ("A small draft model proposes the next k tokens, one quick step each, and the big model checks "
         "them all in a single pass, keeping the ones it agrees with and writing its own token at the "
         "first miss.")
-TRY_THIS = ("press <em>Play</em> and watch the clocks; then set <em>Draft quality</em> to 0.3 and "
-            "<em>k</em> to 8 and play again: the red bad rounds pile up and the speedup falls below "
-            "1×, yet the text is still the big model’s, word for word.")
+#: The weak setup "Try this" suggests, and what theory expects of it.
+TRY_Q, TRY_K = 0.3, 8
+TRY_THEORY = theory.expected_speedup(TRY_Q, TRY_K, DRAFT_STEP_MS / BIG_PASS_MS)
+TRY_THIS = ("press <em>Play</em> and watch the clocks; then set <em>Draft quality</em> to "
+            f"{TRY_Q:g} and <em>k</em> to {TRY_K} and play again: the red bad rounds pile up and the "
+            f"speedup usually falls below 1× (theory expects {TRY_THEORY:.2f}×), yet the text is still "
+            "the big model’s, word for word.")
 NOTE = ("<p class=\"sdp-note\">Colour is never the only cue: each verdict has its own mark (✓ ✗ – ★ +), "
         "and in the lanes its own pattern. In the text, accepted drafts are underlined, a rejected guess is "
         "struck through, the big model’s own tokens sit on gold with ★ (bonus tokens with +), and blue italic "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import panel as pn
 
 from . import neighbours
+from ..core import theory
 from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
 from ..views.deferred import after_first_paint
 from ..views.ep3_quality_dial import QualityDialView
@@ -32,9 +33,13 @@ LEDE = ("Three numbers decide whether speculative decoding pays: how often a dra
         "accepted (q), how many tokens are drafted per round (k), and what one draft step costs "
         "next to a big-model pass (c). Every time you move a slider this page simulates "
         f"{N_ROUNDS:,} new rounds, measures the speedup, and prints the theory beside it.")
-TRY_THIS = (f"push <em>Draft length k</em> up to {K_MAX} and watch the speedup rise, peak at the "
-            "starred k and sink again; then drag <em>Draft quality q</em> down to about 0.25 "
-            "and find where speculating turns slower than not speculating.")
+_Q0, _C0 = QualityDial.param.q.default, QualityDial.param.c.default
+#: The best draft length at the starting q and c, where "Try this" begins.
+TRY_BEST_K = theory.best_k(_Q0, _C0, k_max=K_MAX)
+TRY_THIS = (f"at the starting q = {_Q0:.2f} and c = {_C0:.2f}, push <em>Draft length k</em> from 1 up to "
+            f"{K_MAX} and watch the speedup rise, peak at the starred k = {TRY_BEST_K} and sink again; "
+            "then drag <em>Draft quality q</em> down to about 0.25 and find where speculating turns "
+            "slower than not speculating.")
 OUTRO = """
 <h2>Where the cliff comes from</h2>
 <p class="sdp-lede">A round always pays for one big-model pass plus k draft steps, but the drafts only

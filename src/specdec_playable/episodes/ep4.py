@@ -22,17 +22,19 @@ from ..views.urlstate import bind_url
 NUMBER = 4
 SLUG = "ep4_boilerplate_vs_poetry"
 TITLE = "Boilerplate flies, poetry stalls"
-SUMMARY = ("The same speculative decoder over code and over a poem: predictable text runs several "
-           "times faster, creative text barely at all, or slower. Paste your own text to try it.")
+SUMMARY = ("The same speculative decoder over code and over a poem: the code comes out two to three "
+           "times faster, the poem barely faster, or slower. Paste your own text to try it.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("left", "right", "k", "c", "seed")
 #: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
 VIEW_HEIGHT = 1240
 
 LEDE = ("The same speculative decoder (a small model drafts k tokens, the big model checks them "
-        "in one pass) runs over a piece of code and over a poem; only the text differs, and that "
-        "alone decides whether speculating pays off.")
-TRY_THIS = ("press <em>Run again</em> a few times and watch the two pairs of bars: the code stays "
+        "in one pass) runs over two texts side by side, a piece of code and a poem to start with; "
+        "only the text differs between the two sides, and that alone decides how well speculating "
+        "pays off on each.")
+TRY_THIS = ("with the starting pair of texts (code on the left, a poem on the right) and settings, "
+            "press <em>Run again</em> a few times and watch the two pairs of bars: the code stays "
             "well ahead of the big model alone, while the poem hovers around it and often ends "
             "up slower. Then paste some text of your own at the bottom.")
 PASTE_INTRO = (

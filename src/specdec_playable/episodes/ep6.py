@@ -13,7 +13,7 @@ import panel as pn
 
 from . import neighbours
 from ..core import adaptive
-from ..state.ep6 import REPEATS, SAMPLE_SIZES, FinePrint
+from ..state.ep6 import REPEATS, SAMPLE_SIZES, WORDS, FinePrint, draft_distribution
 from ..views.deferred import after_first_paint
 from ..views.ep6_fine_print import FinePrintView
 from ..views.page import episode_shell, prose
@@ -34,11 +34,15 @@ LEDE = ("Two details that make speculative decoding work in practice: drafts tha
         "replaced so the output follows the big model's probabilities exactly, and a draft "
         "length k that adapts as the text gets easier or harder to guess.")
 _BOOST_MAX = FinePrint.param.boost.bounds[1]
-TRY_THIS = (f"in part 1, push <em>Favourite boost</em> to {_BOOST_MAX:g} and <em>Samples N</em> to "
-            f"{max(SAMPLE_SIZES):,}: "
-            "the draft now proposes “moon” most of the time, yet the green bars still sit on "
-            "the black marks of the big model. In part 2, watch the solid blue line pull ahead "
-            "in the code and JSON stretches, then raise <em>Draft cost c</em>.")
+_TEMP, _FAV = FinePrint.param.temperature.default, FinePrint.param.favourite.default
+#: How often the draft proposes its favourite word at the starting temperature and the largest boost.
+TRY_SHARE = float(draft_distribution(_TEMP, _FAV, _BOOST_MAX)[WORDS.index(_FAV)])
+TRY_THIS = (f"in part 1, at the starting temperature ({_TEMP:g}), push <em>Favourite boost</em> to "
+            f"{_BOOST_MAX:g} and <em>Samples N</em> to {max(SAMPLE_SIZES):,}: "
+            f"the draft now proposes “{_FAV}” {TRY_SHARE:.0%} of the time, yet the green bars still "
+            "sit on the black marks of the big model. In part 2, read the race text by text in the "
+            "table under the charts, then raise <em>Draft cost c</em> and see which policy comes out "
+            "ahead.")
 
 PART1_INTRO = """<h2 class="ep6-part">Part 1: a biased draft, an unbiased result</h2>
 <p class="sdp-lede">How each word is made: the draft proposes a word x, drawn from its own q. The big
@@ -73,13 +77,14 @@ OUTRO = """
 <p class="sdp-lede">Part 1 is why speculative decoding is allowed at all: with the accept-or-replace
 rule, a weak or biased draft costs speed, never quality. The output has the big model's distribution
 exactly, and only the acceptance rate, sum(min(p, q)), depends on how alike the two models are. Part 2
-is how serving systems squeeze out more: the best k depends on how predictable the text is right now,
-and text changes. A policy that tracks the acceptance rate lengthens its drafts through code and JSON
-and shortens them through the poem; a fixed k is too short for one and too long for the other.
-Switching speculation off is the weakest idea here: in the poem the running estimate often dips below
-break-even, so that policy stops drafting, but the poem is not quite bad enough for plain decoding to
-win, and its probes cost time too. Turning off only pays for a draft that is wrong nearly all the
-time.</p>
+is how serving systems try to squeeze out more: the best k depends on how predictable the text is right
+now, and text changes, so a policy can track the acceptance rate and draft longer where the text is easy
+and shorter where it is hard. Whether that beats a well-chosen fixed k depends on the texts, on the cost
+of a draft step and on the luck of the draw, and the estimate always lags a few rounds behind a change of
+text: the paragraph and the table under the race say what happened in this one, text by text. Switching
+speculation off can only pay where even the best draft length loses to plain decoding, that is where
+drafts are kept less often than the break-even rate for this c; everywhere else it gives up a gain, and
+its probe rounds cost time too.</p>
 <p class="sdp-note">Sources: Leviathan, Kalman and Matias, “Fast Inference from Transformers via
 Speculative Decoding” (ICML 2023); Chen, Borgeaud, Irving, Lespiau, Sifre and Jumper, “Accelerating
 Large Language Model Decoding with Speculative Sampling” (2023). The chi-square p-value is computed on

@@ -58,5 +58,9 @@ def fill_choices(cls: type[param.Parameterized], load: Callable[[], dict | list]
 
 
 def seed_param(default: int, *, label: str = "Seed", doc: str) -> param.Integer:
-    """A seed the page shows and a visitor can type back in: an integer in [0, SEED_MAX]."""
-    return param.Integer(default=default, bounds=(0, SEED_MAX), label=label, doc=doc)
+    """A seed the page shows and a visitor can type back in: an integer in [0, SEED_MAX].
+
+    The doc (the page's help for the control) ends with the range a seed may take.
+    """
+    return param.Integer(default=default, bounds=(0, SEED_MAX), label=label,
+                         doc=f"{doc} A whole number from 0 to {SEED_MAX:,}.")

@@ -17,10 +17,10 @@ class WritingVsChecking(param.Parameterized):
 
     n_tokens = param.Integer(
         default=6, bounds=(1, len(SENTENCE)), label="Tokens (N)",
-        doc="How many tokens to write one after another, or to check in one pass.")
+        doc="How many tokens to write one after another, or to check in one pass (a count of tokens).")
     big_pass_ms = param.Integer(
         default=600, bounds=(100, 2000), step=50, label="One big-model pass (ms)",
-        doc="Simulated time of one forward pass of the big model.")
+        doc="Simulated time of one forward pass of the big model, in milliseconds (ms).")
 
     comparison = param.ClassSelector(
         class_=clocks.ClockComparison, constant=True,

@@ -131,10 +131,12 @@ class Relay(param.Parameterized):
 
     k = param.Integer(
         default=4, bounds=(1, 12), label="Draft length k",
-        doc="How many tokens the draft model proposes before the big model checks them.")
+        doc="How many tokens the draft model proposes each round before the big model checks them "
+            "(a count of tokens).")
     q = param.Number(
         default=0.8, bounds=(0.0, 1.0), step=0.05, label="Draft quality",
-        doc="Probability that the draft model guesses a token exactly as the big model would.")
+        doc="Probability that the draft model guesses a token exactly as the big model would "
+            "(0: never, 1: always).")
     seed = seed_param(DEFAULT_SEED, doc="Pins the run's randomness: the same seed, k and draft quality give "
                                         "the same run.")
 

@@ -29,13 +29,15 @@ class QualityDial(param.Parameterized):
 
     q = param.Number(
         default=0.80, bounds=(0.0, 1.0), step=0.01, label="Draft quality q",
-        doc="Probability that one drafted token is the token the big model would have chosen.")
+        doc="Probability that one drafted token is the token the big model would have chosen "
+            "(0: never, 1: always).")
     k = param.Integer(
         default=4, bounds=(1, K_MAX), label="Draft length k",
-        doc="Tokens the small model drafts in each round before the big model checks them.")
+        doc="Tokens the small model drafts in each round before the big model checks them "
+            "(a count of tokens).")
     c = param.Number(
         default=0.10, bounds=(0.0, 1.0), step=0.01, label="Draft cost c",
-        doc="Time of one draft step as a fraction of one big-model pass.")
+        doc="Time of one draft step, in big-model passes: 0.10 means a tenth of a pass.")
     run_again = param.Event(
         label=f"Run {N_ROUNDS:,} new rounds",
         doc="Simulate a fresh batch at the same settings, to see how much the measurement wiggles.")

@@ -214,10 +214,12 @@ class BoilerplateVsPoetry(param.Parameterized):
         doc="The text on the right: a bundled text, or your own pasted text.")
     k = param.Integer(
         default=6, bounds=(1, 12), label="Draft length k",
-        doc="How many tokens the small model drafts before the big model checks them.")
+        doc="How many tokens the small model drafts each round before the big model checks them "
+            "(a count of tokens).")
     c = param.Number(
         default=0.01, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
-        doc=f"Time of one draft step as a fraction of one big-model pass ({BIG_PASS_MS:,.0f} ms).")
+        doc=f"Time of one draft step, in big-model passes of {BIG_PASS_MS:,.0f} ms: 0.15 means "
+            f"{0.15 * BIG_PASS_MS:,.0f} ms.")
     seed = seed_param(0, doc="Fixes the run's random draws: the same seed and settings give the same run.")
     paste = param.String(
         default="", label="Your own text",

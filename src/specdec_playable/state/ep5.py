@@ -78,13 +78,15 @@ class BreakEvenMap(param.Parameterized):
 
     q = param.Number(
         default=0.60, bounds=(0.0, 1.0), step=0.01, label="Your acceptance rate q",
-        doc="Probability that a drafted token is accepted; where Simulate drops its point.")
+        doc="Probability that a drafted token is accepted (0: never, 1: always); where Simulate "
+            "drops its point.")
     k = param.Integer(
         default=4, bounds=(1, K_MAX), label="Draft length k",
-        doc="Tokens drafted per round; its curve is drawn strongest.")
+        doc="Tokens drafted per round (a count of tokens); its curve is drawn strongest.")
     c = param.Number(
         default=0.15, bounds=(0.0, 1.0), step=0.001, label="Draft cost c",
-        doc="One draft step as a fraction of a big-model pass; changing it moves every curve.")
+        doc="Time of one draft step, in big-model passes (0.150: 15% of a pass); changing it "
+            "moves every curve and clears the points.")
     # The choices are the presets' keys, read by the first instance (see fill_choices).
     preset = param.Selector(
         default=None, objects=[None], allow_None=True, label="Preset",

@@ -70,28 +70,28 @@ class FinePrint(param.Parameterized):
         doc="The text the next token continues; p is the real model's next-token distribution.")
     temperature = param.Number(
         default=1.0, bounds=(0.2, 4.0), step=0.05, label="Draft temperature",
-        doc="Bends the learned draft's q over the tokens it proposes: its log-probabilities are "
-            "divided by this. Above 1 it spreads its guesses more evenly, below 1 it piles them "
-            "on its top guess, 1 leaves q as measured.")
+        doc="How spread out the learned draft's guesses are (no unit): its log-probabilities over "
+            "the tokens it proposes are divided by this. Above 1 it spreads its guesses more evenly, "
+            "below 1 it piles them on its top guess, and 1 leaves q as measured.")
     favourite = param.Integer(
         default=2, bounds=(1, FAVOURITE_MAX), label="Draft's favourite (big model's rank)",
         doc="Which token the bias goes to: the big model's n-th most likely token after the context.")
     bias = param.Number(
         default=0.0, bounds=(0.0, 0.9), step=0.05, label="Bias to the favourite",
-        doc="Share of the draft's probability moved to its favourite token: 0 leaves q as "
-            "measured, 0.5 makes the draft propose the favourite at least half the time.")
+        doc="Share of the draft's probability moved to its favourite token (a fraction): 0 leaves "
+            "q as measured, 0.5 makes the draft propose the favourite at least half the time.")
     n_samples = param.Selector(
         default=10_000, objects=list(SAMPLE_SIZES), label="Samples N",
-        doc="How many next words to draw by speculative sampling.")
+        doc="How many next tokens to draw by speculative sampling (a count of draws).")
     draw = param.Event(label="Draw N new samples",
                        doc="Draw a fresh batch with the same distributions.")
 
     c = param.Number(
         default=0.05, bounds=(0.05, 0.6), step=0.01, label="Draft cost c",
-        doc="Time of one draft step as a fraction of one big-model pass.")
+        doc="Time of one draft step, in big-model passes (0.05: 5% of a pass).")
     fixed_k = param.Integer(
         default=4, bounds=(1, adaptive.K_CAP), label="k of the fixed policy",
-        doc="The draft length the fixed policy always uses.")
+        doc="The draft length the fixed policy always uses (tokens per round).")
     race_seed = seed_param(1, label="Race seed",
                            doc="Fixes which tokens the draft guesses right; every policy sees the same draw.")
 

@@ -1,10 +1,13 @@
 """Episode 1's view: the two lanes (writing token by token, checking all at once) and the finish times.
 
 :func:`lane_timeline` and :func:`summary_html` are plain functions of the state's
-clock comparison; the view shows them through a :class:`LanePlayer`.
+clock comparison; the view shows them through a :class:`LanePlayer`, whose clock also
+runs the two big clocks of the summary while a run plays (its live fields).
 """
 
 from __future__ import annotations
+
+import uuid
 
 import panel as pn
 import param
@@ -13,7 +16,9 @@ from ..core.clocks import ClockComparison
 from ..state.ep1 import WritingVsChecking
 from . import theme
 from .lanes import Box, Lane, LanePlayer, Timeline
-from .page import StateView, page_css, stat
+from .inputs import control_help
+from .page import StateView, page_css, session_doc, slider, stat
+from .words import ms, plural
 
 WRITE_Y, CHECK_TOP = 1.2, 0.45
 LANES = (
@@ -42,12 +47,25 @@ def lane_timeline(comp: ClockComparison) -> Timeline:
     return Timeline(tuple(writing + checking))
 
 
-def summary_html(comp: ClockComparison) -> str:
-    """The two finish times and their ratio."""
-    n = comp.n_tokens
-    return (stat(f"{comp.sequential_ms:,.0f} ms", f"writing {n} tokens: {n} passes, one after another")
-            + stat(f"{comp.parallel_ms:,.0f} ms", f"checking {n} tokens: 1 pass, all positions at once")
-            + stat(f"{comp.ratio:.1f}×", "longer to write than to check"))
+def summary_html(comp: ClockComparison, uid: str = "ep1") -> str:
+    """The two clocks and their ratio, at the end of the run.
+
+    While the lanes play, the player (live fields ``uid``) runs each clock up to its
+    finish time, and the ratio shows once writing is done.
+    """
+    n, seq, par = comp.n_tokens, comp.sequential_ms, comp.parallel_ms
+    tokens = plural(n, "token")
+    return (
+        f'<div data-sdp-live="{uid}">'
+        + stat(ms(seq), f"writing {tokens}: {plural(n, 'pass')}, one after another",
+               value_data={"clock": f"{seq:g}"})
+        + stat(ms(par), f"checking {tokens}: 1 pass, all positions at once",
+               value_data={"clock": f"{par:g}"})
+        + stat(f"{comp.ratio:.1f}×", "writing takes this many times as long as checking",
+               data={"after": f"{seq:g}"})
+        + stat("…", "how many times as long writing takes: known once it is done",
+               data={"before": f"{seq:g}"}, hidden=True)
+        + "</div>")
 
 
 class WritingVsCheckingView(StateView):
@@ -57,7 +75,11 @@ class WritingVsCheckingView(StateView):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.player = LanePlayer(LANES, name="ep1", height=320, y_pad=(0.7, 0.55))
+        self.uid = "ep1-" + uuid.uuid4().hex[:8]
+        # The lanes' clocks show the wall clock, so the cursor needs no label of its own.
+        self.player = LanePlayer(LANES, name="ep1", height=320, y_pad=(0.7, 0.55), min_label_px=6,
+                                 cursor_label=False, live=self.uid)
+        self.player.fit_on_ready(session_doc())
         self.summary = pn.pane.HTML(stylesheets=[page_css()], name="ep1-summary",
                                     styles={"flex": "1 1 300px"}, min_width=280)
         self.state.param.watch(self._redraw, "comparison")
@@ -69,14 +91,14 @@ class WritingVsCheckingView(StateView):
         # them in the same frame.
         with pn.io.hold():
             self.player.show(lane_timeline(comp))
-            self.summary.object = summary_html(comp)
+            self.summary.object = summary_html(comp, self.uid)
 
     def layout(self):
-        controls = pn.Param(
-            self.state, parameters=["n_tokens", "big_pass_ms"], show_name=False,
-            widgets={"n_tokens": {"type": pn.widgets.IntSlider, "name": "Tokens (N)"},
-                     "big_pass_ms": {"type": pn.widgets.IntSlider, "step": 50}},
-            width=320, name="ep1-controls",
+        s = self.state
+        names = ["n_tokens", "big_pass_ms"]
+        controls = pn.Column(
+            slider(s.param.n_tokens), slider(s.param.big_pass_ms, step=50, format="0,0"),
+            control_help(s, names), width=320, name="ep1-controls",
         )
         return pn.Column(
             pn.FlexBox(controls, self.summary, sizing_mode="stretch_width", flex_wrap="wrap"),

@@ -22,7 +22,9 @@ from ..core.relay import RelayResult
 from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
 from . import theme
 from .lanes import Box, Lane, LanePlayer, Timeline
-from .page import StateView, esc, page_css, prose
+from .inputs import SeedBox, control_help
+from .page import StateView, esc, page_css, prose, session_doc, slider
+from .words import noun, plural, versus_one
 
 DRAFT_Y, BIG_Y, BAND_Y = 1.2, 0.0, 0.6
 BOX_H = 0.56
@@ -58,15 +60,16 @@ def _fmt_ms(ms: float) -> str:
     return f"{ms:,.0f} ms"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
 # --- the clocks, round by round ------------------------------------------------------
 
 
 def round_rows(progress: Progress, n_tokens: int) -> dict:
-    """Display strings of the clocks after each round (row 0: the start), for the browser."""
+    """Display strings of the clocks after each round (row 0: the start), for the browser.
+
+    The speedup compares the two clocks as they stood at the end of the last round
+    (``relay``, ``alone``); its caption says so, since the relay's headline clock runs on
+    with the lanes while the next round is under way.
+    """
     n_rounds = len(progress) - 1
     rows = dict(end_ms=progress.end_ms.tolist(), bad_rounds=progress.bad_rounds.tolist(),
                 relay=[], alone=[], alone_label=[], speedup=[], speedup_label=[], when=[], bad=[])
@@ -74,22 +77,25 @@ def round_rows(progress: Progress, n_tokens: int) -> dict:
         tokens = int(progress.tokens[i])
         rows["relay"].append(_fmt_ms(progress.end_ms[i]))
         rows["alone"].append(_fmt_ms(progress.alone_ms[i]))
-        rows["alone_label"].append(f"the big model alone: {tokens} × {_fmt_ms(BIG_PASS_MS)}")
+        rows["alone_label"].append(
+            f"the big model alone for {plural(tokens, 'token')}: {tokens} × {_fmt_ms(BIG_PASS_MS)}")
         if i == 0:
             rows["speedup"].append("–")
-            rows["speedup_label"].append("measured speedup (alone ÷ relay)")
+            rows["speedup_label"].append("measured speedup (alone ÷ relay), from the end of round 1")
             rows["when"].append(f"Before the first round · 0 of {n_tokens} tokens written")
         else:
             sp = float(progress.speedup[i])
             rows["speedup"].append(f"{sp:.2f}×")
-            rows["speedup_label"].append("measured speedup (alone ÷ relay)" if sp >= 1 else
-                                         "measured: slower than the big model alone")
+            verdict = {1: "measured speedup", 0: "measured: as fast as the big model alone",
+                       -1: "measured: slower than the big model alone"}[versus_one(sp)]
+            at = "" if i == n_rounds else f" at the end of round {i}"
+            rows["speedup_label"].append(f"{verdict}{at} (alone ÷ relay)")
             rows["when"].append(f"After round {i} of {n_rounds} · {tokens} of {n_tokens} tokens written")
         nb = int(progress.bad_rounds[i])
         spent, plain = float(progress.bad_ms[i]), float(progress.bad_plain_ms[i])
         rows["bad"].append(
-            f"{_plural(nb, 'bad round')} so far: {_fmt_ms(spent)} for {_plural(nb, 'token')}. "
-            f"Plain decoding writes {'it' if nb == 1 else 'them'} in {_fmt_ms(plain)}: "
+            f"{plural(nb, 'bad round')} so far: {_fmt_ms(spent)} for {plural(nb, 'token')}. "
+            f"Plain decoding writes {noun(nb, 'it')} in {_fmt_ms(plain)}: "
             f"{_fmt_ms(spent - plain)} lost.")
     return rows
 
@@ -106,7 +112,7 @@ def _bad_bands(res: RelayResult, pass_ms: float) -> list[Box]:
             out.append(Box(
                 "bad", s, e, BAND_Y, BAND_H, "bad", "bad", shown=e, label_size="11px",
                 label_color=theme.BAD_TEXT,
-                tip=(f"bad round {r + 1}: {d} draft {'step' if d == 1 else 'steps'} + 1 pass = "
+                tip=(f"bad round {r + 1}: {plural(d, 'draft step')} + 1 pass = "
                      f"{_fmt_ms(e - s)} for 1 token (plain decoding: {_fmt_ms(pass_ms)})")))
     return out
 
@@ -151,8 +157,8 @@ def _verify_passes(res: RelayResult) -> list[Box]:
                " + the big model's own token" if extra[0] == "correction" else " + a bonus token")
         out.append(Box(
             "big", s, e, BIG_Y, BOX_H, f"+{made}", "verify", label_size="11px",
-            tip=(f"round {r + 1}: one pass checks {_plural(d, 'draft')} at once → {a} accepted{how} = "
-                 f"{_plural(made, 'token')}")))
+            tip=(f"round {r + 1}: one pass checks {plural(d, 'draft')} at once → {a} accepted{how} = "
+                 f"{plural(made, 'token')}")))
         if extra is not None:
             kind, txt = extra
             what = ("its own token at the first miss" if kind == "correction"
@@ -234,19 +240,25 @@ def text_html(run: Relay, uid: str) -> str:
 
 
 def clocks_html(rows: dict, uid: str) -> str:
-    """The two clocks, the speedup and the bad rounds, at the run's end (the browser rewinds them)."""
+    """The two clocks, the speedup and the bad rounds, at the run's end (the browser rewinds them).
+
+    The relay's clock is a live field of the lane player (it runs with the lanes' cursor);
+    the other numbers change at round ends (``ep2_frame.js``).
+    """
     last = len(rows["end_ms"]) - 1
 
     def f(key: str) -> str:
         return f'data-k="{key}">{esc(rows[key][last])}'
 
     nb = rows["bad_rounds"][last]
+    total = rows["end_ms"][last]
     return (
-        f'<div class="ep2-clocks" data-sdp="{esc(uid)}-clocks">'
-        f'<div class="sdp-stat"><div class="v" {f("relay")}</div>'
+        f'<div class="ep2-clocks" data-sdp="{esc(uid)}-clocks" data-sdp-live="{esc(uid)}">'
+        f'<div class="sdp-stat"><div class="v" data-clock="{total:g}">{esc(rows["relay"][last])}</div>'
         '<div class="l">the relay’s wall clock (draft + big model)</div></div>'
         f'<div class="sdp-stat"><div class="v" {f("alone")}</div><div class="l" {f("alone_label")}</div></div>'
-        f'<div class="sdp-stat"><div class="v" {f("speedup")}</div><div class="l" {f("speedup_label")}</div>'
+        f'<div class="sdp-stat"><div class="v" {f("speedup")}</div><div class="l"><span {f("speedup_label")}'
+        f'</span><br>the relay’s clock at that point: <span {f("relay")}</span></div>'
         "</div>"
         f'<p class="when" {f("when")}</p>'
         f'<div class="ep2-bad" data-k="badbox"{"" if nb else " hidden"}><span class="sw bad">✗</span> '
@@ -304,7 +316,8 @@ class RelayView(StateView):
             LANES, name="ep2", height=250, y_pad=(0.62, 0.55), x_label="wall clock (simulated ms)",
             speeds=SPEEDS, step_label="Step one round", lane_clocks=False, styles=STYLES,
             frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rounds, uid=self.uid),
-            min_label_px=6)
+            min_label_px=6, live=self.uid)
+        self.player.fit_on_ready(session_doc())
         css = [page_css(_CSS)]
         self.clocks = pn.pane.HTML(stylesheets=css, name="ep2-clocks", min_width=280,
                                    styles={"flex": "1 1 300px"})
@@ -331,16 +344,13 @@ class RelayView(StateView):
             self.player.show(relay_timeline(self.state.result, window_ms=ROUNDS_IN_VIEW * round_ms))
 
     def layout(self):
-        controls = pn.Param(
-            self.state, parameters=["k", "q"], show_name=False,
-            widgets={"k": {"type": pn.widgets.IntSlider},
-                     "q": {"type": pn.widgets.FloatSlider, "step": 0.05, "format": "0.00"}},
-            sizing_mode="stretch_width", name="ep2-controls",
-        )
-        seed = pn.Param(self.state, parameters=["seed"], show_name=False,
-                        widgets={"seed": {"type": pn.widgets.IntInput, "width": 130}}, name="ep2-seed")
+        s = self.state
+        controls = pn.Column(slider(s.param.k), slider(s.param.q, step=0.05, format="0.00"),
+                             sizing_mode="stretch_width", name="ep2-controls")
+        seed = SeedBox(s, "seed", beside=[self.new_run])
+        help_ = control_help(s, ["k", "q", "seed"])
         return pn.Column(
-            pn.FlexBox(pn.Column(controls, pn.Row(seed, self.new_run), width=330), self.clocks,
+            pn.FlexBox(pn.Column(controls, seed, help_, width=330), self.clocks,
                        sizing_mode="stretch_width", flex_wrap="wrap"),
             pn.pane.Bokeh(self.player.controls),
             pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),

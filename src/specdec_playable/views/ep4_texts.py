@@ -2,7 +2,8 @@
 marked tokens, and the box for a pasted text.
 
 The HTML builders (:func:`tokens_html`, :func:`side_header_html`, :func:`breakeven_html`,
-:func:`tier_table_html`) and :func:`bars_data` are plain functions a test can call.
+:func:`tier_table_html`), :func:`bars_data` and :func:`axis_end` (the time axis, long enough
+for the labels at the bars' ends on a phone) are plain functions a test can call.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from bokeh.models import (
     ColumnDataSource,
     FactorRange,
     HoverTool,
-    Legend,
-    LegendItem,
     NumeralTickFormatter,
     Range1d,
 )
@@ -23,12 +22,26 @@ from bokeh.plotting import figure
 from ..core import texts
 from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
 from . import theme
+from .inputs import SeedBox, control_help
+from .keys import KEYS_CSS, chart_key, swatch
+from .labels import axis_end_for, text_width
 from .page import StateView, esc, page_css, prose, share, stat
+from .words import faster_or_slower, plural
 
 _CSS = "ep4.css"
 _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
 _MONO_KINDS = ("code", "json", "pasted")
+#: The bars' plotting area is at least this wide (px; on a 390 px phone): the axis leaves room
+#: for the time written at the end of each bar on a frame this narrow, so on any wider one.
+BARS_FRAME_PX = 235.0
+#: The time at a bar's end: its font size (px) and its distance from the bar (px).
+_END_LABEL_PX, _END_LABEL_GAP = 13.0, 6.0
+BARS_KEY = chart_key(
+    "Wall clock of each run",
+    swatch("bar", "big") + "big-model passes",
+    swatch("bar", "hatched") + "draft steps (hatched)",
+)
 
 
 # ---------------------------------------------------------------------------
@@ -64,9 +77,9 @@ def tokens_html(run: TextRun, side: str) -> str:
 
 def _speed_stat(run: TextRun) -> str:
     s = run.speedup
-    if s >= 1:
-        return stat(f"{s:.2f}×", "speedup: faster than the big model alone")
-    return stat(f"{s:.2f}×", "speedup: slower than the big model alone", css_class="ep4-slower")
+    how = faster_or_slower(s)
+    words = "as fast as the big model alone" if how == "as fast" else f"{how} than the big model alone"
+    return stat(f"{s:.2f}×", f"speedup: {words}", css_class="ep4-slower" if how == "slower" else "")
 
 
 def side_header_html(run: TextRun | None, choice_title: str) -> str:
@@ -80,7 +93,7 @@ def side_header_html(run: TextRun | None, choice_title: str) -> str:
         f'<h3 class="ep4-h">{esc(t.title)}</h3><p class="ep4-desc">{esc(t.description)}</p>'
         '<div class="ep4-stats">'
         + stat(share(run.acceptance_rate), f"drafts accepted ({run.accepted} of {run.judged})")
-        + stat(f"{run.tokens_per_round:.1f}", f"tokens per round ({run.n_rounds} rounds)")
+        + stat(f"{run.tokens_per_round:.1f}", f"tokens per round ({plural(run.n_rounds, 'round')})")
         + _speed_stat(run) + "</div>"
     )
 
@@ -96,9 +109,9 @@ def _empty_bars() -> dict:
 
 def bars_data(run: TextRun, k: int, c: float) -> dict:
     """Two rows: the speculative run (verify passes, then draft steps) and plain decoding."""
-    spec_tip = (f"{run.n_rounds} verify passes × {BIG_PASS_MS:,.0f} ms = {run.verify_ms:,.0f} ms, "
-                f"plus {run.draft_steps} draft steps = {run.draft_ms:,.0f} ms")
-    plain_tip = (f"{run.n_tokens} tokens × one {BIG_PASS_MS:,.0f} ms pass each = "
+    spec_tip = (f"{plural(run.n_rounds, 'verify pass')} × {BIG_PASS_MS:,.0f} ms = {run.verify_ms:,.0f} ms, "
+                f"plus {plural(run.draft_steps, 'draft step')} = {run.draft_ms:,.0f} ms")
+    plain_tip = (f"{plural(run.n_tokens, 'token')} × one {BIG_PASS_MS:,.0f} ms pass each = "
                  f"{run.baseline_ms:,.0f} ms")
     return dict(
         row=[_SPEC_ROW, _PLAIN_ROW],
@@ -108,6 +121,21 @@ def bars_data(run: TextRun, k: int, c: float) -> dict:
         tip=[spec_tip, plain_tip],
         seed=[run.seed] * 2, text_id=[run.text.id] * 2, k=[k] * 2, c=[c] * 2,
     )
+
+
+def axis_end(runs) -> float:
+    """The time axis's end for ``runs`` (the sides shown): every bar and the time written past
+    its end fit a frame :data:`BARS_FRAME_PX` wide."""
+    ends, widths = [], []
+    for run in runs:
+        if run is None:
+            continue
+        for label, end in zip(bars_data(run, 1, 0.0)["label"], (run.wall_ms, run.baseline_ms)):
+            ends.append(end)
+            widths.append(text_width(label, _END_LABEL_PX))
+    if not ends:
+        return 1000.0
+    return axis_end_for(ends, widths, BARS_FRAME_PX, pad_px=_END_LABEL_GAP, at_least=max(ends) * 1.05)
 
 
 def bars_figure(source: ColumnDataSource, x_range: Range1d, name: str):
@@ -122,14 +150,10 @@ def bars_figure(source: ColumnDataSource, x_range: Range1d, name: str):
     drafts = fig.hbar(y="row", left="big_ms", right="total_ms", height=0.62, source=source,
                       fill_color=theme.DRAFT, line_color=None, hatch_pattern="/",
                       hatch_color="white", hatch_alpha=0.7, hatch_scale=8)
-    fig.text(x="total_ms", y="row", text="label", source=source, x_offset=6,
-             text_baseline="middle", text_font_size="13px", text_color=theme.INK,
+    fig.text(x="total_ms", y="row", text="label", source=source, x_offset=_END_LABEL_GAP,
+             text_baseline="middle", text_font_size=f"{_END_LABEL_PX:g}px", text_color=theme.INK,
              text_font_style="bold")
     fig.add_tools(HoverTool(renderers=[passes, drafts], tooltips=[("", "@tip")]))
-    fig.add_layout(Legend(items=[LegendItem(label="big-model passes", renderers=[passes]),
-                                 LegendItem(label="draft steps (hatched)", renderers=[drafts])],
-                          orientation="horizontal", label_text_font_size="12px",
-                          border_line_color=None, padding=2, margin=0), "above")
     fig.yaxis.major_label_text_font_size = "13px"
     fig.yaxis.major_label_text_color = theme.INK
     fig.ygrid.grid_line_color = None
@@ -182,7 +206,7 @@ KEY_HTML = (
 def breakeven_html(state: BoilerplateVsPoetry) -> str:
     """What a round must deliver to beat plain decoding at this k and c (arithmetic)."""
     k, c = state.k, state.c
-    steps = f"{k} draft step{'s' if k > 1 else ''}"
+    steps = plural(k, "draft step")
     return (f'<p class="ep4-breakeven"><strong>Break-even (arithmetic, not measured):</strong> a full '
             f'round costs one big pass plus {steps} of {c:.2f} pass each, 1 + {k} × {c:.2f} = '
             f'{state.break_even_tokens:.2f} passes of time. Plain decoding writes one token per pass, so '
@@ -269,9 +293,8 @@ class BoilerplateVsPoetryView(StateView):
     def _redraw(self, *_):
         s = self.state
         runs = s.runs
-        longest = max((r.baseline_ms for r in runs if r is not None), default=1000.0)
         with pn.io.hold():
-            self.x_range.end = longest * 1.3
+            self.x_range.end = axis_end(runs)
             for side, run, choice in zip(self.sides, runs, (s.left, s.right)):
                 side.show(run, s, self._choice_title(choice))
             self.breakeven.object = breakeven_html(s)
@@ -287,11 +310,12 @@ class BoilerplateVsPoetryView(StateView):
         knobs_row = pn.FlexBox(
             pn.widgets.IntSlider.from_param(s.param.k, throttled=True, **wide),
             pn.widgets.FloatSlider.from_param(s.param.c, step=0.01, throttled=True, **wide),
-            pn.Row(pn.widgets.IntInput.from_param(s.param.seed, width=130), self.run_button),
+            pn.Column(SeedBox(s, "seed", beside=[self.run_button]), **wide),
             flex_wrap="wrap", align_items="flex-end", gap="4px 28px",
             sizing_mode="stretch_width", name="ep4-knobs",
         )
-        controls = pn.Column(texts_row, knobs_row, sizing_mode="stretch_width", name="ep4-controls")
+        controls = pn.Column(texts_row, knobs_row, control_help(s, ["left", "right", "k", "c", "seed"]),
+                             sizing_mode="stretch_width", name="ep4-controls")
         sides = pn.FlexBox(*(side.panel for side in self.sides), flex_wrap="wrap", gap="12px 28px",
                            sizing_mode="stretch_width", name="ep4-sides")
         paste = pn.Column(
@@ -301,6 +325,6 @@ class BoilerplateVsPoetryView(StateView):
         )
         return pn.Column(
             controls, self.breakeven,
-            prose(KEY_HTML, _CSS),
+            prose(KEY_HTML + BARS_KEY, _CSS, KEYS_CSS),
             sides, paste, sizing_mode="stretch_width",
         )

@@ -1,7 +1,9 @@
 """Episode 6's view: speculative sampling (part 1) and the race of draft-length policies (part 2).
 
 Each chart is built once and updated through its sources; :func:`sampling_html`,
-:func:`race_html` and :func:`key_html` are plain functions of the state.
+:func:`race_html`, :func:`stretch_table_html`, :func:`race_story_html` and :func:`key_html`
+are plain functions of the state. The race's story (who won, stretch by stretch, what the
+adaptive policies did) is written from the race itself, split at the chart's own bands.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ from bokeh.models import (
     FixedTicker,
     HoverTool,
     Label,
-    Legend,
-    LegendItem,
     NumeralTickFormatter,
     Range1d,
 )
@@ -29,7 +29,10 @@ from bokeh.transform import dodge
 from ..core import adaptive
 from ..state.ep6 import PROMPT, SAMPLE_SIZES, WORDS, FinePrint
 from . import theme
+from .inputs import SeedBox, control_help
+from .keys import KEYS_CSS, chart_key, swatch
 from .page import StateView, beside, esc, page_css, prose, share, slider, stat
+from .words import plural, times
 
 _CSS = "ep6.css"
 _KEY_CSS = "ep6_key.css"  # the lines' swatches, in the key and in the race table
@@ -54,9 +57,17 @@ def _style(fig) -> None:
     fig.min_border_right = 14
 
 
-def _legend(items, fig) -> None:
-    fig.add_layout(Legend(items=items, orientation="horizontal", label_text_font_size="12px",
-                          border_line_color=None, padding=2, margin=0, spacing=8), "above")
+MODELS_KEY = chart_key(
+    f"Next word after “{PROMPT} …”: the two models",
+    swatch("bar", "big") + "big model p (solid)",
+    swatch("bar", "hatched") + "draft q (hatched)",
+)
+OUT_KEY = chart_key(
+    "What came out: measured share of each word",
+    swatch("bar", "accepted") + "measured",
+    swatch("tick") + "p (black mark)",
+    swatch("dot", "draft") + "q (circle)",
+)
 
 
 # ---------------------------------------------------------------------------
@@ -77,11 +88,9 @@ class SamplingCharts:
         self.y_models = Range1d(0, 1, name="ep6-models-y")
         self.y_out = Range1d(0, 1, name="ep6-out-y")
 
-        f = figure(name="ep6-models-fig", height=270, sizing_mode="stretch_width",
+        f = figure(name="ep6-models-fig", height=240, sizing_mode="stretch_width",
                    x_range=FactorRange(*words), y_range=self.y_models, tools="",
-                   toolbar_location=None,
-                   title=f"Next word after “{PROMPT} …”: the two models",
-                   y_axis_label="probability")
+                   toolbar_location=None, y_axis_label="probability")
         p_bars = f.vbar(x=dodge("word", -0.19, range=f.x_range), top="p_big", width=0.36,
                         source=self.models, fill_color=theme.BIG, line_color=theme.BIG)
         q_bars = f.vbar(x=dodge("word", 0.19, range=f.x_range), top="p_draft", width=0.36,
@@ -90,29 +99,23 @@ class SamplingCharts:
         f.add_tools(HoverTool(renderers=[p_bars, q_bars], tooltips=[
             ("word", "@word"), ("big model p", "@p_big{0.000}"), ("draft q", "@p_draft{0.000}"),
             ("min(p, q)", "@overlap{0.000}")]))
-        _legend([LegendItem(label="big model p (solid)", renderers=[p_bars]),
-                 LegendItem(label="draft q (hatched)", renderers=[q_bars])], f)
         f.yaxis.formatter = NumeralTickFormatter(format="0%")
         f.xgrid.grid_line_color = None
         _style(f)
         self.models_fig = f
 
-        g = figure(name="ep6-out-fig", height=270, sizing_mode="stretch_width",
+        g = figure(name="ep6-out-fig", height=240, sizing_mode="stretch_width",
                    x_range=FactorRange(*words), y_range=self.y_out, tools="",
-                   toolbar_location=None, title="What came out: measured share of each word",
-                   y_axis_label="share of outputs")
+                   toolbar_location=None, y_axis_label="share of outputs")
         bars = g.vbar(x="word", top="freq", width=0.6, source=self.out, fill_color=theme.ACCEPTED,
                       fill_alpha=0.75, line_color=theme.ACCEPTED)
         p_tick = g.scatter("word", "p_big", source=self.out, marker="dash", size=36,
                            line_color=theme.INK, line_width=3.5)
         q_dot = g.scatter("word", "p_draft", source=self.out, marker="circle", size=10,
                           fill_color=theme.PAPER, line_color=theme.DRAFT, line_width=2.5)
-        g.add_tools(HoverTool(renderers=[bars], tooltips=[
+        g.add_tools(HoverTool(renderers=[bars, p_tick, q_dot], tooltips=[
             ("word", "@word"), ("came out", "@count (@freq{0.00%})"), ("big model p", "@p_big{0.00%}"),
             ("draft q", "@p_draft{0.00%}")]))
-        _legend([LegendItem(label="measured", renderers=[bars]),
-                 LegendItem(label="p (black)", renderers=[p_tick]),
-                 LegendItem(label="q (circle)", renderers=[q_dot])], g)
         g.yaxis.formatter = NumeralTickFormatter(format="0%")
         g.xgrid.grid_line_color = None
         _style(g)
@@ -149,8 +152,11 @@ def sampling_html(s: FinePrint) -> str:
     """
     r = s.samples
     fp, fq = s.fit_big, s.fit_draft
+    fav = WORDS.index(s.favourite)
     stats = (
         '<div class="ep6-stats">'
+        + stat(f"{s.p_draft[fav]:.0%}", f"how often the draft proposes its favourite, “{s.favourite}” "
+               f"(the big model writes it {s.p_big[fav]:.0%} of the time)")
         + stat(share(r.acceptance_rate, 1),
                f"drafts kept, measured ({int(r.accepted.sum()):,} of {r.n:,})")
         + stat(f"{s.acceptance_theory:.1%}", "theory: sum of min(p, q)", css_class="theory")
@@ -264,18 +270,99 @@ def key_html(s: FinePrint) -> str:
     return '<p class="ep6-key"><strong>Lines:</strong> ' + "".join(items) + "</p>"
 
 
+def _same(a: float, b: float) -> bool:
+    """Two times (passes) that the page shows as the same number (one decimal): a tie."""
+    return f"{a:,.1f}" == f"{b:,.1f}"
+
+
+def _fastest(runs) -> list:
+    """The runs that took the least time (more than one on a tie)."""
+    best = min(r.total_cost for r in runs)
+    return [r for r in runs if _same(r.total_cost, best)]
+
+
+def _names(runs) -> str:
+    """The runs' policy names in quotes, joined with commas and "and" (escaped)."""
+    labels = [f"“{esc(r.label)}”" for r in runs]
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
+
+
+def stretch_table_html(s: FinePrint) -> str:
+    """Passes each policy spent on each text of the stream (split at the chart's bands), the
+    fewest in each column marked."""
+    segments = s.stream.segments
+    costs = np.array([run.stretch_costs(segments) for run in s.runs])
+    least = costs.min(axis=0)
+    head = "".join(f'<th class="n">{esc(_GENRE.get(label, label))}</th>' for label, _, _ in segments)
+    rows = []
+    for run, st, row in zip(s.runs, POLICY_STYLE, costs):
+        cells = "".join(
+            f'<td class="n{" least" if _same(c, m) else ""}">{c:,.1f}{"&nbsp;★" if _same(c, m) else ""}</td>'
+            for c, m in zip(row, least))
+        rows.append(f"<tr><td>{_swatch(st)}{esc(run.label)}</td>{cells}</tr>")
+    plain = "".join(f'<td class="n">{b - a:,}</td>' for _, a, b in segments)
+    return ('<div class="ep6-wrap"><table class="ep6-table ep6-stretches" '
+            'aria-label="Passes spent on each text">'
+            f'<thead><tr><th>passes spent on</th>{head}</tr></thead><tbody>{"".join(rows)}'
+            f'<tr class="plain"><td>plain decoding</td>{plain}</tr></tbody></table></div>')
+
+
+def race_story_html(s: FinePrint) -> str:
+    """What happened in this race, in sentences computed from it: who won overall and on each
+    text, how the estimate-driven policy's k followed the text, and what the off switch did."""
+    runs, segments = s.runs, s.stream.segments
+    fixed, _, est, off = runs
+    fastest = _fastest(runs)
+    slowest_cost = max(r.total_cost for r in runs)
+    slowest = [r for r in runs if _same(r.total_cost, slowest_cost)]
+    if len(fastest) == len(runs):
+        overall = f"all four policies took the same time ({times(runs[0].speedup)})."
+    else:
+        overall = (f"{_names(fastest)} finished first ({times(fastest[0].speedup)}), and "
+                   f"{_names(slowest)} last ({times(slowest[0].speedup)}).")
+    costs = np.array([run.stretch_costs(segments) for run in runs])
+    per = []
+    for j, (label, _, _) in enumerate(segments):
+        least = costs[:, j].min()
+        winners = [r for r, c in zip(runs, costs[:, j]) if _same(c, least)]
+        text = _GENRE.get(label, label)
+        per.append(f"{'' if text == 'JSON' else 'the '}{esc(text)}, {_names(winners)} ({least:,.1f})")
+    ks = [est.mean_k(a, b) for _, a, b in segments]
+    genres = [_GENRE.get(label, label) for label, _, _ in segments]
+    drafted = ", ".join(f"{k:.1f} in the {g}" if g != "JSON" else f"{k:.1f} in JSON"
+                        for k, g in zip(ks, genres))
+    adapt = (f"“{esc(est.label)}” drafted k = {drafted} on average (“{esc(fixed.label)}” drafts "
+             f"{fixed.k[0]} throughout).")
+    if off.plain_rounds == 0:
+        switch = (f"The off switch never fired, so “{esc(off.label)}” ran round for round like "
+                  f"“{esc(est.label)}”.")
+    else:
+        where = [int(((off.k == 0) & (off.start >= a) & (off.start < b)).sum()) for _, a, b in segments]
+        parts = ", ".join(f"{w:,} in the {g}" if g != "JSON" else f"{w:,} in JSON"
+                          for w, g in zip(where, genres) if w)
+        gap = off.total_cost - est.total_cost
+        how = ("finished level with" if _same(off.total_cost, est.total_cost) else
+               f"finished {abs(gap):,.1f} passes {'behind' if gap > 0 else 'ahead of'}")
+        switch = (f"“{esc(off.label)}” decoded {plural(off.plain_rounds, 'round')} plainly "
+                  f"({parts}) and {how} “{esc(est.label)}”.")
+    return (f'<p class="sdp-lede ep6-story"><strong>In this race</strong> (seed {s.race_seed}, '
+            f"c = {s.c:.2f}), {overall} Fewest passes on each text: {'; '.join(per)}. "
+            f"{adapt} {switch}</p>")
+
+
 def race_html(s: FinePrint) -> str:
     """The race results: each policy's speedup, time and drafts kept, the fastest marked."""
     n = len(s.stream)
-    best = s.best_run
+    fastest = _fastest(s.runs)
     rows = []
-    for i, (run, st) in enumerate(zip(s.runs, POLICY_STYLE)):
-        mark = " ★ fastest" if run is best else ""
-        off = f"{run.plain_rounds}" if run.plain_rounds else "0"
+    for run, st in zip(s.runs, POLICY_STYLE):
+        best = run in fastest
+        mark = " ★ fastest" if best else ""
+        plain = f", {run.plain_rounds:,} of them plain" if run.plain_rounds else ""
         rows.append(
-            f'<tr class="{"best" if run is best else ""}"><td>{_swatch(st)}'
-            f'{esc(run.label)}{mark}<br><small>{esc(st["dash_name"])} line · {run.n_rounds} rounds'
-            f'{f", {off} of them plain" if run.plain_rounds else ""}</small></td>'
+            f'<tr class="{"best" if best else ""}"><td>{_swatch(st)}'
+            f'{esc(run.label)}{mark}<br><small>{esc(st["dash_name"])} line · '
+            f'{plural(run.n_rounds, "round")}{plain}</small></td>'
             f'<td class="n">{run.speedup:.2f}×</td><td class="n">{run.total_cost:,.1f}</td>'
             f'<td class="n">{share(run.acceptance_rate)}</td></tr>')
     return (
@@ -311,6 +398,8 @@ class FinePrintView(StateView):
                                        stylesheets=[page_css(_CSS, _KEY_CSS)], margin=(0, 10))
         self.race_key = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_KEY_CSS)],
                                      name="ep6-race-key", margin=(0, 10))
+        self.race_story = pn.pane.HTML(sizing_mode="stretch_width", name="ep6-race-story",
+                                       stylesheets=[page_css(_CSS, _KEY_CSS)], margin=(0, 10))
         self.new_race_button = pn.widgets.Button(label="New randomness", color="primary",
                                                  width=160)
         self.new_race_button.on_click(self._on_new_race)
@@ -333,6 +422,7 @@ class FinePrintView(StateView):
             self.race.update(self.state)
             self.race_table.object = race_html(self.state)
             self.race_key.object = key_html(self.state)
+            self.race_story.object = race_story_html(self.state) + stretch_table_html(self.state)
 
     def layout(self):
         s = self.state
@@ -344,24 +434,27 @@ class FinePrintView(StateView):
                 s.param.n_samples, options={f"{n:,}": n for n in SAMPLE_SIZES},
                 sizing_mode="stretch_width"),
             pn.widgets.Button.from_param(s.param.draw, color="primary", description=None),
+            control_help(s, ["temperature", "favourite", "boost", "n_samples"]),
             width=300, name="ep6-sampling-controls",
         )
         part1 = pn.Column(
             prose(self.part1_intro, _CSS),
             beside(part1_controls, self.sampling_numbers, basis="380px", min_width=300),
             pn.FlexBox(
-                pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width",
-                              styles={"flex": "1 1 420px"}, min_width=300),
-                pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width",
-                              styles={"flex": "1 1 420px"}, min_width=300),
+                pn.Column(prose(MODELS_KEY, KEYS_CSS),
+                          pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width"),
+                          sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
+                pn.Column(prose(OUT_KEY, KEYS_CSS),
+                          pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width"),
+                          sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
                 sizing_mode="stretch_width", flex_wrap="wrap"),
             sizing_mode="stretch_width",
         )
         part2_controls = pn.Column(
             slider(s.param.c, step=0.01, format="0.00"),
             slider(s.param.fixed_k),
-            pn.widgets.IntInput.from_param(s.param.race_seed, sizing_mode="stretch_width"),
-            self.new_race_button,
+            SeedBox(s, "race_seed", width=120, beside=[self.new_race_button]),
+            control_help(s, ["c", "fixed_k", "race_seed"]),
             width=300, name="ep6-race-controls",
         )
         part2 = pn.Column(
@@ -370,6 +463,7 @@ class FinePrintView(StateView):
             self.race_key,
             pn.pane.Bokeh(self.race.wall_fig, sizing_mode="stretch_width"),
             pn.pane.Bokeh(self.race.k_fig, sizing_mode="stretch_width"),
+            self.race_story,
             sizing_mode="stretch_width",
         )
         return pn.Column(part1, part2, sizing_mode="stretch_width")

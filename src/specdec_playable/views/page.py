@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import panel as pn
@@ -29,10 +29,19 @@ def share(x: float, digits: int = 0) -> str:
     return "–" if math.isnan(x) else f"{x:.{digits}%}"
 
 
-def stat(value: str, label: str, *, css_class: str = "") -> str:
-    """One big number with its caption, as HTML (both escaped)."""
-    return (f'<div class="sdp-stat {esc(css_class)}"><div class="v">{esc(value)}</div>'
-            f'<div class="l">{esc(label)}</div></div>')
+def _data(attrs: Mapping[str, object] | None) -> str:
+    return "".join(f' data-{esc(k)}="{esc(v)}"' for k, v in (attrs or {}).items())
+
+
+def stat(value: str, label: str, *, css_class: str = "", data: Mapping[str, object] | None = None,
+         value_data: Mapping[str, object] | None = None, hidden: bool = False) -> str:
+    """One big number with its caption, as HTML (both escaped).
+
+    ``data`` and ``value_data`` become ``data-*`` attributes of the stat and of its number
+    (for the lane player's live fields, say: ``value_data={"clock": 3600}``).
+    """
+    return (f'<div class="sdp-stat {esc(css_class)}"{_data(data)}{" hidden" if hidden else ""}>'
+            f'<div class="v"{_data(value_data)}>{esc(value)}</div><div class="l">{esc(label)}</div></div>')
 
 
 def page_css(*extra: str) -> str:
@@ -110,21 +119,28 @@ def episode_cards_html(episodes: Sequence) -> str:
     return f'<ol class="sdp-episodes">{cards}</ol>'
 
 
-def episode_shell(*, number: int, title: str, lede: str, try_this: str, body: Sequence,
-                  name: str, neighbours: tuple[EpisodeRef | None, EpisodeRef | None] = (None, None),
+def _lede(text: str) -> str:
+    return f'<p class="sdp-lede">{text}</p>'
+
+
+def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], try_this: str,
+                  body: Sequence, name: str,
+                  neighbours: tuple[EpisodeRef | None, EpisodeRef | None] = (None, None),
                   ) -> pn.Column:
     """Wrap an episode's body in the common page shell.
 
-    ``lede`` and ``try_this`` are trusted package text (may contain simple HTML);
-    ``neighbours`` are the episodes before and after this one, for the navigation.
+    ``lede`` and ``try_this`` are trusted package text (may contain simple HTML); a lede
+    that states a control's value is a function bound to it (``pn.bind``), so it follows
+    the control. ``neighbours`` are the episodes before and after this one, for the navigation.
     """
-    header = prose(
-        f'<p class="sdp-kicker">Speculative Decoding, Playable · Episode {number}</p>'
-        f'<h1 class="sdp-title">{esc(title)}</h1>'
-        f'<p class="sdp-lede">{lede}</p>'
-        f'<div class="sdp-try"><strong>Try this:</strong> {try_this}</div>',
-        name=f"{name}-header",
-    )
+    heading = (f'<p class="sdp-kicker">Speculative Decoding, Playable · Episode {number}</p>'
+               f'<h1 class="sdp-title">{esc(title)}</h1>')
+    try_html = f'<div class="sdp-try"><strong>Try this:</strong> {try_this}</div>'
+    if isinstance(lede, str):
+        header = prose(heading + _lede(lede) + try_html, name=f"{name}-header")
+    else:
+        header = pn.Column(prose(heading), prose(pn.bind(_lede, lede), name=f"{name}-lede"),
+                           prose(try_html), name=f"{name}-header", sizing_mode="stretch_width")
 
     def nav():
         return prose(nav_html(*neighbours))
@@ -135,6 +151,12 @@ def episode_shell(*, number: int, title: str, lede: str, try_this: str, body: Se
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"},
         stylesheets=[theme_css(), page_css()],
     )
+
+
+def session_doc():
+    """The Bokeh document of the server session being built, or None (a notebook, a test)."""
+    doc = pn.state.curdoc
+    return doc if doc is not None and doc.session_context is not None else None
 
 
 def error_page(message: str = "This page could not be built.") -> pn.Column:

@@ -138,7 +138,8 @@ def bind_url(state: param.Parameterized, names: Sequence[str],
     ``aliases`` are old keys still read from shared links (see :func:`read_query`); the
     address bar is written with the current names. Returns the notice pane (empty and
     hidden when nothing had to change). Outside a server session (a notebook, a test)
-    it only returns the hidden pane.
+    it only returns the hidden pane. The notice speaks of the link as it was opened, so
+    it goes away as soon as the visitor changes one of the controls it describes.
     """
     names = list(names)
     pane = pn.pane.HTML("", visible=False, sizing_mode="stretch_width", stylesheets=[page_css()],
@@ -160,6 +161,7 @@ def bind_url(state: param.Parameterized, names: Sequence[str],
         log.info("query adjusted for %s: %s", type(state).__name__, "; ".join(notices))
         pane.object = notice_html(notices)
         pane.visible = True
+        _hide_when_changed(pane, state, names)
 
     location = pn.state.location
     if location is not None:
@@ -176,6 +178,17 @@ def bind_url(state: param.Parameterized, names: Sequence[str],
         state.param.watch(_Settled(doc, write), names)
         pn.state.onload(clean_link)
     return pane
+
+
+def _hide_when_changed(pane: pn.pane.HTML, state: param.Parameterized, names: Sequence[str]) -> None:
+    """Hide ``pane`` (and stop watching) the first time one of ``names`` of ``state`` changes."""
+    watcher = None
+
+    def hide(*_):
+        pane.visible = False
+        state.param.unwatch(watcher)
+
+    watcher = state.param.watch(hide, list(names))
 
 
 #: The address bar follows the controls once they have been still this long. While a

@@ -16,7 +16,7 @@ from bokeh.models import Button, CustomJS, Select
 from .. import theme
 from ..resources import script, stylesheet
 from .figure import LaneSources
-from .timeline import CHAR_EM, FLIP_AT
+from .timeline import FLIP_AT
 
 #: Speed choices: label -> simulated ms per real ms.
 SPEEDS = {"0.25×": 0.25, "0.5×": 0.5, "1× (real time)": 1.0, "2×": 2.0, "4×": 4.0}
@@ -27,6 +27,8 @@ FOLLOW_AT = 0.7
 #: A frame never advances the clock by more than this much wall time (a background tab
 #: pauses animation frames; on its return the run resumes instead of jumping).
 MAX_STEP_MS = 100.0
+#: The font family of the figure's labels (Bokeh's default), for measuring them in the browser.
+LABEL_FONT = "helvetica"
 #: The names the player's script uses for its own arguments.
 PLAYER_ARGS = frozenset({"bars", "clocks", "cursor", "stops", "view", "xr", "fig", "play", "step",
                          "restart", "speed", "opts"})
@@ -39,14 +41,15 @@ class PlayerControls:
     ``name`` prefixes the Bokeh names: ``<name>-play``, ``<name>-restart``,
     ``<name>-speed`` and (with ``step_label``) ``<name>-step``. ``frame_hook`` names a
     file in ``views/static`` that defines ``sdp_frame(t)`` (see ``lanes.js``), and
-    ``frame_args`` the extra Bokeh models or values it uses.
+    ``frame_args`` the extra Bokeh models or values it uses. ``cursor_label`` draws the
+    cursor's time beside it; ``live`` names the page's live fields (``lanes.js``).
     """
 
     def __init__(self, src: LaneSources, fig, *, name: str, styles: Mapping[str, dict],
                  hatches: list[str], speeds: Mapping[str, float] | None = None,
                  speed: str | None = None, step_label: str | None = None,
                  frame_hook: str | None = None, frame_args: Mapping | None = None,
-                 min_label_px: float = 0.0):
+                 min_label_px: float = 0.0, cursor_label: bool = True, live: str = ""):
         speeds = dict(speeds or SPEEDS)
         speed = speed or (REAL_TIME if REAL_TIME in speeds else next(iter(speeds)))
         if speed not in speeds:
@@ -63,9 +66,10 @@ class PlayerControls:
                             title="Playback speed", stylesheets=[stylesheet("hidden_label.css")])
         self.step = Button(label=step_label, width=150, name=f"{name}-step") if step_label else None
         opts = dict(speeds=speeds, styles=dict(styles), hatches=list(hatches),
-                    min_label_px=float(min_label_px), char_em=CHAR_EM, flip_at=FLIP_AT,
+                    min_label_px=float(min_label_px), flip_at=FLIP_AT,
                     follow_at=FOLLOW_AT, max_step_ms=MAX_STEP_MS, muted=theme.MUTED,
-                    labels=dict(play=PLAY, pause=PAUSE))
+                    labels=dict(play=PLAY, pause=PAUSE), font=LABEL_FONT,
+                    cursor_label=bool(cursor_label), live=str(live))
         self.script = callback = CustomJS(
             args=dict(bars=src.bars, clocks=src.clocks, cursor=src.cursor, stops=src.stops,
                       view=src.view, xr=src.x_range, fig=fig, play=self.play, step=self.step,

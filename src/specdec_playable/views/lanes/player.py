@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import panel as pn
+
 from .. import theme
 from .controls import PlayerControls
 from .figure import LaneSources, lanes_figure
@@ -39,6 +41,13 @@ class LanePlayer:
     min_label_px : float
         If > 0, a label is drawn only where its box is at least this wide, and wide
         enough for the label's text, on screen.
+    cursor_label : bool
+        Write the wall clock's time beside the cursor (leave it off when the lanes'
+        own clocks already show it).
+    live : str
+        The key of HTML elsewhere on the page that follows the clock: the player
+        updates the elements inside ``[data-sdp-live="<live>"]`` on every frame (see
+        ``views/static/lanes.js``), so numbers outside the figure run with it.
     speeds, speed, step_label, frame_hook, frame_args
         See :class:`PlayerControls`.
     """
@@ -50,11 +59,12 @@ class LanePlayer:
                  step_label: str | None = None, lane_clocks: bool = True,
                  styles: Mapping[str, dict] | None = None,
                  frame_hook: str | None = None, frame_args: Mapping | None = None,
-                 min_label_px: float = 0):
+                 min_label_px: float = 0, cursor_label: bool = True, live: str = ""):
         self.lanes = tuple(lanes)
         self.name = name
         self.label_size = label_size
         self.min_label_px = float(min_label_px)
+        self.cursor_label = bool(cursor_label)
         self.styles = resolve_styles({**theme.STATUS, **(styles or {})})
         hatches = hatch_patterns(self.styles)
         self.sources = LaneSources.empty(name, self.lanes, self.styles)
@@ -63,7 +73,8 @@ class LanePlayer:
         self.buttons = PlayerControls(
             self.sources, self.figure, name=name, styles=self.styles, hatches=hatches,
             speeds=speeds, speed=speed, step_label=step_label, frame_hook=frame_hook,
-            frame_args=frame_args, min_label_px=min_label_px)
+            frame_args=frame_args, min_label_px=min_label_px, cursor_label=cursor_label,
+            live=live)
         #: The row of buttons and the speed choice, to place on the page.
         self.controls = self.buttons.row
 
@@ -82,4 +93,30 @@ class LanePlayer:
         src.stops.data = dict(t=timeline.stop_times)
         src.bars.data = data
         src.clocks.data = clock_columns(self.lanes, timeline.lane_end, x_end)
-        src.cursor.data = cursor_columns(timeline.total)
+        src.cursor.data = cursor_columns(timeline.total, label=self.cursor_label)
+
+    def fit_on_ready(self, doc) -> None:
+        """Have the browser fit the labels to the laid-out figure as soon as ``doc`` is shown.
+
+        Until then the labels are fitted to an assumed width; pass a server session's
+        document (a notebook or a static file keeps that assumed fit until the first play).
+        A player built before the page was shown is fitted on the document's
+        ``document_ready`` event; one built later (``views/deferred.py``) misses that event,
+        so the server then touches the figure's ``tags`` once its part is on the page, which
+        runs the player's script (a message of a few bytes).
+        """
+        if doc is None:
+            return
+        doc.js_on_event("document_ready", self.buttons.script)
+        self.figure.js_on_change("tags", self.buttons.script)
+
+        def touch() -> None:
+            self.figure.tags = [*self.figure.tags, "fit"]
+
+        def after_load() -> None:
+            doc.add_next_tick_callback(touch)
+
+        if pn.state.loaded:
+            after_load()
+        else:
+            pn.state.onload(after_load)

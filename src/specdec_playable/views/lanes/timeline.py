@@ -7,7 +7,7 @@ clock runs: it may appear later than it starts (``shown``), switch from one
 status to another when it is judged (``judged``, ``status_before``) and show its
 label from a given time (``label_at``).
 
-The numbers here that the browser uses too (:data:`FLIP_AT`, :data:`CHAR_EM`) are
+The numbers here that the browser uses too (:data:`FLIP_AT`) are
 handed to ``lanes.js`` through the player's arguments, so each is written down once.
 """
 
@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import theme
+from ..labels import CHAR_EM
 
 #: A clock or cursor label flips to the left of its mark past this fraction of the axis
 #: (so it is not clipped at the right edge).
 FLIP_AT = 0.78
-#: Width of one label character, in units of the label's font size (bold sans-serif).
-CHAR_EM = 0.62
 #: Until the browser measures the plot, labels are fitted to a plot this wide (px).
 ASSUMED_PLOT_PX = 700.0
 #: Statuses whose label is dark (their fill is light or gold); others get white labels.
@@ -222,6 +221,8 @@ def clock_columns(lanes: Sequence[Lane], lane_end: Mapping[str, float], x_end: f
     )
 
 
-def cursor_columns(t: float) -> dict:
-    """The wall-clock cursor's one row at time ``t`` (at rest: the run's end)."""
-    return dict(x=[t], label=[f"wall clock {t:,.0f} ms"], align=["right"], offset=[-4], playing=[0])
+def cursor_columns(t: float, *, label: bool = True) -> dict:
+    """The wall-clock cursor's one row at time ``t`` (at rest: the run's end), with its time
+    written beside it unless ``label`` is False."""
+    text = f"wall clock {t:,.0f} ms" if label else ""
+    return dict(x=[t], label=[text], align=["right"], offset=[-4], playing=[0])

@@ -1,8 +1,35 @@
 // Accessible names for the controls Panel and Bokeh render without one (see views/a11y.py):
 // each slider handle after its slider's title, each spinner button "increase"/"decrease".
+// And exact values: noUiSlider writes a handle's aria-valuenow (and -min, -max) rounded to one
+// decimal, so a slider at 0.75 would be announced as 0.8; each handle gets the slider's own
+// numbers instead, on every update.
 
 const SETTLE_MS = 500;
 const SETTLE_RUNS = 20;
+
+// A number as a screen reader should read it: exact, without floating-point dust.
+function exact(x) {
+  return String(Number(Number(x).toPrecision(12)));
+}
+
+function exactValues(target) {
+  const api = target.noUiSlider;
+  if (!api || target.__sdp_aria === api) return;
+  target.__sdp_aria = api;
+  const update = () => {
+    const raw = api.get(true);
+    const values = Array.isArray(raw) ? raw : [raw];
+    const range = api.options.range;
+    const handles = target.querySelectorAll('.noUi-handle');
+    handles.forEach((h, i) => {
+      h.setAttribute('aria-valuemin', exact(range.min));
+      h.setAttribute('aria-valuemax', exact(range.max));
+      if (values[i] !== undefined) h.setAttribute('aria-valuenow', exact(values[i]));
+    });
+  };
+  api.on('update.sdp', update);
+  update();
+}
 
 function nameControls() {
   const roots = [];
@@ -17,6 +44,7 @@ function nameControls() {
     for (const h of r.querySelectorAll('.noUi-handle')) {
       if (label && h.getAttribute('aria-label') !== label) h.setAttribute('aria-label', label);
     }
+    for (const t of r.querySelectorAll('.noUi-target')) exactValues(t);
     const what = (r.querySelector('label') || {}).textContent || 'value';
     for (const b of r.querySelectorAll('button.bk-spin-btn-up:not([aria-label])'))
       b.setAttribute('aria-label', 'increase ' + what.trim());

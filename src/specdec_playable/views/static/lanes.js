@@ -2,9 +2,11 @@
 // browser, with a requestAnimationFrame loop that never calls the server.
 //
 // This file is the body of the one Bokeh CustomJS of a player (views/lanes/controls.py).
-// It runs when Play, Step or Restart is clicked and when the server replaces bars.data
-// with a new timeline: cb_obj is then the click event (whose origin is the button) or the
-// bars source. Its arguments:
+// It runs when Play, Step or Restart is clicked, when the server replaces bars.data with a
+// new timeline, and once when the page has been laid out (the document's document_ready
+// event, or the figure's tags changed by the server when the player was built after that
+// event): cb_obj is then the click event (whose origin is the button), the bars source, the
+// document's event or the figure. Its arguments:
 //   bars      ColumnDataSource, one row per box (columns: views/lanes/timeline.py bar_columns)
 //   clocks    ColumnDataSource, one row per lane clock (clock_columns)
 //   cursor    ColumnDataSource, one row: the wall-clock cursor (x, label, align, offset, playing)
@@ -15,13 +17,20 @@
 //   play, step, restart   Buttons (step is null when the player has none);  speed  Select
 //   opts      numbers and tables named once in Python: speeds {label: sim ms per real ms},
 //             styles {status: {fill, line, hatch}}, hatches [pattern of overlay j],
-//             min_label_px, char_em, flip_at, follow_at, max_step_ms, muted,
-//             labels {play, pause}
+//             min_label_px, flip_at, follow_at, max_step_ms, muted,
+//             labels {play, pause}, font (the labels' font family), cursor_label (draw the
+//             cursor's time), live (the key of the page's live fields, or '')
+// Live fields: inside the element [data-sdp-live="<opts.live>"] (anywhere on the page, also
+// in a shadow root), an element with data-clock="<ms>" shows the clock, stopped at that
+// many ms; one with data-after="<ms>" shows only from then on, data-before="<ms>" only until.
 // A frame hook is appended to this file: it defines sdp_frame(t), run at the end of every
 // frame for the page's own elements outside the figure, with `state` and sdp_total() in
 // scope. A hook only mutates the DOM or sources in place and never assigns a model
 // property, so no frame reaches the server.
 //
+// Labels are fitted to the figure as laid out: a box's label shows only where its measured
+// text fits the box, and a clock's label sits on whichever side of its mark has room; a
+// change of the figure's size draws the frame again.
 // Pitfalls handled: column arrays are changed in place and announced with change.emit()
 // (assigning .data would sync to the server every frame); the axis moves with
 // {sync: false}; zero-width boxes hide their outlines through the alpha column; elapsed
@@ -32,6 +41,8 @@
 const state = bars.__sdp || (bars.__sdp = {t: 0, playing: false, last: null, raf: null, until: 0});
 const reduce = window.matchMedia && window.matchMedia('(prefers-reduced-motion: reduce)').matches;
 const EPS = 1e-6;
+const FIT_TRIES = 300;   // animation frames (about 5 s) to wait for the figure's layout
+const LABEL_PAD_PX = 4;  // a box's label needs this much room beyond its text (2 px a side)
 
 function sdp_total() {
   let m = 0;
@@ -58,15 +69,43 @@ function follow(t) {
     xr.setv({start: range[0], end: range[1]}, {sync: false});
 }
 
+// The figure's view once it is laid out (null before).
+function figView() {
+  if (!(window.Bokeh && Bokeh.index)) return null;
+  const pv = Bokeh.index.find_one(fig);
+  return pv && pv.frame && pv.frame.bbox.width > 0 ? pv : null;
+}
+
 // Screen pixels per ms of the time axis, or null before the figure is laid out.
 function pxPerMs() {
-  if (!(opts.min_label_px > 0 && window.Bokeh && Bokeh.index)) return null;
-  const pv = Bokeh.index.find_one(fig);
-  return pv && pv.frame ? pv.frame.bbox.width / Math.max(xr.end - xr.start, 1e-9) : null;
+  const pv = figView();
+  return pv ? pv.frame.bbox.width / Math.max(xr.end - xr.start, 1e-9) : null;
+}
+
+// Width in pixels of `text` drawn in the labels' font at `size` ("11px"), measured once.
+function textWidth(text, size, weight) {
+  const widths = state.widths || (state.widths = new Map());
+  const key = weight + size + '|' + text;
+  let w = widths.get(key);
+  if (w === undefined) {
+    const ctx = state.ctx || (state.ctx = document.createElement('canvas').getContext('2d'));
+    ctx.font = weight + ' ' + size + ' ' + opts.font;
+    w = ctx.measureText(text).width;
+    widths.set(key, w);
+  }
+  return w;
+}
+
+// Which side of a mark at pixel x a label of width w goes ('left' or 'right' alignment), so
+// that it stays inside a frame `width` wide (the roomier side if neither has room).
+function side(x, w, width, gap) {
+  if (x + gap + w <= width) return 'left';
+  if (x - gap - w >= 0) return 'right';
+  return width - x >= x ? 'left' : 'right';
 }
 
 function drawBoxes(t) {
-  const px_per_ms = pxPerMs();
+  const px_per_ms = opts.min_label_px > 0 ? pxPerMs() : null;
   const d = bars.data;
   for (let i = 0; i < d.start.length; i++) {
     const s = d.start[i], e = d.end[i];
@@ -81,8 +120,8 @@ function drawBoxes(t) {
     d.label_color[i] = judged ? d.label_color_a[i] : d.label_color_b[i];
     d.tip[i] = judged ? d.tip_a[i] : d.tip_b[i];
     let fits = true;                           // hide labels wider than their box
-    if (px_per_ms !== null) {
-      const need = Math.max(opts.min_label_px, opts.char_em * parseFloat(d.label_size[i]) * d.label[i].length);
+    if (px_per_ms !== null && d.label[i]) {
+      const need = Math.max(opts.min_label_px, textWidth(d.label[i], d.label_size[i], 'bold') + LABEL_PAD_PX);
       fits = (e - s) * px_per_ms >= need;
     }
     d.label_alpha[i] = started && fits && t >= d.label_at[i] ? 1 : 0;
@@ -102,29 +141,79 @@ function clockText(ms) {
 function drawClocks(t) {
   const c = clocks.data;
   const flip = opts.flip_at * xr.end;
+  const pv = figView();
+  const width = pv ? pv.frame.bbox.width : 0;
+  const px = (x) => (x - xr.start) / Math.max(xr.end - xr.start, 1e-9) * width;
   for (let j = 0; j < c.lane_end.length; j++) {
     const x = Math.min(t, c.lane_end[j]);
     const done = t >= c.lane_end[j];
     c.x[j] = x;
     c.ms[j] = x;
     c.text[j] = clockText(x) + (done ? ' · done' : '');
-    c.align[j] = x > flip ? 'right' : 'left';
+    c.align[j] = pv ? side(px(x), textWidth(c.text[j], '14px', 'bold'), width, 0)
+      : (x > flip ? 'right' : 'left');
     c.color[j] = done ? c.done_color[j] : opts.muted;
   }
   clocks.change.emit();
   const k = cursor.data;
+  const label = opts.cursor_label ? 'wall clock ' + clockText(t) : '';
+  const align = pv ? side(px(t), textWidth(label, '12px', 'normal'), width, 4) : (t > flip ? 'right' : 'left');
   k.x[0] = t;
-  k.label[0] = 'wall clock ' + clockText(t);
-  k.align[0] = t > flip ? 'right' : 'left';
-  k.offset[0] = t > flip ? -4 : 4;
+  k.label[0] = label;
+  k.align[0] = align;
+  k.offset[0] = align === 'right' ? -4 : 4;
   k.playing[0] = state.playing ? 1 : 0;
   cursor.change.emit();
+}
+
+// The first element matching `sel` in the document or in any open shadow root.
+function findDeep(sel) {
+  const todo = [document];
+  while (todo.length) {
+    const root = todo.pop();
+    const hit = root.querySelector(sel);
+    if (hit) return hit;
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) todo.push(el.shadowRoot);
+  }
+  return null;
+}
+
+// The page's live fields follow the clock (see the header).
+function drawLive(t) {
+  if (!opts.live) return;
+  const L = state.live || (state.live = {root: null});
+  if (!L.root || !L.root.isConnected) {
+    L.root = findDeep('[data-sdp-live="' + opts.live + '"]');
+    const all = (attr) => (L.root ? Array.from(L.root.querySelectorAll('[' + attr + ']')) : []);
+    L.clocks = all('data-clock');
+    L.after = all('data-after');
+    L.before = all('data-before');
+  }
+  for (const el of L.clocks) {
+    const text = clockText(Math.min(t, +el.dataset.clock));
+    if (el.textContent !== text) el.textContent = text;
+  }
+  for (const el of L.after) el.hidden = t < +el.dataset.after - EPS;
+  for (const el of L.before) el.hidden = t >= +el.dataset.before - EPS;
+}
+
+// Draw the frame again when the figure changes size (a phone turned, a window resized):
+// which labels fit depends on it.
+function watchSize() {
+  if (state.resize || !window.ResizeObserver) return;
+  const pv = figView();
+  if (!pv || !pv.el) return;
+  state.resize = new ResizeObserver(() => {
+    if (!state.playing) requestAnimationFrame(() => render(state.t));
+  });
+  state.resize.observe(pv.el);
 }
 
 function render(t) {
   follow(t);
   drawBoxes(t);
   drawClocks(t);
+  drawLive(t);
   sdp_frame(t);
 }
 
@@ -211,8 +300,23 @@ function onNewTimeline() {
   render(state.t);
 }
 
+// A figure that is not laid out yet (a part of the page built after its first paint
+// arrives before BokehJS has drawn it): fit the labels once it is, trying on the next
+// frames for a while.
+function fitWhenLaidOut(tries) {
+  if (figView()) {
+    watchSize();
+    if (!state.playing) render(state.t);
+  } else if (tries > 0) {
+    requestAnimationFrame(() => fitWhenLaidOut(tries - 1));
+  }
+}
+
 const trigger = cb_obj.origin || cb_obj;
+const laidOut = figView() !== null;
+watchSize();
 if (trigger === play) onPlay();
 else if (step !== null && trigger === step) onStep();
 else if (trigger === restart) onRestart();
 else onNewTimeline();
+if (!laidOut) requestAnimationFrame(() => fitWhenLaidOut(FIT_TRIES));

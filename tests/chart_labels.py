@@ -1,0 +1,112 @@
+"""Where the browser drew every text label of a Bokeh figure, for the label-layout tests.
+
+:func:`drawn_labels` reads, for a figure named on the page, the box of every text
+glyph row and every ``Label`` annotation exactly as BokehJS painted it (the views'
+own screen positions, anchors and measured text sizes), and the figure's plotting
+frame, and the box of every bar (``VBar``, ``HBar``, ``Quad`` rows that are drawn).
+:func:`label_problems` lists the labels that stick out of the frame, overlap another
+label, are wider than the bar they label (a row of a source that draws both bars and
+labels must sit wholly inside its own bar or wholly beside it), or cover a bar of a
+chart (``VBar``/``HBar``) that they do not label. A label whose text is empty or fully
+transparent is not drawn and is ignored.
+"""
+
+from __future__ import annotations
+
+_DRAWN = """name => {
+  const model = Bokeh.documents[0].get_model_by_name(name);
+  const pv = Bokeh.index.find_one(model);
+  if (!pv || !pv.frame) return null;
+  const f = pv.frame.bbox;
+  const out = {frame: {left: f.left, top: f.top, right: f.right, bottom: f.bottom,
+                       width: f.width, height: f.height}, labels: [], bars: []};
+  for (const [, rv] of pv.renderer_views) {
+    if (!rv.model.visible) continue;
+    const gv = rv.glyph;
+    if (gv && ['VBar', 'HBar', 'Quad'].includes(gv.model.type)) {
+      for (let i = 0; i < gv.data_size; i++) {
+        if (!gv.visuals.fill.v_doit(i) && !gv.visuals.line.v_doit(i)) continue;
+        const l = Math.min(gv.sleft[i], gv.sright[i]), r = Math.max(gv.sleft[i], gv.sright[i]);
+        const t = Math.min(gv.stop[i], gv.sbottom[i]), b = Math.max(gv.stop[i], gv.sbottom[i]);
+        if (!isFinite(l + r + t + b) || r - l < 0.5 || b - t < 0.5) continue;
+        out.bars.push({kind: gv.model.type, source: rv.model.data_source.name || '', row: i,
+                       left: l, right: r, top: t, bottom: b});
+      }
+    }
+    if (gv && gv.model.type === 'Text') {
+      const src = rv.model.data_source.data;
+      for (let i = 0; i < gv.data_size; i++) {
+        const label = gv.labels[i];
+        if (label == null || !gv.visuals.text.v_doit(i)) continue;
+        const text = `${label.text}`;
+        if (!text.trim()) continue;
+        const sx = gv.sx[i] + gv.x_offset.get(i), sy = gv.sy[i] + gv.y_offset.get(i);
+        if (!isFinite(sx + sy)) continue;
+        const a = gv.anchor_.get(i), w = gv.swidth[i], h = gv.sheight[i];
+        const left = sx - a.x * w, top = sy - a.y * h;
+        out.labels.push({text, source: rv.model.data_source.name || '', row: i,
+                         left, top, right: left + w, bottom: top + h});
+      }
+    } else if (rv.model.type === 'Label' && rv._rect) {
+      const text = rv.model.text;
+      if (!text || !text.trim() || rv.model.text_alpha === 0) continue;
+      const r = rv._rect;
+      const left = r.sx - r.anchor.x * r.width, top = r.sy - r.anchor.y * r.height;
+      out.labels.push({text, source: rv.model.name || 'Label', row: 0,
+                       left, top, right: left + r.width, bottom: top + r.height,
+                       screen: rv.model.x_units === 'screen'});
+    }
+  }
+  return out;
+}"""
+
+#: Rounding slack, in pixels: anti-aliased edges of neighbouring labels may touch.
+SLACK = 0.5
+
+
+def drawn_labels(page, figure_name: str) -> dict:
+    """The frame and the label boxes of one figure, in canvas pixels (y down)."""
+    got = page.evaluate(_DRAWN, figure_name)
+    assert got is not None, f"figure {figure_name!r} is not laid out"
+    return got
+
+
+def _meet(a: dict, b: dict) -> bool:
+    return (a["left"] < b["right"] - SLACK and b["left"] < a["right"] - SLACK
+            and a["top"] < b["bottom"] - SLACK and b["top"] < a["bottom"] - SLACK)
+
+
+def label_problems(drawn: dict) -> list[str]:
+    """What is wrong with the labels of one figure (an empty list when nothing is)."""
+    f = drawn["frame"]
+    out = []
+    labels = drawn["labels"]
+    bars = drawn.get("bars", [])
+    for lb in labels:
+        if (lb["left"] < f["left"] - SLACK or lb["right"] > f["right"] + SLACK
+                or lb["top"] < f["top"] - SLACK or lb["bottom"] > f["bottom"] + SLACK):
+            out.append(f"{lb['text']!r} ({lb['source']}) sticks out of the plot: "
+                       f"{_box(lb)} vs frame {_box(f)}")
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if _meet(a, b):
+                out.append(f"{a['text']!r} ({a['source']}) overlaps {b['text']!r} ({b['source']}): "
+                           f"{_box(a)} / {_box(b)}")
+    for lb in labels:
+        own = [b for b in bars if b["source"] == lb["source"] and b["row"] == lb["row"]]
+        for b in own:
+            inside = lb["left"] >= b["left"] - SLACK and lb["right"] <= b["right"] + SLACK
+            beside = lb["left"] >= b["right"] - SLACK or lb["right"] <= b["left"] + SLACK
+            if not (inside or beside):
+                out.append(f"{lb['text']!r} ({lb['source']}) is wider than its bar: "
+                           f"{_box(lb)} vs bar {_box(b)}")
+        for b in bars:
+            if b["kind"] != "Quad" and b["source"] != lb["source"] and _meet(lb, b):
+                out.append(f"{lb['text']!r} ({lb['source']}) covers a bar of {b['source']}: "
+                           f"{_box(lb)} / {_box(b)}")
+                break
+    return out
+
+
+def _box(b: dict) -> str:
+    return f"[{b['left']:.0f}..{b['right']:.0f} x {b['top']:.0f}..{b['bottom']:.0f}]"

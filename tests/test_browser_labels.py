@@ -1,0 +1,62 @@
+"""Browser tier: every canvas label fits, at a phone's width, in an 800 x 600 frame and on a desktop.
+
+Each page is opened at its starting settings and at an edge setting from a link (the
+largest k, a cost that makes speculating lose); once its views have arrived and been laid
+out, every text label BokehJS painted is read back (``chart_labels.drawn_labels``) and
+checked: none sticks out of its plot, none overlaps another, none is wider than the bar it
+labels, none covers a bar it does not label. Screenshots of the phone width are written
+for a person to look at.
+"""
+
+from __future__ import annotations
+
+import pytest
+from chart_labels import drawn_labels, label_problems
+from conftest import assert_clean, wait_for_bokeh
+
+pytestmark = pytest.mark.browser
+
+#: Page (with a link's settings) -> the figures on it.
+PAGES = {
+    "/ep1_writing_vs_checking": ["ep1-figure"],
+    "/ep1_writing_vs_checking?n_tokens=1&big_pass_ms=2000": ["ep1-figure"],
+    "/ep2_the_relay": ["ep2-figure"],
+    "/ep2_the_relay?k=12&q=1&seed=0": ["ep2-figure"],
+    "/ep3_the_quality_dial": ["ep3-speedup-fig", "ep3-hist-fig"],
+    "/ep3_the_quality_dial?q=0.25&k=16&c=0.3": ["ep3-speedup-fig", "ep3-hist-fig"],
+    "/ep3_the_quality_dial?q=1&k=1&c=0": ["ep3-speedup-fig", "ep3-hist-fig"],
+    "/ep4_boilerplate_vs_poetry": ["ep4-left-figure", "ep4-right-figure"],
+    "/ep4_boilerplate_vs_poetry?k=12&c=1": ["ep4-left-figure", "ep4-right-figure"],
+    "/ep5_the_break_even_map": ["ep5-map"],
+    "/ep5_the_break_even_map?q=1&k=16&c=1": ["ep5-map"],
+    "/ep5_the_break_even_map?q=0&k=1&c=0": ["ep5-map"],
+    "/ep6_the_fine_print": ["ep6-models-fig", "ep6-out-fig", "ep6-wall-fig", "ep6-k-fig"],
+    "/ep6_the_fine_print?boost=5&c=0.6&fixed_k=12&race_seed=2":
+        ["ep6-models-fig", "ep6-out-fig", "ep6-wall-fig", "ep6-k-fig"],
+}
+SIZES = [(390, 844), (800, 600), (1280, 900)]
+
+#: Wait for a figure of the page to be laid out, and for the lane player to fit its labels.
+_LAID_OUT = """names => names.every(n => {
+  const m = Bokeh.documents[0].get_model_by_name(n);
+  const v = m && Bokeh.index.find_one(m);
+  return v && v.frame && v.frame.bbox.width > 0;
+})"""
+
+
+@pytest.mark.parametrize("width,height", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+@pytest.mark.parametrize("path", list(PAGES))
+def test_no_label_is_clipped_or_overlaps(page, site, console, artifacts, path, width, height):
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(site.url + path)
+    page.bring_to_front()
+    figures = PAGES[path]
+    wait_for_bokeh(page, figures[0])
+    page.wait_for_function(_LAID_OUT, arg=figures, timeout=30_000)
+    page.wait_for_timeout(800)  # the lane player fits its labels on the frames after layout
+    problems = {name: label_problems(drawn_labels(page, name)) for name in figures}
+    if width == 390:
+        slug = path.strip("/").replace("?", "-").replace("&", "-").replace("=", "")
+        page.screenshot(path=artifacts / f"labels-{slug}-{width}.png", full_page=True)
+    assert {n: p for n, p in problems.items() if p} == {}
+    assert_clean(page, console)
