@@ -519,7 +519,7 @@ def test_hardware_note_states_what_the_measurements_show():
 
 #: Words that give a control's unit or scale in its help.
 _UNIT = re.compile(r"milliseconds|big-model passes|0: never|count of tokens|tokens per round|no unit|"
-                   r"natural-log units|count of draws|whole number from 0")
+                   r"natural-log units|count of draws|whole number from 0|a rank|a fraction")
 
 
 def _help_lists(viewable) -> str:

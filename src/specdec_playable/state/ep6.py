@@ -75,7 +75,8 @@ class FinePrint(param.Parameterized):
             "below 1 it piles them on its top guess, and 1 leaves q as measured.")
     favourite = param.Integer(
         default=2, bounds=(1, FAVOURITE_MAX), label="Draft's favourite (big model's rank)",
-        doc="Which token the bias goes to: the big model's n-th most likely token after the context.")
+        doc="Which token the bias goes to: the big model's n-th most likely token after the context "
+            "(a rank: 1 is its most likely token).")
     bias = param.Number(
         default=0.0, bounds=(0.0, 0.9), step=0.05, label="Bias to the favourite",
         doc="Share of the draft's probability moved to its favourite token (a fraction): 0 leaves "
