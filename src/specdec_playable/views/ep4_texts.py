@@ -85,8 +85,9 @@ def tokens_html(run: TextRun, side: str) -> str:
             cls += " " + ep4_measured.token_alpha_class(float(run.text.q[i]))
             parts.append(f'<span class="{cls}" title="{esc(_token_title(run, i))}">{esc(core)}</span>')
     mono = " mono" if run.text.kind in _MONO_KINDS else ""
-    return (f'<pre class="ep4-tokens{mono}" data-side="{side}" data-text="{esc(run.text.id)}" '
-            f'data-seed="{run.seed}">'
+    # Focusable: a long text scrolls inside its box, and a keyboard must reach it too.
+    return (f'<pre class="ep4-tokens{mono}" tabindex="0" data-side="{side}" '
+            f'data-text="{esc(run.text.id)}" data-seed="{run.seed}">'
             + "".join(parts) + "</pre>")
 
 
