@@ -36,6 +36,32 @@ def default_draft():
     return NgramDraft(min_share=0.0)
 
 
+class _WholeQ:
+    """A draft's teacher-forced q from its whole next-token distribution (``draft.distribution``)
+    rather than a one-hot on its top guess: sum(min(p, q)) then counts every token it would
+    sample, as speculative sampling does."""
+
+    capture = ()
+
+    def __init__(self, draft):
+        self.draft = draft
+        self.name = getattr(draft, "name", "draft")
+
+    def teacher_forced(self, model, tokens, start: int, stop: int, pass_, temperature: float):
+        ids = np.asarray(tokens, dtype=np.int64)
+        vocab = model.config.vocab_size
+        q = np.zeros((stop - start, vocab), np.float32)
+        for i in range(start, stop):
+            q[i - start] = self.draft.distribution(ids[max(0, i - 2):i + 1], vocab,
+                                                   temperature=temperature)
+        return q
+
+
+def _with_q(draft):
+    """The draft as the scorer reads it: with its whole distribution q where it has one."""
+    return _WholeQ(draft) if callable(getattr(draft, "distribution", None)) else draft
+
+
 def token_pieces(tokenizer, ids) -> tuple[str, ...]:
     """The text of each token such that the pieces join back to the text exactly.
 
@@ -161,7 +187,7 @@ def measure_text(model, text: str, *, draft=None, chunk: int = CHUNK,
     complete = True
     if report is not None:
         report(0, n)
-    stream = iter_distributions(model, seq, draft=draft, chunk=chunk)
+    stream = iter_distributions(model, seq, draft=_with_q(draft), chunk=chunk)
     while True:
         if stopped is not None and stopped():
             complete = False
@@ -237,7 +263,7 @@ def next_token(model, context: str, *, draft=None, top: int = 8,
     # token) makes its last row the prediction after the whole context.
     seq = np.concatenate([[tok.bos_id], tok.encode(context), [tok.eos_id]]).astype(np.int64)
     last = None
-    for _start, p, q in iter_distributions(model, seq, draft=draft, chunk=256):
+    for _start, p, q in iter_distributions(model, seq, draft=_with_q(draft), chunk=256):
         last = (p[-1].astype(np.float64), q[-1].astype(np.float64))
     p, q = last
     t = _top(tok, p, top, nonzero=False)
