@@ -9,7 +9,7 @@ import pytest
 
 from specdec_playable.core.assets import asset_path
 from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.ngram import NgramDraft, load_tables
+from specdec_playable.core.lm.ngram import WIDTH, NgramDraft, load_tables
 from specdec_playable.core.lm.score import score_text
 
 
@@ -60,3 +60,75 @@ def test_min_share_trades_coverage_for_accuracy(model):
 def test_refuses_a_bad_threshold():
     with pytest.raises(ValueError, match="min_share"):
         NgramDraft(min_share=1.5)
+
+
+# ------------------------------------------------------------------------------- the distribution
+
+def test_table_keeps_the_top_continuations_with_counts():
+    t = load_tables()
+    assert int(t["width"][0]) == WIDTH == 8
+    for n in (1, 2, 3):
+        widths = t[f"width{n}"].astype(np.int64)
+        assert widths.min() >= 1 and widths.max() <= WIDTH
+        assert t[f"cand{n}"].size == t[f"count{n}"].size == widths.sum() == t[f"start{n}"][-1]
+        counts = t[f"count{n}"].astype(np.int64)
+        first = t[f"start{n}"][:-1]
+        # Within each context, counts never increase; the first is what propose reads.
+        same = np.repeat(np.arange(widths.size), widths)
+        assert (np.diff(counts)[same[1:] == same[:-1]] <= 0).all()
+        assert np.array_equal(t[f"next{n}"], t[f"cand{n}"][first])
+        # The stored share is the top count over the context's total (kept + rest).
+        total = np.add.reduceat(counts, first) + t[f"rest{n}"]
+        assert np.array_equal(t[f"share{n}"], np.floor(counts[first] / total * 255).astype(np.uint8))
+    meta = json.loads(asset_path("lm/ngram_draft.json").read_text())
+    assert meta["width"] == WIDTH and meta["asset_bytes"] == asset_path("lm/ngram_draft.npz").stat().st_size
+
+
+def test_dropped_mass_is_what_the_docstring_says():
+    # NgramDraft.candidates: the kept continuations miss 8% / 18% / 43% of the count of 3 / 2 / 1
+    # token contexts (weighted by count); checked to the rounding of the stated figures.
+    t = load_tables()
+    for n, dropped in ((3, 0.08), (2, 0.18), (1, 0.43)):
+        kept, rest = t[f"count{n}"].sum(dtype=np.int64), t[f"rest{n}"].sum(dtype=np.int64)
+        assert abs(rest / (kept + rest) - dropped) < 0.005, n
+
+
+def test_candidates_are_the_drafts_guesses_with_a_distribution(model):
+    tok = model.tokenizer
+    draft = NgramDraft(min_share=0.0)
+    run = draft.begin(model)
+    for text in ("    def __init__(self", "import ", "The cat sat on the", "for i in range("):
+        ctx = tok.encode(text)
+        c = draft.candidates(ctx, 8)
+        assert 1 <= len(c) <= 8 and c.order in (1, 2, 3) and 0 < c.kept_mass <= 1
+        assert c.tokens[0] == run.propose(ctx, 1).tokens[0]  # the top candidate is the proposal
+        assert len(set(c.tokens.tolist())) == len(c)
+        assert (np.diff(c.probs) <= 1e-12).all() and c.probs.sum() == pytest.approx(1.0)
+        q = draft.distribution(ctx, model.config.vocab_size)
+        assert q.sum() == pytest.approx(1.0) and np.array_equal(np.flatnonzero(q), np.sort(c.tokens))
+        top2 = draft.candidates(ctx, 2)
+        assert top2.tokens.tolist() == c.tokens[:2].tolist() and np.allclose(top2.probs, c.probs[:2])
+        # Temperature: 0 is one-hot on the top; lower sharpens, higher flattens (entropy grows).
+        assert draft.candidates(ctx, 8, temperature=0.0).probs.tolist() == [1.0] + [0.0] * (len(c) - 1)
+        if len(c) > 1 and c.probs[0] < c.probs[-1] * 1e6:
+            ent = [_entropy(draft.candidates(ctx, 8, temperature=t).probs) for t in (0.5, 1.0, 2.0)]
+            assert ent[0] < ent[1] < ent[2]
+
+
+def _entropy(p):
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def test_candidates_follow_the_confidence_rule_and_refuse_bad_input(model):
+    tok = model.tokenizer
+    ctx = tok.encode("if __name__ == '__")
+    assert NgramDraft(min_share=0.5).candidates(ctx, 2).confident
+    assert not NgramDraft(min_share=1.0).candidates(tok.encode("The cat sat on the"), 2).confident
+    unknown = np.array([model.tokenizer.eos_id])  # never a context in the table
+    assert len(NgramDraft().candidates(unknown, 3)) == 0
+    assert not NgramDraft().distribution(unknown, model.config.vocab_size).any()
+    with pytest.raises(ValueError, match="w must be"):
+        NgramDraft().candidates(ctx, 9)
+    with pytest.raises(ValueError, match="temperature"):
+        NgramDraft().candidates(ctx, 2, temperature=-1.0)

@@ -1,8 +1,9 @@
 """The learned draft: a token n-gram model over SmolLM2's own tokenizer, trained offline.
 
 ``scripts/train_learned_draft.py`` counts, in Python standard-library source (PSF licence), which
-token most often follows each context of 1, 2 and 3 tokens, and keeps contexts seen often enough.
-The table ships as ``assets/lm/ngram_draft.npz`` (provenance in ``assets/PROVENANCE.md`` and
+tokens follow each context of 1, 2 and 3 tokens, and keeps, for each context seen often enough, its
+``WIDTH`` (8) most frequent continuations with their counts. The table ships as
+``assets/lm/ngram_draft.npz`` (provenance in ``assets/PROVENANCE.md`` and
 ``assets/lm/ngram_draft.json``). Proposing is a few binary searches per token: the draft costs
 almost nothing next to a target pass, but it knows only what code usually looks like, nothing of
 the conversation.
@@ -10,6 +11,10 @@ the conversation.
 The longest known context wins (3, then 2, then 1 tokens). The draft stops proposing when the
 winning continuation's share of that context's count falls below ``min_share``: on this CPU every
 extra verified position costs real time, so an unsure guess is worth less than no guess.
+
+Proposing reads only each context's most frequent continuation. :meth:`NgramDraft.candidates`
+reads the others too: the draft's top-w guesses with their probabilities, for a draft distribution
+q (with a temperature) and for token trees (:mod:`.tree`).
 """
 
 from __future__ import annotations
@@ -19,10 +24,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _validate as _v
 from ..assets import asset_path
+from .sampling import TEMPERATURE_MAX
 
 ASSET = "lm/ngram_draft.npz"
 ORDERS = (3, 2, 1)
+#: Continuations kept per context in the shipped table.
+WIDTH = 8
 
 _LOCK = threading.Lock()
 _TABLES: dict | None = None
@@ -36,7 +45,14 @@ def _key(ctx: np.ndarray, vocab: int) -> int:
 
 
 def load_tables(path=None) -> dict:
-    """The shipped table (loaded once per process, arrays read-only)."""
+    """The shipped table (loaded once per process, arrays read-only).
+
+    Per order n: ``keys{n}`` (sorted context keys), ``share{n}`` (the top continuation's share of
+    the context's count, 0-255), ``width{n}`` (continuations kept), ``cand{n}`` and ``count{n}``
+    (the kept continuations, most frequent first, one run per context), ``rest{n}`` (the count of
+    the continuations not kept); derived here: ``start{n}`` (each context's run in ``cand{n}``,
+    plus the end) and ``next{n}`` (its most frequent continuation).
+    """
     global _TABLES
     if path is None and _TABLES is not None:
         return _TABLES
@@ -45,11 +61,51 @@ def load_tables(path=None) -> dict:
             return _TABLES
         with np.load(asset_path(ASSET) if path is None else path) as z:
             tables = {name: z[name] for name in z.files}
+        for n in ORDERS:
+            start = np.zeros(tables[f"width{n}"].size + 1, np.int64)
+            np.cumsum(tables[f"width{n}"], out=start[1:])
+            tables[f"start{n}"] = start
+            tables[f"next{n}"] = tables[f"cand{n}"][start[:-1]]
         for a in tables.values():
             a.setflags(write=False)
         if path is None:
             _TABLES = tables
         return tables
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates:
+    """The learned draft's top guesses for the next token after one context.
+
+    Attributes
+    ----------
+    tokens : numpy.ndarray of int64, shape (m,)
+        At most ``w`` continuations, most likely first (empty when no suffix of the context is
+        known).
+    probs : numpy.ndarray of float64, shape (m,)
+        The draft's probability q of each, normalised over *all* the continuations the table
+        keeps for the context (up to :data:`WIDTH`), so they sum to at most 1 when ``m < WIDTH``.
+    order : int
+        Tokens of context the guess is based on (3, 2 or 1; 0 when none is known).
+    kept_mass : float
+        Share of the context's training count that the kept continuations cover (the rest,
+        ``1 - kept_mass``, is the mass q drops; see :meth:`NgramDraft.candidates`).
+    confident : bool
+        Whether the top guess clears the draft's ``min_share`` (exactly when :meth:`propose`
+        would propose it).
+    """
+
+    tokens: np.ndarray
+    probs: np.ndarray
+    order: int
+    kept_mass: float
+    confident: bool
+
+    def __len__(self) -> int:
+        return int(self.tokens.size)
+
+
+NONE = Candidates(np.zeros(0, np.int64), np.zeros(0), 0, 0.0, False)
 
 
 @dataclass(frozen=True)
@@ -66,6 +122,7 @@ class NgramDraft:
     --------
     >>> d = NgramDraft().begin(None)                              # doctest: +SKIP
     >>> d.propose(tokenizer.encode("for i in range("), 2).tokens  # doctest: +SKIP
+    >>> NgramDraft().candidates(tokenizer.encode("import "), 3).tokens  # doctest: +SKIP
     """
 
     min_share: float = 0.5
@@ -79,6 +136,40 @@ class NgramDraft:
 
     def begin(self, model) -> "_NgramRun":
         return _NgramRun(load_tables(), self.min_share)
+
+    def candidates(self, context, w: int = WIDTH, *, temperature: float = 1.0) -> Candidates:
+        """The draft's ``w`` most likely next tokens after ``context``, with their probabilities.
+
+        The guess comes from the longest suffix of ``context`` (3, 2, then 1 tokens) that the
+        table knows, as for :meth:`propose`; the probabilities are that context's training counts
+        ``c`` raised to ``1 / temperature`` and normalised over the continuations the table keeps
+        (its :data:`WIDTH` most frequent). The mass this drops:
+
+        * the continuations beyond the kept ones (``1 - kept_mass`` of the context's count; over
+          the shipped table, weighted by count, 8% for 3-token contexts, 18% for 2-token and 43%
+          for 1-token ones, whose followers are many);
+        * everything shorter contexts know (no back-off mixing) and every token never seen after
+          the context (no smoothing): q is zero outside the kept continuations.
+
+        Parameters
+        ----------
+        context : sequence of int
+            Token ids; only the last three are read.
+        w : int
+            Most candidates to return, in [1, WIDTH].
+        temperature : float
+            In [0, 10]: 1 gives the training frequencies, lower sharpens, 0 puts all the mass on
+            the most frequent continuation.
+
+        Returns
+        -------
+        Candidates
+        """
+        return self.begin(None).candidates(context, w, temperature=temperature)
+
+    def distribution(self, context, vocab: int, *, temperature: float = 1.0) -> np.ndarray:
+        """The draft's q over the whole vocabulary (float64, ``(vocab,)``; all zero if unknown)."""
+        return self.begin(None).distribution(context, vocab, temperature=temperature)
 
     def teacher_forced(self, model, tokens, start: int, stop: int, pass_, temperature: float):
         """One-hot q on the proposed first token at each position (a zero row: no proposal)."""
@@ -98,8 +189,8 @@ class _NgramRun:
         self.vocab = int(tables["vocab"][0])
         self.min_share = int(np.ceil(min_share * 255))
 
-    def next_token(self, ctx: np.ndarray) -> int:
-        """The most frequent next token after the longest known suffix of ``ctx``, or -1."""
+    def _find(self, ctx: np.ndarray) -> tuple[int, int]:
+        """(order, row) of the longest known suffix of ``ctx``, or (0, -1)."""
         t = self.t
         for n in ORDERS:
             if ctx.size < n:
@@ -108,10 +199,46 @@ class _NgramRun:
             key = _key(ctx[ctx.size - n:], self.vocab)
             i = int(np.searchsorted(keys, key))
             if i < keys.size and keys[i] == key:
-                if t[f"share{n}"][i] < self.min_share:
-                    return -1
-                return int(t[f"next{n}"][i])
-        return -1
+                return n, i
+        return 0, -1
+
+    def next_token(self, ctx: np.ndarray) -> int:
+        """The most frequent next token after the longest known suffix of ``ctx``, or -1."""
+        n, i = self._find(ctx)
+        if n == 0 or self.t[f"share{n}"][i] < self.min_share:
+            return -1
+        return int(self.t[f"next{n}"][i])
+
+    def candidates(self, context, w: int = WIDTH, *, temperature: float = 1.0) -> Candidates:
+        """See :meth:`NgramDraft.candidates`."""
+        w = _v.integer("w", w, 1, WIDTH)
+        temperature = _v.real("temperature", temperature, 0.0, TEMPERATURE_MAX)
+        ctx = np.asarray(context, dtype=np.int64).reshape(-1)[-ORDERS[0]:]
+        n, i = self._find(ctx)
+        if n == 0:
+            return NONE
+        t = self.t
+        lo, hi = int(t[f"start{n}"][i]), int(t[f"start{n}"][i + 1])
+        counts = t[f"count{n}"][lo:hi].astype(np.float64)
+        if temperature == 0.0:
+            probs = np.zeros(counts.size)
+            probs[0] = 1.0
+        else:
+            logw = np.log(counts) / temperature
+            probs = np.exp(logw - logw.max())
+            probs /= probs.sum()
+        kept = counts.sum()
+        return Candidates(
+            tokens=t[f"cand{n}"][lo:min(hi, lo + w)].astype(np.int64), probs=probs[:w], order=n,
+            kept_mass=float(kept / (kept + float(t[f"rest{n}"][i]))),
+            confident=bool(t[f"share{n}"][i] >= self.min_share))
+
+    def distribution(self, context, vocab: int, *, temperature: float = 1.0) -> np.ndarray:
+        """See :meth:`NgramDraft.distribution`."""
+        c = self.candidates(context, WIDTH, temperature=temperature)
+        q = np.zeros(int(vocab))
+        q[c.tokens] = c.probs
+        return q
 
     def propose(self, context, k: int, *, temperature: float = 0.0, top_p: float = 1.0, rng=None):
         from .drafts import Proposal
