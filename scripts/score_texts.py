@@ -101,7 +101,9 @@ def main() -> None:
         model=dict(name="SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32, this project's "
                         "numpy forward pass)", file=gguf.name, sha256=sha256(gguf)),
         draft=dict(name=draft.name, description="token n-gram table trained on Python stdlib source "
-                   "(core.lm.ngram), min_share 0: proposes wherever a 1-3 token context is known",
+                   "(core.lm.ngram); q is its distribution over the continuations it keeps for the "
+                   "longest known 1-3 token context (NgramDraft.distribution, temperature 1), zero "
+                   "where no context is known",
                    min_share=draft.min_share, file="assets/lm/ngram_draft.npz",
                    sha256=sha256(ngram)),
         temperature=1.0,

@@ -297,15 +297,16 @@ def test_ep4_side_numbers_and_bar_labels_fit(text_id, k, c, seed):
 def test_ep4_try_this_and_summary_hold_at_the_starting_setup():
     # Seeds 0..299 at the page's starting texts, k and c: Python, the draft's own language, is
     # ahead of the big model alone in every run; the poem hovers around it (0.8 to 1.2×, 0.9 to
-    # 1.1 on average) and is slower in more than half of the runs.
+    # 1.1 on average), faster in some runs and slower in others (each in at least a tenth).
     base = BoilerplateVsPoetry(seed=0)
     assert (base.left, base.right, base.k, base.c) == ("py-account", "poem-kettle", 6, 0.01)
     code = np.array([BoilerplateVsPoetry(seed=seed).runs[0].speedup for seed in range(300)])
     poem = np.array([BoilerplateVsPoetry(seed=seed).runs[1].speedup for seed in range(300)])
     assert code.min() > 1
     assert 0.8 < poem.min() and poem.max() < 1.2 and 0.9 < poem.mean() < 1.1
-    assert (poem < 1).mean() > 1 / 2
-    assert "Python on the left" in ep4.TRY_THIS and "more often than not ends up a little slower" in ep4.TRY_THIS
+    assert 0.1 < (poem < 1).mean() < 0.9 and 0.1 < (poem > 1).mean() < 0.9
+    assert "Python on the left" in ep4.TRY_THIS
+    assert "a little faster in some runs and a little slower in others" in ep4.TRY_THIS
     means = measured.genre_means()
     assert (f"{means['py-account']['alpha']:.0%} on average on the Python, "
             f"{means['poem-kettle']['alpha']:.0%} on the poem") in ep4.SUMMARY

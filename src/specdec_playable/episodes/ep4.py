@@ -41,7 +41,8 @@ LEDE = ("The same speculative decoder (a small draft proposes k tokens, the big 
 TRY_THIS = ("with the starting pair of texts (Python on the left, a poem on the right) and settings, "
             "press <em>Run again</em> a few times and watch the two pairs of bars: the Python code, "
             "in the one language the draft learned, stays ahead of the big model alone, while the "
-            "poem hovers around it and more often than not ends up a little slower. Then switch the "
+            "poem hovers around it, a little faster in some runs and a little slower in others. "
+            "Then switch the "
             "left text to JavaScript or JSON, and paste some text of your own at the bottom.")
 PASTE_INTRO = (
     '<h2>Try your own text</h2><p class="sdp-lede">Paste anything up to '
