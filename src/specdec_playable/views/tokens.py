@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+#: A run of this many spaces or more is written as a count ("␣×8"), to keep labels short.
+_LONG_RUN = re.compile(r" {4,}")
+
 #: Visible stand-ins for whitespace inside a token label (a label, not running text).
 _VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥"}
 
@@ -11,9 +16,16 @@ def token_label(piece: str) -> str:
 
     Examples
     --------
-    >>> token_label(" the"), token_label("\\n  "), token_label("")
-    ('␣the', '↵␣␣', '(part of a character)')
+    >>> token_label(" the"), token_label("\\n  "), token_label("\\n" + " " * 11), token_label("")
+    ('␣the', '↵␣␣', '↵␣×11', '(part of a character)')
     """
     if piece == "":
         return "(part of a character)"
-    return "".join(_VISIBLE.get(ch, ch) for ch in piece)
+    parts = []
+    at = 0
+    for m in _LONG_RUN.finditer(piece):
+        parts.append("".join(_VISIBLE.get(ch, ch) for ch in piece[at:m.start()]))
+        parts.append(f"␣×{len(m.group())}")
+        at = m.end()
+    parts.append("".join(_VISIBLE.get(ch, ch) for ch in piece[at:]))
+    return "".join(parts)
