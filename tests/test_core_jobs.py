@@ -182,3 +182,19 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="budget_s"):
         q.submit(lambda ctx: None, budget_s=0)
     q.shutdown()
+
+
+def test_workers_run_at_the_niceness_asked_for():
+    import os
+    import threading
+
+    seen = []
+    q = jobs.JobQueue(workers=1, nice=7)
+    try:
+        h = q.submit(lambda ctx: seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+        assert h.job.wait(5)
+    finally:
+        q.shutdown()
+    assert seen == [7]
+    with pytest.raises(ValueError, match="nice in 0..19"):
+        jobs.JobQueue(nice=20)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -66,6 +67,14 @@ class JobContext:
     def report(self, value: Any) -> None:
         """Publish a progress value (the latest one wins)."""
         self._job.progress = value
+
+    def cut_short(self) -> None:
+        """Say that the result is incomplete (a budget inside the function stopped it early).
+
+        It is kept for its holders but, like a job stopped by its own time budget, never
+        shared with later submissions of the same key.
+        """
+        self._job.timed_out = True
 
 
 class Job:
@@ -160,11 +169,18 @@ class JobQueue:
         Jobs that may wait; :meth:`submit` raises :class:`QueueFull` beyond it.
     keep_results : int
         Finished keyed jobs kept for reuse (oldest dropped first).
+    nice : int
+        Scheduling niceness of the worker threads (0: as the rest of the process; higher:
+        the OS runs the server's event loop first when both want a core). Linux only;
+        elsewhere ignored.
     """
 
-    def __init__(self, workers: int = 1, max_waiting: int = 32, keep_results: int = 64):
-        if workers < 1 or max_waiting < 0 or keep_results < 0:
-            raise ValueError("workers must be >= 1 and max_waiting, keep_results >= 0")
+    def __init__(self, workers: int = 1, max_waiting: int = 32, keep_results: int = 64,
+                 nice: int = 0):
+        if workers < 1 or max_waiting < 0 or keep_results < 0 or not 0 <= nice <= 19:
+            raise ValueError("workers must be >= 1, max_waiting and keep_results >= 0, "
+                             f"nice in 0..19; got {workers}, {max_waiting}, {keep_results}, {nice}")
+        self.nice = int(nice)
         self.workers = int(workers)
         self.max_waiting = int(max_waiting)
         self.keep_results = int(keep_results)
@@ -275,6 +291,8 @@ class JobQueue:
                     del self._by_key[job.key]
 
     def _work(self) -> None:
+        if self.nice:
+            _lower_priority(self.nice)
         while True:
             with self._lock:
                 while not self._waiting and not self._closed:
@@ -302,3 +320,59 @@ class JobQueue:
                 if partial and job.key is not None and self._by_key.get(job.key) is job:
                     del self._by_key[job.key]
                 self._trim()
+
+
+def _lower_priority(nice: int) -> None:
+    """Lower the calling thread's CPU priority (on Linux a thread has its own niceness)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except (AttributeError, OSError):  # not Linux, or not allowed: run at the process's priority
+        log.info("could not set a worker thread's niceness; it runs at the process's priority")
+
+
+#: Runs that may wait in the shared queue behind the running ones.
+SHARED_MAX_WAITING = 32
+#: Threads of one matrix product while the shared queue exists (see :func:`shared_queue`).
+BLAS_THREADS = 1
+#: Niceness of the shared queue's workers: a visitor's slider before another visitor's run.
+WORKER_NICE = 10
+
+_shared: JobQueue | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_queue() -> JobQueue:
+    """The process's one queue for real-model runs, created on first use.
+
+    One worker per core (a run keeps a core busy; more at once would only slow each
+    down) and up to :data:`SHARED_MAX_WAITING` runs in line. Every page that runs the
+    model submits here, so together they never run more than that at once.
+
+    Episode 7's runs go on to a model process per worker (:mod:`core.lm.remote`), which
+    applies the same niceness and BLAS limit to itself.
+
+    Creating it also limits the process's BLAS library to :data:`BLAS_THREADS` thread per
+    matrix product (OpenBLAS's thread count is one setting per process). With two BLAS
+    threads per run, two runs at once ask four threads of two cores, and OpenBLAS's
+    threads wait for one another by spinning, taking cores from the event loop and from
+    each other (``benchmarks/bench_ep7_latency.py`` measures another visitor's slider
+    while a run generates).
+
+    Its workers run at niceness :data:`WORKER_NICE`: when a core is contended, the server's
+    event loop (every visitor's sliders and pages) is scheduled before a generation.
+    """
+    global _shared
+    if _shared is None:
+        with _shared_lock:
+            if _shared is None:
+                limit_blas_threads(BLAS_THREADS)
+                _shared = JobQueue(workers=max(1, os.cpu_count() or 1),
+                                   max_waiting=SHARED_MAX_WAITING, nice=WORKER_NICE)
+    return _shared
+
+
+def limit_blas_threads(n: int) -> None:
+    """Let every BLAS library loaded in this process use at most ``n`` threads per call."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=int(n), user_api="blas")

@@ -1,0 +1,399 @@
+"""One prompt, two runs: speculative decoding, then plain decoding of the same prompt, both timed.
+
+:func:`compare` is what a page's worker runs. It writes the prompt's reply speculatively (the
+draft guesses, one target pass checks the guesses), then again the plain way (one target pass
+per token), and returns a :class:`Comparison` of the two: their texts, marks and measured events,
+the measured speedup and draft cost. While it runs it reports a :class:`Live` object, whose
+snapshot is a :class:`Comparison` of what each run has written so far.
+
+The speculative run goes first, so a visitor sees speculation at work at once; the plain run then
+writes the same reply (greedy) or another draw from the same distribution (sampling).
+
+Also here: the draft registry (:data:`DRAFTS`) and this CPU's measured cost of one target pass
+over ``n`` positions (:func:`cpu_pass_cost`, from ``assets/pass_cost_cpu.csv``).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..assets import asset_path
+from ..events import Events
+from .decode import Generation, Update, draft_cost, generate, speculate, speedup
+from .drafts import EarlyExit, PromptLookup
+from .ngram import NgramDraft
+
+#: Draft name -> a fresh draft object (the names :class:`Generation.draft` carries).
+DRAFTS: dict[str, Callable[[], object]] = {
+    "lookup": PromptLookup,
+    "learned": NgramDraft,
+    "early-exit": EarlyExit,
+}
+#: Share of the time budget the speculative run may use; the plain run gets the rest.
+SPEC_SHARE = 0.5
+#: Phases of a comparison: which run is writing, or done.
+PHASES = ("speculative", "plain", "done")
+CPU_PASS_COSTS = "pass_cost_cpu.csv"
+
+
+def make_draft(name: str):
+    """A fresh draft by its name (see :data:`DRAFTS`)."""
+    if name not in DRAFTS:
+        raise ValueError(f"draft must be one of {sorted(DRAFTS)}; got {name!r}")
+    return DRAFTS[name]()
+
+
+@lru_cache(maxsize=1)
+def _cpu_pass_table() -> dict[int, float]:
+    with open(asset_path(CPU_PASS_COSTS), newline="") as fh:
+        return {int(r["n_positions"]): float(r["median_ms"]) for r in csv.DictReader(fh)}
+
+
+def cpu_pass_cost(n_positions: int) -> float:
+    """One target pass over ``n_positions`` over one decode step, as measured on this CPU.
+
+    Examples
+    --------
+    >>> round(cpu_pass_cost(5), 2)
+    2.22
+    """
+    table = _cpu_pass_table()
+    if n_positions not in table:
+        raise ValueError(f"n_positions must be one of {sorted(table)}; got {n_positions!r}")
+    return table[n_positions] / table[1]
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """A speculative run and a plain run of the same prompt, finished or so far.
+
+    Attributes
+    ----------
+    phase : str
+        ``"speculative"`` or ``"plain"`` (that run is writing) or ``"done"``.
+    spec, plain : Generation or None
+        The two runs. While a run is writing it is its part so far (``stopped == "running"``,
+        ``text`` joined from the tokens' texts); a run not started yet is None.
+
+    Examples
+    --------
+    >>> m = get_model()                                                     # doctest: +SKIP
+    >>> r = compare(m, m.tokenizer.chat("Hi"), "lookup", 4, max_new=16)     # doctest: +SKIP
+    >>> r.phase, r.spec.tokens == r.plain.tokens                           # doctest: +SKIP
+    ('done', True)
+    """
+
+    phase: str
+    spec: Generation | None
+    plain: Generation | None
+
+    @property
+    def finished(self) -> bool:
+        return self.phase == "done"
+
+    @property
+    def greedy(self) -> bool:
+        run = self.spec or self.plain
+        return run is None or run.temperature == 0.0
+
+    @property
+    def speedup(self) -> float:
+        """Speculative over plain tokens per second (prompt pass excluded); NaN until both end."""
+        if not self.finished or self.spec is None or self.plain is None:
+            return math.nan
+        return speedup(self.plain, self.spec)
+
+    @property
+    def step_ms(self) -> float:
+        """The plain run's time per decode step (one target pass, one position)."""
+        p = self.plain
+        return p.decode_ms / p.passes if p is not None and p.passes else math.nan
+
+    @property
+    def draft_cost(self) -> float:
+        """Draft time per proposed token over a plain decode step (NaN if nothing was proposed)."""
+        if self.spec is None or not self.spec.proposed or not math.isfinite(self.step_ms):
+            return math.nan
+        return draft_cost(self.plain, self.spec)
+
+    @property
+    def verify_ms(self) -> float:
+        """Mean time of the speculative run's verify passes (NaN if it had none)."""
+        return _mean_duration(self.spec, "verify")
+
+    @property
+    def verify_cost(self) -> float:
+        """A verify pass of this run over a plain decode step: what checking the guesses cost."""
+        return self.verify_ms / self.step_ms
+
+    @property
+    def positions_per_verify(self) -> float:
+        """Mean positions a verify pass scored: the pending token plus the drafts it checked."""
+        s = self.spec
+        if s is None:
+            return math.nan
+        n = int(np.sum(s.events.kind == "verify"))
+        return 1.0 + s.proposed / n if n else math.nan
+
+
+#: Event kinds that write an output token (one each, at its position).
+WRITTEN = ("generate", "accepted", "correction", "bonus")
+
+
+def token_texts(run: Generation) -> list[str]:
+    """The text of each output token of ``run``, read from its events (no tokenizer needed)."""
+    out = [""] * len(run.tokens)
+    ev = run.events.of_kind(*WRITTEN)
+    for pos, text in zip(ev.token.tolist(), ev.text.tolist()):
+        if 0 <= pos < len(out):  # a token past the end is the end-of-sequence the run dropped
+            out[pos] = text
+    return out
+
+
+def _mean_duration(run: Generation | None, kind: str) -> float:
+    if run is None:
+        return math.nan
+    ev = run.events.of_kind(kind)
+    ev = ev.where(ev.round > 0)  # the prompt's pass is not a decode step
+    return float(np.mean(ev.end_ms - ev.start_ms)) if len(ev) else math.nan
+
+
+class _Recorder:
+    """Collects one run's progress updates; :meth:`so_far` is the run as far as it got."""
+
+    def __init__(self, prompt: Sequence[int], draft: str, k: int, temperature: float,
+                 top_p: float) -> None:
+        self.prompt = tuple(int(t) for t in prompt)
+        self.draft, self.k = draft, k
+        self.temperature, self.top_p = temperature, top_p
+        self.updates: list[Update] = []
+
+    def __call__(self, update: Update) -> None:
+        self.updates.append(update)
+
+    def so_far(self) -> Generation:
+        ups = self.updates
+        tokens = tuple(t for u in ups for t in u.tokens)
+        events = Events.from_rows([row for u in ups for row in _rows(u.events)])
+        k = max(self.k, 1)
+        judged, accepted_at = np.zeros(k, np.int64), np.zeros(k, np.int64)
+        for u in ups:
+            d, a = len(u.proposed), u.n_accepted
+            judged[:min(a + 1, d)] += 1
+            accepted_at[:a] += 1
+        prefill = events.where(events.round == 0)
+        drafts = events.of_kind("draft")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            accept_at = (accepted_at / judged)[:self.k].astype(float)
+        return Generation(
+            prompt=self.prompt, tokens=tokens,
+            text="".join(t for u in ups for t in u.texts),
+            marks=tuple(m for u in ups for m in u.marks), events=events, draft=self.draft,
+            k=self.k, temperature=self.temperature, top_p=self.top_p,
+            prefill_ms=float(np.max(prefill.end_ms - prefill.start_ms)) if len(prefill) else 0.0,
+            wall_ms=ups[-1].elapsed_ms if ups else 0.0,
+            passes=sum(1 for u in ups if u.round > 0),
+            draft_ms=float(np.sum(drafts.end_ms - drafts.start_ms)),
+            proposed=sum(len(u.proposed) for u in ups),
+            accepted=sum(u.n_accepted for u in ups),
+            rejected=sum(1 for u in ups if u.n_accepted < len(u.proposed)),
+            accept_at=accept_at, stopped="running")
+
+
+def _rows(ev: Events) -> list[tuple]:
+    return list(zip(*(getattr(ev, c).tolist() for c in Events.columns())))
+
+
+class Live:
+    """A comparison while it runs: the worker appends each pass's update, pollers take snapshots.
+
+    The worker's side costs an append per pass, so reporting does not slow the timed runs; a
+    snapshot is built by whoever asks (a page's poll) and kept until the next update, so many
+    visitors polling one shared run build it once per pass between them.
+    """
+
+    def __init__(self, spec: _Recorder) -> None:
+        self._lock = threading.Lock()
+        self._spec: _Recorder | _Finished = spec
+        self._plain: _Recorder | None = None
+        self._phase = "speculative"
+        self._cached: tuple[tuple, Comparison] | None = None
+
+    def _start_plain(self, spec: Generation, plain: _Recorder) -> None:
+        with self._lock:
+            self._spec, self._plain, self._phase = _Finished(spec), plain, "plain"
+
+    def snapshot(self) -> Comparison:
+        """The runs so far, as a :class:`Comparison` (``phase`` is the run now writing)."""
+        with self._lock:
+            spec, plain, phase = self._spec, self._plain, self._phase
+            key = (phase, len(spec.updates), len(plain.updates) if plain is not None else -1)
+            if self._cached is not None and self._cached[0] == key:
+                return self._cached[1]
+        snap = Comparison(phase, spec.so_far(), plain.so_far() if plain is not None else None)
+        with self._lock:
+            self._cached = (key, snap)
+        return snap
+
+
+def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
+            temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
+            cancel=None, max_seconds: float | None = None,
+            report: Callable[[Live], None] | None = None,
+            stream: Callable[[str, object], None] | None = None) -> Comparison:
+    """Write the reply to ``prompt`` speculatively, then plainly, and compare the two runs.
+
+    Parameters
+    ----------
+    model : Model
+    prompt : sequence of int
+        Prompt ids (e.g. ``model.tokenizer.chat(text)``).
+    draft : str
+        A key of :data:`DRAFTS`.
+    k : int
+        Most tokens drafted per round.
+    max_new : int
+        Token budget of each run.
+    temperature, top_p : float
+        0 for greedy decoding; else speculative sampling against plain sampling.
+    seed : int, optional
+        Seeds the two runs' independent random streams (sampling only).
+    cancel : threading.Event, optional
+        Set to stop; the run in progress returns what it has, the other does not start.
+    max_seconds : float, optional
+        Time budget of both runs together: the speculative run may use :data:`SPEC_SHARE` of
+        it, the plain run the rest. A run that hits its share stops with ``stopped == "time"``;
+        the plain run then writes no more tokens than the speculative one did.
+    report : callable, optional
+        Called with the run's :class:`Live` before the first pass and after every pass; its
+        :meth:`Live.snapshot` is the comparison so far.
+    stream : callable, optional
+        Called as the runs go with what another process needs to mirror them (see
+        :class:`Mirror`): ``("spec", update)`` after each pass of the speculative run,
+        ``("spec_done", generation)`` when it ends, ``("plain", update)`` after each plain pass.
+
+    Returns
+    -------
+    Comparison
+        ``phase == "done"``; ``plain`` is None if the run was cancelled before it started.
+    """
+    make_draft(draft)  # validates the name before any work
+    model.tokenizer.token_text(0)  # the token text table is built once, outside the timed runs
+    t0 = time.perf_counter()
+    spec_rng, plain_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    sampling = dict(temperature=temperature, top_p=top_p)
+
+    def budget(share: float) -> float | None:
+        if max_seconds is None:
+            return None
+        left = max_seconds - (time.perf_counter() - t0)
+        return max(share * left, 1e-3)
+
+    spec_rec = _Recorder(prompt, draft, k, temperature, top_p)
+    live = Live(spec_rec)
+
+    def tell(recorder, phase):
+        def on_update(update):
+            recorder(update)
+            if stream is not None:
+                stream(phase, update)
+            if report is not None:
+                report(live)
+        return on_update
+
+    if report is not None:
+        report(live)
+    spec = speculate(model, prompt, make_draft(draft), k, max_new=max_new, rng=spec_rng,
+                     progress=tell(spec_rec, "spec"), cancel=cancel, max_seconds=budget(SPEC_SHARE),
+                     **sampling)
+    if spec.stopped == "cancelled":
+        return Comparison("done", spec, None)
+    if stream is not None:
+        stream("spec_done", spec)
+    plain_rec = _Recorder(prompt, "none", 0, temperature, top_p)
+    live._start_plain(spec, plain_rec)
+    plain_max = len(spec.tokens) if spec.stopped == "time" and spec.tokens else max_new
+    plain = generate(model, prompt, max_new=plain_max, rng=plain_rng, progress=tell(plain_rec, "plain"),
+                     cancel=cancel, max_seconds=budget(1.0), **sampling)
+    return Comparison("done", spec, plain)
+
+
+class Mirror:
+    """A comparison made in another process, rebuilt here from what its ``stream`` sent.
+
+    :meth:`feed` takes the ``(kind, value)`` pairs of :func:`compare`'s ``stream`` in order;
+    :attr:`live` is then a :class:`Live` of the runs so far, as if they ran in this process.
+    """
+
+    def __init__(self, prompt: Sequence[int], draft: str, k: int, temperature: float,
+                 top_p: float = 1.0) -> None:
+        self._args = (tuple(int(t) for t in prompt), temperature, top_p)
+        self._spec = _Recorder(prompt, draft, k, temperature, top_p)
+        self._plain: _Recorder | None = None
+        self.live = Live(self._spec)
+
+    def feed(self, kind: str, value) -> None:
+        if kind == "spec":
+            self._spec(value)
+        elif kind == "spec_done":
+            prompt, temperature, top_p = self._args
+            self._plain = _Recorder(prompt, "none", 0, temperature, top_p)
+            self.live._start_plain(value, self._plain)
+        elif kind == "plain" and self._plain is not None:
+            self._plain(value)
+        else:
+            raise ValueError(f"unexpected stream item {kind!r}")
+
+
+class _Finished:
+    """A finished run standing in for a recorder (its :meth:`so_far` is the run itself)."""
+
+    updates = ()
+
+    def __init__(self, run: Generation) -> None:
+        self._run = run
+
+    def so_far(self) -> Generation:
+        return self._run
+
+
+# --- runs as JSON (recorded runs ship as an asset) ------------------------------------------
+
+
+def generation_to_json(g: Generation) -> dict:
+    """A run as plain JSON types (events as columns; NaN as null)."""
+    out = {f: getattr(g, f) for f in ("prompt", "tokens", "text", "marks", "draft", "k", "temperature",
+                                      "top_p", "prefill_ms", "wall_ms", "passes", "draft_ms",
+                                      "proposed", "accepted", "rejected", "stopped")}
+    out["prompt"], out["tokens"], out["marks"] = list(g.prompt), list(g.tokens), list(g.marks)
+    out["accept_at"] = [None if math.isnan(a) else float(a) for a in g.accept_at]
+    out["events"] = g.events.to_dict()
+    return out
+
+
+def generation_from_json(d: dict) -> Generation:
+    """The inverse of :func:`generation_to_json`."""
+    ev = d["events"]
+    events = Events.from_rows(list(zip(*(ev[c] for c in Events.columns()))))
+    fields = {k: v for k, v in d.items() if k not in ("events", "accept_at")}
+    fields.update(prompt=tuple(d["prompt"]), tokens=tuple(d["tokens"]), marks=tuple(d["marks"]))
+    return Generation(**fields, events=events,
+                      accept_at=np.array([np.nan if a is None else a for a in d["accept_at"]], float))
+
+
+def comparison_to_json(c: Comparison) -> dict:
+    """A finished comparison as plain JSON types."""
+    return {"phase": c.phase, "spec": generation_to_json(c.spec), "plain": generation_to_json(c.plain)}
+
+
+def comparison_from_json(d: dict) -> Comparison:
+    """The inverse of :func:`comparison_to_json`."""
+    return Comparison(d["phase"], generation_from_json(d["spec"]), generation_from_json(d["plain"]))

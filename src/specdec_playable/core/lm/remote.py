@@ -1,0 +1,220 @@
+"""The model in a child process: comparisons made there, mirrored here pass by pass.
+
+A server that runs the model on a thread of its own process shares Python's interpreter lock
+with its event loop: between two matrix products the decoding loop holds the lock, and every
+visitor's slider waits for it (``benchmarks/bench_ep7_latency.py``: another visitor's slider
+p95 about 2x slower during a generation on a worker thread, within 1.1x with the generation
+in another process). So each worker thread of the server's queue owns one
+:class:`ModelProcess`: a child process that loads the model once and
+runs :func:`compare` on request, streaming each pass back (:class:`compare.Mirror`), so the
+parent's pollers see the run grow exactly as they would in-process. The child is a fresh
+interpreter (not a fork of the threaded server, and not ``multiprocessing``'s spawn, which
+would re-run the server's ``__main__``).
+
+The child runs at a lower CPU priority and with one BLAS thread per product, like the queue's
+workers. Cancelling sets an event the child's runs check at every pass; a child that does not
+answer within its time budget (plus a margin) is terminated and replaced on the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from .compare import Comparison, Mirror, compare
+
+log = logging.getLogger("specdec_playable")
+
+#: Seconds a child may take past a run's own time budget before it is terminated.
+GRACE_S = 10.0
+#: Seconds a fresh child may take to import and load the model before its first run starts.
+LOAD_S = 180.0
+
+_ready = threading.Event()
+
+
+def model_ready() -> bool:
+    """Whether a child process of this server has loaded the model (the first load is slow)."""
+    return _ready.is_set()
+
+
+def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
+                blas_threads: int) -> None:  # pragma: no cover - runs in the child
+    """The child's loop: load the model, then answer one request at a time until the parent leaves."""
+    from multiprocessing.connection import Connection
+
+    from ..jobs import _lower_priority, limit_blas_threads
+    from .model import get_model
+
+    requests = Connection(requests_fd, writable=False)
+    replies = Connection(replies_fd, readable=False)
+    cancel = threading.Event()
+    current = [0]
+
+    def watch_cancel() -> None:  # the parent writes the number of the run to stop
+        with os.fdopen(cancel_fd, "rb", buffering=0) as fh:
+            while chunk := fh.read(4):
+                if struct.unpack("I", chunk)[0] == current[0]:
+                    cancel.set()
+        cancel.set()  # the parent is gone
+
+    threading.Thread(target=watch_cancel, daemon=True).start()
+    if nice:
+        _lower_priority(nice)
+    limit_blas_threads(blas_threads)
+    model = get_model()
+    replies.send(("ready", None))
+    while True:
+        try:
+            run, request = requests.recv()
+        except (EOFError, OSError):
+            return
+        current[0] = run
+        cancel.clear()
+        try:
+            prompt = model.tokenizer.chat(request.pop("prompt"))
+            replies.send(("prompt", prompt))
+            result = compare(model, prompt, cancel=cancel,
+                             stream=lambda kind, value: replies.send((kind, value)), **request)
+            replies.send(("done", result))
+        except (BrokenPipeError, EOFError):
+            return
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which logs it
+            replies.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+_CHILD = ("import sys; from specdec_playable.core.lm.remote import _child_main; "
+          "_child_main(*map(int, sys.argv[1:]))")
+
+
+class ModelProcess:
+    """One child process holding the model; :meth:`compare` runs there, one run at a time.
+
+    The child is a fresh interpreter (``python -c``), not a fork of a threaded server, and it
+    talks to this process over three pipes: requests, replies (pickled by
+    :mod:`multiprocessing.connection`) and cancellations.
+    """
+
+    def __init__(self, *, nice: int = 0, blas_threads: int = 1) -> None:
+        # Imported here: a static (Pyodide) page imports this module but never starts a child.
+        from multiprocessing.connection import Connection
+
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        can_r, can_w = os.pipe()
+        child_fds = (req_r, rep_w, can_r)
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, *map(str, child_fds), str(nice), str(blas_threads)],
+                pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                close_fds=True)
+        finally:
+            for fd in child_fds:
+                os.close(fd)
+        self._requests = Connection(req_w, readable=False)
+        self._replies = Connection(rep_r, writable=False)
+        self._cancel_fd = can_w
+        self._run = 0
+        self._loaded = False
+
+    @property
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def close(self) -> None:
+        """Stop the child (it holds a copy of the model's weights)."""
+        for conn in (self._requests, self._replies):
+            conn.close()
+        try:
+            os.close(self._cancel_fd)
+        except OSError:
+            pass
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+
+    def _stop_run(self) -> None:
+        try:
+            os.write(self._cancel_fd, struct.pack("I", self._run))
+        except OSError:
+            pass
+
+    def _receive(self, deadline: float, cancel: threading.Event | None):
+        asked = False
+        while not self._replies.poll(0.05):
+            if cancel is not None and cancel.is_set() and not asked:
+                self._stop_run()
+                asked = True
+            if time.monotonic() > deadline or not self.alive:
+                self.close()
+                raise RuntimeError("the model process stopped answering")
+        return self._replies.recv()
+
+    def compare(self, prompt: str, draft: str, k: int, *, max_new: int, temperature: float = 0.0,
+                top_p: float = 1.0, seed: int | None = None, cancel: threading.Event | None = None,
+                max_seconds: float, report: Callable[[object], None] | None = None) -> Comparison:
+        """:func:`compare` of a chat ``prompt`` (text), made in the child.
+
+        ``report`` is called with a :class:`compare.Live` of the runs so far after every pass
+        (in this process, so a snapshot costs the child's timed runs nothing). Setting
+        ``cancel`` stops the run at its next pass; the child stays, ready for the next run.
+        """
+        if not self._loaded:
+            kind, _ = self._receive(time.monotonic() + LOAD_S, cancel)
+            if kind != "ready":
+                raise RuntimeError(f"the model process sent {kind!r} before it was ready")
+            self._loaded = True
+            _ready.set()
+        self._run += 1
+        self._requests.send((self._run, dict(prompt=prompt, draft=draft, k=k, max_new=max_new,
+                                             temperature=temperature, top_p=top_p, seed=seed,
+                                             max_seconds=max_seconds)))
+        deadline = time.monotonic() + max_seconds + GRACE_S
+        mirror: Mirror | None = None
+        while True:
+            kind, value = self._receive(deadline, cancel)
+            if kind == "prompt":
+                mirror = Mirror(value, draft, k, temperature, top_p)
+                if report is not None:
+                    report(mirror.live)
+            elif kind == "done":
+                return value
+            elif kind == "error":
+                raise RuntimeError(value)
+            else:
+                mirror.feed(kind, value)
+                if report is not None:
+                    report(mirror.live)
+
+
+_local = threading.local()
+
+
+def thread_process(*, nice: int = 0, blas_threads: int = 1) -> ModelProcess:
+    """The calling thread's own model process, started on first use and restarted if it died."""
+    proc = getattr(_local, "proc", None)
+    if proc is None or not proc.alive:
+        proc = _local.proc = ModelProcess(nice=nice, blas_threads=blas_threads)
+        log.info("started a model process (pid %s) for %s", proc._proc.pid,
+                 threading.current_thread().name)
+    return proc
+
+
+def stop_thread_process() -> None:
+    """Stop the calling thread's model process, if any."""
+    proc = getattr(_local, "proc", None)
+    if proc is not None:
+        proc.close()
+        _local.proc = None
+
+
+__all__ = ["ModelProcess", "model_ready", "thread_process", "stop_thread_process"]

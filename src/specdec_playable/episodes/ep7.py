@@ -1,0 +1,182 @@
+"""Episode 7: real models, real text — watch a real model speculate, live.
+
+Everything Episode 2 simulated, done by SmolLM2-135M on the server: a draft guesses, one pass of
+the model checks the guesses, and both clocks are measured. Each Run is a speculative run and a
+plain run of the same prompt, queued on the server's workers (``state/ep7.py``), streamed while
+it runs and replayed on Episode 2's lanes when it ends (``views/ep7_real.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import panel as pn
+
+from . import ep5, ep6, neighbours
+from ..core import lm
+from ..core.hardware import load_pass_costs
+from ..core.lm.compare import cpu_pass_cost
+from ..state.ep7 import DRAFT_LABELS, TASKS, RealText, recorded_meta, recorded_runs
+from ..views.deferred import after_first_paint
+from ..views.ep7_real import RealTextView, recorded_html
+from ..views.page import episode_shell, prose, share
+from ..views.urlstate import bind_url
+
+NUMBER = 7
+SLUG = "ep7_real_models_real_text"
+TITLE = "Real models, real text: watch a real model speculate"
+SUMMARY = ("A real language model on the server writes a reply while a draft guesses its next tokens: "
+           "real guesses, real rejections, two measured clocks, and the same text as plain decoding.")
+#: Controls kept in the URL query, so a link restores the setup (the typed prompt is not).
+URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed")
+#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
+VIEW_HEIGHT = 560
+
+LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this server, a real draft "
+        "guesses its next tokens, one pass of the model checks the guesses, and both clocks are "
+        "measured while you watch.")
+TRY_THIS = ("press <em>Run</em>: the model continues a table with prompt lookup as its draft; watch the "
+            "underlined guesses pile up. Then pick the explanation, run it with the same draft, and "
+            "compare how many guesses the model accepts and what that does to the speedup.")
+
+NOTE = ("<p class=\"sdp-note\">The marks are Episode 2’s: accepted guesses underlined, a rejected guess "
+        "struck through with ✗, the model’s own token at a miss on gold with ★, a bonus token with +. "
+        "Hover a token or a box for details. The two runs ran one after the other; on the lanes each "
+        "starts at zero, so they race side by side. A 135-million-parameter model often copies more "
+        "than it is asked to (it rewrites a whole function, it repeats a table): the clocks measure "
+        "the reply it actually writes.</p>")
+
+
+#: A task's name inside a sentence ("on the code edit").
+TASK_NAMES = {"code-edit": "code edit", "extraction": "extraction", "json-reshape": "JSON reshape",
+              "table": "table", "sky": "explanation", "poem": "poem"}
+
+
+def _names(keys) -> str:
+    names = [TASK_NAMES[k] for k in keys]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def lesson_html() -> str:
+    """Why checking is not free here (measured pass costs), and what the recorded runs showed."""
+    r5 = cpu_pass_cost(5)
+    h200 = load_pass_costs()[("llama-8b-shape", "gemm-cudagraph")]
+    h5 = h200.at(5) / h200.at(1)
+    out = [f"""
+<h2>Which drafts pay off here, and why</h2>
+<p class="sdp-lede">On a GPU, checking five tokens in one pass costs about what writing one does
+({h5:.2f}× on an H200), so every accepted guess is nearly free time. This server is a 2-core CPU,
+where one pass over 5 positions took {r5:.1f}× a single decode step. So at k = 4 a verify pass
+has to write more than {r5:.1f} tokens just to break even: the draft must be right most of the
+time.</p>
+<ul class="sdp-lede">
+<li><strong>Prompt lookup</strong> copies what followed the last few tokens earlier in the prompt or the
+reply. It costs almost nothing, and when the reply repeats the prompt (a code edit, an extraction, a
+JSON reshape, a table) most of its guesses are right.</li>
+<li><strong>The learned n-gram draft</strong> is just as cheap, but it learned from Python source; on a
+chat reply it rarely has a guess, and a wrong guess still makes the pass longer.</li>
+<li><strong>The early exit</strong> runs the model’s first 6 of its 30 blocks and its output head:
+each guess costs a real fraction of a step, and without training it is almost never right.</li>
+</ul>"""]
+    runs = recorded_runs()
+    if runs:
+        meta = recorded_meta()
+        rows = [(TASKS[t].split(":")[0], DRAFT_LABELS[d].split(" (")[0], c.spec.acceptance_rate,
+                 c.spec.tokens_per_pass, c.speedup) for (t, d), c in runs.items()]
+        out.append(f'<p class="sdp-lede">{recorded_summary(runs)} {noise_sentence(runs)}</p>')
+        out.append(f'<details class="ep7-details"><summary>All {len(rows)} recorded runs: '
+                   "guesses accepted, tokens per pass and speedup</summary>")
+        out.append(recorded_html(rows, f"{meta['date']} on this project’s 2-core development machine, "
+                                       f"k = {meta['k']}, greedy, up to {meta['max_new']} new tokens "
+                                       f"(load average {meta['load_average_before'][0]:.1f} at the start: "
+                                       "other work shared the cores, so the clocks are noisy)"))
+        out.append("</details>")
+    return "".join(out)
+
+
+def recorded_summary(runs) -> str:
+    """One sentence per draft: the recorded tasks where most and fewest of its guesses were accepted.
+
+    Acceptance in greedy decoding does not depend on the clock, so these sentences hold on any
+    machine; the speedups in the table are this machine's clocks and move from run to run.
+    """
+    out = []
+    for d, label in DRAFT_LABELS.items():
+        name = label.split(" (")[0]
+        mine = {t: c.spec for (t, dd), c in runs.items() if dd == d}
+        judged = {t: s for t, s in mine.items() if s.accepted + s.rejected > 0}
+        silent = [t for t in mine if t not in judged]
+        if not judged:
+            out.append(f"{name} had no guess to offer on any task.")
+            continue
+        best = max(judged, key=lambda t: judged[t].acceptance_rate)
+        worst = min(judged, key=lambda t: judged[t].acceptance_rate)
+        text = (f"{name} had {share(judged[best].acceptance_rate)} of its guesses accepted on the "
+                f"{_names([best])} ({judged[best].tokens_per_pass:.2f} tokens per pass)")
+        if worst != best:
+            text += (f" and {share(judged[worst].acceptance_rate)} on the {_names([worst])} "
+                     f"({judged[worst].tokens_per_pass:.2f})")
+        if silent:
+            text += f", and no guess at all on the {_names(silent)}"
+        out.append(text + ".")
+    return "In the runs recorded below, " + " ".join(
+        s[0].lower() + s[1:] if i == 0 else s for i, s in enumerate(out))
+
+
+#: A draft cost c below this counts as nearly free (prompt lookup and the n-gram table).
+CHEAP = 0.05
+
+
+def noise_sentence(runs) -> str:
+    """How far the recorded clocks moved: the speedups of runs where no guess was accepted.
+
+    With a nearly free draft (c below :data:`CHEAP`) and no guess accepted, both runs made one
+    pass per token, so any speedup above 1× is the machine's noise.
+    """
+    idle = [c.speedup for c in runs.values()
+            if c.spec.accepted == 0 and math.isfinite(c.draft_cost) and c.draft_cost < CHEAP]
+    if not idle:
+        return ""
+    lo, hi = min(idle), max(idle)
+    return (f"The speedups are single runs on a shared machine. Where a nearly free draft (c under "
+            f"{CHEAP}) had no guess accepted, the speculative run made the plain run's passes, some "
+            f"of them longer for the wrong guesses, so it cannot really be faster; such runs "
+            f"measured {lo:.2f}× to {hi:.2f}×: that is how much the clocks moved here. Acceptance "
+            "and tokens per pass do not depend on the clock.")
+
+
+def no_model_notice() -> str:
+    """One line when this page cannot run the model (empty when it can)."""
+    if lm.is_installed():
+        return ""
+    if sys.platform == "emscripten":
+        return ("This static copy of the page cannot run the model: the tasks show runs recorded "
+                "earlier, and your own prompt needs the page served by specdec-playable serve.")
+    return f"The model is not installed on this server; install it with: {lm.INSTALL_COMMAND}"
+
+
+OUTRO = """
+<h2>What the real run adds</h2>
+<p class="sdp-lede">Everything Episode 2 simulated is here for real: the guesses are a real draft’s, a
+miss is the model disagreeing, and the clocks are this server’s. Two things the simulation hid come
+out. First, the text decides everything: the same draft flies on a reply that copies its prompt and
+stalls on one that does not. Second, the hardware decides what a verify pass costs: on a GPU it is
+nearly one step whatever k is; on this CPU it grows with every position, so a draft must be right far
+more often before it pays.</p>
+"""
+
+
+def page(state: RealText | None = None) -> pn.Column:
+    """A fresh Episode 7 page (one per session or notebook cell). The model loads on the first Run."""
+    state = state or RealText()
+    notice = bind_url(state, URL_PARAMS)
+    view = after_first_paint(
+        lambda: RealTextView(state=state, ep5_href=f"./{ep5.SLUG}", ep6_href=f"./{ep6.SLUG}",
+                             notice=no_model_notice()),
+        min_height=VIEW_HEIGHT, name="ep7-view-slot")
+    return episode_shell(
+        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep7",
+        lede=LEDE, try_this=TRY_THIS,
+        body=[notice, prose(lesson_html(), "ep7.css"), view, prose(NOTE), prose(OUTRO)],
+    )

@@ -1,0 +1,488 @@
+"""State of Episode 7: a real model speculates, live.
+
+The visitor picks a task (or types a prompt), a draft, k, a token budget and greedy or sampling
+decoding, and presses Run. The run goes to the process's one worker queue
+(:func:`core.jobs.shared_queue`): a speculative run and a plain run of the same prompt
+(:func:`core.lm.compare.compare`), made in the worker's own model process
+(:mod:`core.lm.remote`), off the server's event loop and out of its interpreter lock. A task's run with given settings
+is computed once per process and shared (its job has a key); a typed prompt runs for its visitor
+alone.
+
+This object holds the settings, the visitor's hold on the run, and what the page shows: the run
+so far or finished, its place in line, and every sentence computed from its numbers. The view
+calls :meth:`RealText.poll` while :attr:`RealText.active`, and :meth:`RealText.close` when the
+session ends. The model is loaded by each worker's process on its first run, never here. No
+Panel or Bokeh.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import param
+
+from . import seed_param, unlocked
+from .ep2 import Guarantee, check_guarantee
+from ..core import jobs, theory
+from ..core import lm
+from ..core.assets import asset_path
+from ..core.lm import remote
+from ..core.lm.compare import Comparison, comparison_from_json
+from ..core.lm.prompts import PROMPTS
+
+#: The tasks, in the order the page offers them: key of core.lm.prompts.PROMPTS -> label.
+TASKS = {
+    "code-edit": "Code edit: rename a function's names",
+    "extraction": "Extraction: people and their cities",
+    "json-reshape": "JSON reshape: the same record, keys in capitals",
+    "table": "Continue a table: planets and their moons",
+    "sky": "Explanation: why the sky is blue",
+    "poem": "Free-verse poem: an old kettle",
+}
+CUSTOM = "custom"
+#: The drafts the page offers: key of core.lm.compare.DRAFTS -> label.
+DRAFT_LABELS = {
+    "lookup": "Prompt lookup (copies from the prompt)",
+    "learned": "Learned n-gram (trained on Python source)",
+    "early-exit": "Early exit (the model's first 6 of 30 blocks, untrained)",
+}
+DECODINGS = {"Greedy": "greedy", "Sampling": "sampling"}
+PROMPT_MAX_CHARS = 500
+K_MAX = 8
+MAX_NEW_MAX = 128
+#: A run (both decodings, and the model's first load) stops after this long.
+JOB_BUDGET_S = 120.0
+#: The budget's last seconds are left to the job itself, to hand its result back.
+_MARGIN_S = 1.0
+#: What a visitor's run is doing, as the page says it.
+STATUSES = ("idle", "queued", "running", "done", "cancelled", "failed", "refused", "recorded")
+RECORDED = "lm/ep7_recorded.json.gz"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one Run asks for. ``task`` is a key of :data:`TASKS` or :data:`CUSTOM`."""
+
+    task: str
+    prompt: str
+    draft: str
+    k: int
+    max_new: int
+    temperature: float
+    seed: int
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    @property
+    def key(self) -> tuple | None:
+        """The shared job's key: a task's run is computed once per process; a typed prompt never shared."""
+        if self.task == CUSTOM:
+            return None
+        return ("ep7", self.task, self.draft, self.k, self.max_new, self.temperature,
+                None if self.greedy else self.seed)
+
+    def describe(self) -> str:
+        """The settings in a line (plain text; escape it for HTML)."""
+        task = "your own prompt" if self.task == CUSTOM else TASKS[self.task].split(":")[0].lower()
+        mode = "greedy" if self.greedy else f"sampling at temperature {self.temperature:g}, seed {self.seed}"
+        return (f"{task} · {DRAFT_LABELS[self.draft].split(' (')[0].lower()} · k = {self.k} · "
+                f"up to {self.max_new} new tokens · {mode}")
+
+
+def check_prompt(text: str | None) -> str:
+    """A typed prompt as it will be sent, or ValueError saying why not."""
+    text = "" if text is None else str(text)
+    if len(text) > PROMPT_MAX_CHARS:
+        raise ValueError(f"Your prompt has {len(text):,} characters; at most {PROMPT_MAX_CHARS} fit.")
+    if not text.strip():
+        raise ValueError("Type a prompt first (at most 500 characters).")
+    return text
+
+
+def run_job(settings: Settings):
+    """The worker's function for one Run (see :class:`core.jobs.JobQueue`).
+
+    The model runs in the worker thread's own child process (:mod:`core.lm.remote`), so the
+    decoding loop never holds this process's interpreter lock, which the server's event loop
+    needs for every visitor's page; the run's passes are mirrored here as they happen.
+    """
+
+    def work(ctx: jobs.JobContext) -> Comparison:
+        child = remote.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
+        left = ctx.deadline - time.monotonic() - _MARGIN_S
+        result = child.compare(settings.prompt, settings.draft, settings.k, max_new=settings.max_new,
+                               temperature=settings.temperature, seed=settings.seed,
+                               cancel=ctx.cancel_event, max_seconds=max(left, 0.01),
+                               report=ctx.report)
+        if any(r is not None and r.stopped == "time" for r in (result.spec, result.plain)):
+            ctx.cut_short()  # a run cut by the clock is not shared with later visitors
+        return result
+
+    return work
+
+
+class RealText(param.Parameterized):
+    """A real model's speculative run against its plain run, for one visitor.
+
+    ``queue`` defaults to the process's shared queue and ``work`` to :func:`run_job` (tests
+    pass their own queue and a function that needs no model).
+    """
+
+    task = param.Selector(
+        default="table", objects={**{v: k for k, v in TASKS.items()}, "Your own prompt": CUSTOM},
+        label="Task", doc="A prepared task (each one computed once on this server and shared), "
+                          "or your own prompt (run live, for you alone).")
+    prompt = param.String(
+        default="", label=f"Your own prompt (at most {PROMPT_MAX_CHARS} characters)",
+        doc="What the model is asked when the task is your own prompt; shown as plain text.")
+    draft = param.Selector(
+        default="lookup", objects={v: k for k, v in DRAFT_LABELS.items()}, label="Draft",
+        doc="Who guesses the next tokens for the model to check.")
+    k = param.Integer(
+        default=4, bounds=(1, K_MAX), label="Draft length k",
+        doc="Most tokens the draft guesses before one pass of the model checks them.")
+    max_new = param.Integer(
+        default=64, bounds=(1, MAX_NEW_MAX), label="New tokens (at most)",
+        doc="The token budget of each run; a run also ends when the model ends its reply.")
+    decoding = param.Selector(
+        default="greedy", objects=DECODINGS, label="Decoding",
+        doc="Greedy: always the most likely token. Sampling: a random draw at the temperature.")
+    temperature = param.Number(
+        default=0.7, bounds=(0.1, 1.5), step=0.05, label="Temperature",
+        doc="Sampling only: below 1 sharpens the model's probabilities, above 1 flattens them.")
+    seed = seed_param(7, doc="Sampling only: the same seed and settings give the same draws.")
+
+    status = param.Selector(default="idle", objects=list(STATUSES), constant=True,
+                            doc="What the visitor's run is doing.")
+    position = param.Integer(default=0, bounds=(0, None), constant=True,
+                             doc="Place in line while queued (1 = next), else 0.")
+    comparison = param.ClassSelector(class_=Comparison, default=None, allow_None=True, constant=True,
+                                     doc="The run shown: so far while it runs, then finished.")
+    shown = param.ClassSelector(class_=Settings, default=None, allow_None=True, constant=True,
+                                doc="The settings of the run shown.")
+    shared = param.Boolean(default=False, constant=True,
+                           doc="True when the run shown was already computed for an earlier visitor.")
+    message = param.String(default="", constant=True,
+                           doc="A one-line message: why a run was refused, failed or stopped early.")
+
+    def __init__(self, *, queue: jobs.JobQueue | None = None, work=run_job, **params):
+        super().__init__(**params)
+        self._queue = queue
+        self._work = work
+        self._handle: jobs.Handle | None = None
+
+    # -- settings ----------------------------------------------------------------------------
+    def settings(self) -> Settings:
+        """The current controls as one run's settings (ValueError for a bad typed prompt)."""
+        text = check_prompt(self.prompt) if self.task == CUSTOM else PROMPTS[self.task][1]
+        greedy = self.decoding == "greedy"
+        return Settings(task=self.task, prompt=text, draft=self.draft, k=int(self.k),
+                        max_new=int(self.max_new),
+                        temperature=0.0 if greedy else round(float(self.temperature), 4),
+                        seed=int(self.seed))
+
+    @property
+    def queue(self) -> jobs.JobQueue:
+        return self._queue if self._queue is not None else jobs.shared_queue()
+
+    @property
+    def active(self) -> bool:
+        """True while this visitor's run is queued or running (the view polls meanwhile)."""
+        return self._handle is not None
+
+    def _set(self, **values) -> None:
+        with unlocked(self):
+            self.param.update(**values)
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self) -> None:
+        """Submit a run with the current settings (or show a recorded one without the model)."""
+        if self.active:
+            return
+        try:
+            settings = self.settings()
+        except ValueError as exc:
+            self._set(status="refused", message=str(exc))
+            return
+        if self._work is run_job and not lm.is_installed():
+            recorded = recorded_runs().get((settings.task, settings.draft))
+            if recorded is None:
+                self._set(status="refused", message=no_model_line(settings))
+            else:
+                self._set(status="recorded", comparison=recorded, shown=recorded_settings(settings),
+                          shared=False, position=0, message=no_model_line(settings))
+            return
+        try:
+            handle = self.queue.submit(self._work(settings), key=settings.key, budget_s=JOB_BUDGET_S,
+                                       label=f"ep7 {settings.task} {settings.draft} k={settings.k}")
+        except jobs.QueueFull as exc:
+            self._set(status="refused", message=str(exc))
+            return
+        self._handle = handle
+        self._set(shown=settings, comparison=None, message="",
+                  shared=handle.job.state == jobs.DONE)
+        self.poll()
+
+    def poll(self) -> bool:
+        """Bring status, place in line and the run so far up to date; True while still active."""
+        handle = self._handle
+        if handle is None:
+            return False
+        job = handle.job
+        state = job.state
+        if state == jobs.QUEUED:
+            self._set(status="queued", position=job.position)
+            return True
+        if state == jobs.RUNNING:
+            progress = job.progress
+            self._set(status="running", position=0, comparison=_snapshot(progress))
+            return True
+        self._handle = None
+        if state == jobs.DONE:
+            self._set(status="done", position=0, comparison=job.result,
+                      message=stopped_line(job.result))
+        elif state == jobs.CANCELLED:
+            self._set(status="cancelled", position=0, comparison=_latest(job),
+                      message="Cancelled: the worker stopped this run.")
+        else:
+            self._set(status="failed", position=0, message=job.error or "The run failed.")
+        return False
+
+    def cancel(self) -> None:
+        """Withdraw this visitor's run. A run nobody else holds stops at its next pass."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        handle.cancel()
+        self._set(status="cancelled", position=0, comparison=_latest(handle.job),
+                  message="Cancelled.")
+
+    def close(self) -> None:
+        """The visitor left (tab closed): cancel the run, if any."""
+        self.cancel()
+
+    # -- what the page says ------------------------------------------------------------------
+    @property
+    def guarantee(self) -> Guarantee | None:
+        """Greedy runs compared token by token.
+
+        While the plain run writes, and when a budget stopped it early, over the tokens it has
+        written; once both ended normally, over the whole of both texts.
+        """
+        c = self.comparison
+        if c is None or c.spec is None or c.plain is None or not c.greedy:
+            return None
+        spec, plain = c.spec.tokens, c.plain.tokens
+        if not c.finished or c.plain.stopped in ("time", "cancelled"):
+            n = min(len(spec), len(plain))
+            spec, plain = spec[:n], plain[:n]
+        return check_guarantee(spec, plain)
+
+
+def _snapshot(progress) -> Comparison | None:
+    """What a running job reported (a :class:`core.lm.compare.Live`), as a comparison so far."""
+    take = getattr(progress, "snapshot", None)
+    return take() if callable(take) else None
+
+
+def _latest(job: jobs.Job) -> Comparison | None:
+    """The job's result, or else what it had written when last reported."""
+    return job.result if isinstance(job.result, Comparison) else _snapshot(job.progress)
+
+
+# --- sentences computed from a run ----------------------------------------------------------
+
+
+def ratio_words(speedup: float) -> str:
+    """Speculative against plain, in words that agree with the number shown (two decimals)."""
+    if not math.isfinite(speedup) or speedup <= 0:
+        return "no speedup could be measured"
+    shown = f"{speedup:.2f}"
+    if shown == "1.00":
+        return "as fast as plain decoding, to two decimals (1.00×)"
+    if speedup > 1:
+        return f"faster than plain decoding: {shown}× its tokens per second"
+    return (f"slower than plain decoding: {shown}× its tokens per second "
+            f"(plain decoding was {1 / speedup:.2f}× as fast)")
+
+
+def cost_words(cost: float) -> str:
+    """A draft cost c to three decimals, or "under 0.001" when it would round to 0.000."""
+    return f"{cost:.3f}" if cost >= 0.0005 else "under 0.001"
+
+
+def verdict(c: Comparison) -> str:
+    """The run's headline, from its measured speedup."""
+    return f"On this run speculative decoding was {ratio_words(c.speedup)}."
+
+
+def why(c: Comparison, k: int) -> str:
+    """Where the time went: tokens per verify pass against what a pass and the guesses cost."""
+    s = c.spec
+    parts = []
+    if s.proposed:
+        judged = s.accepted + s.rejected
+        parts.append(f"The model accepted {s.accepted} of the {judged} guesses it judged "
+                     f"({s.acceptance_rate:.0%}), so each pass wrote {s.tokens_per_pass:.2f} tokens")
+        if math.isfinite(c.verify_cost):
+            parts.append(f"but a verify pass over up to {k + 1} positions cost {c.verify_cost:.1f}× a "
+                         f"plain step ({c.verify_ms:,.0f} ms against {c.step_ms:,.0f} ms)")
+        if math.isfinite(c.draft_cost):
+            parts.append(f"and each guess cost {cost_words(c.draft_cost)} of a step to make "
+                         f"({s.draft_ms_per_token:.2f} ms)")
+        text = ", ".join(parts[:1]) + (", " + " ".join(parts[1:]) if len(parts) > 1 else "") + "."
+    else:
+        text = "The draft proposed nothing on this run, so every pass was a plain decode step."
+    idle = sum(1 for r in set(s.events.round[(s.events.kind == "generate")].tolist()) if r > 0)
+    if s.proposed and idle:
+        text += (f" The draft had no guess at {idle} of the {s.passes} passes; those were plain "
+                 "decode steps.")
+    return text + noisy_clock_words(c)
+
+
+#: A measured speedup this far above what the tokens per pass allow is said to be the clock's noise.
+NOISE_MARGIN = 1.05
+
+
+def noisy_clock_words(c: Comparison) -> str:
+    """A warning when the measured speedup is more than the tokens per pass allow (else empty).
+
+    A pass of the model over several positions never costs less than a plain step over one, so
+    speculation can be at most ``tokens_per_pass`` times as fast as plain decoding.
+    """
+    tpp, sp = c.spec.tokens_per_pass, c.speedup
+    if not (math.isfinite(tpp) and math.isfinite(sp)) or sp <= NOISE_MARGIN * tpp:
+        return ""
+    return (f" But {sp:.2f}× is more than its {tpp:.2f} tokens per pass allow (a pass never costs "
+            "less than a plain step): the two runs ran one after the other, and this shared "
+            "server's load changed in between. Run it again to see how much its clocks move.")
+
+
+def map_words(c: Comparison, k: int) -> str | None:
+    """Where Episode 5's theory puts this run, against what was measured (None: no q measured)."""
+    q, cost = c.spec.acceptance_rate, c.draft_cost
+    if not (math.isfinite(q) and math.isfinite(cost) and math.isfinite(c.speedup)):
+        return None
+    predicted = theory.expected_speedup(min(q, 1.0), k, min(cost, 1.0))
+    c_text = f"c = {cost:.3f}" if cost >= 0.0005 else "c under 0.001"
+    text = (f"Episode 5’s theory puts q = {q:.2f}, k = {k}, {c_text} at "
+            f"{predicted:.2f}×. It counts a verify pass as one step, as on a GPU")
+    if math.isfinite(c.verify_cost):
+        text += f"; here a verify pass cost {c.verify_cost:.1f}× a step"
+    return text + f", and this run measured {c.speedup:.2f}×."
+
+
+def check_words(c: Comparison, g: Guarantee | None) -> tuple[str, str]:
+    """The guarantee, as (verdict kind, sentence): kind is ``ok``, ``fail``, ``pending`` or ``info``."""
+    if c.spec is None:
+        return "pending", "The guarantee is checked once both runs have written."
+    if not c.greedy:
+        same = c.plain is not None and c.plain.tokens == c.spec.tokens
+        if c.plain is None or not c.finished:
+            return "pending", "Sampling: the plain run is a second draw, compared when it ends."
+        return "info", ("Sampling: the two runs are two separate draws, so their texts "
+                        + ("happen to be the same" if same else "differ")
+                        + ". What speculative sampling guarantees is the distribution: every token "
+                          "comes from the model’s own probabilities, whatever the draft guessed.")
+    if g is None:
+        return "pending", "The plain run checks the guarantee token by token once it starts."
+    n = g.n_tokens
+    if not g.ok:
+        return "fail", (f"Mismatch: {g.matches} of {n} tokens match; the first difference is at "
+                        f"token {g.first_mismatch + 1}.")
+    if not c.finished:
+        return "pending", f"Checking token by token: {n} of {len(c.spec.tokens)} tokens so far, all identical."
+    if len(c.plain.tokens) < len(c.spec.tokens):
+        return "ok", (f"Checked token by token: the plain run stopped after {n} of "
+                      f"{len(c.spec.tokens)} tokens, and those {n} are identical.")
+    return "ok", (f"Checked token by token: all {n} tokens are identical to what the model writes "
+                  "alone, one pass per token.")
+
+
+def stopped_line(c: Comparison | None) -> str:
+    """Why a finished run ended early, if it did (empty otherwise)."""
+    if c is None or c.spec is None:
+        return ""
+    if c.spec.stopped == "time" or (c.plain is not None and c.plain.stopped == "time"):
+        return (f"The server’s time budget ({JOB_BUDGET_S:.0f} s for both runs) ran out: the runs "
+                "stopped early, and the numbers are for what they wrote.")
+    return ""
+
+
+def status_line(status: str, position: int, c: Comparison | None, *, workers: int, running: int,
+                model_loaded: bool) -> str:
+    """What the visitor's run is doing, in one line (plain text)."""
+    if status == "queued":
+        return (f"Waiting in line: position {position}. The server runs at most {workers} at once "
+                f"(one per core); {running} {'is' if running == 1 else 'are'} running now.")
+    if status == "running":
+        if c is None or c.spec is None:
+            return ("Loading the model on the server (once per worker process)…" if not model_loaded
+                    else "Starting…")
+        if c.phase == "speculative":
+            return (f"Speculative run: {_n(len(c.spec.tokens), 'token')} in {c.spec.wall_ms / 1e3:.1f} s "
+                    f"so far ({_n(c.spec.passes, 'pass', 'passes')} after the prompt’s).")
+        n = len(c.plain.tokens) if c.plain else 0
+        return (f"Plain run of the same prompt: {_n(n, 'token')} in "
+                f"{(c.plain.wall_ms if c.plain else 0) / 1e3:.1f} s so far.")
+    if status == "idle":
+        return "Press Run: the server writes the reply twice, speculatively and then plainly."
+    return ""
+
+
+def _n(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+# --- runs recorded for pages without the model (static export) ------------------------------
+
+
+def recorded_settings(s: Settings) -> Settings:
+    """The settings the recorded runs were made with, for a task and draft."""
+    meta = recorded_meta()
+    return Settings(task=s.task, prompt=s.prompt, draft=s.draft, k=meta["k"], max_new=meta["max_new"],
+                    temperature=0.0, seed=s.seed)
+
+
+def no_model_line(s: Settings) -> str:
+    """One line: the model is not on this server, and what that means for this Run."""
+    meta = recorded_meta() if _has_recording() else None
+    if s.task == CUSTOM or meta is None:
+        return f"The model is not installed here, so nothing can run live; install it with: {lm.INSTALL_COMMAND}"
+    return (f"The model is not installed here: this is a run recorded on {meta['date']} "
+            f"(k = {meta['k']}, greedy, up to {meta['max_new']} tokens). Live runs need the server "
+            f"with the model: {lm.INSTALL_COMMAND}")
+
+
+def _has_recording() -> bool:
+    try:
+        asset_path(RECORDED)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _recording() -> dict:
+    with gzip.open(asset_path(RECORDED), "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def recorded_meta() -> dict:
+    """When, where and with which settings the recorded runs were made."""
+    return _recording()["meta"]
+
+
+@lru_cache(maxsize=1)
+def recorded_runs() -> dict[tuple[str, str], Comparison]:
+    """(task, draft) -> the recorded Comparison (empty if no recording ships)."""
+    if not _has_recording():
+        return {}
+    return {(r["task"], r["draft"]): comparison_from_json(r["run"]) for r in _recording()["runs"]}

@@ -1,0 +1,301 @@
+"""State tier for Episode 7: settings, the queued run's life (with a fake worker, no model), and the
+sentences computed from a run's numbers. Runs come from ``tests/ep7_fakes.py``."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pytest
+
+from ep7_fakes import fake_comparison, fake_plain, fake_spec
+from specdec_playable.core import jobs
+from specdec_playable.core.lm.compare import Comparison
+from specdec_playable.core.lm.prompts import PROMPTS
+from specdec_playable.state import ep7 as st
+from specdec_playable.state.ep7 import CUSTOM, RealText
+
+
+class _Snap:
+    """What a running job reports: something with ``snapshot()`` (like core.lm.compare.Live)."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def snapshot(self):
+        return self.c
+
+
+def gated_work(gate: threading.Event, result: Comparison, calls: list):
+    """A worker function that reports a partial run, waits for ``gate`` (or a stop), then returns."""
+
+    def make(settings):
+        def work(ctx):
+            calls.append(settings)
+            ctx.report(_Snap(Comparison("speculative", result.spec, None)))
+            while not gate.wait(0.01):
+                if ctx.stopped:
+                    return None
+            return result
+
+        return work
+
+    return make
+
+
+def wait_for(pred, timeout=5.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.fixture
+def queue():
+    q = jobs.JobQueue(workers=1, max_waiting=4)
+    yield q
+    q.shutdown()
+
+
+def test_tasks_are_six_real_prompts_and_the_controls_are_bounded():
+    assert len(st.TASKS) >= 6
+    kinds = {PROMPTS[t][0] for t in st.TASKS}
+    assert {"code", "extraction", "json", "table", "explain", "poem"} <= kinds
+    s = RealText()
+    assert s.param.k.bounds == (1, 8)
+    assert s.param.max_new.bounds == (1, 128)
+    for name in ("task", "prompt", "draft", "k", "max_new", "decoding", "temperature", "seed"):
+        assert s.param[name].doc and s.param[name].label
+
+
+def test_a_task_run_is_shared_and_a_typed_prompt_is_not():
+    s = RealText(task="poem", draft="lookup", k=3, max_new=20)
+    key = s.settings().key
+    assert key is not None and RealText(task="poem", draft="lookup", k=3, max_new=20).settings().key == key
+    assert RealText(task="poem", draft="lookup", k=4, max_new=20).settings().key != key
+    # The seed matters only when sampling.
+    assert RealText(task="poem", k=3, max_new=20, seed=99).settings().key == key
+    samp = RealText(task="poem", k=3, max_new=20, decoding="sampling")
+    assert samp.settings().key != RealText(task="poem", k=3, max_new=20, decoding="sampling",
+                                           seed=99).settings().key
+    assert RealText(task=CUSTOM, prompt="hello").settings().key is None
+
+
+def test_typed_prompts_are_bounded():
+    assert st.check_prompt("x" * st.PROMPT_MAX_CHARS) == "x" * st.PROMPT_MAX_CHARS
+    with pytest.raises(ValueError, match="501 characters"):
+        st.check_prompt("x" * (st.PROMPT_MAX_CHARS + 1))
+    with pytest.raises(ValueError, match="Type a prompt"):
+        st.check_prompt("   ")
+
+
+def test_a_refused_prompt_never_reaches_the_queue(queue):
+    calls = []
+    s = RealText(queue=queue, work=gated_work(threading.Event(), fake_comparison([(4, 4)]), calls),
+                 task=CUSTOM, prompt="y" * 600)
+    s.run()
+    assert s.status == "refused" and "600 characters" in s.message
+    assert not s.active and queue.running == 0 and queue.waiting == 0 and calls == []
+
+
+def test_a_run_goes_queued_running_done_and_shows_partial_text(queue):
+    gate, calls = threading.Event(), []
+    result = fake_comparison([(4, 4), (4, 2), (0, 0), (3, 0)])
+    s = RealText(queue=queue, work=gated_work(gate, result, calls), task="table", max_new=32)
+    s.run()
+    assert s.active
+    assert wait_for(lambda: s.poll() and s.status == "running" and s.comparison is not None)
+    assert s.comparison.phase == "speculative" and s.comparison.plain is None
+    assert s.shown.task == "table" and s.shown.max_new == 32
+    gate.set()
+    assert wait_for(lambda: not s.poll())
+    assert s.status == "done" and s.comparison is result and s.message == ""
+    assert calls and calls[0].prompt == PROMPTS["table"][1]
+
+
+def test_a_second_visitor_waits_in_line_with_its_position_and_can_cancel(queue):
+    gate, calls = threading.Event(), []
+    work = gated_work(gate, fake_comparison([(4, 4)]), calls)
+    a = RealText(queue=queue, work=work, task=CUSTOM, prompt="first")
+    b = RealText(queue=queue, work=work, task=CUSTOM, prompt="second")
+    a.run()
+    assert wait_for(lambda: a.poll() and a.status == "running")
+    b.run()
+    b.poll()
+    assert b.status == "queued" and b.position == 1
+    b.cancel()
+    assert b.status == "cancelled" and not b.active and queue.waiting == 0
+    a.close()  # the tab closes: its running job is asked to stop and ends
+    assert wait_for(lambda: queue.running == 0)
+    assert a.status == "cancelled"
+    assert [c.prompt for c in calls] == ["first"]
+
+
+def test_closing_a_session_stops_its_worker(queue):
+    gate, calls = threading.Event(), []
+    s = RealText(queue=queue, work=gated_work(gate, fake_comparison([(4, 4)]), calls),
+                 task=CUSTOM, prompt="hi")
+    s.run()
+    assert wait_for(lambda: queue.running == 1)
+    job = s._handle.job
+    s.close()
+    assert wait_for(lambda: job.finished) and job.state == jobs.CANCELLED
+    assert queue.running == 0
+
+
+def test_two_visitors_share_one_preset_run(queue):
+    gate, calls = threading.Event(), []
+    work = gated_work(gate, fake_comparison([(4, 4)]), calls)
+    a, b = (RealText(queue=queue, work=work, task="code-edit") for _ in range(2))
+    a.run()
+    b.run()
+    gate.set()
+    assert wait_for(lambda: not a.poll() and not b.poll())
+    assert a.comparison is b.comparison and len(calls) == 1
+    c = RealText(queue=queue, work=work, task="code-edit")
+    c.run()
+    assert c.shared and c.status == "done" and c.comparison is a.comparison and len(calls) == 1
+
+
+def test_the_guarantee_is_checked_token_by_token():
+    c = fake_comparison([(4, 4), (4, 1), (2, 0)])
+    s = RealText()
+    with st.unlocked(s):
+        s.comparison = c
+    g = s.guarantee
+    assert g.ok and g.n_tokens == len(c.spec.tokens)
+    kind, sentence = st.check_words(c, g)
+    assert kind == "ok" and f"all {g.n_tokens} tokens are identical" in sentence
+    # A plain run that wrote another token is caught at that token.
+    plain = fake_plain(len(c.spec.tokens))
+    bad = Comparison("done", c.spec, plain.__class__(**{**plain.__dict__,
+                                                         "tokens": plain.tokens[:3] + (999,) + plain.tokens[4:]}))
+    with st.unlocked(s):
+        s.comparison = bad
+    kind, sentence = st.check_words(bad, s.guarantee)
+    assert kind == "fail" and "token 4" in sentence
+
+
+def test_sampling_states_what_is_guaranteed():
+    c = fake_comparison([(4, 4)], temperature=0.7)
+    kind, sentence = st.check_words(c, None)
+    assert kind == "info" and "distribution" in sentence
+
+
+@pytest.mark.parametrize("rounds,verify_ms", [([(4, 4)] * 6, 60.0), ([(4, 0)] * 6, 90.0),
+                                              ([(4, 2), (0, 0), (4, 4)], 70.0)])
+def test_sentences_agree_with_the_numbers(rounds, verify_ms):
+    c = fake_comparison(rounds, verify_ms=verify_ms, step_ms=40.0)
+    sp = c.speedup
+    assert math.isfinite(sp)
+    words = st.verdict(c)
+    assert f"{sp:.2f}×" in words
+    assert ("faster" in words) == (sp > 1 and f"{sp:.2f}" != "1.00")
+    assert ("slower" in words) == (sp < 1 and f"{sp:.2f}" != "1.00")
+    spec = c.spec
+    assert f"accepted {spec.accepted} of the {spec.accepted + spec.rejected}" in st.why(c, 4)
+    assert f"{c.verify_cost:.1f}× a plain step" in st.why(c, 4)
+    m = st.map_words(c, 4)
+    assert f"q = {spec.acceptance_rate:.2f}" in m and f"measured {sp:.2f}×" in m
+
+
+def test_measured_numbers_of_a_fake_run():
+    c = fake_comparison([(4, 4), (4, 0)], verify_ms=100.0, step_ms=40.0, guess_ms=0.5)
+    # The fakes end each run 0.5 ms after its last pass (as a real run's bookkeeping does).
+    assert c.step_ms == pytest.approx(40.0, abs=0.5)
+    assert c.verify_ms == pytest.approx(100.0)
+    assert c.verify_cost == pytest.approx(2.5, rel=0.02)
+    assert c.spec.accepted == 4 and c.spec.proposed == 8
+    assert c.positions_per_verify == pytest.approx(5.0)
+    assert c.draft_cost == pytest.approx(0.5 / 40.0, rel=0.02)
+
+
+def test_status_lines():
+    assert "position 2" in st.status_line("queued", 2, None, workers=2, running=2, model_loaded=True)
+    assert "2 are running" in st.status_line("queued", 1, None, workers=2, running=2, model_loaded=True)
+    assert "Loading the model" in st.status_line("running", 0, None, workers=1, running=1,
+                                                 model_loaded=False)
+    spec = fake_spec([(4, 4)])
+    line = st.status_line("running", 0, Comparison("speculative", spec, None), workers=1, running=1,
+                          model_loaded=True)
+    assert f"{len(spec.tokens)} tokens" in line
+
+
+def test_while_the_plain_run_writes_the_check_covers_what_it_has_written():
+    done = fake_comparison([(4, 4), (4, 1)])
+    partial_plain = fake_plain(4, stopped="running")
+    s = RealText()
+    with st.unlocked(s):
+        s.comparison = Comparison("plain", done.spec, partial_plain)
+    g = s.guarantee
+    assert g.ok and g.n_tokens == 4
+    kind, sentence = st.check_words(s.comparison, g)
+    assert kind == "pending" and f"4 of {len(done.spec.tokens)} tokens so far, all identical" in sentence
+
+
+def test_without_the_model_a_task_shows_its_recorded_run(monkeypatch):
+    runs = st.recorded_runs()
+    assert {(t, d) for t in st.TASKS for d in st.DRAFT_LABELS} <= set(runs)
+    monkeypatch.setattr(st.lm, "is_installed", lambda: False)
+    s = RealText(task="json-reshape", draft="lookup")
+    s.run()
+    assert s.status == "recorded" and not s.active
+    assert s.comparison is runs[("json-reshape", "lookup")]
+    assert "recorded on" in s.message and "Live runs need the server" in s.message
+    assert s.shown.k == st.recorded_meta()["k"] and s.shown.max_new == st.recorded_meta()["max_new"]
+    custom = RealText(task=CUSTOM, prompt="hello")
+    custom.run()
+    assert custom.status == "refused" and "not installed" in custom.message
+
+
+def test_recorded_greedy_runs_keep_the_guarantee():
+    for (task, draft), c in st.recorded_runs().items():
+        assert c.finished and c.greedy, (task, draft)
+        assert c.spec.tokens == c.plain.tokens, (task, draft)
+        assert c.spec.draft == draft and c.plain.draft == "none"
+
+
+def test_the_lessons_claims_hold_for_the_recorded_runs():
+    from specdec_playable.episodes import ep7 as page
+
+    runs = st.recorded_runs()
+    spec = {key: c.spec for key, c in runs.items()}
+    # "when the reply repeats the prompt ... most of its guesses are right"
+    for task in ("code-edit", "extraction", "json-reshape", "table"):
+        assert spec[(task, "lookup")].acceptance_rate > 0.5, task
+    for task in st.TASKS:
+        # "on a chat reply it rarely has a guess": a guess at fewer than half of the passes
+        assert spec[(task, "learned")].proposed < 0.5 * spec[(task, "learned")].passes, task
+        # "without training it is almost never right"
+        assert spec[(task, "early-exit")].acceptance_rate <= 0.1, task
+    summary = page.recorded_summary(runs)
+    best = max(("code-edit", "extraction", "json-reshape", "table", "sky", "poem"),
+               key=lambda t: spec[(t, "lookup")].acceptance_rate)
+    assert (f"prompt lookup had {spec[(best, 'lookup')].acceptance_rate:.0%} of its guesses accepted "
+            f"on the {page.TASK_NAMES[best]}") in summary
+    idle = [c.speedup for (t, d), c in runs.items() if c.spec.accepted == 0 and d != "early-exit"]
+    assert all(c.draft_cost < page.CHEAP for (t, d), c in runs.items() if d != "early-exit")
+    assert all(c.draft_cost > page.CHEAP for (t, d), c in runs.items() if d == "early-exit")
+    assert f"{min(idle):.2f}× to {max(idle):.2f}×" in page.noise_sentence(runs)
+
+
+def test_the_first_run_tells_the_story():
+    """The page opens on the task where the recorded prompt lookup wrote the most tokens per pass."""
+    s = RealText()
+    runs = st.recorded_runs()
+    best = max(st.TASKS, key=lambda t: runs[(t, "lookup")].spec.tokens_per_pass)
+    assert (s.task, s.draft, s.decoding) == (best, "lookup", "greedy")
+    from specdec_playable.episodes import ep7 as page
+    assert "continues a table with prompt lookup" in page.TRY_THIS and best == "table"
+
+
+def test_a_speedup_the_tokens_per_pass_cannot_explain_is_called_noise():
+    # Verify passes measured faster than plain steps: only a change of load can do that.
+    noisy = fake_comparison([(4, 0)] * 6, verify_ms=20.0, step_ms=40.0)
+    assert noisy.speedup > 1.05 * noisy.spec.tokens_per_pass
+    assert "more than its 1.00 tokens per pass allow" in st.why(noisy, 4)
+    fair = fake_comparison([(4, 4)] * 6, verify_ms=90.0, step_ms=40.0)
+    assert fair.speedup <= fair.spec.tokens_per_pass and st.noisy_clock_words(fair) == ""
