@@ -11,7 +11,6 @@ exactly. "Run again" draws a new seed from the session's own generator.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,21 +63,9 @@ def pasted_text(result) -> Text:
                             description=f"Text you pasted, {how}.")
 
 
-_QUEUE: jobs.JobQueue | None = None
-_QUEUE_LOCK = threading.Lock()
-
-
 def paste_queue() -> jobs.JobQueue:
-    """The process's queue for real-model runs (one worker: a run keeps a core busy)."""
-    global _QUEUE
-    shared = getattr(jobs, "shared_queue", None)  # the one queue of every page, where there is one
-    if shared is not None:
-        return shared()
-    if _QUEUE is None:
-        with _QUEUE_LOCK:
-            if _QUEUE is None:
-                _QUEUE = jobs.JobQueue(workers=1, max_waiting=16)
-    return _QUEUE
+    """The process's one queue for real-model runs (Episode 7's too): a paste waits its turn."""
+    return jobs.shared_queue()
 
 
 @dataclass(frozen=True, eq=False)
