@@ -85,8 +85,9 @@ draft read the same text and gave its q. The token's acceptance probability is s
 chance that speculative sampling keeps the draft's proposal there (Leviathan, Kalman and Matias, 2023):
 that is the bar above each token and the number its hover shows. Each run keeps or rejects each draft
 with that probability, drawn afresh for each seed; the speedups come from those runs.</p>
-<p class="sdp-note">The learned draft is a table of which token most often followed each run of one to
-three tokens in Python's standard library. It costs almost nothing to run (a median of {draft_cost[0]:.3f}
+<p class="sdp-note">The learned draft is a table of the tokens that most often followed each run of one
+to three tokens in Python's standard library (up to 8 for each, with their counts); its q is those
+counts, normalised. It costs almost nothing to run (a median of {draft_cost[0]:.3f}
 of a big pass per token over {draft_cost[1]} end-to-end runs on this machine: hence the starting c of
 {BoilerplateVsPoetry.param.c.default:g}), but it knows only Python. The texts were
 scored once with <code>{esc(meta["command"])}</code> on {esc(meta["date"][:10])}; a pasted text is scored
