@@ -145,3 +145,23 @@ def test_speculative_sampling_over_real_p_passes_chi_square(text):
     r = sampling.speculative_sample(c.p, q, 100_000, rng=2024)
     assert sampling.chi_square(r.counts(), c.p).p_value > 1e-3
     assert sampling.chi_square(r.counts(), q).p_value < 1e-6
+
+
+def test_a_model_process_measures_as_this_process_does(model):
+    """Episode 4's paste is scored in a worker's child process (core.lm.remote): the same numbers,
+    progress reported per pass, and a partial result when the time runs out."""
+    from specdec_playable.core.lm import remote
+
+    text = measured.load_measured().texts["py-account"].source
+    child = remote.ModelProcess(blas_threads=1)
+    try:
+        seen = []
+        out = child.measure(text[:200], max_seconds=120, report=seen.append)
+        here = measure_text(model, text[:200])
+        assert out.complete and out.pieces == here.pieces
+        np.testing.assert_allclose(out.alpha, here.alpha, atol=TOL)
+        assert seen[0][0] == 0 and seen[-1] == (len(out), len(out))
+        cut = child.measure(text, max_seconds=1e-6)  # out of time before its first pass
+        assert not cut.complete and len(cut) == 0
+    finally:
+        child.close()

@@ -11,6 +11,7 @@ exactly. "Run again" draws a new seed from the session's own generator.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,14 +45,23 @@ def _text_choices() -> dict[str, str]:
 
 def score_paste(source: str):
     """The worker's function for a pasted text: score it with the real model and the learned
-    draft, a few dozen tokens per pass, reporting ``(done, total)`` tokens and stopping when
-    asked (see :class:`core.jobs.JobQueue`)."""
-    def work(ctx: jobs.JobContext):
-        from ..core.lm import get_model
-        from ..core.lm.measure import measure_text
+    draft, reporting ``(done, total)`` tokens after each pass and stopping when asked (see
+    :class:`core.jobs.JobQueue`).
 
-        return measure_text(get_model(), source, stopped=lambda: ctx.stopped, report=lambda d, n:
-                            ctx.report((d, n)))
+    The model runs in the worker thread's own child process (:mod:`core.lm.remote`, as for
+    Episode 7), so scoring never holds this process's interpreter lock, which every visitor's
+    page needs.
+    """
+    def work(ctx: jobs.JobContext):
+        from ..core.lm import remote
+
+        child = remote.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
+        left = ctx.deadline - time.monotonic() - 1.0
+        result = child.measure(source, cancel=ctx.cancel_event, max_seconds=max(left, 0.01),
+                               report=ctx.report)
+        if not result.complete:
+            ctx.cut_short()  # a partial score is not shared with later visitors
+        return result
     return work
 
 
