@@ -20,7 +20,7 @@ from bokeh.document import Document
 from bokeh.models import GlyphRenderer
 
 from specdec_playable import site
-from specdec_playable.core import adaptive, shared, theory
+from specdec_playable.core import adaptive, measured, shared, theory
 from specdec_playable.episodes import available
 from specdec_playable.state import ep5 as state5
 from specdec_playable.state import ep6 as state6
@@ -62,7 +62,7 @@ def test_the_race_is_shared_read_only_and_keyed_by_its_settings():
             assert not getattr(run, name).flags.writeable
         with pytest.raises(ValueError):
             run.wall[0] = 0.0
-    fresh = adaptive.race(adaptive.make_stream(repeats=state6.REPEATS),
+    fresh = adaptive.race(measured.measured_stream(state6.RACE_TEXTS, state6.REPEATS),
                           adaptive.default_policies(a.fixed_k), a.c, rng=a.race_seed)
     for got, want in zip(a.runs, fresh):
         np.testing.assert_array_equal(got.wall, want.wall)
