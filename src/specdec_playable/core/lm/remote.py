@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..jobs import blas_env
 from .compare import Comparison, Mirror, compare
 
 log = logging.getLogger("specdec_playable")
@@ -49,7 +50,7 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     """The child's loop: load the model, then answer one request at a time until the parent leaves."""
     from multiprocessing.connection import Connection
 
-    from ..jobs import _lower_priority, limit_blas_threads
+    from ..jobs import _lower_priority
     from .model import get_model
 
     requests = Connection(requests_fd, writable=False)
@@ -67,8 +68,7 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     threading.Thread(target=watch_cancel, daemon=True).start()
     if nice:
         _lower_priority(nice)
-    limit_blas_threads(blas_threads)
-    model = get_model()
+    model = get_model()  # the BLAS thread limit came with the environment (jobs.blas_env)
     replies.send(("ready", None))
     while True:
         try:
@@ -127,7 +127,7 @@ class ModelProcess:
             self._proc = subprocess.Popen(
                 [sys.executable, "-c", _CHILD, *map(str, child_fds), str(nice), str(blas_threads)],
                 pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                close_fds=True)
+                close_fds=True, env={**os.environ, **blas_env(blas_threads)})
         finally:
             for fd in child_fds:
                 os.close(fd)
