@@ -91,7 +91,6 @@ def generate_in_process(flag: str) -> None:
     from specdec_playable.core import jobs
 
     q = jobs.JobQueue(workers=1, nice=jobs.WORKER_NICE)
-    jobs.limit_blas_threads(jobs.BLAS_THREADS)
     from specdec_playable.core import lm
     from specdec_playable.state.ep7 import JOB_BUDGET_S, Settings, run_job
 
@@ -227,7 +226,10 @@ def main(argv=None) -> int:
     if args.visitor == "server":
         extra = ["--flag", flag]
     elif args.visitor == "process":
+        from specdec_playable.core import jobs
+
         helper = subprocess.Popen([sys.executable, __file__, "--generate", flag],
+                                  env={**os.environ, **jobs.blas_env(jobs.BLAS_THREADS)},
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), *extra],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specdec_playable.core.jobs import BLAS_THREADS, limit_blas_threads
+from specdec_playable.core.jobs import BLAS_ENV_NAMES, BLAS_THREADS
 from specdec_playable.core.lm import get_model
 from specdec_playable.core.lm.compare import DRAFTS, compare, comparison_to_json
 from specdec_playable.core.lm.prompts import PROMPTS
@@ -41,7 +41,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
-    limit_blas_threads(BLAS_THREADS)  # as the server's workers run (core.jobs.shared_queue)
+    # As the server's model processes run (core.jobs.blas_env); a BLAS library reads its
+    # thread count when it loads, so the script is started with it rather than told it here.
+    wrong = [n for n in BLAS_ENV_NAMES if os.environ.get(n) != str(BLAS_THREADS)]
+    if wrong:
+        ap.error(f"run with {' '.join(f'{n}={BLAS_THREADS}' for n in BLAS_ENV_NAMES)} set, as the "
+                 "server's model processes are (see core.jobs.blas_env)")
     model = get_model()
     runs = []
     print("| task | draft | tokens | accepted | tokens per pass | plain tok/s | spec tok/s | speedup | same text |")

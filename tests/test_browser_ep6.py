@@ -1,7 +1,8 @@
 """Browser tier: Episode 6 served and driven in Chromium.
 
-Part 1: move the boost slider, pick 100,000 samples, draw; the browser's chart data
-follows p (checked against the state's own numbers) and the page reports the test.
+Part 1: a real context's p against the learned draft's q; pick another context, push the
+bias to the favourite to its end, pick 100,000 samples, draw; the browser's chart data follows
+the real p (checked against the state's own numbers) and the page reports the test.
 Part 2: change the draft cost and press "New randomness"; the four lines and the table
 are redrawn, each policy's line ends at the stream's length.
 """
@@ -14,14 +15,15 @@ import numpy as np
 import pytest
 from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
-from specdec_playable.core import adaptive
+from specdec_playable.core import measured
 from specdec_playable.episodes import ep6
-from specdec_playable.state.ep6 import P_BIG, REPEATS, draft_distribution
+from specdec_playable.state.ep6 import RACE_TEXTS, REPEATS, FinePrint, draft_distribution
+from specdec_playable.views.tokens import token_label
 
 pytestmark = pytest.mark.browser
 
 PATH = "/" + ep6.SLUG
-N_STREAM = len(adaptive.make_stream(repeats=REPEATS))
+N_STREAM = len(measured.measured_stream(RACE_TEXTS, REPEATS))
 
 
 def _open(page, site, width=1280):
@@ -31,22 +33,35 @@ def _open(page, site, width=1280):
     page.wait_for_timeout(500)
 
 
-def test_ep6_part1_samples_follow_p_whatever_q(page, site, console, artifacts):
+def test_ep6_part1_samples_follow_real_p_whatever_q(page, site, console, artifacts):
     _open(page, site)
+    start = measured.context(FinePrint.param.context.default)
     models = model_data(page, "ep6-models")
-    np.testing.assert_allclose(models["p_big"], P_BIG)
-    np.testing.assert_allclose(models["p_draft"], draft_distribution(2.0, "moon", 1.5), rtol=1e-12)
-    assert "theory: sum of min(p, q)" in page_text(page)
+    np.testing.assert_allclose(models["p_big"], start.p)
+    np.testing.assert_allclose(models["p_draft"], start.q, rtol=1e-12)
+    assert models["word"][-1] == measured.REST
+    assert models["word"][0] == token_label(start.labels[0])
+    text = page_text(page)
+    assert "theory: sum of min(p, q)" in text and f"After “{start.context}”" in text
 
-    # Boost to the end (5.0): the draft now proposes "moon" most of the time.
-    boost = page.locator(".noUi-handle").nth(1)
-    boost.focus()
-    boost.press("End")
-    q5 = draft_distribution(2.0, "moon", 5.0)
+    # Another context: the Python one, where the draft agrees with the model.
+    ctx = measured.context(measured.CONTEXTS[-1])
+    page.get_by_label("Context").select_option(index=len(measured.CONTEXTS) - 1)
     page.wait_for_function(
-        "q => Math.abs(Bokeh.documents[0].get_model_by_name('ep6-models').data.p_draft[5] - q) < 1e-9",
-        arg=float(q5[5]), timeout=10_000)
-    assert q5[5] > 0.8
+        "w => Bokeh.documents[0].get_model_by_name('ep6-models').data.word[0] === w",
+        arg=token_label(ctx.labels[0]), timeout=10_000)
+    np.testing.assert_allclose(model_data(page, "ep6-models")["p_big"], ctx.p)
+
+    # Bias to its end (0.9): the draft now proposes the big model's 2nd token at least 90 % of
+    # the time. Handles: temperature, favourite, bias.
+    bias = page.locator(".noUi-handle").nth(2)
+    bias.focus()
+    bias.press("End")
+    q9 = draft_distribution(ctx.context, 1.0, 2, 0.9)
+    page.wait_for_function(
+        "q => Math.abs(Bokeh.documents[0].get_model_by_name('ep6-models').data.p_draft[1] - q) < 1e-9",
+        arg=float(q9[1]), timeout=10_000)
+    assert q9[1] >= 0.9
 
     # 100,000 samples, then a fresh draw with the button.
     page.get_by_label("Samples N").select_option(label="100,000")
@@ -62,13 +77,13 @@ def test_ep6_part1_samples_follow_p_whatever_q(page, site, console, artifacts):
     counts = np.array(out["count"])
     assert counts.sum() == 100_000
     freq = counts / counts.sum()
-    # Within 1 percentage point of p everywhere (binomial sd at 100,000 draws is < 0.16 points),
-    # and far from q for the favourite word.
-    assert np.abs(freq - P_BIG).max() < 0.01
-    assert abs(freq[5] - q5[5]) > 0.5
+    # Within 1 percentage point of the real p everywhere (binomial sd at 100,000 draws is < 0.16
+    # points), and far from q for the favourite token.
+    assert np.abs(freq - ctx.p).max() < 0.01
+    assert abs(freq[1] - q9[1]) > 0.5
     wait_for_text(page, "Measured on 100,000 draws")
     text = page_text(page)
-    theory = np.minimum(P_BIG, q5).sum()
+    theory = np.minimum(ctx.p, q9).sum()
     assert f"{theory:.1%}" in text
     page.screenshot(path=artifacts / "ep6-part1.png", full_page=True)
     assert_clean(page, console)
@@ -85,8 +100,8 @@ def test_ep6_part2_race_redraws_on_cost_and_new_randomness(page, site, console, 
                   "best k, off below break-even", "★ fastest"):
         assert label in text
 
-    # Draft cost c: the handle after temperature and boost; End = 0.60.
-    c = page.locator(".noUi-handle").nth(2)
+    # Draft cost c: the handle after temperature, favourite and bias; End = 0.60.
+    c = page.locator(".noUi-handle").nth(3)
     c.focus()
     c.press("End")
     assert c.get_attribute("aria-valuetext") == "0.60"

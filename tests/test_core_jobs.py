@@ -198,3 +198,13 @@ def test_workers_run_at_the_niceness_asked_for():
     assert seen == [7]
     with pytest.raises(ValueError, match="nice in 0..19"):
         jobs.JobQueue(nice=20)
+
+
+def test_blas_env_caps_every_blas_library_of_a_new_process():
+    from specdec_playable.core.jobs import BLAS_ENV_NAMES, blas_env
+
+    assert blas_env(1) == {name: "1" for name in BLAS_ENV_NAMES}
+    assert set(BLAS_ENV_NAMES) >= {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}
+    with pytest.raises(ValueError, match="at least 1"):
+        blas_env(0)
+

@@ -1,4 +1,4 @@
-"""State tier: Episode 4's parameters drive core.relay over core.texts."""
+"""State tier: Episode 4's parameters drive core.relay over the real model's measured texts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.core import relay, texts
+from specdec_playable.core import jobs, measured, relay, texts
+from specdec_playable.core.lm.measure import MeasuredText
 from specdec_playable.core.seeds import SEED_MAX
 from specdec_playable.state.ep4 import (
     BIG_PASS_MS,
@@ -16,16 +17,25 @@ from specdec_playable.state.ep4 import (
     TextRun,
 )
 
-BUNDLED = [t.id for t in texts.load_texts()]
+BUNDLED = list(measured.text_ids())
 
 
 def test_defaults_match_the_episode_spec():
     s = BoilerplateVsPoetry(seed=1)
-    assert (s.left, s.right, s.k, s.c) == ("js-loop", "poem-kettle", 6, 0.15)
-    assert s.draft_step_ms == pytest.approx(0.15 * 600) and BIG_PASS_MS == 600
+    assert (s.left, s.right, s.k, s.c) == ("py-account", "poem-kettle", 6, 0.01)
+    assert s.draft_step_ms == pytest.approx(0.01 * 600) and BIG_PASS_MS == 600
     left, right = s.runs
-    assert left.text.kind == "code" and right.text.kind == "poem"
-    assert s.message == "" and s.pasted is None
+    assert left.text.kind == "python" and right.text.kind == "poem"
+    assert s.message == "" and s.pasted is None and s.scoring == "idle"
+
+
+def test_each_side_is_the_models_tokens_with_their_measured_acceptance():
+    s = BoilerplateVsPoetry(seed=1)
+    for run, tid in zip(s.runs, (s.left, s.right)):
+        shipped = measured.load_measured().texts[tid]
+        assert run.text.tokens == shipped.pieces
+        np.testing.assert_array_equal(run.text.q, shipped.alpha)
+    assert set(s.param.left.objects) == set(BUNDLED) | {PASTED}
 
 
 def test_each_run_is_the_relay_run_with_this_sides_stream():
@@ -41,7 +51,7 @@ def test_each_run_is_the_relay_run_with_this_sides_stream():
 
 
 def test_measurements_are_consistent_with_the_run():
-    s = BoilerplateVsPoetry(seed=77)
+    s = BoilerplateVsPoetry(seed=77, c=0.15)
     for run in s.runs:
         r = run.result.rounds
         n = run.n_tokens
@@ -60,8 +70,12 @@ def test_measurements_are_consistent_with_the_run():
         assert set(run.status) <= {"accepted", "correction", "bonus"}
         assert (run.round >= 0).all() and (np.diff(run.round) >= 0).all()
         for i, st_ in enumerate(run.status):
-            # A correction carries the draft's rejected guess, which is the text's decoy.
-            assert (run.missed_guess[i] == run.text.decoys[i]) == (st_ == "correction")
+            # A correction carries the draft's rejected guess, which is the text's decoy (the
+            # draft's measured top guess; "" where that guess was the token itself).
+            if st_ == "correction":
+                assert run.missed_guess[i] == run.text.decoys[i]
+            else:
+                assert run.missed_guess[i] == ""
 
 
 def test_same_seed_reproduces_a_run_and_settings_keep_the_seed():
@@ -125,7 +139,7 @@ def test_bounds_are_enforced():
                       ("seed", SEED_MAX + 1), ("left", "nope")]:
         with pytest.raises(ValueError):
             setattr(s, name, bad)
-    assert (s.k, s.c, s.seed, s.left) == (6, 0.15, 0, "js-loop")
+    assert (s.k, s.c, s.seed, s.left) == (6, 0.01, 0, "py-account")
 
 
 @settings(max_examples=40, deadline=None)
@@ -138,55 +152,157 @@ def test_the_output_always_equals_the_text(seed, k, left, right):
         assert "".join(run.result.output) == run.text.source
 
 
+class _FakeScorer:
+    """Scores a paste without the model: every token is one character, acceptance 0.5."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, source):
+        self.calls += 1
+
+        def work(ctx):
+            ctx.report((0, len(source)))
+            n = len(source)
+            return MeasuredText(ids=np.arange(n), pieces=tuple(source), alpha=np.full(n, 0.5),
+                                greedy=np.zeros(n, bool), p_token=np.full(n, 0.5),
+                                guess=("?",) * n)
+        return work
+
+
+@pytest.fixture
+def queue():
+    q = jobs.JobQueue(workers=1, max_waiting=2)
+    yield q
+    q.shutdown()
+
+
+def _wait_running(s):
+    import time
+
+    for _ in range(200):
+        if s._handle.job.state == jobs.RUNNING:
+            return
+        time.sleep(0.02)
+    raise AssertionError("the job never started")
+
+
+def _paste(s, text):
+    """Send a paste and wait for its scoring (a worker thread) to finish."""
+    ok = s.use_paste(text)
+    if ok:
+        assert s._handle.job.wait(30)
+        s.poll()
+    return ok
+
+
 @settings(max_examples=40, deadline=None)
 @given(text=st.text(min_size=1, max_size=300).filter(str.strip), seed=st.integers(0, SEED_MAX))
 def test_pasted_text_runs_and_comes_back_unchanged(text, seed):
-    s = BoilerplateVsPoetry(seed=seed)
-    assert s.use_paste(text)
-    assert s.right == PASTED and s.message == ""
-    run = s.runs[1]
-    assert run.text.source == text and "".join(run.result.output) == text
+    q = jobs.JobQueue(workers=1, max_waiting=2)
+    try:
+        s = BoilerplateVsPoetry(seed=seed, queue=q, score=_FakeScorer())
+        assert _paste(s, text)
+        assert s.right == PASTED and s.message == "" and s.scoring == "done"
+        run = s.runs[1]
+        assert run.text.source == text and "".join(run.result.output) == text
+    finally:
+        q.shutdown()
 
 
-def test_code_is_accepted_far_more_often_than_the_poem_over_many_seeds():
+def test_a_paste_is_scored_by_the_real_model(queue):
+    s = BoilerplateVsPoetry(seed=3, queue=queue)
+    assert _paste(s, "def add(a, b):\n    return a + b\n")
+    t = s.runs[1].text
+    assert s.scoring == "done" and s.progress == (len(t), len(t))
+    assert t.kind == "pasted" and t.tokens[:3] == ("def", " add", "(")
+    assert ((t.q >= 0) & (t.q <= 1)).all() and t.q.max() > 0.3  # "return" after the colon
+
+
+def test_scoring_reports_its_place_in_line_and_can_be_cancelled(queue):
+    import threading
+
+    gate = threading.Event()
+
+    def blocker(_source):
+        return lambda ctx: gate.wait(10)
+
+    first = BoilerplateVsPoetry(seed=1, queue=queue, score=blocker)
+    second = BoilerplateVsPoetry(seed=1, queue=queue, score=_FakeScorer())
+    assert first.use_paste("one")
+    _wait_running(first)
+    assert second.use_paste("two")
+    second.poll()
+    assert second.scoring == "queued" and second.position == 1 and second.scoring_active
+    second.cancel()
+    assert second.scoring == "cancelled" and second.message == "Scoring cancelled."
+    assert not second.scoring_active and second.pasted is None
+    gate.set()
+    first._handle.job.wait(10)
+
+
+def test_a_full_queue_is_refused_with_a_message():
+    import threading
+
+    q = jobs.JobQueue(workers=1, max_waiting=0)
+    gate = threading.Event()
+    try:
+        a = BoilerplateVsPoetry(seed=1, queue=q, score=lambda _s: (lambda ctx: gate.wait(10)))
+        b = BoilerplateVsPoetry(seed=1, queue=q, score=_FakeScorer())
+        assert a.use_paste("first")
+        _wait_running(a)
+        assert not b.use_paste("second")
+        assert "busy" in b.message and b.scoring == "idle"
+    finally:
+        gate.set()
+        q.shutdown()
+
+
+def test_measured_acceptance_orders_the_texts_over_many_seeds():
+    """Over 200 seeds each run's acceptance rate averages near its text's measured mean; the
+    Python text (mean 0.36) is kept far more often than the poem (0.04)."""
     s = BoilerplateVsPoetry(seed=0)
     code, poem = [], []
     for seed in range(200):
         s.seed = seed
         code.append(s.runs[0].acceptance_rate)
         poem.append(s.runs[1].acceptance_rate)
-    # Means near the labels' averages (0.88 and 0.45); 200 runs give a standard error < 0.02.
-    assert np.mean(code) > 0.8 and np.mean(poem) < 0.55
-    assert np.mean(code) - np.mean(poem) > 0.3
+    means = measured.genre_means()
+    # 200 runs give a standard error below 0.01 for either mean; 0.05 is five of them.
+    assert np.mean(code) == pytest.approx(means["py-account"]["alpha"], abs=0.05)
+    assert np.mean(poem) == pytest.approx(means["poem-kettle"]["alpha"], abs=0.05)
+    assert np.mean(code) - np.mean(poem) > 0.2
 
 
-def test_paste_goes_right_and_replaces_an_earlier_paste_on_its_side():
-    s = BoilerplateVsPoetry(seed=9)
-    assert s.use_paste("Dear Sir, thank you for your letter.")
+def test_paste_goes_right_and_replaces_an_earlier_paste_on_its_side(queue):
+    s = BoilerplateVsPoetry(seed=9, queue=queue, score=_FakeScorer())
+    assert _paste(s, "Dear Sir, thank you for your letter.")
     assert s.right == PASTED and s.runs[1].text.kind == "pasted"
     s.left = PASTED
     s.right = "poem-kettle"
-    assert s.use_paste("for (let i = 0; i < n; i++) {}")
+    assert _paste(s, "for (let i = 0; i < n; i++) {}")
     # The paste is already on the left, so it stays there and the right is untouched.
     assert s.left == PASTED and s.right == "poem-kettle"
     assert s.runs[0].text.source == "for (let i = 0; i < n; i++) {}"
 
 
-def test_overlong_paste_sets_a_message_and_keeps_the_previous_run():
-    s = BoilerplateVsPoetry(seed=11)
-    assert s.use_paste("<b>first</b>")
+def test_overlong_paste_sets_a_message_and_keeps_the_previous_run(queue):
+    scorer = _FakeScorer()
+    s = BoilerplateVsPoetry(seed=11, queue=queue, score=scorer)
+    assert _paste(s, "<b>first</b>")
     before, pasted = s.runs, s.pasted
     assert not s.use_paste("x" * (texts.PASTE_MAX_CHARS + 1))
+    assert scorer.calls == 1  # the refused text never reached a worker
     assert "at most 2,000 characters" in s.message and "2,001" in s.message
     assert s.runs is before and s.pasted is pasted
     assert s.runs[1].text.source == "<b>first</b>"
     # Exactly 2,000 characters is allowed, and clears the message.
-    assert s.use_paste("y " * 1000)
+    assert _paste(s, "y " * 1000)
     assert s.message == "" and len(s.runs[1].text.source) == 2000
 
 
-def test_empty_paste_is_refused_with_a_message():
-    s = BoilerplateVsPoetry(seed=12)
+def test_empty_paste_is_refused_with_a_message(queue):
+    s = BoilerplateVsPoetry(seed=12, queue=queue, score=_FakeScorer())
     before = s.runs
     assert not s.use_paste("   \n ")
     assert "empty" in s.message and s.runs is before

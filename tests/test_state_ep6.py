@@ -1,53 +1,72 @@
-"""State tier: Episode 6's derived values follow its parameters."""
+"""State tier: Episode 6's derived values follow its parameters (real p, the learned draft's q)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from specdec_playable.core import adaptive, sampling
-from specdec_playable.state.ep6 import P_BIG, WORDS, FinePrint, draft_distribution
+from specdec_playable.core import adaptive, measured, sampling
+from specdec_playable.state.ep6 import RACE_TEXTS, FinePrint, draft_distribution
 
 
-def test_draft_distribution_is_p_at_temperature_one_without_boost():
-    np.testing.assert_allclose(draft_distribution(1.0, "mat", 0.0), P_BIG)
-    q = draft_distribution(1.0, "moon", 2.0)
-    assert q.sum() == pytest.approx(1.0) and q[WORDS.index("moon")] > P_BIG[-1] * 5
+def test_draft_distribution_is_the_real_q_at_temperature_one_without_bias():
+    for ctx in measured.CONTEXTS:
+        c = measured.context(ctx)
+        np.testing.assert_allclose(draft_distribution(ctx, 1.0, 1, 0.0), c.q)
+        q = draft_distribution(ctx, 1.0, 3, 0.5)
+        assert q.sum() == pytest.approx(1.0) and q[2] >= 0.5
+
+
+def test_part1_is_the_real_models_p_over_a_real_context():
+    s = FinePrint(rng=0)
+    c = measured.context(s.context)
+    assert s.labels == c.labels and s.labels[-1] == measured.REST
+    np.testing.assert_allclose(s.p_big, c.p)
+    assert s.acceptance_theory == pytest.approx(c.alpha, abs=2e-3)  # the measured alpha
+    s.context = measured.CONTEXTS[-1]
+    assert s.labels[0] == "," and s.p_big[0] > 0.8  # "def __init__(self" -> ","
+    assert s.samples.p_big.size == len(s.labels)
 
 
 def test_knobs_change_q_and_resample():
-    s = FinePrint(rng=0)
+    s = FinePrint(rng=0, context=measured.CONTEXTS[-1])
     before = s.samples
-    s.param.update(temperature=1.0, boost=0.0)
-    np.testing.assert_allclose(s.p_draft, P_BIG)
-    assert s.acceptance_theory == pytest.approx(1.0)
-    assert s.samples is not before and s.samples.acceptance_rate == 1.0
-    s.favourite = "sofa"
-    s.boost = 3.0
-    assert s.p_draft.argmax() == WORDS.index("sofa")
-    assert s.acceptance_theory == pytest.approx(np.minimum(P_BIG, s.p_draft).sum())
+    s.param.update(favourite=4, bias=0.6)
+    assert s.samples is not before
+    assert s.p_draft[3] >= 0.6 and s.favourite_label == s.labels[3]
+    assert s.acceptance_theory == pytest.approx(np.minimum(s.p_big, s.p_draft).sum())
+    s.bias = 0.0
+    np.testing.assert_allclose(s.p_draft, measured.context(s.context).q)
 
 
-def test_samples_follow_p_and_n():
-    s = FinePrint(rng=1, n_samples=100_000)
+@pytest.mark.parametrize("ctx", measured.CONTEXTS)
+def test_samples_follow_real_p_whatever_q(ctx):
+    """Seed 7, 100,000 draws with a draft biased 60 % to the model's 3rd token: the chi-square
+    test against the real p passes (p-value > 0.001), against q it fails (< 1e-12)."""
+    s = FinePrint(rng=7, n_samples=100_000, context=ctx, favourite=3, bias=0.6, temperature=2.0)
     assert s.samples.n == 100_000
     assert s.fit_big.p_value > 1e-3 and s.fit_draft.p_value < 1e-12
-    assert abs(s.samples.acceptance_rate - s.acceptance_theory) < 0.01
+    # The measured acceptance is within 4 standard errors (<= 0.0016 each) of sum(min(p, q)).
+    assert abs(s.samples.acceptance_rate - s.acceptance_theory) < 0.0064
     np.testing.assert_allclose(s.frequencies.sum(), 1.0)
     old = s.samples
     s.param.trigger("draw")
     assert s.samples is not old and s.samples.n == 100_000
 
 
-def test_race_follows_seed_c_and_fixed_k():
+def test_race_runs_over_the_measured_texts():
     s = FinePrint(rng=2)
+    stream = measured.measured_stream(RACE_TEXTS, 2)
+    assert s.stream.tokens == stream.tokens
+    np.testing.assert_array_equal(s.stream.q, stream.q)
+    assert [seg[0] for seg in s.stream.segments] == ["python", "poem", "json"]
     assert [r.label for r in s.runs][0] == "fixed k = 4"
     first = [r.speedup for r in s.runs]
     s.fixed_k = 7
     assert s.runs[0].label == "fixed k = 7" and (s.runs[0].k == 7).all()
     s.c = 0.6
     assert all(r.output == s.stream.tokens for r in s.runs)
-    s.param.update(c=0.3, fixed_k=4)
+    s.param.update(c=0.05, fixed_k=4)
     assert [r.speedup for r in s.runs] == first
     s.race_seed = 5
     s.new_race()

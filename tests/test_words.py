@@ -54,5 +54,8 @@ def test_episode_6_describes_the_policies_it_races():
     assert f"never above {plus.k_max}" in ep6.PART2_INTRO and plus.k_max == adaptive.K_CAP
     assert f"moves it {estimate.alpha:.0%} of the way" in ep6.PART2_INTRO
     assert f"every {off.probe_every} plain rounds, draft {off.probe_k} tokens" in ep6.PART2_INTRO
-    assert f"to {FinePrint.param.boost.bounds[1]:g} and" in ep6.TRY_THIS
+    assert f"to {FinePrint.param.bias.bounds[1]:g} and" in ep6.TRY_THIS
     assert f"{max(SAMPLE_SIZES):,}:" in ep6.TRY_THIS
+    # The race's texts are named with their measured mean acceptance, in the stream's order.
+    for kind, mean in ep6.RACE_MEANS:
+        assert f"(mean acceptance {mean:.2f})" in ep6.PART2_INTRO

@@ -332,7 +332,7 @@ def _lower_priority(nice: int) -> None:
 
 #: Runs that may wait in the shared queue behind the running ones.
 SHARED_MAX_WAITING = 32
-#: Threads of one matrix product while the shared queue exists (see :func:`shared_queue`).
+#: Threads of one matrix product in a model process (see :func:`shared_queue`).
 BLAS_THREADS = 1
 #: Niceness of the shared queue's workers: a visitor's slider before another visitor's run.
 WORKER_NICE = 10
@@ -348,15 +348,13 @@ def shared_queue() -> JobQueue:
     down) and up to :data:`SHARED_MAX_WAITING` runs in line. Every page that runs the
     model submits here, so together they never run more than that at once.
 
-    Episode 7's runs go on to a model process per worker (:mod:`core.lm.remote`), which
-    applies the same niceness and BLAS limit to itself.
-
-    Creating it also limits the process's BLAS library to :data:`BLAS_THREADS` thread per
-    matrix product (OpenBLAS's thread count is one setting per process). With two BLAS
-    threads per run, two runs at once ask four threads of two cores, and OpenBLAS's
-    threads wait for one another by spinning, taking cores from the event loop and from
-    each other (``benchmarks/bench_ep7_latency.py`` measures another visitor's slider
-    while a run generates).
+    The runs themselves go on to a model process per worker (:mod:`core.lm.remote`),
+    started with the same niceness and with its BLAS library held to :data:`BLAS_THREADS`
+    thread per matrix product (:func:`blas_env`). With two BLAS threads per run, two runs
+    at once ask four threads of two cores, and OpenBLAS's threads wait for one another by
+    spinning, taking cores from the event loop and from each other
+    (``benchmarks/bench_ep7_latency.py`` measures another visitor's slider while a run
+    generates).
 
     Its workers run at niceness :data:`WORKER_NICE`: when a core is contended, the server's
     event loop (every visitor's sliders and pages) is scheduled before a generation.
@@ -365,14 +363,22 @@ def shared_queue() -> JobQueue:
     if _shared is None:
         with _shared_lock:
             if _shared is None:
-                limit_blas_threads(BLAS_THREADS)
                 _shared = JobQueue(workers=max(1, os.cpu_count() or 1),
                                    max_waiting=SHARED_MAX_WAITING, nice=WORKER_NICE)
     return _shared
 
 
-def limit_blas_threads(n: int) -> None:
-    """Let every BLAS library loaded in this process use at most ``n`` threads per call."""
-    from threadpoolctl import threadpool_limits
+#: The variables OpenBLAS, OpenMP and MKL read for their thread count when they load.
+BLAS_ENV_NAMES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
-    threadpool_limits(limits=int(n), user_api="blas")
+
+def blas_env(n: int) -> dict[str, str]:
+    """Environment for a new process whose BLAS library may use at most ``n`` threads per call.
+
+    A BLAS library reads its thread count once, when it loads (with numpy), so the limit is
+    given to a process as it starts: ``subprocess.Popen(..., env={**os.environ, **blas_env(1)})``.
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"BLAS threads must be at least 1; got {n}")
+    return {name: str(n) for name in BLAS_ENV_NAMES}

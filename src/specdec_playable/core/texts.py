@@ -565,6 +565,27 @@ def load_texts() -> tuple[Text, ...]:
     return tuple(sorted(texts, key=lambda t: (rank.get(t.kind, len(rank)), t.id)))
 
 
+def check_paste(s: str, max_chars: int = PASTE_MAX_CHARS) -> str:
+    """``s`` if a visitor's pasted text is acceptable (a non-blank string of at most ``max_chars``
+    characters), else ``ValueError`` with a message fit to show the visitor.
+
+    Examples
+    --------
+    >>> check_paste("   ")
+    Traceback (most recent call last):
+    ...
+    ValueError: Your text is empty: paste a sentence, some code or a poem first.
+    """
+    max_chars = _v.integer("max_chars", max_chars, 1, _PASTE_CAP)
+    if not isinstance(s, str):
+        raise ValueError(f"Your text must be a string; got {type(s).__name__}.")
+    if len(s) > max_chars:
+        raise ValueError(f"Your text must be at most {max_chars:,} characters; got {len(s):,}.")
+    if not s.strip():
+        raise ValueError("Your text is empty: paste a sentence, some code or a poem first.")
+    return s
+
+
 def text_from_paste(s: str, max_chars: int = PASTE_MAX_CHARS) -> Text:
     """Turn a visitor's pasted text into a :class:`Text` by the automatic rule.
 
@@ -584,13 +605,7 @@ def text_from_paste(s: str, max_chars: int = PASTE_MAX_CHARS) -> Text:
     ...
     ValueError: Your text must be at most 2,000 characters; got 2,001.
     """
-    max_chars = _v.integer("max_chars", max_chars, 1, _PASTE_CAP)
-    if not isinstance(s, str):
-        raise ValueError(f"Your text must be a string; got {type(s).__name__}.")
-    if len(s) > max_chars:
-        raise ValueError(f"Your text must be at most {max_chars:,} characters; got {len(s):,}.")
-    if not s.strip():
-        raise ValueError("Your text is empty: paste a sentence, some code or a poem first.")
+    s = check_paste(s, max_chars)
     tokens = tokenize(s)
     tiers = classify(tokens)
     return Text(

@@ -1,87 +1,124 @@
-"""Episode 4: boilerplate flies, poetry stalls.
+"""Episode 4: boilerplate flies, poetry stalls (or does it?).
 
-How often the draft is right is not a knob but a property of the text. The
-same speculative decoder runs over two texts side by side (code and a poem by
-default, or the visitor's own): every token is shown in reading order, marked
-as kept from the draft or written by the big model, and each run's acceptance
-rate, tokens per round and wall clock are measured from ``core.relay``.
+How often the draft is right is not a knob but a property of the text and of the draft. The
+same speculative decoder runs over two texts side by side (Python code and a poem by default, or
+the visitor's own), cut into the real model's tokens, each with its acceptance probability
+measured on the real model and the learned draft: every token is shown in reading order, marked
+as kept from the draft or written by the big model, and each run's acceptance rate, tokens per
+round and wall clock are measured from ``core.relay``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+
 import panel as pn
 
 from . import neighbours
-from ..core import texts
-from ..state.ep4 import BoilerplateVsPoetry
+from ..core import measured, texts
+from ..core.assets import asset_path
+from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
 from ..views.deferred import after_first_paint
-from ..views.ep4_texts import BoilerplateVsPoetryView, tier_table_html
-from ..views.page import episode_shell, prose
+from ..views.ep4_measured import genre_story, genre_table_html
+from ..views.ep4_texts import BoilerplateVsPoetryView
+from ..views.page import episode_shell, esc, prose
 from ..views.urlstate import bind_url
 
 NUMBER = 4
 SLUG = "ep4_boilerplate_vs_poetry"
 TITLE = "Boilerplate flies, poetry stalls"
-SUMMARY = ("The same speculative decoder over code and over a poem: the code comes out two to three "
-           "times faster, the poem barely faster, or slower. Paste your own text to try it.")
+_LEFT, _RIGHT = (BoilerplateVsPoetry.param[n].default for n in ("left", "right"))
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("left", "right", "k", "c", "seed")
 #: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 1240
+VIEW_HEIGHT = 1700
 
-LEDE = ("The same speculative decoder (a small model drafts k tokens, the big model checks them "
-        "in one pass) runs over two texts side by side, a piece of code and a poem to start with; "
-        "only the text differs between the two sides, and that alone decides how well speculating "
-        "pays off on each.")
-TRY_THIS = ("with the starting pair of texts (code on the left, a poem on the right) and settings, "
-            "press <em>Run again</em> a few times and watch the two pairs of bars: the code stays "
-            "well ahead of the big model alone, while the poem hovers around it and often ends "
-            "up slower. Then paste some text of your own at the bottom.")
+LEDE = ("The same speculative decoder (a small draft proposes k tokens, the big model checks them "
+        "in one pass) runs over two texts side by side, Python code and a poem to start with. Each "
+        "token's chance of being kept was measured on a real model: only the text differs between "
+        "the two sides.")
+TRY_THIS = ("with the starting pair of texts (Python on the left, a poem on the right) and settings, "
+            "press <em>Run again</em> a few times and watch the two pairs of bars: the Python code, "
+            "in the one language the draft learned, stays ahead of the big model alone, while the "
+            "poem hovers around it, a little faster in some runs and a little slower in others. "
+            "Then switch the "
+            "left text to JavaScript or JSON, and paste some text of your own at the bottom.")
 PASTE_INTRO = (
     '<h2>Try your own text</h2><p class="sdp-lede">Paste anything up to '
-    f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>Run my text</strong>. It is '
-    'cut into tokens, each token gets a probability by the automatic rule described '
-    'below, and it runs on the right-hand side (or on whichever side already shows your '
-    'text) with the same settings.</p>')
-#: What each tier's tokens are, for the table of tiers.
-TIER_EXAMPLES = {
-    "forced": "closing brackets and quotes, a required ; or , — the second half of a fixed pair",
-    "syntax": "code keywords, operators, other punctuation, a name already used",
-    "context": "the next word of an idiom, a convention (i = 0), a word already in the source "
-               "sentence, translated",
-    "function": "the, of, and, le, de; any token with two or three equal options",
-    "content": "other words and numbers: one of many reasonable choices",
-    "creative": "a poet's image or verb, a person's name, a specific id or date",
-}
+    f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>Score and run my text</strong>. The '
+    'real model reads it on this server (it waits its turn if others are scoring), cuts it into its '
+    'tokens and measures each one just as for the texts above; then it runs on the right-hand side '
+    '(or on whichever side already shows your text) with the same settings.</p>')
 
-EXPLAIN_HTML = f"""
-<h2>Why boilerplate flies and poetry stalls</h2>
-<p class="sdp-lede">The big model keeps a drafted token only if it is exactly the token it would
-have written. How often that happens is set by the text, not by the decoder. In code, most tokens are
-dictated by what came before: a bracket that was opened gets closed, a name defined on one line is
-used on the next, a loop counter is called <code>i</code>. JSON repeats its quotes, colons and commas, a
-form letter is built from stock phrases, and a translation follows the sentence it translates. A small
-model gets those right almost every time, so a round often keeps all its drafts and the pass that checks
-them adds one more token: up to k + 1 tokens for one slow pass.</p>
-<p class="sdp-lede">A poem is written to avoid the obvious word. Neither model can predict it, so the
-draft usually misses within its first two guesses, the round delivers one or two tokens, and the time
-spent drafting is wasted on top of the big pass. That is how the poem's speculative bar can end up
-longer than plain decoding. It is also why speculative decoding pays off most where the output is
-predictable: code completion, structured output such as JSON, translation, templated replies.</p>
-<h3>Where each token's probability comes from</h3>
-<p class="sdp-note">Each token carries a probability p that a small draft model guesses it right given
-the text before it. It is a simulation parameter, not a measurement of a real model. The five texts
-above were written for this project and labelled by hand: ask how many reasonable next tokens there are
-and pick the first tier that fits.</p>
-{tier_table_html(TIER_EXAMPLES)}
-<p class="sdp-note">Pasted text gets only the tiers a program can tell without a language model:
-whitespace, closing brackets and separators are <code>forced</code>; other punctuation, code keywords and
-repeated words are <code>syntax</code>; common function words are <code>function</code>; everything else
-is <code>content</code>. So it rates a poem a little too high and a form letter a little too low. On
-every run each token's draft is accepted with its probability, drawn afresh: that is why two runs of the
-same text differ. The full rule, with its judgement calls, is in <code>assets/texts/README.md</code> in
-the project's repository.</p>
+
+@functools.cache
+def _summary() -> str:
+    means = measured.genre_means()
+    left, right = means[_LEFT], means[_RIGHT]
+    return (f"The same speculative decoder over Python code and over a poem, every token's acceptance "
+            f"measured on a real model and its learned draft: {left['alpha']:.0%} on average on the "
+            f"Python, {right['alpha']:.0%} on the poem. Paste your own text to have it scored.")
+
+
+@functools.cache
+def _draft_cost() -> tuple[float, int]:
+    """The learned draft's measured cost c per token: the median over its end-to-end runs, and
+    how many runs."""
+    runs = json.loads(asset_path("lm/ngram_draft.json").read_text(encoding="utf-8"))["end_to_end"]
+    cs = sorted(r["c"] for r in runs.values())
+    mid = len(cs) // 2
+    median = cs[mid] if len(cs) % 2 else (cs[mid - 1] + cs[mid]) / 2
+    return median, len(cs)
+
+
+@functools.cache
+def _explain_html() -> str:
+    meta = measured.load_measured().meta
+    draft_cost = _draft_cost()
+    return f"""
+<h2>Where the numbers come from</h2>
+<p class="sdp-lede">Every text here is cut into the tokens of a real language model,
+SmolLM2-135M-Instruct, as it sees them: subword pieces, each carrying the space before it. At every
+token, the big model read the real text before it and gave its next-token distribution p; the learned
+draft read the same text and gave its q. The token's acceptance probability is sum(min(p, q)), the
+chance that speculative sampling keeps the draft's proposal there (Leviathan, Kalman and Matias, 2023):
+that is the bar above each token and the number its hover shows. Each run keeps or rejects each draft
+with that probability, drawn afresh for each seed; the speedups come from those runs.</p>
+<p class="sdp-note">The learned draft is a table of the tokens that most often followed each run of one
+to three tokens in Python's standard library (up to 8 for each, with their counts); its q is those
+counts, normalised. It costs almost nothing to run (a median of {draft_cost[0]:.3f}
+of a big pass per token over {draft_cost[1]} end-to-end runs on this machine: hence the starting c of
+{BoilerplateVsPoetry.param.c.default:g}), but it knows only Python. The texts were
+scored once with <code>{esc(meta["command"])}</code> on {esc(meta["date"][:10])}; a pasted text is scored
+the same way, live. The time axis is still the simulation's: a big pass costs
+{BIG_PASS_MS:,.0f} ms however many tokens it checks, as on a large GPU (Episode 1); on this CPU,
+checking k tokens costs several single passes.</p>
+<h2>What the measurements say</h2>
+<p class="sdp-lede">{esc(genre_story())}</p>
+{genre_table_html()}
+<p class="sdp-note">Greedy draft kept: the share of tokens where the draft's top guess is the big
+model's top guess, which is how often greedy decoding would keep it. The big model's p of the real
+token says how predictable the text is to the big model itself, whatever the draft.</p>
+<h3>Why boilerplate usually flies</h3>
+<p class="sdp-lede">In code, JSON, a form letter or a translation, many tokens are dictated by what
+came before: a bracket that was opened gets closed, a key repeats, a stock phrase runs on. There the big
+model often puts most of its probability on one token, and a draft that has learned the same habit puts its
+own there too, so the two overlap almost completely. A poem is written to avoid the obvious word: the
+big model spreads its probability over many, and the overlap is small whatever the draft. The table's
+last column shows the first half of that on these texts; the second half needs a draft that learned
+such text, and this one learned only Python.</p>
 """
+
+
+#: Written from the measured asset when first asked for (importing the module reads no file).
+_LAZY = {"SUMMARY": _summary, "EXPLAIN_HTML": _explain_html, "DRAFT_COST": _draft_cost}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
@@ -93,5 +130,5 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
         min_height=VIEW_HEIGHT, name="ep4-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep4",
-        lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(EXPLAIN_HTML, "ep4.css")],
+        lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(_explain_html(), "ep4.css")],
     )

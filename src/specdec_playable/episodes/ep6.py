@@ -9,56 +9,89 @@ JSON back to back on the same randomness: adapting k pays when the genre changes
 
 from __future__ import annotations
 
+import functools
+
 import panel as pn
 
 from . import neighbours
-from ..core import adaptive
-from ..state.ep6 import REPEATS, SAMPLE_SIZES, WORDS, FinePrint, draft_distribution
+from ..core import adaptive, measured
+from ..state.ep6 import RACE_TEXTS, REPEATS, SAMPLE_SIZES, FinePrint, draft_distribution
 from ..views.deferred import after_first_paint
 from ..views.ep6_fine_print import FinePrintView
-from ..views.page import episode_shell, prose
+from ..views.page import episode_shell, esc, prose
+from ..views.tokens import token_label
 from ..views.urlstate import bind_url
 
 NUMBER = 6
 SLUG = "ep6_the_fine_print"
 TITLE = "The fine print: exact sampling, and choosing k on the fly"
-SUMMARY = ("Bend the draft's word probabilities as far as you like: the kept-or-replaced output "
-           "still follows the big model exactly. Then race four ways of choosing the draft length "
-           "over code, a poem and JSON.")
+SUMMARY = ("Bend a real draft's next-token probabilities as far as you like: the kept-or-replaced "
+           "output still follows the real model exactly. Then race four ways of choosing the draft "
+           "length over Python, a poem and JSON, with acceptance measured on each token.")
 #: Controls kept in the URL query, so a link restores the setup.
-URL_PARAMS = ("temperature", "favourite", "boost", "n_samples", "c", "fixed_k", "race_seed")
+URL_PARAMS = ("context", "temperature", "favourite", "bias", "n_samples", "c", "fixed_k", "race_seed")
 #: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
 VIEW_HEIGHT = 2410
 
 LEDE = ("Two details that make speculative decoding work in practice: drafts that are kept or "
         "replaced so the output follows the big model's probabilities exactly, and a draft "
         "length k that adapts as the text gets easier or harder to guess.")
-_BOOST_MAX = FinePrint.param.boost.bounds[1]
-_TEMP, _FAV = FinePrint.param.temperature.default, FinePrint.param.favourite.default
-#: How often the draft proposes its favourite word at the starting temperature and the largest boost.
-TRY_SHARE = float(draft_distribution(_TEMP, _FAV, _BOOST_MAX)[WORDS.index(_FAV)])
-TRY_THIS = (f"in part 1, at the starting temperature ({_TEMP:g}), push <em>Favourite boost</em> to "
-            f"{_BOOST_MAX:g} and <em>Samples N</em> to {max(SAMPLE_SIZES):,}: "
-            f"the draft now proposes “{_FAV}” {TRY_SHARE:.0%} of the time, yet the green bars still "
-            "sit on the black marks of the big model. In part 2, read the race text by text in the "
-            "table under the charts, then raise <em>Draft cost c</em> and see which policy comes out "
-            "ahead.")
+_BIAS_MAX = FinePrint.param.bias.bounds[1]
+_CTX, _TEMP = FinePrint.param.context.default, FinePrint.param.temperature.default
+_FAV = FinePrint.param.favourite.default
+
+
+def _try_share() -> float:
+    """How often the draft proposes its favourite token at the starting context and temperature
+    and the largest bias."""
+    return float(draft_distribution(_CTX, _TEMP, _FAV, _BIAS_MAX)[_FAV - 1])
+
+
+@functools.cache
+def _try_this() -> str:
+    label = token_label(measured.context(_CTX).labels[_FAV - 1])
+    return (f"in part 1, push <em>Bias to the favourite</em> to {_BIAS_MAX:g} and <em>Samples N</em> "
+            f"to {max(SAMPLE_SIZES):,}: the draft now proposes “{esc(label)}” {_try_share():.0%} of "
+            "the time, yet the green bars still sit on the black marks of the real model. In part 2, "
+            "read the race text by text in the table under the charts, then raise <em>Draft cost "
+            "c</em> and see which policy comes out ahead.")
+
 
 PART1_INTRO = """<h2 class="ep6-part">Part 1: a biased draft, an unbiased result</h2>
-<p class="sdp-lede">How each word is made: the draft proposes a word x, drawn from its own q. The big
-model keeps it with probability min(1, p(x) / q(x)): always when the draft is not over-eager about x,
-and only sometimes when it is. After a refusal the big model draws a replacement from what is left of p
-once q is taken away, max(0, p − q), rescaled to sum to 1. Words the draft over-proposes get trimmed,
-words it under-proposes get topped up, and the two effects cancel exactly.</p>
+<p class="sdp-lede">Here p is a real model's next-token distribution: SmolLM2-135M-Instruct after a
+real context, its most likely tokens and everything else as one bar. The draft's q is the learned
+draft's (a token n-gram table trained on Python source), measured at the same place, which you can
+bend further with a temperature and a bias towards one token. How each token is made: the draft
+proposes a token x, drawn from its own q. The big model keeps it with probability min(1, p(x) / q(x)):
+always when the draft is not over-eager about x, and only sometimes when it is. After a refusal the big
+model draws a replacement from what is left of p once q is taken away, max(0, p − q), rescaled to sum
+to 1. Tokens the draft over-proposes get trimmed, tokens it under-proposes get topped up, and the two
+effects cancel exactly.</p>
 """
 
 _, _PLUS, _ESTIMATE, _OFF = adaptive.default_policies()
+_RACE_NAMES = {"python": "Python code", "poem": "a poem", "json": "a JSON record", "code": "JavaScript"}
+
+
+@functools.cache
+def _race_means() -> tuple[tuple[str, float], ...]:
+    """The race's texts (kinds) with their measured mean acceptance, in order."""
+    return tuple((measured.measured_text(t).kind, float(measured.measured_text(t).q.mean()))
+                 for t in RACE_TEXTS)
+
+
 _TIMES = {1: "once", 2: "twice"}.get(REPEATS, f"{REPEATS} times")
-PART2_INTRO = f"""<h2 class="ep6-part">Part 2: choosing k on the fly</h2>
-<p class="sdp-lede">The stream is three of Episode 4's texts, each {_TIMES} in a row: a JavaScript loop
-(easy to guess), a poem (hard) and a JSON record (easy again). Each round a policy picks k, the draft
-guesses k tokens, and the big model keeps them up to the first wrong one and adds one of its own. A
-round costs 1 + k·c passes.</p>
+
+
+@functools.cache
+def _part2_intro() -> str:
+    texts = ", then ".join(f"{_RACE_NAMES.get(k, k)} (mean acceptance {a:.2f})"
+                           for k, a in _race_means())
+    return f"""<h2 class="ep6-part">Part 2: choosing k on the fly</h2>
+<p class="sdp-lede">The stream is three of Episode 4's texts, each {_TIMES} in a row, as the real
+model's tokens, each with the acceptance probability measured for the learned draft: {texts}.
+Each round a policy picks k, the draft guesses k tokens, and the big model keeps them up to the
+first wrong one and adds one of its own. A round costs 1 + k·c passes.</p>
 <ol class="sdp-note">
 <li><strong>Fixed k</strong>: the same k every round, set with the slider.</li>
 <li><strong>+2 / −1</strong>: after a round where every draft was kept, draft 2 more next time;
@@ -71,6 +104,18 @@ lose to plain decoding, stop drafting; every {_OFF.probe_every} plain rounds, dr
 as a probe to see whether the text got easier.</li>
 </ol>
 """
+
+
+#: Written from the measured asset when first asked for (importing the module reads no file).
+_LAZY = {"TRY_THIS": _try_this, "TRY_SHARE": _try_share, "RACE_MEANS": _race_means,
+         "PART2_INTRO": _part2_intro}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 OUTRO = """
 <h2>What to take away</h2>
@@ -88,9 +133,11 @@ its probe rounds cost time too.</p>
 <p class="sdp-note">Sources: Leviathan, Kalman and Matias, “Fast Inference from Transformers via
 Speculative Decoding” (ICML 2023); Chen, Borgeaud, Irving, Lespiau, Sifre and Jumper, “Accelerating
 Large Language Model Decoding with Speculative Sampling” (2023). The chi-square p-value is computed on
-this page from the regularized incomplete gamma function. Per-token guessability in part 2 is a
-simulation parameter labelled by hand (see Episode 4), not a measurement of a real model; the wall clock
-is the simulation's own, counted in big-model passes.</p>
+this page from the regularized incomplete gamma function, over the tokens listed, with those expected
+fewer than 5 times pooled. Part 1's p and q, and part 2's per-token acceptance, were measured once with
+the real model and the learned draft by <code>scripts/score_texts.py</code> (Episode 4 says how); part
+2's wall clock is the simulation's own, counted in big-model passes, with each draft step costing c of
+one.</p>
 """
 
 
@@ -99,9 +146,10 @@ def page(state: FinePrint | None = None) -> pn.Column:
     state = state or FinePrint()
     notice = bind_url(state, URL_PARAMS)
     view = after_first_paint(
-        lambda: FinePrintView(state=state, part1_intro=PART1_INTRO, part2_intro=PART2_INTRO),
+        lambda: FinePrintView(state=state, part1_intro=PART1_INTRO,
+                             part2_intro=_part2_intro()),
         min_height=VIEW_HEIGHT, name="ep6-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep6",
-        lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(OUTRO)],
+        lede=LEDE, try_this=_try_this(), body=[notice, view, prose(OUTRO)],
     )

@@ -1,21 +1,24 @@
 """State of Episode 4: one speculative decoder over two texts of different predictability.
 
-Each side of the page shows one text (a bundled one from ``core.texts``, or the
-visitor's own pasted text). Every run samples acceptance per token from that
-token's acceptance probability ``q`` with ``core.relay.run``; the run's randomness comes from
-``seed``, one independent stream per side, so a seed reproduces a run exactly.
-"Run again" draws a new seed from the session's own generator.
+Each side of the page shows one text (a bundled one, or the visitor's own pasted text), cut into
+the real model's tokens. Each token's acceptance probability ``q`` is measured: the real model's p
+against the learned draft's q there, ``sum(min(p, q))`` (``core.measured`` reads the bundled texts'
+numbers from the shipped asset; a pasted text is scored by the model live, on a queued worker).
+Every run samples acceptance per token from those probabilities with ``core.relay.run``; the run's
+randomness comes from ``seed``, one independent stream per side, so a seed reproduces a run
+exactly. "Run again" draws a new seed from the session's own generator.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import param
 
 from . import fill_choices, seed_param, unlocked
-from ..core import relay, texts
+from ..core import jobs, lm, measured, relay, texts
 from ..core.seeds import draw_seed
 from ..core.texts import Text
 
@@ -27,13 +30,52 @@ SIDES = ("left", "right")
 
 #: Choice value that stands for the visitor's pasted text.
 PASTED = "pasted"
+#: Seconds a worker may spend scoring one pasted text (then it keeps the tokens scored so far).
+PASTE_BUDGET_S = 240.0
+#: What the paste's scoring is doing.
+SCORING = ("idle", "queued", "running", "done", "cancelled", "failed")
 
 
 def _text_choices() -> dict[str, str]:
-    """Select label -> text id: the bundled texts (most predictable first), then the paste."""
-    choices = {t.title: t.id for t in texts.load_texts()}
+    """Select label -> text id: the measured texts, then the paste."""
+    choices = {t.title: t.id for t in measured.measured_texts()}
     choices["Your own text (paste it below)"] = PASTED
     return choices
+
+
+def score_paste(source: str):
+    """The worker's function for a pasted text: score it with the real model and the learned
+    draft, reporting ``(done, total)`` tokens after each pass and stopping when asked (see
+    :class:`core.jobs.JobQueue`).
+
+    The model runs in the worker thread's own child process (:mod:`core.lm.remote`, as for
+    Episode 7), so scoring never holds this process's interpreter lock, which every visitor's
+    page needs.
+    """
+    def work(ctx: jobs.JobContext):
+        from ..core.lm import remote
+
+        child = remote.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
+        left = ctx.deadline - time.monotonic() - 1.0
+        result = child.measure(source, cancel=ctx.cancel_event, max_seconds=max(left, 0.01),
+                               report=ctx.report)
+        if not result.complete:
+            ctx.cut_short()  # a partial score is not shared with later visitors
+        return result
+    return work
+
+
+def pasted_text(result) -> Text:
+    """A scored paste (a :class:`core.lm.measure.MeasuredText`) as the page's text."""
+    how = "scored by the real model just now" if result.complete else (
+        f"only its first {len(result):,} tokens were scored in the time a visitor may use")
+    return measured.as_text(result, id=PASTED, title="Your text", kind="pasted",
+                            description=f"Text you pasted, {how}.")
+
+
+def paste_queue() -> jobs.JobQueue:
+    """The process's one queue for real-model runs (Episode 7's too): a paste waits its turn."""
+    return jobs.shared_queue()
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,7 +204,7 @@ class BoilerplateVsPoetry(param.Parameterized):
 
     # The choices are the bundled texts, read by the first instance (see fill_choices).
     left = param.Selector(
-        default="js-loop", objects=[], label="Left text",
+        default="py-account", objects=[], label="Left text",
         doc="The text on the left: a bundled text, or your own pasted text.")
     right = param.Selector(
         default="poem-kettle", objects=[], label="Right text",
@@ -172,7 +214,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         doc="How many tokens the small model drafts each round before the big model checks them "
             "(a count of tokens).")
     c = param.Number(
-        default=0.15, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
+        default=0.01, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
         doc=f"Time of one draft step, in big-model passes of {BIG_PASS_MS:,.0f} ms: 0.15 means "
             f"{0.15 * BIG_PASS_MS:,.0f} ms.")
     seed = seed_param(0, doc="Fixes the run's random draws: the same seed and settings give the same run.")
@@ -182,16 +224,29 @@ class BoilerplateVsPoetry(param.Parameterized):
 
     pasted = param.ClassSelector(
         class_=Text, allow_None=True, default=None, constant=True,
-        doc="The last pasted text that was accepted, tokenised and labelled by the automatic rule.")
+        doc="The last pasted text scored by the real model, cut into its tokens.")
     message = param.String(
         default="", constant=True,
-        doc="Why the last paste was refused (shown to the visitor), or empty.")
+        doc="Why the last paste was refused, failed or stopped (shown to the visitor), or empty.")
+    scoring = param.Selector(
+        default="idle", objects=list(SCORING), constant=True,
+        doc="What the scoring of the last paste is doing.")
+    progress = param.Tuple(
+        default=(0, 0), length=2, constant=True,
+        doc="Tokens of the paste scored so far, and in all (0, 0 before the first report).")
+    position = param.Integer(
+        default=0, bounds=(0, None), constant=True,
+        doc="The paste's place in line while it waits for a worker (1 = next), else 0.")
     runs = param.Tuple(
         default=(None, None), length=2, constant=True,
         doc="The current run on each side (TextRun), or None for an empty paste slot.")
 
-    def __init__(self, *, rng=None, **params):
+    def __init__(self, *, rng=None, queue: jobs.JobQueue | None = None, score=score_paste,
+                 **params):
         fill_choices(BoilerplateVsPoetry, _text_choices, *SIDES)
+        self._queue = queue
+        self._score = score
+        self._handle: jobs.Handle | None = None
         # The session's own generator: only "Run again" (and the first seed) draw from it.
         self._rng = np.random.default_rng(rng)
         if "seed" not in params:
@@ -210,7 +265,7 @@ class BoilerplateVsPoetry(param.Parameterized):
 
     def text_for(self, choice: str) -> Text | None:
         """The Text a side's choice stands for (None: the paste slot, nothing pasted yet)."""
-        return self.pasted if choice == PASTED else texts.load_text(choice)
+        return self.pasted if choice == PASTED else measured.measured_text(choice)
 
     def run_text(self, text: Text, side: int, seed: int | None = None) -> TextRun:
         """Run the decoder over ``text`` with this side's stream of ``seed`` (default: ``self.seed``)."""
@@ -238,27 +293,92 @@ class BoilerplateVsPoetry(param.Parameterized):
         else:
             self.seed = new
 
-    def use_paste(self, text: str | None = None) -> bool:
-        """Run the pasted text (``text``, or the ``paste`` parameter) on a side.
+    # -- the pasted text, scored live --------------------------------------------------------
 
-        On success the paste replaces the previous one; if neither side shows
-        it yet, it goes on the right. If the text is refused (too long, or
-        empty), ``message`` says why and the current runs stay as they were.
-        Returns whether the paste was accepted.
+    @property
+    def queue(self) -> jobs.JobQueue:
+        return self._queue if self._queue is not None else paste_queue()
+
+    @property
+    def scoring_active(self) -> bool:
+        """True while a paste waits for or runs on a worker (the view polls meanwhile)."""
+        return self._handle is not None
+
+    def _set(self, **values) -> None:
+        with unlocked(self):
+            self.param.update(**values)
+
+    def use_paste(self, text: str | None = None) -> bool:
+        """Send the pasted text (``text``, or the ``paste`` parameter) to be scored by the model.
+
+        If the text is refused (too long, or empty), or no worker can take it, ``message`` says
+        why and the current runs stay as they were. Otherwise the scoring is queued (a paste
+        still being scored is cancelled first) and :meth:`poll` follows it; when it is done the
+        paste replaces the previous one, and if neither side shows it yet it goes on the right.
+        Returns whether the text was sent.
         """
         if text is not None:
             self.paste = text
         try:
-            new = texts.text_from_paste(self.paste)
+            source = texts.check_paste(self.paste)
         except ValueError as exc:
-            with unlocked(self):
-                self.message = str(exc)
+            self._set(message=str(exc))
             return False
-        with unlocked(self):
-            self.message = ""
-            self.pasted = new
-        if PASTED in (self.left, self.right):
-            self._rerun()
-        else:
-            self.right = PASTED
+        if self._score is score_paste and not lm.is_installed():
+            self._set(message="Pasted text is scored by the real model, which is not installed "
+                              f"on this server ({lm.INSTALL_COMMAND}).")
+            return False
+        self.cancel(quiet=True)
+        try:
+            handle = self.queue.submit(self._score(source), key=("ep4-paste", source),
+                                       budget_s=PASTE_BUDGET_S, label="ep4 paste")
+        except jobs.QueueFull as exc:
+            self._set(message=f"The model is busy: {exc}.")
+            return False
+        self._handle = handle
+        self._set(message="", scoring="queued", progress=(0, 0), position=0)
+        self.poll()
         return True
+
+    def poll(self) -> bool:
+        """Bring the paste's scoring up to date; True while it is still queued or running."""
+        handle = self._handle
+        if handle is None:
+            return False
+        job = handle.job
+        if job.state == jobs.QUEUED:
+            self._set(scoring="queued", position=job.position)
+            return True
+        if job.state == jobs.RUNNING:
+            self._set(scoring="running", position=0, progress=tuple(job.progress or (0, 0)))
+            return True
+        self._handle = None
+        if job.state == jobs.DONE and job.result is not None and len(job.result):
+            result = job.result
+            note = "" if result.complete else (
+                f"Scoring ran out of time: the page shows the first {len(result):,} tokens.")
+            self._set(scoring="done", position=0, message=note,
+                      progress=(len(result), len(result)), pasted=pasted_text(result))
+            if PASTED in (self.left, self.right):
+                self._rerun()
+            else:
+                self.right = PASTED
+        elif job.state == jobs.CANCELLED:
+            self._set(scoring="cancelled", position=0, message="Scoring cancelled.")
+        else:
+            self._set(scoring="failed", position=0,
+                      message=job.error or "Scoring your text failed on the server.")
+        return False
+
+    def cancel(self, quiet: bool = False) -> None:
+        """Withdraw the paste being scored; the worker stops at its next pass."""
+        handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        handle.cancel()
+        if not quiet:
+            self._set(scoring="cancelled", position=0, message="Scoring cancelled.")
+
+    def close(self) -> None:
+        """The visitor left (tab closed): cancel any scoring."""
+        self.cancel(quiet=True)

@@ -1,13 +1,14 @@
 """State of Episode 6: the fine print (speculative sampling and adaptive draft length).
 
-Part 1: the big model's distribution ``p_big`` over a few next words is fixed; the
-draft's ``p_draft`` is ``p_big`` bent by a temperature and a boost to one favourite
-word. Every change draws ``n_samples`` fresh outputs by speculative sampling from
-the session's own generator and tests them against both distributions. (The page
-calls them p and q, as the papers do.)
+Part 1: a real context (``core.measured.CONTEXTS``) and the real model's next-token distribution
+``p_big`` there, over its most likely tokens and "everything else"; the draft's ``p_draft`` is the
+learned draft's real q there, bent by a temperature and a share of probability moved to one
+favourite token. Every change draws ``n_samples`` fresh outputs by speculative sampling from the
+session's own generator and tests them against both distributions. (The page calls them p and q,
+as the papers do.)
 
-Part 2: four draft-length policies race over code, then a poem, then JSON, with
-one shared draw of randomness fixed by ``race_seed``.
+Part 2: four draft-length policies race over Python, then a poem, then JSON, each token with its
+measured acceptance probability, with one shared draw of randomness fixed by ``race_seed``.
 """
 
 from __future__ import annotations
@@ -16,40 +17,39 @@ import numpy as np
 import param
 
 from . import seed_param, unlocked
-from ..core import adaptive, sampling
+from ..core import adaptive, measured, sampling
 from ..core.seeds import draw_seed
 from ..core.shared import shared
 
-#: The sentence the next word continues, and the big model's view of that word.
-PROMPT = "The cat sat on the"
-WORDS = ("mat", "sofa", "floor", "roof", "fence", "moon")
-P_BIG = np.array([0.38, 0.24, 0.17, 0.11, 0.07, 0.03])
-P_BIG.setflags(write=False)
+#: The texts of the race, in order: the draft's own language, a poem, JSON.
+RACE_TEXTS = ("py-account", "poem-kettle", "json-record")
+#: How many of the big model's most likely tokens may be the draft's favourite.
+FAVOURITE_MAX = 8
 
 SAMPLE_SIZES = (100, 1_000, 10_000, 100_000)
 #: Each text of the race is repeated this many times in a row.
 REPEATS = 2
 
 
-def draft_distribution(temperature: float, favourite: str, boost: float) -> np.ndarray:
-    """``p_draft``: ``P_BIG`` sharpened or flattened by ``temperature``, with ``boost`` added to
-    one word's logit.
+def draft_distribution(context: str, temperature: float, favourite: int, bias: float) -> np.ndarray:
+    """``p_draft``: the learned draft's q after ``context``, sharpened or flattened by
+    ``temperature`` over the tokens it proposes, with a share ``bias`` of it moved to the big
+    model's ``favourite``-th most likely token (1 = the most likely).
 
     Examples
     --------
-    >>> bool(np.allclose(draft_distribution(1.0, "mat", 0.0), P_BIG))
+    >>> c = measured.context(measured.CONTEXTS[0])
+    >>> bool(np.allclose(draft_distribution(c.context, 1.0, 1, 0.0), c.q))
     True
     """
-    logits = np.log(P_BIG) / temperature
-    logits[WORDS.index(favourite)] += boost
-    p_draft = np.exp(logits - logits.max())
-    return p_draft / p_draft.sum()
+    c = measured.context(context)
+    return measured.distort(c.q, temperature, bias, min(int(favourite), c.n_target) - 1)
 
 
 @shared(maxsize=4)
 def race_stream(repeats: int) -> adaptive.Stream:
-    """The race's stream of texts (read-only, one per process)."""
-    return adaptive.make_stream(repeats=repeats)
+    """The race's stream of measured texts (read-only, one per process)."""
+    return measured.measured_stream(RACE_TEXTS, repeats)
 
 
 @shared(maxsize=256)
@@ -63,29 +63,33 @@ def race_runs(repeats: int, fixed_k: int, c: float, seed: int) -> tuple[adaptive
 
 
 class FinePrint(param.Parameterized):
-    """Speculative sampling on a six-word vocabulary, and a race of draft-length policies."""
+    """Speculative sampling on a real context, and a race of draft-length policies."""
 
+    context = param.Selector(
+        default=measured.CONTEXTS[0], objects=list(measured.CONTEXTS), label="Context",
+        doc="The text the next token continues; p is the real model's next-token distribution.")
     temperature = param.Number(
-        default=2.0, bounds=(0.2, 4.0), step=0.05, label="Draft temperature",
-        doc="How spread out the draft's guesses are (no unit): the draft's log-probabilities are the "
-            "big model's divided by this. Above 1 the draft spreads its guesses more evenly than the "
-            "big model, below 1 it piles them on the big model's top words, and 1 copies the big model.")
-    favourite = param.Selector(
-        default="moon", objects=list(WORDS), label="Draft's favourite word",
-        doc="A word the draft likes more than the big model does: the boost goes to it.")
-    boost = param.Number(
-        default=1.5, bounds=(0.0, 5.0), step=0.1, label="Favourite boost",
-        doc="How much extra the draft likes its favourite word, added to that word's log-probability "
-            "(natural-log units): +1 multiplies its odds by e ≈ 2.7, +1.5 by about 4.5, 0 adds nothing.")
+        default=1.0, bounds=(0.2, 4.0), step=0.05, label="Draft temperature",
+        doc="How spread out the learned draft's guesses are (no unit): its log-probabilities over "
+            "the tokens it proposes are divided by this. Above 1 it spreads its guesses more evenly, "
+            "below 1 it piles them on its top guess, and 1 leaves q as measured.")
+    favourite = param.Integer(
+        default=2, bounds=(1, FAVOURITE_MAX), label="Draft's favourite (big model's rank)",
+        doc="Which token the bias goes to: the big model's n-th most likely token after the context "
+            "(a rank: 1 is its most likely token).")
+    bias = param.Number(
+        default=0.0, bounds=(0.0, 0.9), step=0.05, label="Bias to the favourite",
+        doc="Share of the draft's probability moved to its favourite token (a fraction): 0 leaves "
+            "q as measured, 0.5 makes the draft propose the favourite at least half the time.")
     n_samples = param.Selector(
         default=10_000, objects=list(SAMPLE_SIZES), label="Samples N",
-        doc="How many next words to draw by speculative sampling (a count of draws).")
+        doc="How many next tokens to draw by speculative sampling (a count of draws).")
     draw = param.Event(label="Draw N new samples",
                        doc="Draw a fresh batch with the same distributions.")
 
     c = param.Number(
-        default=0.3, bounds=(0.05, 0.6), step=0.01, label="Draft cost c",
-        doc="Time of one draft step, in big-model passes (0.30: 30% of a pass).")
+        default=0.05, bounds=(0.05, 0.6), step=0.01, label="Draft cost c",
+        doc="Time of one draft step, in big-model passes (0.05: 5% of a pass).")
     fixed_k = param.Integer(
         default=4, bounds=(1, adaptive.K_CAP), label="k of the fixed policy",
         doc="The draft length the fixed policy always uses (tokens per round).")
@@ -95,10 +99,13 @@ class FinePrint(param.Parameterized):
     p_draft = param.Array(constant=True, doc="The draft's distribution, derived from the three knobs.")
     samples = param.ClassSelector(class_=sampling.SampleResult, constant=True,
                                   doc="The latest batch of speculative samples.")
-    fit_big = param.ClassSelector(class_=sampling.ChiSquare, constant=True,
-                                  doc="Chi-square test of the outputs against the big model's p_big.")
-    fit_draft = param.ClassSelector(class_=sampling.ChiSquare, constant=True,
-                                    doc="Chi-square test of the outputs against the draft's p_draft.")
+    fit_big = param.ClassSelector(
+        class_=sampling.ChiSquare, constant=True,
+        doc="Chi-square test of the outputs against the big model's p_big (tokens expected fewer "
+            "than 5 times pooled).")
+    fit_draft = param.ClassSelector(
+        class_=sampling.ChiSquare, constant=True,
+        doc="Chi-square test of the outputs against the draft's p_draft (pooled the same way).")
     runs = param.Parameter(default=(), constant=True,
                        doc="The latest race: one PolicyRun per policy.")
 
@@ -110,18 +117,35 @@ class FinePrint(param.Parameterized):
         self._race()
 
     @property
-    def p_big(self) -> np.ndarray:
-        """The big model's distribution over :data:`WORDS`."""
-        return P_BIG
+    def measured_context(self) -> measured.Context:
+        """The context's measured distributions (labels, the model's p, the draft's real q)."""
+        return measured.context(self.context)
 
-    @param.depends("temperature", "favourite", "boost", "n_samples", "draw", watch=True)
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """The tokens of part 1: the big model's top ones, the draft's others, everything else."""
+        return self.measured_context.labels
+
+    @property
+    def p_big(self) -> np.ndarray:
+        """The big model's next-token distribution over :attr:`labels`."""
+        return self.measured_context.p
+
+    @property
+    def favourite_label(self) -> str:
+        c = self.measured_context
+        return c.labels[min(self.favourite, c.n_target) - 1]
+
+    @param.depends("context", "temperature", "favourite", "bias", "n_samples", "draw", watch=True)
     def _sample(self) -> None:
-        p_draft = draft_distribution(self.temperature, self.favourite, self.boost)
-        r = sampling.speculative_sample(P_BIG, p_draft, self.n_samples, rng=self._rng)
+        p_big = self.p_big
+        p_draft = draft_distribution(self.context, self.temperature, self.favourite, self.bias)
+        r = sampling.speculative_sample(p_big, p_draft, self.n_samples, rng=self._rng)
         counts = r.counts()
         with unlocked(self):
-            self.param.update(p_draft=p_draft, samples=r, fit_big=sampling.chi_square(counts, P_BIG),
-                              fit_draft=sampling.chi_square(counts, r.p_draft))
+            self.param.update(p_draft=p_draft, samples=r,
+                              fit_big=measured.chi_square_pooled(counts, p_big),
+                              fit_draft=measured.chi_square_pooled(counts, r.p_draft))
 
     @param.depends("c", "fixed_k", "race_seed", watch=True)
     def _race(self) -> None:
@@ -142,11 +166,11 @@ class FinePrint(param.Parameterized):
     @property
     def acceptance_theory(self) -> float:
         """``sum(min(p_big, p_draft))``: the acceptance probability speculative sampling gives."""
-        return float(np.minimum(P_BIG, self.p_draft).sum())
+        return float(np.minimum(self.p_big, self.p_draft).sum())
 
     @property
     def frequencies(self) -> np.ndarray:
-        """Share of outputs per word (measured)."""
+        """Share of outputs per token (measured)."""
         return self.samples.counts() / self.samples.n
 
     @property

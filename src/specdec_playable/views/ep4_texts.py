@@ -1,9 +1,10 @@
 """Episode 4's view: two texts side by side, each with its measurements, wall-clock bars and
 marked tokens, and the box for a pasted text.
 
-The HTML builders (:func:`tokens_html`, :func:`side_header_html`, :func:`breakeven_html`,
-:func:`tier_table_html`), :func:`bars_data` and :func:`axis_end` (the time axis, long enough
-for the labels at the bars' ends on a phone) are plain functions a test can call.
+The HTML builders (:func:`tokens_html`, :func:`side_header_html`, :func:`breakeven_html`),
+:func:`bars_data` and :func:`axis_end` (the time axis, long enough for the labels at the bars'
+ends on a phone) are plain functions a test can call; the measured parts (the histogram, the
+table of means, the paste's progress) are in :mod:`views.ep4_measured`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bokeh.plotting import figure
 
 from ..core import texts
 from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
-from . import theme
+from . import ep4_measured, theme
 from .inputs import SeedBox, control_help
 from .keys import KEYS_CSS, chart_key, swatch
 from .labels import axis_end_for, text_width
@@ -31,12 +32,18 @@ from .words import faster_or_slower, plural
 _CSS = "ep4.css"
 _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
-_MONO_KINDS = ("code", "json", "pasted")
+_MONO_KINDS = ("code", "json", "python", "pasted")
+#: How often the page asks the worker how the paste's scoring is going (ms).
+POLL_MS = 300
 #: The bars' plotting area is at least this wide (px; on a 390 px phone): the axis leaves room
 #: for the time written at the end of each bar on a frame this narrow, so on any wider one.
 BARS_FRAME_PX = 235.0
 #: The time at a bar's end: its font size (px) and its distance from the bar (px).
 _END_LABEL_PX, _END_LABEL_GAP = 13.0, 6.0
+HIST_KEY = chart_key(
+    "Measured acceptance of each token, per text",
+    swatch("bar", "draft") + "share of its tokens",
+)
 BARS_KEY = chart_key(
     "Wall clock of each run",
     swatch("bar", "big") + "big-model passes",
@@ -50,17 +57,24 @@ BARS_KEY = chart_key(
 
 def _token_title(run: TextRun, i: int) -> str:
     status, rnd = run.status[i], int(run.round[i]) + 1
+    measured_q = f"measured acceptance {run.text.q[i]:.2f}"
     if status == "accepted":
-        return f"round {rnd}: drafted by the small model, accepted"
+        return f"{measured_q}. Round {rnd}: drafted by the small model, accepted"
     if status == "bonus":
-        return (f"round {rnd}: every draft was accepted, so the big model's same pass "
+        return (f"{measured_q}. Round {rnd}: every draft was accepted, so the big model's same pass "
                 f"wrote this one too (bonus)")
-    guess = run.missed_guess[i].strip() or "whitespace"
-    return f"round {rnd}: the draft guessed “{guess}”, so the big model wrote its own token"
+    guess = run.missed_guess[i]
+    if guess:
+        shown = guess.strip() or "whitespace"
+        return (f"{measured_q}. Round {rnd}: the draft guessed “{shown}”, so the big model wrote "
+                f"its own token")
+    return (f"{measured_q}. Round {rnd}: the draft's proposal was not kept, so the big model "
+            f"wrote its own token")
 
 
 def tokens_html(run: TextRun, side: str) -> str:
-    """The text in reading order, each token marked; every piece of text escaped."""
+    """The text in reading order as the model's tokens, each marked with who wrote it in this run
+    and its measured acceptance (the bar above it); every piece of text escaped."""
     parts = []
     for i, tok in enumerate(run.text.tokens):
         core = tok.lstrip()
@@ -68,10 +82,12 @@ def tokens_html(run: TextRun, side: str) -> str:
         parts.append(esc(lead))
         if core:
             cls = "a" if run.status[i] == "accepted" else "b"
+            cls += " " + ep4_measured.token_alpha_class(float(run.text.q[i]))
             parts.append(f'<span class="{cls}" title="{esc(_token_title(run, i))}">{esc(core)}</span>')
     mono = " mono" if run.text.kind in _MONO_KINDS else ""
-    return (f'<pre class="ep4-tokens{mono}" data-side="{side}" data-text="{esc(run.text.id)}" '
-            f'data-seed="{run.seed}">'
+    # Focusable: a long text scrolls inside its box, and a keyboard must reach it too.
+    return (f'<pre class="ep4-tokens{mono}" tabindex="0" data-side="{side}" '
+            f'data-text="{esc(run.text.id)}" data-seed="{run.seed}">'
             + "".join(parts) + "</pre>")
 
 
@@ -192,14 +208,17 @@ class TextSide:
 
 
 # ---------------------------------------------------------------------------
-# Keys, the break-even line and the tier table
+# Keys and the break-even line
 # ---------------------------------------------------------------------------
 
 KEY_HTML = (
-    '<p class="ep4-key"><span class="sw a">green, underlined</span> drafted by the small model and '
-    'accepted &nbsp;·&nbsp; <span class="sw b">gold, dashed box</span> written by the big model '
-    'itself: its correction after a wrong draft, or the bonus token after a round with no miss. '
-    'Each gold token ends a round; hover a token to see its round and what the draft guessed.</p>'
+    '<p class="ep4-key">Each box is one of the model\'s tokens. <span class="sw a">green, '
+    'underlined</span> drafted by the small model and accepted &nbsp;·&nbsp; <span class="sw b">gold, '
+    'dashed box</span> written by the big model itself: its correction after a wrong draft, or the '
+    'bonus token after a round with no miss. Each gold token ends a round. <span class="sw m4">'
+    'a thick bar above</span> a token the draft is usually kept on, <span class="sw m0">none</span> '
+    'one it almost never is (the measured acceptance, in fifths); hover a token for the number, its '
+    'round and what the draft guessed.</p>'
 )
 
 
@@ -214,22 +233,12 @@ def breakeven_html(state: BoilerplateVsPoetry) -> str:
             'measured tokens per round below.</p>')
 
 
-def paste_message_html(message: str) -> str:
-    """Why a paste was refused (empty when it was not)."""
+def paste_message_html(message: str, scoring: str = "idle") -> str:
+    """Why a paste was refused, failed or stopped (empty when there is nothing to say)."""
     if not message:
         return ""
-    return (f'<p class="sdp-notice" role="alert">{esc(message)} The texts above were '
-            'left as they were.</p>')
-
-
-def tier_table_html(examples: dict[str, str]) -> str:
-    """The tiers of guessability with their probability and ``examples`` of each, as a table."""
-    rows = "".join(
-        f'<tr><td><code>{esc(tier)}</code></td><td class="p">{p:.2f}</td>'
-        f'<td>{esc(examples.get(tier, ""))}</td></tr>'
-        for tier, p in texts.TIERS.items())
-    return ('<table class="ep4-rule"><thead><tr><th>tier</th><th>p</th><th>tokens</th></tr>'
-            f'</thead><tbody>{rows}</tbody></table>')
+    left = "" if scoring == "done" else " The texts above were left as they were."
+    return f'<p class="sdp-notice" role="alert">{esc(message)}{left}</p>'
 
 
 # ---------------------------------------------------------------------------
@@ -258,13 +267,30 @@ class BoilerplateVsPoetryView(StateView):
             placeholder="Paste code, an e-mail, a recipe, a poem…",
             max_length=20 * texts.PASTE_MAX_CHARS, height=130, sizing_mode="stretch_width",
         )
-        self.paste_button = pn.widgets.Button(label="Run my text", color="primary", width=130)
+        self.paste_button = pn.widgets.Button(label="Score and run my text", color="primary",
+                                              width=190)
         self.paste_button.on_click(self._on_paste)
+        self.cancel_button = pn.widgets.Button(label="Cancel", width=100, visible=False)
+        self.cancel_button.on_click(self._on_cancel)
+        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, height=14,
+                                               sizing_mode="stretch_width")
+        self.scoring = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
+                                    name="ep4-scoring")
         self.message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width",
                                     stylesheets=[page_css()], name="ep4-paste-message")
+        self.hist_source = ColumnDataSource(name="ep4-hist")
+        items = ep4_measured.histogram_items()
+        self.hist_source.data = ep4_measured.histogram_data(items)
+        self.histogram = ep4_measured.histogram_figure(
+            self.hist_source, ep4_measured.histogram_factors(self.hist_source.data))
+        self._poller = None
         s.param.watch(self._redraw, ["runs"])
         s.param.watch(self._show_message, ["message"])
+        s.param.watch(self._show_histogram, ["pasted"])
         self._redraw()
+        self._show_scoring()
+        if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+            pn.state.on_session_destroyed(self._closed)
 
     # Button clicks can be processed outside Bokeh's document lock (Panel runs a click
     # that arrives while a widget change is still pending as an unlocked coroutine), so
@@ -280,10 +306,53 @@ class BoilerplateVsPoetryView(StateView):
         with pn.io.hold():
             self.state.use_paste(text)
             self._show_message()
+            self._show_scoring()
+        if self.state.scoring_active and self._poller is None:
+            self._poller = pn.state.add_periodic_callback(self._poll, period=POLL_MS)
+
+    def _on_cancel(self, _event=None) -> None:
+        with pn.io.hold():
+            self.state.cancel()
+            self._show_scoring()
+        self._stop_polling()
+
+    def _poll(self) -> None:
+        with pn.io.hold():
+            active = self.state.poll()
+            self._show_scoring()
+        if not active:
+            self._stop_polling()
+
+    def _stop_polling(self) -> None:
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+
+    def _closed(self, _session_context) -> None:
+        self._stop_polling()
+        self.state.close()
+
+    def _show_scoring(self) -> None:
+        s = self.state
+        active = s.scoring_active
+        self.cancel_button.visible = active
+        self.paste_button.disabled = active
+        done, total = s.progress
+        self.progress.visible = active
+        self.progress.value = int(100 * done / total) if active and total else 0
+        self.scoring.object = ep4_measured.scoring_html(s)
+
+    def _show_histogram(self, *_):
+        items = ep4_measured.histogram_items(self.state.pasted)
+        data = ep4_measured.histogram_data(items)
+        with pn.io.hold():
+            self.histogram.y_range.factors = ep4_measured.histogram_factors(data)
+            self.histogram.height = 40 + 15 * len(data["y"])
+            self.hist_source.data = data
 
     def _show_message(self, *_):
         msg = self.state.message
-        self.message.object = paste_message_html(msg)
+        self.message.object = paste_message_html(msg, self.state.scoring)
         self.message.visible = bool(msg)
 
     def _choice_title(self, choice: str) -> str:
@@ -320,11 +389,15 @@ class BoilerplateVsPoetryView(StateView):
                            sizing_mode="stretch_width", name="ep4-sides")
         paste = pn.Column(
             prose(self.paste_intro),
-            self.paste_input, self.paste_button, self.message,
+            self.paste_input, pn.Row(self.paste_button, self.cancel_button),
+            self.scoring, self.progress, self.message,
             sizing_mode="stretch_width", name="ep4-paste",
         )
         return pn.Column(
             controls, self.breakeven,
             prose(KEY_HTML + BARS_KEY, _CSS, KEYS_CSS),
-            sides, paste, sizing_mode="stretch_width",
+            sides, paste,
+            prose(HIST_KEY, _CSS, KEYS_CSS),
+            pn.pane.Bokeh(self.histogram, sizing_mode="stretch_width", name="ep4-hist-pane"),
+            sizing_mode="stretch_width",
         )

@@ -27,11 +27,13 @@ from bokeh.plotting import figure
 from bokeh.transform import dodge
 
 from ..core import adaptive
-from ..state.ep6 import PROMPT, SAMPLE_SIZES, WORDS, FinePrint
+from ..core.measured import REST
+from ..state.ep6 import SAMPLE_SIZES, FinePrint
 from . import theme
 from .inputs import SeedBox, control_help
 from .keys import KEYS_CSS, chart_key, swatch
 from .page import StateView, beside, esc, page_css, prose, share, slider, stat
+from .tokens import token_label
 from .words import plural, times
 
 _CSS = "ep6.css"
@@ -43,7 +45,9 @@ POLICY_STYLE = (
     dict(tone="draft", dash="solid", dash_name="solid"),
     dict(tone="accepted", dash="dotted", dash_name="dotted"),
 )
-_GENRE = {"code": "code", "poem": "poem", "json": "JSON"}
+_GENRE = {"code": "code", "poem": "poem", "json": "JSON", "python": "Python"}
+#: Genres named without "the" in a sentence.
+_BARE = ("JSON", "Python")
 #: A p-value below this, against the big model's distribution, is flagged (it happens about once
 #: in a hundred batches of honest draws).
 RED_FLAG = 0.01
@@ -57,13 +61,17 @@ def _style(fig) -> None:
     fig.min_border_right = 14
 
 
-MODELS_KEY = chart_key(
-    f"Next word after “{PROMPT} …”: the two models",
-    swatch("bar", "big") + "big model p (solid)",
-    swatch("bar", "hatched") + "draft q (hatched)",
-)
+def models_key(context: str) -> str:
+    """The first chart's key: its title names the context (escaped)."""
+    return chart_key(
+        f"Next token after “{esc(context)}”: the two models",
+        swatch("bar", "big") + "big model p (solid)",
+        swatch("bar", "hatched") + "draft q (hatched)",
+    )
+
+
 OUT_KEY = chart_key(
-    "What came out: measured share of each word",
+    "What came out: measured share of each token",
     swatch("bar", "accepted") + "measured",
     swatch("tick") + "p (black mark)",
     swatch("dot", "draft") + "q (circle)",
@@ -78,8 +86,8 @@ OUT_KEY = chart_key(
 class SamplingCharts:
     """p against q, and what came out of N draws against both."""
 
-    def __init__(self):
-        words = list(WORDS)
+    def __init__(self, s: FinePrint):
+        words = self.factors = chart_labels(s)
         zeros = [0.0] * len(words)
         self.models = ColumnDataSource(dict(word=words, p_big=zeros, p_draft=zeros, overlap=zeros),
                                        name="ep6-models")
@@ -88,8 +96,10 @@ class SamplingCharts:
         self.y_models = Range1d(0, 1, name="ep6-models-y")
         self.y_out = Range1d(0, 1, name="ep6-out-y")
 
-        f = figure(name="ep6-models-fig", height=240, sizing_mode="stretch_width",
-                   x_range=FactorRange(*words), y_range=self.y_models, tools="",
+        self.x_models = FactorRange(*words, name="ep6-models-x")
+        self.x_out = FactorRange(*words, name="ep6-out-x")
+        f = figure(name="ep6-models-fig", height=260, sizing_mode="stretch_width",
+                   x_range=self.x_models, y_range=self.y_models, tools="",
                    toolbar_location=None, y_axis_label="probability")
         p_bars = f.vbar(x=dodge("word", -0.19, range=f.x_range), top="p_big", width=0.36,
                         source=self.models, fill_color=theme.BIG, line_color=theme.BIG)
@@ -97,15 +107,16 @@ class SamplingCharts:
                         source=self.models, fill_color=theme.DRAFT, line_color=theme.DRAFT,
                         hatch_pattern="/", hatch_color="white", hatch_alpha=0.8, hatch_scale=7)
         f.add_tools(HoverTool(renderers=[p_bars, q_bars], tooltips=[
-            ("word", "@word"), ("big model p", "@p_big{0.000}"), ("draft q", "@p_draft{0.000}"),
+            ("token", "@word"), ("big model p", "@p_big{0.000}"), ("draft q", "@p_draft{0.000}"),
             ("min(p, q)", "@overlap{0.000}")]))
         f.yaxis.formatter = NumeralTickFormatter(format="0%")
         f.xgrid.grid_line_color = None
+        f.xaxis.major_label_orientation = 0.8
         _style(f)
         self.models_fig = f
 
-        g = figure(name="ep6-out-fig", height=240, sizing_mode="stretch_width",
-                   x_range=FactorRange(*words), y_range=self.y_out, tools="",
+        g = figure(name="ep6-out-fig", height=260, sizing_mode="stretch_width",
+                   x_range=self.x_out, y_range=self.y_out, tools="",
                    toolbar_location=None, y_axis_label="share of outputs")
         bars = g.vbar(x="word", top="freq", width=0.6, source=self.out, fill_color=theme.ACCEPTED,
                       fill_alpha=0.75, line_color=theme.ACCEPTED)
@@ -114,16 +125,21 @@ class SamplingCharts:
         q_dot = g.scatter("word", "p_draft", source=self.out, marker="circle", size=10,
                           fill_color=theme.PAPER, line_color=theme.DRAFT, line_width=2.5)
         g.add_tools(HoverTool(renderers=[bars, p_tick, q_dot], tooltips=[
-            ("word", "@word"), ("came out", "@count (@freq{0.00%})"), ("big model p", "@p_big{0.00%}"),
+            ("token", "@word"), ("came out", "@count (@freq{0.00%})"), ("big model p", "@p_big{0.00%}"),
             ("draft q", "@p_draft{0.00%}")]))
         g.yaxis.formatter = NumeralTickFormatter(format="0%")
         g.xgrid.grid_line_color = None
+        g.xaxis.major_label_orientation = 0.8
         _style(g)
         self.out_fig = g
 
     def update(self, s: FinePrint) -> None:
         big, draft = s.p_big, s.p_draft
-        words = list(WORDS)
+        words = chart_labels(s)
+        if words != self.factors:  # another context: other tokens
+            self.factors = words
+            self.x_models.factors = words
+            self.x_out.factors = words
         freq = s.frequencies
         self.models.data = dict(word=words, p_big=big.tolist(), p_draft=draft.tolist(),
                                 overlap=np.minimum(big, draft).tolist())
@@ -145,6 +161,24 @@ def _fmt_stat(x: float) -> str:
     return "∞" if math.isinf(x) else f"{x:,.1f}"
 
 
+def chart_labels(s: FinePrint) -> list[str]:
+    """The charts' categories: each token with its whitespace shown, then "everything else"."""
+    return [token_label(t) if t != REST else t for t in s.labels]
+
+
+def context_html(s: FinePrint) -> str:
+    """What the two models think comes next, from the measured distributions (escaped)."""
+    c = s.measured_context
+    top, p_top = token_label(c.labels[0]), c.p[0]
+    d = int(np.argmax(c.q))
+    guess = token_label(c.labels[d]) if c.labels[d] != REST else "a token outside this list"
+    return (f'<p class="sdp-note ep6-context">After “{esc(c.context)}” the big model’s most likely '
+            f'next token is “{esc(top)}” ({p_top:.1%}); it leaves {c.p[-1]:.0%} to the tokens not '
+            f'listed. The learned draft, unbent, proposes “{esc(guess)}” {c.q[d]:.0%} of the time, '
+            f'and the big model gives that token {c.p[d]:.2%}: the two agree on sum(min(p, q)) = '
+            f'{c.alpha:.{1 if c.alpha >= 0.01 else 2}%} of the probability.</p>')
+
+
 def sampling_html(s: FinePrint) -> str:
     """The measured and theoretical acceptance, and the chi-square verdicts against both models.
 
@@ -152,10 +186,11 @@ def sampling_html(s: FinePrint) -> str:
     """
     r = s.samples
     fp, fq = s.fit_big, s.fit_draft
-    fav = WORDS.index(s.favourite)
+    fav = s.favourite - 1
+    label = token_label(s.favourite_label)
     stats = (
         '<div class="ep6-stats">'
-        + stat(f"{s.p_draft[fav]:.0%}", f"how often the draft proposes its favourite, “{s.favourite}” "
+        + stat(f"{s.p_draft[fav]:.0%}", f"how often the draft proposes its favourite, “{label}” "
                f"(the big model writes it {s.p_big[fav]:.0%} of the time)")
         + stat(share(r.acceptance_rate, 1),
                f"drafts kept, measured ({int(r.accepted.sum()):,} of {r.n:,})")
@@ -165,13 +200,13 @@ def sampling_html(s: FinePrint) -> str:
     p_ok = fp.p_value >= RED_FLAG
     verdict_p = (
         f"Against the big model's p: chi-square = {_fmt_stat(fp.statistic)} with {fp.df} degrees of "
-        f"freedom, p-value {_fmt_p(fp.p_value)}. "
+        f"freedom (tokens expected fewer than 5 times pooled), p-value {_fmt_p(fp.p_value)}. "
         + (f"That is what honest draws from p look like (a p-value below {RED_FLAG:g} would be a red flag)."
            if p_ok else
            "A p-value this small happens about once in a hundred batches even when the draws do come "
            "from p; draw again and it will move.")
     )
-    inf_note = (" (some outputs are words the draft never proposes)" if math.isinf(fq.statistic)
+    inf_note = (" (some outputs are tokens the draft never proposes)" if math.isinf(fq.statistic)
                 else "")
     verdict_q = (
         f"Against the draft's q: chi-square = {_fmt_stat(fq.statistic)}{inf_note}, p-value "
@@ -326,10 +361,10 @@ def race_story_html(s: FinePrint) -> str:
         least = costs[:, j].min()
         winners = [r for r, c in zip(runs, costs[:, j]) if _same(c, least)]
         text = _GENRE.get(label, label)
-        per.append(f"{'' if text == 'JSON' else 'the '}{esc(text)}, {_names(winners)} ({least:,.1f})")
+        per.append(f"{'' if text in _BARE else 'the '}{esc(text)}, {_names(winners)} ({least:,.1f})")
     ks = [est.mean_k(a, b) for _, a, b in segments]
     genres = [_GENRE.get(label, label) for label, _, _ in segments]
-    drafted = ", ".join(f"{k:.1f} in the {g}" if g != "JSON" else f"{k:.1f} in JSON"
+    drafted = ", ".join(f"{k:.1f} in the {g}" if g not in _BARE else f"{k:.1f} in {g}"
                         for k, g in zip(ks, genres))
     adapt = (f"“{esc(est.label)}” drafted k = {drafted} on average (“{esc(fixed.label)}” drafts "
              f"{fixed.k[0]} throughout).")
@@ -338,7 +373,7 @@ def race_story_html(s: FinePrint) -> str:
                   f"“{esc(est.label)}”.")
     else:
         where = [int(((off.k == 0) & (off.start >= a) & (off.start < b)).sum()) for _, a, b in segments]
-        parts = ", ".join(f"{w:,} in the {g}" if g != "JSON" else f"{w:,} in JSON"
+        parts = ", ".join(f"{w:,} in the {g}" if g not in _BARE else f"{w:,} in {g}"
                           for w, g in zip(where, genres) if w)
         gap = off.total_cost - est.total_cost
         how = ("finished level with" if _same(off.total_cost, est.total_cost) else
@@ -390,7 +425,9 @@ class FinePrintView(StateView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        self.sampling = SamplingCharts()
+        self.sampling = SamplingCharts(s)
+        self.models_key = prose(models_key(s.context), KEYS_CSS, name="ep6-models-key")
+        self.context_note = prose(context_html(s), _CSS, name="ep6-context")
         self.race = RaceCharts(s.stream)
         self.sampling_numbers = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
                                              name="ep6-sampling-numbers", margin=(0, 10))
@@ -416,6 +453,8 @@ class FinePrintView(StateView):
         with pn.io.hold():
             self.sampling.update(self.state)
             self.sampling_numbers.object = sampling_html(self.state)
+            self.models_key.object = models_key(self.state.context)
+            self.context_note.object = context_html(self.state)
 
     def _redraw_race(self, *_):
         with pn.io.hold():
@@ -427,21 +466,23 @@ class FinePrintView(StateView):
     def layout(self):
         s = self.state
         part1_controls = pn.Column(
+            pn.widgets.Select.from_param(s.param.context, sizing_mode="stretch_width"),
             slider(s.param.temperature, step=0.05, format="0.00"),
-            pn.widgets.Select.from_param(s.param.favourite, sizing_mode="stretch_width"),
-            slider(s.param.boost, step=0.1, format="0.0"),
+            slider(s.param.favourite),
+            slider(s.param.bias, step=0.05, format="0.00"),
             pn.widgets.Select.from_param(
                 s.param.n_samples, options={f"{n:,}": n for n in SAMPLE_SIZES},
                 sizing_mode="stretch_width"),
             pn.widgets.Button.from_param(s.param.draw, color="primary", description=None),
-            control_help(s, ["temperature", "favourite", "boost", "n_samples"]),
+            control_help(s, ["context", "temperature", "favourite", "bias", "n_samples"]),
             width=300, name="ep6-sampling-controls",
         )
         part1 = pn.Column(
             prose(self.part1_intro, _CSS),
+            self.context_note,
             beside(part1_controls, self.sampling_numbers, basis="380px", min_width=300),
             pn.FlexBox(
-                pn.Column(prose(MODELS_KEY, KEYS_CSS),
+                pn.Column(self.models_key,
                           pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width"),
                           sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
                 pn.Column(prose(OUT_KEY, KEYS_CSS),

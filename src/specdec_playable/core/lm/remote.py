@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..jobs import blas_env
 from .compare import Comparison, Mirror, compare
 
 log = logging.getLogger("specdec_playable")
@@ -49,7 +50,7 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     """The child's loop: load the model, then answer one request at a time until the parent leaves."""
     from multiprocessing.connection import Connection
 
-    from ..jobs import _lower_priority, limit_blas_threads
+    from ..jobs import _lower_priority
     from .model import get_model
 
     requests = Connection(requests_fd, writable=False)
@@ -67,8 +68,7 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     threading.Thread(target=watch_cancel, daemon=True).start()
     if nice:
         _lower_priority(nice)
-    limit_blas_threads(blas_threads)
-    model = get_model()
+    model = get_model()  # the BLAS thread limit came with the environment (jobs.blas_env)
     replies.send(("ready", None))
     while True:
         try:
@@ -78,6 +78,9 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
         current[0] = run
         cancel.clear()
         try:
+            if request.pop("op", "compare") == "measure":
+                replies.send(("done", _measure(model, cancel, replies, **request)))
+                continue
             prompt = model.tokenizer.chat(request.pop("prompt"))
             replies.send(("prompt", prompt))
             result = compare(model, prompt, cancel=cancel,
@@ -87,6 +90,17 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
             return
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which logs it
             replies.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _measure(model, cancel: threading.Event, replies, text: str,
+             max_seconds: float):  # pragma: no cover - runs in the child
+    """:func:`.measure.measure_text` in the child: progress sent as ``("progress", (done, total))``;
+    stops at the next pass when cancelled or out of time (the result then says it is partial)."""
+    from .measure import measure_text
+
+    end = time.monotonic() + max_seconds
+    return measure_text(model, text, stopped=lambda: cancel.is_set() or time.monotonic() > end,
+                        report=lambda done, total: replies.send(("progress", (done, total))))
 
 
 _CHILD = ("import sys; from specdec_playable.core.lm.remote import _child_main; "
@@ -113,7 +127,7 @@ class ModelProcess:
             self._proc = subprocess.Popen(
                 [sys.executable, "-c", _CHILD, *map(str, child_fds), str(nice), str(blas_threads)],
                 pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                close_fds=True)
+                close_fds=True, env={**os.environ, **blas_env(blas_threads)})
         finally:
             for fd in child_fds:
                 os.close(fd)
@@ -159,6 +173,36 @@ class ModelProcess:
                 raise RuntimeError("the model process stopped answering")
         return self._replies.recv()
 
+    def _wait_loaded(self, cancel: threading.Event | None) -> None:
+        if not self._loaded:
+            kind, _ = self._receive(time.monotonic() + LOAD_S, cancel)
+            if kind != "ready":
+                raise RuntimeError(f"the model process sent {kind!r} before it was ready")
+            self._loaded = True
+            _ready.set()
+
+    def measure(self, text: str, *, cancel: threading.Event | None = None, max_seconds: float,
+                report: Callable[[object], None] | None = None):
+        """:func:`.measure.measure_text` of ``text`` (Episode 4's pasted text), made in the child.
+
+        ``report`` is called with ``(tokens scored, tokens in all)`` after every pass. Setting
+        ``cancel``, or running out of ``max_seconds``, stops it at its next pass with the tokens
+        scored so far (``complete`` False).
+        """
+        self._wait_loaded(cancel)
+        self._run += 1
+        self._requests.send((self._run, dict(op="measure", text=text, max_seconds=max_seconds)))
+        deadline = time.monotonic() + max_seconds + GRACE_S
+        while True:
+            kind, value = self._receive(deadline, cancel)
+            if kind == "progress":
+                if report is not None:
+                    report(value)
+            elif kind == "done":
+                return value
+            elif kind == "error":
+                raise RuntimeError(value)
+
     def compare(self, prompt: str, draft: str, k: int, *, max_new: int, temperature: float = 0.0,
                 top_p: float = 1.0, seed: int | None = None, cancel: threading.Event | None = None,
                 max_seconds: float, report: Callable[[object], None] | None = None) -> Comparison:
@@ -168,12 +212,7 @@ class ModelProcess:
         (in this process, so a snapshot costs the child's timed runs nothing). Setting
         ``cancel`` stops the run at its next pass; the child stays, ready for the next run.
         """
-        if not self._loaded:
-            kind, _ = self._receive(time.monotonic() + LOAD_S, cancel)
-            if kind != "ready":
-                raise RuntimeError(f"the model process sent {kind!r} before it was ready")
-            self._loaded = True
-            _ready.set()
+        self._wait_loaded(cancel)
         self._run += 1
         self._requests.send((self._run, dict(prompt=prompt, draft=draft, k=k, max_new=max_new,
                                              temperature=temperature, top_p=top_p, seed=seed,

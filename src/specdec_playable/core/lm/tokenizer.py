@@ -75,6 +75,10 @@ class Tokenizer:
                                                        skip_special_tokens=False))
         return self._texts[int(token_id)]
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """The raw bytes of one token (a piece of a UTF-8 character stays a piece)."""
+        return _byte_level_bytes(self._tok.id_to_token(int(token_id)))
+
     def chat(self, user: str, *, system: str | None = DEFAULT_SYSTEM) -> list[int]:
         """Ids of a one-turn ChatML prompt ending where the assistant starts to write."""
         nl = self.encode("\n")
@@ -91,3 +95,23 @@ class Tokenizer:
         if arr.size and (arr.min() < 0 or arr.max() >= self.vocab_size):
             raise ValueError(f"token ids must be in [0, {self.vocab_size - 1}]")
         return arr
+
+
+def _byte_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, inverted: each printable stand-in character -> its byte."""
+    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars = list(keep)
+    extra = 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(keep, chars)}
+
+
+_BYTES = _byte_alphabet()
+
+
+def _byte_level_bytes(piece: str) -> bytes:
+    return bytes(_BYTES[ch] for ch in piece)

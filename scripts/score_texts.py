@@ -1,0 +1,128 @@
+"""Score Episode 4's texts and Episode 6's contexts with the real model and the learned draft.
+
+For every bundled text, each token (a subword piece of SmolLM2's tokenizer) gets, teacher-forced on
+the real text before it: the acceptance probability sum(min(p, q)) of the target's p and the learned
+draft's q, whether greedy drafting is kept there, the target's probability of the token and the
+draft's top guess (``core.lm.measure.measure_text``). For each of Episode 6's contexts, the target's
+and the draft's most likely next tokens with their probabilities (``core.lm.measure.next_token``).
+
+Writes ``assets/lm/measured_texts.json`` and its provenance ``assets/lm/measured_texts.meta.json``.
+Usage, from a checkout after ``bash scripts/bootstrap.sh``:
+
+    .venv/bin/python scripts/score_texts.py            # score, print the table, write the asset
+    .venv/bin/python scripts/score_texts.py --no-write # score and print only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from specdec_playable.core import texts
+from specdec_playable.core.assets import asset_path
+from specdec_playable.core.lm import get_model, model_file
+from specdec_playable.core.lm.measure import default_draft, measure_text, next_token
+from specdec_playable.core.measured import ASSET, CONTEXTS, DIGITS, META, python_text
+
+ROOT = Path(__file__).resolve().parents[1]
+TOP = 8
+#: Draft tokens listed at most (a draft spreading q wider leaves the rest as 'everything else').
+DRAFT_TOP = 16
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sources() -> list[dict]:
+    """The texts to score: the bundled ones (most predictable first), then held-out Python."""
+    out = [dict(id=t.id, title=t.title, kind=t.kind, description=t.description, source=t.source,
+                origin=f"assets/texts/{t.id}.json") for t in texts.load_texts()]
+    out.append(python_text())
+    return out
+
+
+def r(x) -> float:
+    return round(float(x), DIGITS)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-write", action="store_true", help="print the table, write nothing")
+    args = ap.parse_args()
+
+    t0 = time.perf_counter()
+    model = get_model()
+    load_s = time.perf_counter() - t0
+    draft = default_draft()
+    records, contexts = [], []
+    print(f"{'text':<16} {'kind':<12} {'tokens':>6} {'mean alpha':>10} {'greedy kept':>11} "
+          f"{'p(token)':>8} {'seconds':>7}")
+    t_score = time.perf_counter()
+    for src in sources():
+        t1 = time.perf_counter()
+        m = measure_text(model, src["source"], draft=draft)
+        assert "".join(m.pieces) == src["source"]
+        secs = time.perf_counter() - t1
+        records.append(dict(
+            src, tokens=len(m), pieces=list(m.pieces), alpha=[r(a) for a in m.alpha],
+            greedy=[int(g) for g in m.greedy], p_token=[r(p) for p in m.p_token],
+            guess=list(m.guess)))
+        print(f"{src['id']:<16} {src['kind']:<12} {len(m):>6} {m.mean_alpha:>10.3f} "
+              f"{m.greedy.mean():>11.3f} {m.p_token.mean():>8.3f} {secs:>7.1f}")
+    for ctx in CONTEXTS:
+        nt = next_token(model, ctx, draft=draft, top=TOP, draft_top=DRAFT_TOP)
+        contexts.append(dict(
+            context=ctx, target=[[t, r(p)] for t, p in nt.target], target_rest=r(nt.target_rest),
+            draft=[[t, r(q), r(p)] for t, q, p in nt.draft], draft_rest=r(nt.draft_rest), alpha=r(nt.alpha)))
+        print(f"context {ctx!r}: target top {nt.target[0]}, draft top {nt.draft[:1]}, "
+              f"alpha {nt.alpha:.3f}")
+    score_s = time.perf_counter() - t_score
+    if args.no_write:
+        return
+
+    ngram = asset_path("lm/ngram_draft.npz")
+    gguf = model_file()
+    data = dict(texts=records, contexts=contexts)
+    meta = dict(
+        what="Per-token acceptance of Episode 4's texts and next-token distributions of Episode 6's "
+             "contexts, measured with the real model and the learned draft (teacher-forced).",
+        model=dict(name="SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32, this project's "
+                        "numpy forward pass)", file=gguf.name, sha256=sha256(gguf)),
+        draft=dict(name=draft.name, description="token n-gram table trained on Python stdlib source "
+                   "(core.lm.ngram); q is its distribution over the continuations it keeps for the "
+                   "longest known 1-3 token context (NgramDraft.distribution, temperature 1), zero "
+                   "where no context is known",
+                   min_share=draft.min_share, file="assets/lm/ngram_draft.npz",
+                   sha256=sha256(ngram)),
+        temperature=1.0,
+        acceptance="alpha = sum(min(p, q)) per position; greedy = draft's top token equals the "
+                   "target's top token; the first token is predicted from the start token (id 1)",
+        digits=DIGITS,
+        command="python scripts/score_texts.py",
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        tokens={rec["id"]: rec["tokens"] for rec in records},
+        seconds=dict(load_model=round(load_s, 1), score=round(score_s, 1)),
+        machine=dict(python=platform.python_version(), numpy=np.__version__,
+                     cpu=platform.processor() or platform.machine()),
+    )
+    (ROOT / "assets" / ASSET).write_text(json.dumps(data, ensure_ascii=False, indent=0) + "\n",
+                                         encoding="utf-8")
+    (ROOT / "assets" / META).write_text(json.dumps(meta, ensure_ascii=False, indent=2) + "\n",
+                                        encoding="utf-8")
+    print(f"wrote assets/{ASSET} and assets/{META}")
+
+
+if __name__ == "__main__":
+    main()
