@@ -91,3 +91,28 @@ def test_ep8_fits_small_screens(page, site, console, artifacts, size):
     assert overflow <= 1, f"page is {overflow}px wider than the {size[0]}px screen"
     page.screenshot(path=artifacts / f"ep8-{size[0]}.png", full_page=True)
     assert_clean(page, console)
+
+
+def test_ep8_part3_draws_the_recorded_real_step_and_the_measured_table(page, site, console,
+                                                                       artifacts):
+    from specdec_playable.state.ep8 import cpu_curve, real_tree_step, real_tree_table
+    from specdec_playable.views import ep8_real_tree as real
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(site.url + URL)
+    wait_for_bokeh(page, "ep8-real-nodes")
+    step = real_tree_step()
+    nodes = model_data(page, "ep8-real-nodes")
+    assert nodes["text"] == [real.piece(t) for t in (step.root_text, *step.texts, step.text)]
+    assert nodes["fill"].count(real.theme.ACCEPTED) == len(step.path)
+    mask = model_data(page, "ep8-real-mask")
+    size = len(step.tokens) + 1
+    grid = np.zeros((size, size), int)
+    grid[mask["i"], mask["j"]] = mask["v"]
+    np.testing.assert_array_equal(grid > 0, step.mask)
+    table = real_tree_table()
+    words = real.table_sentence(table, real.pass_costs(table, cpu_curve()))
+    wait_for_text(page, words.split(";")[0])                # the sentence, as computed
+    text = page_text(page)
+    assert f"one pass of {size} positions" in text
+    assert_clean(page, console)

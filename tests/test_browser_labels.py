@@ -17,7 +17,7 @@ from conftest import assert_clean, wait_for_bokeh
 pytestmark = pytest.mark.browser
 
 _EP8 = ["ep8-batch-fig", "ep8-split-fig", "ep8-cost-fig", "ep8-tree-fig", "ep8-tree-pic",
-        "ep8-mask-fig"]
+        "ep8-mask-fig", "ep8-real-tree", "ep8-real-mask-fig"]
 #: Page (with a link's settings) -> the figures on it.
 PAGES = {
     "/ep1_writing_vs_checking": ["ep1-figure"],

@@ -98,6 +98,28 @@ them, on its own models and GPUs.</p>
 """
 
 
+PART3_INTRO = """<h2>Part 3: a real tree, on this server</h2>
+<p class="sdp-lede">The same idea with the real model of Episode 7 instead of a dial. The learned
+draft (a table of which token most often follows the last one to three tokens, counted from Python
+source) offers its most frequent continuations at each level; one forward pass of the real model
+scores the whole tree, each candidate attending only to the text and its own ancestors, at the
+position it would have in the text. The model keeps the longest path it agrees with and writes its
+own next token after it. Greedy output is still exactly what plain decoding writes: the tests check
+it token by token.</p>
+"""
+
+PART3_NOTE = """<p class="sdp-note">Measured by <code>benchmarks/bench_trees.py</code> on Episode 7's
+prompts (64 new tokens each, greedy), with SmolLM2-135M-Instruct in numpy on this server's two CPU
+cores; assets/lm/tree_vs_chain.csv and its .meta.json record when and how. Tokens per pass do not
+depend on the machine. A pass's cost in plain steps prices the root and the candidates it checked
+with this CPU's measured pass times (assets/pass_cost_cpu.csv, the orange curve of Part 1). A
+shape's verified positions are its size: a real tree can be smaller, where the draft knows no
+continuation. The
+drawn step is stored in assets/lm/tree_step_example.json by
+<code>scripts/make_tree_step_example.py</code>.</p>
+"""
+
+
 def page(state: BusyAndTrees | None = None) -> pn.Column:
     """A fresh Episode 8 page (one per session or notebook cell)."""
     state = state or BusyAndTrees()
@@ -105,7 +127,8 @@ def page(state: BusyAndTrees | None = None) -> pn.Column:
     view = after_first_paint(
         lambda: BusyTreesView(state=state, part1_intro=PART1_INTRO, part1_note=PART1_NOTE,
                               part1_outro=PART1_OUTRO, part2_intro=PART2_INTRO,
-                              part2_note=PART2_NOTE),
+                              part2_note=PART2_NOTE, part3_intro=PART3_INTRO,
+                              part3_note=PART3_NOTE),
         min_height=VIEW_HEIGHT, name="ep8-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep8",

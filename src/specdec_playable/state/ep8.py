@@ -45,6 +45,21 @@ def cpu_curve() -> batching.PassTimeCurve:
     return batching.cpu_curve()
 
 
+def real_tree_table():
+    """Chain against trees with the real model, as measured (``core.lm.tree_table``); shared."""
+    from ..core.lm.tree_table import load_tree_vs_chain
+
+    return load_tree_vs_chain()
+
+
+@lru_cache(maxsize=1)
+def real_tree_step():
+    """One real tree verify pass, as recorded (``core.lm.tree_step``); read once and shared."""
+    from ..core.lm.tree_step import load_tree_step_example
+
+    return load_tree_step_example()[0]
+
+
 @dataclass(frozen=True)
 class Anchor:
     """A published measurement of speculation at a batch size, with its source."""

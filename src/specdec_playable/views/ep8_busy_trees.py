@@ -27,11 +27,15 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from ..core import trees
-from ..state.ep8 import ANCHORS, BATCH_MAX, BATCHES, K_MAX, N_ROUNDS, Q_GRID, BusyAndTrees
+from ..state.ep8 import (
+    ANCHORS, BATCH_MAX, BATCHES, K_MAX, N_ROUNDS, Q_GRID, BusyAndTrees, real_tree_step,
+    real_tree_table,
+)
 from . import theme
 from .keys import KEYS_CSS, chart_key, glyph, swatch
 from .livehtml import LiveHTML
 from .inputs import control_help
+from .ep8_real_tree import real_tree_part
 from .page import StateView, beside, esc, page_css, prose, slider, stat
 
 _CSS = "ep8.css"
@@ -554,6 +558,8 @@ class BusyTreesView(StateView):
     part1_outro = param.String(default="", doc="Trusted HTML closing part 1 (how servers cope).")
     part2_intro = param.String(default="", doc="Trusted HTML opening part 2.")
     part2_note = param.String(default="", doc="Trusted HTML under part 2's charts.")
+    part3_intro = param.String(default="", doc="Trusted HTML opening part 3 (the real model's trees).")
+    part3_note = param.String(default="", doc="Trusted HTML under part 3.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -637,5 +643,7 @@ class BusyTreesView(StateView):
                        pn.pane.Bokeh(self.tree_picture.mask_figure), sizing_mode="stretch_width",
                        flex_wrap="wrap"),
             prose(self.part2_note),
+            real_tree_part(real_tree_table(), real_tree_step(), s.cpu_curve,
+                           intro=self.part3_intro, note=self.part3_note),
             sizing_mode="stretch_width",
         )
