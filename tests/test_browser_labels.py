@@ -16,6 +16,8 @@ from conftest import assert_clean, wait_for_bokeh
 
 pytestmark = pytest.mark.browser
 
+_EP8 = ["ep8-batch-fig", "ep8-split-fig", "ep8-cost-fig", "ep8-tree-fig", "ep8-tree-pic",
+        "ep8-mask-fig", "ep8-real-tree", "ep8-real-mask-fig"]
 #: Page (with a link's settings) -> the figures on it.
 PAGES = {
     "/ep1_writing_vs_checking": ["ep1-figure"],
@@ -33,6 +35,8 @@ PAGES = {
     "/ep6_the_fine_print": ["ep6-models-fig", "ep6-out-fig", "ep6-wall-fig", "ep6-k-fig"],
     "/ep6_the_fine_print?boost=5&c=0.6&fixed_k=12&race_seed=2":
         ["ep6-models-fig", "ep6-out-fig", "ep6-wall-fig", "ep6-k-fig"],
+    "/ep8_busy_gpus_and_token_trees": _EP8,
+    "/ep8_busy_gpus_and_token_trees?q=1&k=12&c=0&batch=256&tree_q=0&width=8&depth=8": _EP8,
 }
 SIZES = [(390, 844), (800, 600), (1280, 900)]
 

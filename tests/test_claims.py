@@ -520,7 +520,8 @@ def test_hardware_note_states_what_the_measurements_show():
 
 #: Words that give a control's unit or scale in its help.
 _UNIT = re.compile(r"milliseconds|big-model passes|0: never|count of tokens|tokens per round|no unit|"
-                   r"natural-log units|count of draws|whole number from 0|a rank|a fraction")
+                   r"natural-log units|count of draws|whole number from 0|a rank|a fraction|"
+                   r"count of users|count of candidates")
 
 
 def _help_lists(viewable) -> str:
@@ -531,7 +532,7 @@ def _help_lists(viewable) -> str:
     return " ".join(plain(str(p.object)) for p in found if 'class="sdp-help"' in str(p.object))
 
 
-@pytest.mark.parametrize("number", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("number", [1, 2, 3, 4, 5, 6, 8])
 def test_every_slider_and_box_is_explained_with_its_unit(number):
     from specdec_playable.episodes import available
 
@@ -539,7 +540,7 @@ def test_every_slider_and_box_is_explained_with_its_unit(number):
     root = ep.module.page()
     text = _help_lists(root)
     state_cls = {1: "WritingVsChecking", 2: "Relay", 3: "QualityDial", 4: "BoilerplateVsPoetry",
-                 5: "BreakEvenMap", 6: "FinePrint"}[number]
+                 5: "BreakEvenMap", 6: "FinePrint", 8: "BusyAndTrees"}[number]
     import importlib
 
     cls = getattr(importlib.import_module(f"specdec_playable.state.ep{number}"), state_cls)

@@ -123,3 +123,24 @@ def test_bad_fit_inputs():
         batching.fit_roofline([1, 2], [1.0, -2.0])
     with pytest.raises(ValueError, match="model, impl"):
         batching.measured_curve("gpt-9")
+
+
+@pytest.mark.parametrize("batch", [1, 16, 64, 128, 200])
+@pytest.mark.parametrize("k", [1, 4, 9])
+def test_effective_cost_gives_the_same_speedup(batch, k):
+    # E T(B) / (k c T(B) + T(B(k+1))) == E / (1 + k c_eff) for every q.
+    curve = batching.measured_curve()
+    c_eff = batching.effective_cost(k, 0.07, batch, curve)
+    for q in (0.0, 0.5, 0.9):
+        direct = float(batching.batch_costs(q, k, 0.07, batch, curve).speedup[()])
+        assert direct == pytest.approx(theory.expected_speedup(q, k, c_eff), rel=1e-12)
+
+
+def test_break_even_q_on_the_curve():
+    curve = batching.measured_curve()
+    for batch in (1, 64, 128):
+        q_star = batching.break_even_q(4, 0.05, batch, curve)
+        s = batching.batch_costs(q_star, 4, 0.05, batch, curve).speedup
+        assert float(s[()]) == pytest.approx(1.0, abs=1e-9)
+    # Far past the roofline's knee, no acceptance rate pays (the effective cost is above 1).
+    assert np.isnan(batching.break_even_q(8, 0.05, 4096, curve))

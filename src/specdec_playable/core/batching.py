@@ -117,6 +117,20 @@ def measured_curve(model: str = "llama-8b-shape", impl: str = "gemm-cudagraph") 
                         label=f"{model}, {impl} (measured on one NVIDIA H200)")
 
 
+def cpu_curve() -> PassTimeCurve:
+    """The real model's measured pass times on this project's CPU (``assets/pass_cost_cpu.csv``).
+
+    Examples
+    --------
+    >>> curve = cpu_curve()
+    >>> curve.n_max, bool(curve.time_ms(5) > 1.5 * curve.time_ms(1))   # checking is not free here
+    (64, True)
+    """
+    series = hardware.load_cpu_pass_costs()
+    return fit_roofline(series.n_positions, series.median_ms,
+                        label=f"{series.model}, {series.impl} (measured on this project's CPU)")
+
+
 def fit_roofline(n_positions, median_ms, *, label: str = "") -> PassTimeCurve:
     """Fit a roofline (memory-bound floor, compute-bound slope) to measured pass times.
 
@@ -301,6 +315,49 @@ def best_k_per_batch(q, c, batch, curve: PassTimeCurve, k_max: int = 16) -> Best
     best = np.argmax(s, axis=0)
     speed = s[best, np.arange(b.size)]
     return BestK(batch=b, k=ks[best], speedup=speed, speculate=speed > 1.0)
+
+
+def effective_cost(k, c, batch, curve: PassTimeCurve):
+    """The draft cost that gives the same speedup in Episode 5's formula ``E / (1 + k c)``.
+
+    ``speedup = E T(B) / (k c T(B) + T(B (k + 1)))`` is ``E / (1 + k c_eff)`` with
+
+        c_eff = c + (T(B (k + 1)) / T(B) - 1) / k,
+
+    so a verify pass that costs more than a plain step acts like a dearer draft: every
+    point of Episode 5's break-even map applies with ``c_eff`` in place of ``c``.
+
+    Examples
+    --------
+    >>> flat = fit_roofline([1, 10_000], [1.0, 1.0])
+    >>> float(effective_cost(4, 0.1, 64, flat))
+    0.1
+    """
+    c = _v.draft_cost(c)
+    k = _v.int_array("k", k, 1, _v.K_MAX)
+    b = _batch(batch)
+    k, b = np.broadcast_arrays(k, b)
+    ratio = np.asarray(curve.time_ms(b * (k + 1)), dtype=float) / np.asarray(curve.time_ms(b), dtype=float)
+    out = c + (ratio - 1.0) / k
+    return float(out) if out.ndim == 0 else out
+
+
+def break_even_q(k, c, batch, curve: PassTimeCurve) -> float:
+    """Smallest acceptance rate at which speculation at this batch is no slower than plain decoding.
+
+    NaN when no q in [0, 1] breaks even (the effective cost is above 1).
+
+    Examples
+    --------
+    >>> flat = fit_roofline([1, 10_000], [1.0, 1.0])
+    >>> round(break_even_q(4, 0.15, 1, flat), 2)           # Episode 5's 0.38
+    0.38
+    """
+    c_eff = float(effective_cost(k, c, batch, curve))
+    k = _v.draft_length(k)
+    if c_eff > 1.0:
+        return float("nan")
+    return float(theory.break_even_q(k, c_eff))
 
 
 def break_even_batch(q, k, c, curve: PassTimeCurve, batch_max: int = 256) -> int | None:

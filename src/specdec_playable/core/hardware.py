@@ -19,6 +19,9 @@ from .assets import asset_path
 
 CSV_NAME = "pass_cost_h200.csv"
 META_NAME = "pass_cost_h200.meta.json"
+#: The real model's own pass times on this project's CPU (``benchmarks/bench_lm.py --write-csv``).
+CPU_CSV_NAME = "pass_cost_cpu.csv"
+CPU_META_NAME = "pass_cost_cpu.meta.json"
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,7 +34,7 @@ class PassCosts:
     median_ms: np.ndarray
     p10_ms: np.ndarray
     p90_ms: np.ndarray
-    weight_bytes: int
+    weight_bytes: int | None
 
     def at(self, n_positions: int) -> float:
         """Median ms of a pass over exactly ``n_positions`` (must be a measured row)."""
@@ -46,9 +49,28 @@ class PassCosts:
 
 @lru_cache(maxsize=1)
 def load_pass_costs() -> dict[tuple[str, str], PassCosts]:
-    """All measured series keyed by ``(model, impl)``; read once, then shared read-only."""
+    """All measured H200 series keyed by ``(model, impl)``; read once, then shared read-only."""
+    return _read_pass_costs(CSV_NAME)
+
+
+@lru_cache(maxsize=1)
+def load_cpu_pass_costs() -> PassCosts:
+    """The real model's pass times on this project's 2-core CPU (one series; no weight column).
+
+    Provenance: ``assets/PROVENANCE.md`` and ``assets/pass_cost_cpu.meta.json``.
+    """
+    (series,) = _read_pass_costs(CPU_CSV_NAME).values()
+    return series
+
+
+def load_cpu_meta() -> dict:
+    """How and where the CPU pass times were measured."""
+    return json.loads(Path(asset_path(CPU_META_NAME)).read_text())
+
+
+def _read_pass_costs(name: str) -> dict[tuple[str, str], PassCosts]:
     rows: dict[tuple[str, str], list] = {}
-    with open(asset_path(CSV_NAME), newline="") as fh:
+    with open(asset_path(name), newline="") as fh:
         for rec in csv.DictReader(fh):
             rows.setdefault((rec["model"], rec["impl"]), []).append(rec)
     out = {}
@@ -62,7 +84,7 @@ def load_pass_costs() -> dict[tuple[str, str], PassCosts]:
             median_ms=col("median_ms"),
             p10_ms=col("p10_ms"),
             p90_ms=col("p90_ms"),
-            weight_bytes=int(recs[0]["weight_bytes"]),
+            weight_bytes=int(recs[0]["weight_bytes"]) if "weight_bytes" in recs[0] else None,
         )
     for series in out.values():
         for arr in (series.n_positions, series.median_ms, series.p10_ms, series.p90_ms):

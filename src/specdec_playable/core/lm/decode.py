@@ -57,6 +57,9 @@ class Update:
         Wall clock since the run started.
     events : Events
         The events this round added.
+    tree : TreeRound or None
+        For a token-tree verify pass (:func:`.tree.speculate_tree`), the whole round: the tree,
+        its mask and the accepted path.
     """
 
     round: int
@@ -70,6 +73,7 @@ class Update:
     total_tokens: int
     elapsed_ms: float
     events: Events
+    tree: object = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,7 +244,7 @@ class _Run:
         return True
 
     def emit(self, rnd: int, kind: str, new: list[int], marks: list[str], proposed=(),
-             n_accepted=0, first_row=0) -> bool:
+             n_accepted=0, first_row=0, tree=None) -> bool:
         """Append tokens (stopping at end-of-sequence); report progress. True if the run ends."""
         eos = self.tok.eos_id
         ended = False
@@ -260,7 +264,7 @@ class _Run:
                 proposed_texts=tuple(self.tok.token_text(t) for t in proposed),
                 n_accepted=n_accepted, total_tokens=len(self.out),
                 elapsed_ms=self.ms(time.perf_counter()),
-                events=Events.from_rows(self.rows[first_row:])))
+                events=Events.from_rows(self.rows[first_row:]), tree=tree))
         return ended
 
     def prefill(self, cache) -> bool:

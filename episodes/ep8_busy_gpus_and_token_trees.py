@@ -1,0 +1,14 @@
+"""Episode 8 — busy GPUs and token trees.
+
+Speculation at a batch size, priced with measured H200 pass times, and a tree of
+guesses against a chain with the same verified positions. Serve alone with
+``panel serve episodes/ep8_busy_gpus_and_token_trees.py``.
+"""
+
+from specdec_playable.episodes import ep8
+from specdec_playable.views.page import safe_page
+
+page = safe_page(ep8.page)
+
+if __name__.startswith("bokeh") or __name__ == "__main__":
+    page.servable(title=f"Episode {ep8.NUMBER}: {ep8.TITLE}")

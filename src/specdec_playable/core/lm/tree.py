@@ -1,0 +1,519 @@
+"""Token-tree speculative decoding with the real model: guess in branches, check them in one pass.
+
+A round drafts a tree of guesses from the learned draft's top-w candidates per level
+(:meth:`.ngram.NgramDraft.candidates`), in one of the shapes of :mod:`specdec_playable.core.trees`:
+
+* ``"spine"``: at each of ``depth`` levels, the draft's ``width`` best guesses, all hanging under
+  the previous level's best guess (``width * depth`` nodes; width 1 is the chain of ``depth``);
+* ``"full"``: every node gets the draft's ``width`` best guesses after its own path
+  (``width + ... + width^depth`` nodes).
+
+A level (or, in a full tree, a node's children) is drafted only where the draft's best guess clears
+its ``min_share`` (exactly where the chain draft :meth:`.ngram.NgramDraft.propose` would go on), and
+only where the draft knows the context; so a real tree may be smaller than its shape.
+
+One target pass scores the root (the last committed token, not yet fed) and every node. Each node
+sits at the rotary position of its depth after the committed text, and attends to the committed
+text, the root and its own ancestors only (:func:`tree_mask`, built on
+:func:`specdec_playable.core.trees.ancestor_mask`). A node is accepted when its parent was accepted
+(or is the root) and its token is the target's greedy token at its parent. Siblings differ, so the
+accepted nodes form one path; the target's own token after the path's end is written too (a
+correction when that end had children, all rejected; a bonus when it is a leaf). The cache then keeps
+the root and the accepted path only (:meth:`.model.KVCache.compact`).
+
+Greedy only: the output equals plain greedy decoding token for token (a test checks it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .. import _validate as _v
+from .. import trees
+from .decode import Generation, _check, _Run
+
+SHAPES = ("spine", "full")
+#: Largest width (the draft keeps 8 continuations per context), depth and tree (nodes per pass).
+WIDTH_MAX = 8
+DEPTH_MAX = 16
+NODES_MAX = 64
+
+
+@dataclass(frozen=True, eq=False)
+class DraftTree:
+    """A draft tree: node ``i`` holds token ``tokens[i]`` under ``parents[i]`` (-1: the root).
+
+    Nodes are numbered parents first; siblings hold different tokens.
+
+    Attributes
+    ----------
+    parents : numpy.ndarray of int64, shape (n,)
+    tokens : numpy.ndarray of int64, shape (n,)
+    probs : numpy.ndarray of float64, shape (n,)
+        The draft's probability of each node's token after its parent's path (NaN if unknown).
+    """
+
+    parents: np.ndarray
+    tokens: np.ndarray
+    probs: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.parents.size)
+
+    @property
+    def depths(self) -> np.ndarray:
+        """Depth of each node (children of the root: 1); empty for an empty tree."""
+        return trees.depths(self.parents) if len(self) else np.zeros(0, np.int64)
+
+    @property
+    def depth(self) -> int:
+        return int(self.depths.max()) if len(self) else 0
+
+    def path_to(self, node: int) -> list[int]:
+        """Nodes from the root's child down to ``node`` (inclusive)."""
+        path = []
+        while node >= 0:
+            path.append(int(node))
+            node = int(self.parents[node])
+        return path[::-1]
+
+
+EMPTY_TREE = DraftTree(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+
+
+def check_tree(parents, tokens, vocab: int, probs=None) -> DraftTree:
+    """Validate a tree for :func:`verify_tree`; raise ``ValueError`` saying what is wrong.
+
+    Parameters
+    ----------
+    parents : array_like of int, shape (n,)
+        Parent of each node: -1 (the root) or an earlier node. ``n`` may be 0.
+    tokens : array_like of int, shape (n,)
+        Token ids in ``[0, vocab)``; children of one parent must differ.
+    vocab : int
+    probs : array_like of float, optional
+    """
+    p = np.asarray(parents)
+    t = np.asarray(tokens)
+    if p.size == 0 and t.size == 0:
+        return EMPTY_TREE
+    if p.size > NODES_MAX:
+        raise ValueError(f"a tree may have at most {NODES_MAX} nodes; got {p.size}")
+    trees.depths(p)  # raises ValueError naming a bad parent (or a bad array)
+    p = p.astype(np.int64)
+    if t.shape != p.shape or t.dtype.kind not in "iu":
+        raise ValueError(f"tokens must be {p.size} integers, one per node; got shape {t.shape}, "
+                         f"dtype {t.dtype}")
+    t = t.astype(np.int64)
+    if t.min() < 0 or t.max() >= vocab:
+        raise ValueError(f"tokens must be ids in [0, {vocab - 1}]")
+    pairs = np.stack([p, t], axis=1)
+    if np.unique(pairs, axis=0).shape[0] != p.size:
+        raise ValueError("children of one parent must hold different tokens")
+    q = np.full(p.size, np.nan) if probs is None else np.asarray(probs, np.float64)
+    if q.shape != p.shape:
+        raise ValueError(f"probs must have shape {p.shape}; got {q.shape}")
+    return DraftTree(p, t, q)
+
+
+def tree_mask(parents) -> np.ndarray:
+    """The attention mask of a verify pass over ``[root, *nodes]``, shape (n + 1, n + 1).
+
+    Row and column 0 are the root: every node sees it; node ``i`` (row ``i + 1``) also sees itself
+    and its ancestors (:func:`specdec_playable.core.trees.ancestor_mask`). Every committed token
+    before the root is visible to all (outside this matrix).
+
+    Examples
+    --------
+    >>> tree_mask([-1, -1, 0]).astype(int).tolist()
+    [[1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 1, 0], [1, 1, 0, 1]]
+    """
+    p = np.asarray(parents)
+    n = int(p.size)
+    mask = np.zeros((n + 1, n + 1), bool)
+    mask[:, 0] = True
+    if n:
+        mask[1:, 1:] = trees.ancestor_mask(p)
+    return mask
+
+
+def tree_positions(parents, past: int) -> np.ndarray:
+    """Rotary positions of ``[root, *nodes]``: the root at ``past``, a node at ``past + depth``."""
+    p = np.asarray(parents)
+    d = trees.depths(p) if p.size else np.zeros(0, np.int64)
+    return past + np.concatenate([[0], d]).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Verdict:
+    """What one tree verify pass decided.
+
+    Attributes
+    ----------
+    path : tuple of int
+        Accepted nodes, from the root's child down (empty: none accepted).
+    judged : numpy.ndarray of bool, shape (n,)
+        Nodes the target checked: those whose parent is the root or accepted. Judged nodes off
+        the path were rejected; the others were discarded unjudged.
+    token : int
+        The target's greedy token after the path (the round's last token).
+    mark : str
+        ``"correction"`` (the path's end had children, all rejected), ``"bonus"`` (it is a leaf)
+        or ``"generate"`` (the tree was empty: a plain pass).
+    target : numpy.ndarray of int64, shape (n + 1,)
+        The target's greedy token after the root (entry 0) and after each node.
+    mask : numpy.ndarray of bool, shape (n + 1, n + 1)
+        The attention mask the pass used (:func:`tree_mask`).
+    positions : numpy.ndarray of int64, shape (n + 1,)
+        The rotary positions the pass used (:func:`tree_positions`).
+    """
+
+    path: tuple
+    judged: np.ndarray
+    token: int
+    mark: str
+    target: np.ndarray
+    mask: np.ndarray
+    positions: np.ndarray
+
+    @property
+    def n_accepted(self) -> int:
+        return len(self.path)
+
+
+def judge_tree(tree: DraftTree, target: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """Greedy judging: (accepted path, judged nodes) given the target's token after each row."""
+    n = len(tree)
+    accepted = np.zeros(n, bool)
+    judged = np.zeros(n, bool)
+    deepest = -1
+    for i in range(n):
+        parent = int(tree.parents[i])
+        if parent < 0 or accepted[parent]:
+            judged[i] = True
+            if tree.tokens[i] == target[parent + 1]:
+                accepted[i] = True
+                deepest = i  # siblings differ, so at most one child of a node is accepted
+    return (tuple(tree.path_to(deepest)) if deepest >= 0 else ()), judged
+
+
+def verify_tree(model, cache, root: int, tree: DraftTree) -> Verdict:
+    """Score ``[root, *tree]`` in ONE target pass, accept the longest agreeing path, fix the cache.
+
+    Parameters
+    ----------
+    model : Model
+    cache : KVCache
+        Holds the committed text before ``root``. Afterwards it holds that text, the root and the
+        accepted path, exactly as if they had been fed in order.
+    root : int
+        The last committed token, not yet in the cache.
+    tree : DraftTree
+        From :func:`build_tree` or :func:`check_tree`.
+
+    Returns
+    -------
+    Verdict
+    """
+    tree = check_tree(tree.parents, tree.tokens, model.config.vocab_size, tree.probs)
+    past = cache.length
+    mask = tree_mask(tree.parents)
+    positions = tree_positions(tree.parents, past)
+    fw = model.forward([int(root), *tree.tokens.tolist()], cache, positions=positions, mask=mask,
+                       logits="all")
+    target = np.argmax(fw.logits, axis=-1).astype(np.int64)
+    path, judged = judge_tree(tree, target)
+    end = path[-1] if path else -1
+    token = int(target[end + 1])
+    if not len(tree):
+        mark = "generate"
+    elif np.any(tree.parents == end):
+        mark = "correction"
+    else:
+        mark = "bonus"
+    cache.compact(past, [0, *(i + 1 for i in path)])
+    return Verdict(path=path, judged=judged, token=token, mark=mark, target=target, mask=mask,
+                   positions=positions)
+
+
+def shape_parents(shape: str, width: int, depth: int) -> np.ndarray:
+    """The full parent array of a shape (the most a round can draft)."""
+    if shape == "spine":
+        return trees.spine_tree(width, depth)
+    if shape == "full":
+        return trees.full_tree(width, depth)
+    raise ValueError(f"shape must be one of {SHAPES}; got {shape!r}")
+
+
+def _check_shape(shape, width, depth) -> tuple[str, int, int, int]:
+    width = _v.integer("width", width, 1, WIDTH_MAX)
+    depth = _v.integer("depth", depth, 1, DEPTH_MAX)
+    if shape not in SHAPES:
+        raise ValueError(f"shape must be one of {SHAPES}; got {shape!r}"[:120])
+    size = width * depth if shape == "spine" else sum(width**j for j in range(1, depth + 1))
+    if size > NODES_MAX:
+        raise ValueError(f"a {shape} tree of width {width} and depth {depth} has {size} nodes; "
+                         f"at most {NODES_MAX} are allowed")
+    return shape, width, depth, size
+
+
+def build_tree(proposer, context, width: int, depth: int, *, shape: str = "spine") -> DraftTree:
+    """Draft a tree after ``context`` from the draft's top-``width`` candidates per level.
+
+    Parameters
+    ----------
+    proposer
+        A run of the learned draft (``NgramDraft(...).begin(model)``): anything with
+        ``candidates(context, w) -> Candidates``.
+    context : sequence of int
+        The committed text (prompt and output so far).
+    width, depth : int
+        Candidates per level (1..8) and levels (1..16).
+    shape : {"spine", "full"}
+
+    Returns
+    -------
+    DraftTree
+        Possibly smaller than the shape (see the module docstring); empty when the draft has no
+        confident guess.
+
+    Examples
+    --------
+    >>> run = NgramDraft(min_share=0.0).begin(None)                        # doctest: +SKIP
+    >>> build_tree(run, tok.encode("import os.path"), 2, 2).parents.tolist()  # doctest: +SKIP
+    [-1, -1, 0, 0]
+    """
+    shape, width, depth, _ = _check_shape(shape, width, depth)
+    ctx = list(np.asarray(context, dtype=np.int64)[-3:])
+    parents: list[int] = []
+    tokens: list[int] = []
+    probs: list[float] = []
+    frontier = [(-1, ctx)]  # (node, its context) whose children the next level drafts
+    for _ in range(depth):
+        nxt = []
+        for node, c in frontier:
+            cand = proposer.candidates(np.array(c[-3:], np.int64), width)
+            if not len(cand) or not cand.confident:
+                continue
+            for j, (tok, pr) in enumerate(zip(cand.tokens.tolist(), cand.probs.tolist())):
+                parents.append(node)
+                tokens.append(tok)
+                probs.append(pr)
+                if shape == "full" or j == 0:
+                    nxt.append((len(tokens) - 1, c[-2:] + [tok]))
+        frontier = nxt
+        if not frontier:
+            break
+    if not tokens:
+        return EMPTY_TREE
+    return DraftTree(np.array(parents, np.int64), np.array(tokens, np.int64), np.array(probs))
+
+
+@dataclass(frozen=True, eq=False)
+class TreeRound:
+    """One round of :func:`speculate_tree`: the tree drafted, the pass that checked it, the verdict.
+
+    Attributes
+    ----------
+    round : int
+        Target pass number (1 is the first after the prefill).
+    position : int
+        Output position of the depth-1 nodes (the root is the token before it).
+    root, root_text
+        The last committed token (not yet fed when the round began) and its text.
+    tree : DraftTree
+    texts : tuple of str
+        Each node's token text.
+    verdict : Verdict
+        The accepted path, the judged nodes, the mask and positions used, the target's tokens.
+    target_texts : tuple of str
+        Text of the target's greedy token after the root and after each node.
+    text : str
+        Text of ``verdict.token``.
+    draft_ms, verify_ms : float
+        Time to draft the tree, and for the verify pass (including the cache fix).
+    """
+
+    round: int
+    position: int
+    root: int
+    root_text: str
+    tree: DraftTree
+    texts: tuple
+    verdict: Verdict
+    target_texts: tuple
+    text: str
+    draft_ms: float
+    verify_ms: float
+
+
+@dataclass(frozen=True, eq=False)
+class TreeGeneration(Generation):
+    """A finished :func:`speculate_tree` run: a :class:`.decode.Generation` plus its rounds.
+
+    ``k`` is the tree's depth. ``proposed`` counts nodes; ``accepted`` the nodes on accepted paths;
+    ``rejected`` the rounds that ended on a correction; ``accept_at[j]`` is the share of rounds
+    judging level ``j + 1`` whose path went through it.
+
+    Attributes
+    ----------
+    shape : str
+    width, depth : int
+    rounds : tuple of TreeRound
+        Every round after the prefill, in order.
+    judged : int
+        Nodes the target checked (their parent was the root or accepted).
+
+    Examples
+    --------
+    >>> r = speculate_tree(m, m.tokenizer.chat("Hi"), NgramDraft(0.0), 2, 2)   # doctest: +SKIP
+    >>> r.rounds[0].verdict.mask.shape                                         # doctest: +SKIP
+    (5, 5)
+    """
+
+    shape: str = "spine"
+    width: int = 1
+    depth: int = 1
+    rounds: tuple = ()
+    judged: int = 0
+
+    @property
+    def tokens_per_round(self) -> float:
+        """Mean tokens each verify pass decided (accepted nodes + the target's own token).
+
+        Unlike :attr:`tokens_per_pass`, a round that wrote the end-of-sequence token counts it, so
+        this is the quantity the closed form (:meth:`expected_tokens`) predicts.
+        """
+        if not self.rounds:
+            return float("nan")
+        return float(np.mean([r.verdict.n_accepted + 1 for r in self.rounds]))
+
+    @property
+    def verified_per_pass(self) -> float:
+        """Mean tree nodes scored per pass after the prefill (besides the root)."""
+        return self.proposed / self.passes if self.passes else 0.0
+
+    @property
+    def candidate_acceptance(self) -> float:
+        """Accepted nodes over judged nodes: the measured per-candidate acceptance (NaN if none)."""
+        return self.accepted / self.judged if self.judged else float("nan")
+
+    def expected_tokens(self, q: float | None = None) -> float:
+        """Closed-form tokens per pass for this run's own trees at per-candidate acceptance ``q``.
+
+        The mean over rounds of :func:`specdec_playable.core.trees.expected_tokens` of each round's
+        tree (1 for an empty tree): what the independent-acceptance model predicts for the trees
+        this run actually drafted. ``q`` defaults to :attr:`candidate_acceptance`.
+        """
+        q = self.candidate_acceptance if q is None else q
+        if not self.rounds or not np.isfinite(q):
+            return float("nan")
+        return float(np.mean([trees.expected_tokens(r.tree.parents, q) if len(r.tree) else 1.0
+                              for r in self.rounds]))
+
+
+def speculate_tree(model, prompt: Sequence[int], draft, width: int, depth: int, *,
+                   shape: str = "spine", max_new: int = 64,
+                   progress: Callable | None = None, cancel=None,
+                   max_seconds: float | None = None) -> TreeGeneration:
+    """Greedy token-tree speculative decoding: draft a tree, verify it in one pass, keep a path.
+
+    Parameters
+    ----------
+    model : Model
+    prompt : sequence of int
+    draft : NgramDraft
+        Or any draft whose ``begin(model)`` returns a run with ``candidates(context, w)``.
+    width, depth : int
+        Candidates per level (1..8) and levels (1..16); at most 64 nodes in all. Width 1 is the
+        chain :func:`.decode.speculate` drafts with ``k = depth``, round for round.
+    shape : {"spine", "full"}
+    max_new, progress, cancel, max_seconds
+        As for :func:`.decode.generate`. ``progress`` receives an :class:`.decode.Update` whose
+        ``tree`` is the round's :class:`TreeRound` (None for the prefill). Near the budget the tree
+        is cut to fewer levels, so the output never exceeds ``max_new``.
+
+    Returns
+    -------
+    TreeGeneration
+    """
+    shape, width, depth, size = _check_shape(shape, width, depth)
+    ids, max_new, _, _, max_seconds = _check(model, prompt, max_new, 0.0, 1.0, max_seconds,
+                                             extra=size + 1)
+    proposer = draft.begin(model)
+    if not callable(getattr(proposer, "candidates", None)):
+        raise ValueError(f"draft {getattr(draft, 'name', draft)!r} cannot give top-w candidates; "
+                         "use NgramDraft")
+    run = _Run(model, ids, max_new, 0.0, 1.0, None, progress, cancel, max_seconds,
+               str(getattr(draft, "name", type(draft).__name__)), depth)
+    cache = model.new_cache(capacity=ids.size + max_new + size + 2)
+    tok = run.tok
+    rounds: list[TreeRound] = []
+    judged_total = 0
+    if run.should_stop() or run.prefill(cache):
+        return _result(run, shape, width, depth, rounds, judged_total)
+    while not run.should_stop():
+        rnd = run.passes + 1
+        first = len(run.rows)
+        pos0 = len(run.out)
+        levels = min(depth, run.max_new - pos0 - 1)
+        # 1. Draft.
+        t = time.perf_counter()
+        tree = build_tree(proposer, run.context(), width, levels, shape=shape) if levels else EMPTY_TREE
+        t1 = time.perf_counter()
+        n = len(tree)
+        d = tree.depths
+        texts = tuple(tok.token_text(x) for x in tree.tokens.tolist())
+        run.draft_ms += (t1 - t) * 1e3
+        run.proposed += n
+        for i in range(n):
+            run.rows.append(("draft", "draft", rnd, pos0 + int(d[i]) - 1, texts[i],
+                             run.ms(t), run.ms(t1)))
+        # 2. Verify the whole tree in one pass; 3. judge; the cache keeps the accepted path.
+        root = run.out[-1]
+        v0 = time.perf_counter()
+        verdict = verify_tree(model, cache, root, tree)
+        v1 = time.perf_counter()
+        run.passes += 1
+        a = verdict.n_accepted
+        vs, ve = run.ms(v0), run.ms(v1)
+        on_path = set(verdict.path)
+        if n:
+            run.rows.append(("big", "verify", rnd, pos0, "", vs, ve))
+            for i in verdict.path:
+                run.rows.append(("big", "accepted", rnd, pos0 + int(d[i]) - 1, texts[i], ve, ve))
+            for i in range(n):
+                if i not in on_path:
+                    kind = "rejected" if verdict.judged[i] else "discarded"
+                    run.rows.append(("big", kind, rnd, pos0 + int(d[i]) - 1, texts[i], ve, ve))
+        last_text = tok.token_text(verdict.token)
+        run.rows.append(("big", verdict.mark, rnd, pos0 + a, last_text,
+                         vs if verdict.mark == "generate" else ve, ve))
+        top = tree.depth
+        run.judged_at[:min(a + 1, top)] += 1
+        run.accepted_at[:a] += 1
+        run.accepted += a
+        run.rejected += verdict.mark == "correction"
+        judged_total += int(verdict.judged.sum())
+        record = TreeRound(
+            round=rnd, position=pos0, root=int(root), root_text=tok.token_text(root), tree=tree,
+            texts=texts, verdict=verdict,
+            target_texts=tuple(tok.token_text(x) for x in verdict.target.tolist()),
+            text=last_text, draft_ms=(t1 - t) * 1e3, verify_ms=(v1 - v0) * 1e3)
+        rounds.append(record)
+        new = [int(tree.tokens[i]) for i in verdict.path] + [verdict.token]
+        marks = ["accepted"] * a + [verdict.mark]
+        if run.emit(rnd, "verify" if n else "generate", new, marks, proposed=tree.tokens.tolist(),
+                    n_accepted=a, first_row=first, tree=record):
+            break
+    return _result(run, shape, width, depth, rounds, judged_total)
+
+
+def _result(run, shape, width, depth, rounds, judged) -> TreeGeneration:
+    g = run.result()
+    return TreeGeneration(**{f.name: getattr(g, f.name) for f in fields(Generation)}, shape=shape,
+                          width=width, depth=depth, rounds=tuple(rounds), judged=judged)

@@ -1,0 +1,98 @@
+"""The measured chain-versus-tree table of the real model, read without the model.
+
+``benchmarks/bench_trees.py --write-csv`` ran greedy speculative decoding with the real model
+and the learned draft on Episode 7's prompts, as a chain of k drafts and as trees with the same
+number of verified positions per pass, and wrote ``assets/lm/tree_vs_chain.csv`` (with its
+``.meta.json``). :func:`load_tree_vs_chain` reads it into one frozen record of read-only columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, fields
+from functools import lru_cache
+
+import numpy as np
+
+from ..assets import asset_path
+
+CSV_NAME = "lm/tree_vs_chain.csv"
+META_NAME = "lm/tree_vs_chain.meta.json"
+#: The pooled rows' prompt name (every prompt's passes together).
+POOLED = "all"
+
+
+@dataclass(frozen=True, eq=False)
+class TreeVsChain:
+    """One row per configuration (shape) and prompt; columns as in the CSV.
+
+    Attributes
+    ----------
+    positions : numpy.ndarray of int64
+        Verified positions a pass may hold (the shape's size; a real tree may be smaller).
+    label, shape, prompt : tuple of str
+        ``"chain k=4"`` or ``"spine 2x2"``; ``"spine"`` or ``"full"``; a prompt's name or ``"all"``.
+    width, depth, passes : numpy.ndarray of int64
+    tokens_per_pass : numpy.ndarray
+        Measured tokens written per verify pass (accepted drafts plus the target's own token).
+    nodes_per_pass : numpy.ndarray
+        Drafted tokens actually verified per pass (the draft stops where it knows no context).
+    q : numpy.ndarray
+        Share of judged candidates the target accepted.
+    pass_cost_vs_plain : numpy.ndarray
+        A verify pass's measured time over a plain decode step's, on this CPU.
+    """
+
+    positions: np.ndarray
+    label: tuple
+    shape: tuple
+    width: np.ndarray
+    depth: np.ndarray
+    prompt: tuple
+    passes: np.ndarray
+    tokens_per_pass: np.ndarray
+    nodes_per_pass: np.ndarray
+    q: np.ndarray
+    pass_cost_vs_plain: np.ndarray
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                v.setflags(write=False)
+
+    def __len__(self) -> int:
+        return int(self.positions.size)
+
+    def rows(self, prompt: str = POOLED) -> np.ndarray:
+        """Indices of one prompt's rows (default: the pooled rows), in file order."""
+        return np.flatnonzero(np.array(self.prompt) == prompt)
+
+    def prompts(self) -> tuple[str, ...]:
+        """The prompts measured, in file order, without the pooled name."""
+        return tuple(dict.fromkeys(p for p in self.prompt if p != POOLED))
+
+
+_INTS = ("positions", "width", "depth", "passes")
+_FLOATS = ("tokens_per_pass", "nodes_per_pass", "q", "pass_cost_vs_plain")
+_TEXTS = ("label", "shape", "prompt")
+
+
+@lru_cache(maxsize=1)
+def load_tree_vs_chain() -> TreeVsChain:
+    """The shipped table, read once per process and shared read-only."""
+    with open(asset_path(CSV_NAME), newline="") as fh:
+        recs = list(csv.DictReader(fh))
+    if not recs:
+        raise ValueError(f"{CSV_NAME} holds no rows")
+    cols = {n: np.array([int(r[n]) for r in recs], np.int64) for n in _INTS}
+    cols |= {n: np.array([float(r[n]) for r in recs]) for n in _FLOATS}
+    cols |= {n: tuple(r[n] for r in recs) for n in _TEXTS}
+    return TreeVsChain(**cols)
+
+
+@lru_cache(maxsize=1)
+def load_tree_vs_chain_meta() -> dict:
+    """How, when and on what the table was measured."""
+    return json.loads(asset_path(META_NAME).read_text())

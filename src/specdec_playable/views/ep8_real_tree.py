@@ -1,0 +1,270 @@
+"""Episode 8, part 3: token trees with the real model, from what was measured.
+
+Nothing here runs the model: the table comes from ``assets/lm/tree_vs_chain.csv`` (written by
+``benchmarks/bench_trees.py --write-csv``) and the drawn step from
+``assets/lm/tree_step_example.json`` (``scripts/make_tree_step_example.py``). Every sentence is
+built from those numbers by a plain function a test calls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, LinearColorMapper, Range1d
+from bokeh.plotting import figure
+
+from ..core.lm.tree_step import TreeStep
+from ..core.lm.tree_table import TreeVsChain
+from . import theme
+from .keys import KEYS_CSS, chart_key, swatch
+from .page import esc, page_css, prose
+
+_CSS = "ep8.css"
+
+REAL_TREE_KEY = chart_key(
+    "A real tree, one verify pass",
+    swatch("bar", "ink") + "the last accepted token (root)",
+    swatch("bar", "accepted") + "drafted, accepted",
+    swatch("bar", "rejected") + "drafted, checked, rejected",
+    swatch("bar", "discarded") + "not checked: under a rejected guess",
+    swatch("bar", "gold") + "the big model's own token",
+    note=" In the mask, row i may look at column j where the cell is filled; the kept path's "
+         "rows are green.",
+)
+
+
+def piece(text: str) -> str:
+    """A token's text with its whitespace made visible (␣ a space, ↵ a newline), not escaped."""
+    return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "→") or "∅"
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}×" if b > 0 else "—"
+
+
+def _pooled(table: TreeVsChain) -> dict[int, np.ndarray]:
+    """Pooled row indices per number of verified positions, the chain first in each group."""
+    rows = table.rows()
+    groups: dict[int, list[int]] = {}
+    for i in rows:
+        groups.setdefault(int(table.positions[i]), []).append(int(i))
+    return {n: np.array(sorted(ix, key=lambda i: table.width[i] != 1)) for n, ix in groups.items()}
+
+
+def best_tree(table: TreeVsChain, positions: int, prompt: str = "all") -> tuple[int, int]:
+    """Row of the chain and row of the tree with the most tokens per pass, at ``positions``."""
+    rows = [int(i) for i in table.rows(prompt) if table.positions[i] == positions]
+    chain = next(i for i in rows if table.width[i] == 1)
+    trees_ = [i for i in rows if table.width[i] > 1]
+    best = max(trees_, key=lambda i: (table.tokens_per_pass[i], -i))
+    return chain, best
+
+
+def pass_costs(table: TreeVsChain, curve) -> np.ndarray:
+    """Each row's verify pass in plain steps on this CPU: the root and the candidates it checked
+    on average, priced by the measured CPU pass-time curve (``assets/pass_cost_cpu.csv``)."""
+    return np.asarray(curve.time_ms(table.nodes_per_pass + 1.0)) / curve.time_ms(1)
+
+
+def table_html(table: TreeVsChain, cost: np.ndarray) -> str:
+    """Every shape, pooled over the prompts: what a verify pass held, wrote and cost."""
+    head = ('<tr><th class="l">verified positions</th><th class="l">shape</th>'
+            "<th>candidates checked per pass</th>"
+            "<th>accepted share</th><th>tokens per pass</th><th>a pass costs (plain steps)</th></tr>")
+    body = []
+    for n, ix in _pooled(table).items():
+        for j, i in enumerate(ix):
+            top = ' class="group"' if j == 0 else ""
+            body.append(
+                f'<tr{top}><td class="l">{n if j == 0 else ""}</td><td class="l">{esc(table.label[i])}</td>'
+                f"<td>{table.nodes_per_pass[i]:.2f}</td><td>{table.q[i]:.3f}</td>"
+                f"<td>{table.tokens_per_pass[i]:.2f}</td><td>{cost[i]:.2f}</td></tr>")
+    return f'<div class="ep8-scroll"><table class="ep8-real">{head}{"".join(body)}</table></div>'
+
+
+def prompts_html(table: TreeVsChain, positions: int) -> str:
+    """Per prompt at ``positions``: tokens per pass of the chain and of every tree."""
+    rows = [int(i) for i in table.rows() if table.positions[i] == positions]
+    labels = [table.label[i] for i in sorted(rows, key=lambda i: table.width[i] != 1)]
+    head = '<tr><th class="l">prompt</th>' + "".join(f"<th>{esc(lab)}</th>" for lab in labels) + "</tr>"
+    body = []
+    for p in table.prompts():
+        vals = {table.label[i]: table.tokens_per_pass[i] for i in table.rows(p)
+                if table.positions[i] == positions}
+        top = max(vals.values())
+        cells = "".join(
+            (f"<td><strong>{vals[lab]:.2f}</strong></td>" if vals[lab] == top and top > min(vals.values())
+             else f"<td>{vals[lab]:.2f}</td>") for lab in labels)
+        body.append(f'<tr><td class="l">{esc(p)}</td>{cells}</tr>')
+    return f'<div class="ep8-scroll"><table class="ep8-real">{head}{"".join(body)}</table></div>'
+
+
+def table_sentence(table: TreeVsChain, cost: np.ndarray) -> str:
+    """What the table says: the tree against the chain, and whether either pays on this CPU
+    (``cost``: each row's pass in plain steps, :func:`pass_costs`)."""
+    groups = sorted(_pooled(table))
+    parts = []
+    for n in groups:
+        chain, best = best_tree(table, n)
+        gain = table.tokens_per_pass[best] - table.tokens_per_pass[chain]
+        if round(gain, 2) > 0:
+            parts.append(f"at {n} positions the best tree ({esc(table.label[best])}) wrote "
+                         f"{table.tokens_per_pass[best]:.2f} tokens per pass against the chain's "
+                         f"{table.tokens_per_pass[chain]:.2f}")
+        else:
+            parts.append(f"at {n} positions no tree beat the chain's "
+                         f"{table.tokens_per_pass[chain]:.2f} tokens per pass")
+    chain, _ = best_tree(table, groups[0])
+    q = table.q[chain]
+    tpp = table.tokens_per_pass[table.rows()]
+    cost = np.asarray(cost)[table.rows()]
+    paying = tpp > cost
+    if paying.all():
+        pays = "Every shape wrote more tokens per pass than a pass costs in plain steps, so all of them pay here."
+    elif not paying.any():
+        pays = (f"None pays on this CPU: a verify pass costs {cost.min():.2f} to {cost.max():.2f} plain "
+                f"steps and writes at most {tpp.max():.2f} tokens, so plain decoding is faster.")
+    else:
+        pays = (f"{int(paying.sum())} of {paying.size} shapes wrote more tokens per pass than a "
+                "pass costs in plain steps.")
+    return (f"Pooled over the prompts, {'; '.join(parts)}. The learned draft's top guess was "
+            f"accepted {q:.1%} of the times the big model checked it, so a chain rarely gets past "
+            "its first guess, and spare candidates at the first level are what a tree adds. "
+            f"{pays}")
+
+
+def step_sentence(step: TreeStep) -> str:
+    """The drawn step in words: what was drafted, checked and kept."""
+    n = len(step.tokens)
+    kept = "".join(step.texts[i] for i in step.path)
+    levels = int(step.depths.max()) if n else 0
+    own = ("a bonus token, because the path reached a leaf" if step.mark == "bonus"
+           else "its correction where the path's guesses ran out" if step.mark == "correction"
+           else "its own token, as a plain step would")
+    if step.path:
+        kept_words = (f"It agreed with the path <code>{esc(piece(kept))}</code> "
+                      f"({len(step.path)} drafted {'token' if len(step.path) == 1 else 'tokens'})")
+    else:
+        kept_words = "It agreed with none of the candidates"
+    return (f"After <code>{esc(piece(step.root_text))}</code> the learned draft offered {n} "
+            f"{'candidate' if n == 1 else 'candidates'} over {levels} "
+            f"{'level' if levels == 1 else 'levels'}, and the big model scored all of them and the "
+            f"root in one pass of {n + 1} positions. {kept_words}, and wrote "
+            f"<code>{esc(piece(step.text))}</code>, {own}: {len(step.path) + 1} "
+            f"{'token' if len(step.path) == 0 else 'tokens'} from one pass.")
+
+
+def tree_nodes(step: TreeStep) -> dict:
+    """Columns for the drawing: the root, every drafted node and the big model's own token."""
+    depth = step.depths.astype(float)
+    y = np.zeros(len(step.tokens))
+    for d in np.unique(step.depths):
+        idx = np.flatnonzero(step.depths == d)
+        y[idx] = -(np.arange(idx.size) - (idx.size - 1) / 2)
+    fill = [theme.ACCEPTED if a else theme.REJECTED if j else theme.DISCARDED
+            for a, j in zip(step.accepted, step.judged)]
+    what = ["accepted" if a else "checked, rejected" if j else "not checked: its parent was rejected"
+            for a, j in zip(step.accepted, step.judged)]
+    end = step.path[-1] if step.path else -1
+    end_x = 0.0 if end < 0 else depth[end]
+    end_y = 0.0 if end < 0 else y[end]
+    taken = y[depth == end_x + 1]
+    if taken.size and np.isclose(taken, end_y).any():  # a drafted node holds that place
+        end_y = float(taken.min()) - 1.0
+    xs = [0.0, *depth.tolist(), end_x + 1]
+    ys = [0.0, *y.tolist(), end_y]
+    texts = [step.root_text, *step.texts, step.text]
+    return dict(
+        x=xs, y=ys, text=[piece(t) for t in texts],
+        fill=[theme.INK, *fill, theme.GOLD],
+        ink=[theme.PAPER, *[theme.INK if f == theme.DISCARDED else theme.PAPER for f in fill],
+             theme.INK],
+        what=["root: the last accepted token", *what, f"the big model's own token ({step.mark})"],
+        prob=[float("nan"), *step.probs.tolist(), float("nan")],
+    )
+
+
+class RealTreePicture:
+    """The drawn real step: the tree with its verdicts, and the attention mask its pass used."""
+
+    def __init__(self, step: TreeStep):
+        nodes = tree_nodes(step)
+        self.nodes = ColumnDataSource(nodes, name="ep8-real-nodes")
+        parents = step.parents
+        n = len(parents)
+        px = [0.0 if p < 0 else nodes["x"][p + 1] for p in parents]
+        py = [0.0 if p < 0 else nodes["y"][p + 1] for p in parents]
+        end = (step.path[-1] + 1) if step.path else 0
+        edges = dict(x0=[*px, nodes["x"][end]], y0=[*py, nodes["y"][end]],
+                     x1=[*nodes["x"][1:n + 1], nodes["x"][-1]], y1=[*nodes["y"][1:n + 1], nodes["y"][-1]])
+        spread = max(float(np.abs(nodes["y"]).max()), 1.0)
+        fig = figure(name="ep8-real-tree", height=90 + 46 * int(2 * spread + 1),
+                     sizing_mode="stretch_width", tools="", toolbar_location=None,
+                     x_range=Range1d(-0.6, max(nodes["x"]) + 0.6),
+                     y_range=Range1d(-spread - 0.7, spread + 0.7),
+                     x_axis_label="tokens ahead of the last accepted one")
+        fig.segment("x0", "y0", "x1", "y1", source=ColumnDataSource(edges), line_color=theme.MUTED,
+                    line_width=1.5)
+        boxes = fig.rect("x", "y", width=0.8, height=0.62, source=self.nodes, fill_color="fill",
+                         line_color=None)
+        fig.text("x", "y", text="text", source=self.nodes, text_align="center",
+                 text_baseline="middle", text_font_size="11px", text_color="ink")
+        fig.add_tools(HoverTool(renderers=[boxes], tooltips=[
+            ("token", "@text"), ("", "@what"), ("draft's probability", "@prob{0.000}")]))
+        fig.yaxis.visible = False
+        fig.ygrid.grid_line_color = None
+        fig.xaxis.ticker = FixedTicker(ticks=list(range(0, int(max(nodes["x"])) + 1)))
+        theme.style_figure(fig)
+        self.figure = fig
+
+        m = step.mask
+        size = m.shape[0]
+        ii, jj = np.indices(m.shape)
+        names = [piece(step.root_text), *[piece(t) for t in step.texts]]
+        what = [f"{names[i]} {'sees' if v else 'does not see'} {names[j]}"
+                for i, j, v in zip(ii.ravel(), jj.ravel(), m.ravel())]
+        on_path = np.zeros(size, bool)
+        on_path[0] = True
+        on_path[[i + 1 for i in step.path]] = True
+        v = m.astype(int) * np.where(on_path[:, None], 2, 1)
+        self.mask = ColumnDataSource(dict(i=ii.ravel().tolist(), j=jj.ravel().tolist(),
+                                          v=v.ravel().tolist(), what=what), name="ep8-real-mask")
+        labels = {i: f"{i} {names[i][:8]}" for i in range(size)}
+        cell = min(22, 200 // size)        # px per cell: the figure fits a phone's 390 px
+        mfig = figure(name="ep8-real-mask-fig", height=60 + cell * size, width=110 + cell * size,
+                      tools="", toolbar_location=None, x_range=Range1d(-0.5, size - 0.5),
+                      y_range=Range1d(size - 0.5, -0.5), x_axis_label="may look at …")
+        mapper = LinearColorMapper(palette=[theme.GRID, theme.BIG, theme.ACCEPTED], low=0, high=2)
+        rects = mfig.rect("j", "i", width=0.92, height=0.92, source=self.mask,
+                          fill_color={"field": "v", "transform": mapper}, line_color=None)
+        mfig.add_tools(HoverTool(renderers=[rects], tooltips=[("", "@what")]))
+        mfig.yaxis.ticker = FixedTicker(ticks=list(range(size)))
+        mfig.yaxis.major_label_overrides = labels
+        mfig.xaxis.ticker = FixedTicker(ticks=list(range(size)))
+        mfig.grid.grid_line_color = None
+        theme.style_figure(mfig)
+        self.mask_figure = mfig
+
+
+def real_tree_part(table: TreeVsChain, step: TreeStep, curve, *, intro: str,
+                   note: str) -> pn.Column:
+    """Part 3 of the page: the measured table, the per-prompt table and one real step drawn;
+    ``curve`` is this CPU's pass-time curve, which prices the passes."""
+    css = [page_css(_CSS)]
+    cost = pass_costs(table, curve)
+    pic = RealTreePicture(step)
+    positions = max(int(p) for p in table.positions)
+    return pn.Column(
+        prose(intro),
+        pn.pane.HTML(f'<p class="sdp-econ">{table_sentence(table, cost)}</p>{table_html(table, cost)}'
+                     f'<p class="sdp-small">Tokens per pass for each prompt at {positions} verified '
+                     f'positions (the best in bold):</p>{prompts_html(table, positions)}',
+                     stylesheets=css, sizing_mode="stretch_width", name="ep8-real-table"),
+        pn.pane.HTML(f'<p class="sdp-econ">{step_sentence(step)}</p>', stylesheets=css,
+                     sizing_mode="stretch_width", name="ep8-real-step"),
+        prose(REAL_TREE_KEY, KEYS_CSS, _CSS),
+        pn.FlexBox(pn.pane.Bokeh(pic.figure, sizing_mode="stretch_width", styles={"flex": "2 1 320px"}),
+                   pn.pane.Bokeh(pic.mask_figure), sizing_mode="stretch_width", flex_wrap="wrap"),
+        prose(note),
+        sizing_mode="stretch_width",
+    )

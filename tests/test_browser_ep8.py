@@ -1,0 +1,118 @@
+"""Browser tier: Episode 8 served and driven in Chromium.
+
+Sliders are moved with the keyboard on their noUiSlider handles (order on the page: q, k,
+c, B, then the tree's q, w, d); what the browser draws is read back from the named Bokeh
+sources and compared with the core.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
+
+from specdec_playable.core import batching, trees
+from specdec_playable.episodes import ep8
+from specdec_playable.state.ep8 import BATCH_MAX
+
+pytestmark = pytest.mark.browser
+
+URL = "/" + ep8.SLUG
+
+
+def _handle(page, i):
+    return page.locator(".noUi-handle").nth(i)
+
+
+def _wait_data(page, name, js_condition, timeout=10_000):
+    page.wait_for_function(
+        f"n => {{ const d = Bokeh.documents[0].get_model_by_name(n).data; return {js_condition}; }}",
+        arg=name, timeout=timeout)
+
+
+def test_ep8_batch_slider_reprices_and_the_page_says_so(page, site, console, artifacts):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(site.url + URL)
+    wait_for_bokeh(page, "ep8-here")
+    curve = batching.measured_curve()
+    here = model_data(page, "ep8-here")
+    want = float(batching.batch_costs(0.8, 4, 0.05, 1, curve).speedup[()])
+    assert here["b"] == [1] and here["s"][0] == pytest.approx(want, rel=1e-9)
+    line = model_data(page, "ep8-you-line")
+    assert len(line["b"]) == BATCH_MAX
+    wait_for_text(page, f"{want:.2f}×")
+    page.screenshot(path=artifacts / "ep8.png", full_page=True)
+
+    b = _handle(page, 3)
+    b.focus()
+    b.press("End")
+    _wait_data(page, "ep8-here", f"d.b[0] === {BATCH_MAX}")
+    slow = float(batching.batch_costs(0.8, 4, 0.05, BATCH_MAX, curve).speedup[()])
+    assert slow < 1.0
+    assert model_data(page, "ep8-here")["s"][0] == pytest.approx(slow, rel=1e-9)
+    wait_for_text(page, f"speculation is slower: {slow:.2f}× as fast as plain decoding")
+    edge = batching.break_even_batch(0.8, 4, 0.05, curve)
+    assert f"stops paying at batch {edge:,}" in page_text(page)
+    marks = model_data(page, "ep8-marks")
+    assert marks["n"] == [BATCH_MAX, BATCH_MAX * 5]
+    assert_clean(page, console)
+
+
+def test_ep8_tree_controls_redraw_the_tree_and_its_mask(page, site, console, artifacts):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(site.url + URL + "?width=2&depth=3")
+    wait_for_bokeh(page, "ep8-mask")
+    mask = model_data(page, "ep8-mask")
+    want = trees.ancestor_mask(trees.spine_tree(2, 3))
+    assert len(mask["v"]) == want.size
+    np.testing.assert_array_equal(np.array(mask["v"]).reshape(want.shape), want.astype(int))
+    w = _handle(page, 5)
+    w.focus()
+    w.press("End")                                   # four candidates per level
+    want = trees.ancestor_mask(trees.spine_tree(4, 3))
+    _wait_data(page, "ep8-mask", f"d.v.length === {want.size}")
+    mask = model_data(page, "ep8-mask")
+    np.testing.assert_array_equal(np.array(mask["v"]).reshape(want.shape), want.astype(int))
+    nodes = model_data(page, "ep8-nodes")
+    assert len(nodes["x"]) == 1 + 12
+    wait_for_text(page, "score 12 positions")
+    dots = model_data(page, "ep8-tree-dots")
+    assert dots["what"] == ["chain of 12", "tree 4 × 3"]
+    assert_clean(page, console)
+
+
+@pytest.mark.parametrize("size", [(390, 844), (800, 600)], ids=["phone", "iframe"])
+def test_ep8_fits_small_screens(page, site, console, artifacts, size):
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(site.url + URL)
+    wait_for_bokeh(page, "ep8-tree-dots")
+    page.wait_for_timeout(500)
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1, f"page is {overflow}px wider than the {size[0]}px screen"
+    page.screenshot(path=artifacts / f"ep8-{size[0]}.png", full_page=True)
+    assert_clean(page, console)
+
+
+def test_ep8_part3_draws_the_recorded_real_step_and_the_measured_table(page, site, console,
+                                                                       artifacts):
+    from specdec_playable.state.ep8 import cpu_curve, real_tree_step, real_tree_table
+    from specdec_playable.views import ep8_real_tree as real
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(site.url + URL)
+    wait_for_bokeh(page, "ep8-real-nodes")
+    step = real_tree_step()
+    nodes = model_data(page, "ep8-real-nodes")
+    assert nodes["text"] == [real.piece(t) for t in (step.root_text, *step.texts, step.text)]
+    assert nodes["fill"].count(real.theme.ACCEPTED) == len(step.path)
+    mask = model_data(page, "ep8-real-mask")
+    size = len(step.tokens) + 1
+    grid = np.zeros((size, size), int)
+    grid[mask["i"], mask["j"]] = mask["v"]
+    np.testing.assert_array_equal(grid > 0, step.mask)
+    table = real_tree_table()
+    words = real.table_sentence(table, real.pass_costs(table, cpu_curve()))
+    wait_for_text(page, words.split(";")[0])                # the sentence, as computed
+    text = page_text(page)
+    assert f"one pass of {size} positions" in text
+    assert_clean(page, console)
