@@ -29,11 +29,12 @@ and has the big model check all the guesses in a single pass. When the guesses a
 two or three times faster, or more, and it is exactly the text the big model would have written on its own.
 When they are bad, the trick makes things slower.</p>
 <p class="sdp-lede">These episodes let you run it and see both cases. Every number on them is measured
-from a simulation running in front of you, labelled as theory, or measured on real hardware with its
-source named.</p>
+from a simulation running in front of you or from a real language model running on this server,
+labelled as theory, or measured on real hardware with its source named.</p>
 {episode_cards_html(available())}
 <p class="sdp-note">The closed-form theory is from Leviathan, Kalman and Matias, “Fast Inference from
-Transformers via Speculative Decoding” (ICML 2023); real forward-pass times were measured on an NVIDIA H200.</p>
+Transformers via Speculative Decoding” (ICML 2023); real forward-pass times were measured on an NVIDIA H200;
+the real model is SmolLM2-135M-Instruct (Hugging Face, Apache-2.0), run in numpy on this server's CPU.</p>
 """
     return pn.Column(pn.pane.HTML(body, stylesheets=[page_css("index.css")], sizing_mode="stretch_width"),
                      name="index", sizing_mode="stretch_width", max_width=1100,
