@@ -142,7 +142,13 @@ def _pct(xs: list[float], p: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
 
 
-def measure(page, url: str, samples: int, warmup: int) -> dict[str, list[float]]:
+def measure(page, url: str, samples: int, warmup: int, *, between=None,
+            redraw_timeout_s: float = 5.0) -> dict[str, list[float]]:
+    """Step the page's first slider ``warmup + samples`` times; the probe's times of the samples.
+
+    ``between``, if given, is called before every press (another visitor's work), and the page
+    is brought back to the front and its handle focused again after it.
+    """
     page.goto(url)
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
     page.wait_for_selector(".noUi-handle", timeout=30_000)
@@ -152,8 +158,12 @@ def measure(page, url: str, samples: int, warmup: int) -> dict[str, list[float]]
     handle.focus()
     out: dict[str, list[float]] = {"data": [], "pixels": []}
     for i in range(warmup + samples):
+        if between is not None:
+            between()
+            page.bring_to_front()
+            handle.focus()
         handle.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + redraw_timeout_s
         while True:
             page.wait_for_timeout(50)
             r = page.evaluate(_RESULT)
@@ -166,6 +176,23 @@ def measure(page, url: str, samples: int, warmup: int) -> dict[str, list[float]]
             out["pixels"].append(r["pixels"])
         page.wait_for_timeout(100 + (i * 37) % 120)  # do not fall into step with anything periodic
     return out
+
+
+def print_table(results: dict, rows: tuple, first: str, ratio_title: str, target: float) -> None:
+    """The latency table of ``rows`` ((key, label), ...) and the p95 ratio of the second row's
+    redraws to the first's, against ``target``."""
+    print(f"| {first} | N | data in browser: median | p95 | pixels redrawn: median | p95 |")
+    print("|---|---|---|---|---|---|")
+    for name, label in rows:
+        r = results[name]
+        print(f"| {label} | {len(r['pixels'])} | {statistics.median(r['data']):.0f} ms | "
+              f"{_pct(r['data'], 0.95):.0f} ms | {statistics.median(r['pixels']):.0f} ms | "
+              f"{_pct(r['pixels'], 0.95):.0f} ms |")
+    (base, _), (other, _) = rows
+    ratio = _pct(results[other]["pixels"], 0.95) / _pct(results[base]["pixels"], 0.95)
+    med = statistics.median(results[other]["pixels"]) / statistics.median(results[base]["pixels"])
+    print(f"\n{ratio_title}, pixels p95: {ratio:.2f}x (median {med:.2f}x); target <= {target}x: "
+          f"{'met' if ratio <= target else 'NOT met'}.")
 
 
 def main(argv=None) -> int:
@@ -217,18 +244,9 @@ def main(argv=None) -> int:
           f"{os.cpu_count()} CPUs (load average {load} at the end), Python "
           f"{platform.python_version()}, panel {panel.__version__}, bokeh {bokeh.__version__}, "
           "Chromium headless; times from keydown in the page.\n")
-    print("| app | N | data in browser: median | p95 | pixels redrawn: median | p95 |")
-    print("|---|---|---|---|---|---|")
-    for name, label in (("bare", "bare Panel slider app (1 line)"),
-                        ("ep3", "Episode 3 (2,000 rounds, 2 figures, numbers)")):
-        r = results[name]
-        print(f"| {label} | {len(r['pixels'])} | {statistics.median(r['data']):.0f} ms | "
-              f"{_pct(r['data'], 0.95):.0f} ms | {statistics.median(r['pixels']):.0f} ms | "
-              f"{_pct(r['pixels'], 0.95):.0f} ms |")
-    ratio = _pct(results["ep3"]["pixels"], 0.95) / _pct(results["bare"]["pixels"], 0.95)
-    med = statistics.median(results["ep3"]["pixels"]) / statistics.median(results["bare"]["pixels"])
-    print(f"\nEpisode 3 / bare, pixels p95: {ratio:.2f}x (median {med:.2f}x); target <= {TARGET}x: "
-          f"{'met' if ratio <= TARGET else 'NOT met'}.")
+    print_table(results, (("bare", "bare Panel slider app (1 line)"),
+                          ("ep3", "Episode 3 (2,000 rounds, 2 figures, numbers)")),
+                "app", "Episode 3 / bare", TARGET)
     return 0
 
 

@@ -34,26 +34,18 @@ import argparse
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 from _local import CHROMIUM_ARGS, free_port, wait_live
-from bench_ep3_latency import _PROBE, _RESULT, _pct
+from bench_ep3_latency import ep3_app, measure, print_table
 
 TARGET = 1.5
 EP7 = "ep7_real_models_real_text"
 BUSY_QUERY = "task=custom&draft=early-exit&k=4&max_new=128"
 BUSY_PROMPT = "Write a long story about a lighthouse keeper and a cat, with many details."
-
-
-def ep3_app():
-    from specdec_playable.episodes import ep3
-    from specdec_playable.views.page import safe_page
-
-    return safe_page(ep3.page)
 
 
 def ep7_app():
@@ -162,36 +154,6 @@ def warm_model(browser, url: str) -> float:
 # --- visitor A: Episode 3's slider ------------------------------------------------------------
 
 
-def measure(page, url: str, samples: int, warmup: int, between=None) -> dict[str, list[float]]:
-    """Like ``bench_ep3_latency.measure``, calling ``between()`` before every press."""
-    page.goto(url)
-    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
-    page.wait_for_selector(".noUi-handle", timeout=30_000)
-    page.wait_for_timeout(1500)
-    page.evaluate(_PROBE)
-    handle = page.locator(".noUi-handle").first
-    out: dict[str, list[float]] = {"data": [], "pixels": []}
-    for i in range(warmup + samples):
-        if between is not None:
-            between()
-        page.bring_to_front()
-        handle.focus()
-        handle.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
-        deadline = time.monotonic() + 10
-        while True:
-            page.wait_for_timeout(50)
-            r = page.evaluate(_RESULT)
-            if r["pixels"] is not None and not r["active"]:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no redraw seen after press {i} on {url}: {r}")
-        if i >= warmup and r["data"] is not None:
-            out["data"].append(r["data"])
-            out["pixels"].append(r["pixels"])
-        page.wait_for_timeout(100 + (i * 37) % 120)
-    return out
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=40, help="slider steps per condition")
@@ -261,7 +223,8 @@ def main(argv=None) -> int:
                     gen.wait_for_timeout(1000)  # the run is past its prompt pass
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 got = measure(page, f"{url}/ep3", per_block, args.warmup,
-                              between=keep_busy if gen is not None else None)
+                              between=keep_busy if gen is not None else None,
+                              redraw_timeout_s=10.0)
                 page.close()
                 if gen is not None:
                     gen.get_by_role("button", name="Cancel").click() if _running(gen) else None
@@ -292,18 +255,9 @@ def main(argv=None) -> int:
           f"measuring: {warm_s:.0f} s. Generating visitor: {args.visitor}"
           + (f" (Episode 7 runs started during busy blocks: {runs_started})" if not flag else "")
           + ".\n")
-    print("| condition | N | data in browser: median | p95 | pixels redrawn: median | p95 |")
-    print("|---|---|---|---|---|---|")
-    for name, label in (("idle", "idle (no generation)"),
-                        ("busy", "during an Episode 7 generation")):
-        r = results[name]
-        print(f"| {label} | {len(r['pixels'])} | {statistics.median(r['data']):.0f} ms | "
-              f"{_pct(r['data'], 0.95):.0f} ms | {statistics.median(r['pixels']):.0f} ms | "
-              f"{_pct(r['pixels'], 0.95):.0f} ms |")
-    ratio = _pct(results["busy"]["pixels"], 0.95) / _pct(results["idle"]["pixels"], 0.95)
-    med = statistics.median(results["busy"]["pixels"]) / statistics.median(results["idle"]["pixels"])
-    print(f"\nBusy / idle, pixels p95: {ratio:.2f}x (median {med:.2f}x); target <= {TARGET}x: "
-          f"{'met' if ratio <= TARGET else 'NOT met'}.")
+    print_table(results, (("idle", "idle (no generation)"),
+                          ("busy", "during an Episode 7 generation")),
+                "condition", "Busy / idle", TARGET)
     return 0
 
 
