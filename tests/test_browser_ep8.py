@@ -103,7 +103,7 @@ def test_ep8_part3_draws_the_recorded_real_step_and_the_measured_table(page, sit
     wait_for_bokeh(page, "ep8-real-nodes")
     step = real_tree_step()
     nodes = model_data(page, "ep8-real-nodes")
-    assert nodes["text"] == [real.piece(t) for t in (step.root_text, *step.texts, step.text)]
+    assert nodes["text"] == [real.token_label(t) for t in (step.root_text, *step.texts, step.text)]
     assert nodes["fill"].count(real.theme.ACCEPTED) == len(step.path)
     mask = model_data(page, "ep8-real-mask")
     size = len(step.tokens) + 1

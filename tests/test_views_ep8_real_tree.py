@@ -154,7 +154,7 @@ def test_mask_drawn_is_the_mask_the_pass_used(step):
 
 
 def test_token_pieces_show_whitespace_and_are_escaped_in_html(step):
-    assert v.piece(" a\nb") == "␣a↵b"
+    assert v.token_label(" a\nb") == "␣a↵b"
     evil = replace(step, root_text="<script>x</script>")
     html = v.step_sentence(evil)
     assert "<script>" not in html and "&lt;script&gt;" in html

@@ -185,9 +185,12 @@ def relay_timeline(res: RelayResult, *, pass_ms: float = BIG_PASS_MS,
 # --- the text, the clocks, the guarantee (see ep2_frame.js for the data-* contract) ---
 
 
-def _span(cls: str, text: str, *, title: str = "", on: float | None = None, off: float | None = None,
-          chk: float | None = None, hidden: bool = False) -> str:
-    lead = text[: len(text) - len(text.lstrip())]
+def token_span(cls: str, text: str, *, title: str = "", on: float | None = None,
+               off: float | None = None, chk: float | None = None, hidden: bool = False,
+               lead_chars: str | None = None) -> str:
+    """One token as the frame hook expects it: its leading whitespace (``lead_chars``, all
+    whitespace by default) apart from the marked word, with optional timing attributes."""
+    lead = text[: len(text) - len(text.lstrip(lead_chars))]
     word = text[len(lead):]
     attrs = f' class="{cls}"'
     if title:
@@ -218,7 +221,7 @@ def text_html(run: Relay, uid: str) -> str:
         v0 = v1 - BIG_PASS_MS
         mine = drafts.round == r
         for guess, e in zip(drafts.text[mine].tolist(), drafts.end_ms[mine].tolist()):
-            live.append(_span("tk tk-draft", guess, title="drafted, waiting for the big model's check",
+            live.append(token_span("tk tk-draft", guess, title="drafted, waiting for the big model's check",
                               on=e, off=v1, chk=v0, hidden=not (e <= total < v1)))
         judged = [("tk kept tk-acc", TOKENS[p + i], "a draft the big model accepted") for i in range(a)]
         if a < d:
@@ -229,8 +232,8 @@ def text_html(run: Relay, uid: str) -> str:
             judged.append(("tk kept tk-bonus", TOKENS[p + d],
                            "a bonus token: all drafts were right, so the same pass adds one more"))
         for cls, txt, title in judged:
-            live.append(_span(cls, txt, title=title, on=v1, hidden=v1 > total))
-            ghost.append(_span(cls.replace("tk ", "").replace("kept ", ""), txt))
+            live.append(token_span(cls, txt, title=title, on=v1, hidden=v1 > total))
+            ghost.append(token_span(cls.replace("tk ", "").replace("kept ", ""), txt))
     return (
         '<div class="ep2-textbox"><h3>The text so far</h3><div class="ep2-stack">'
         f'<div class="ep2-text ep2-ghost" aria-hidden="true">{"".join(ghost)}</div>'

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from functools import partial
 from urllib.parse import urlencode
 
 import numpy as np
@@ -36,7 +37,7 @@ from ..core.relay import RelayResult
 from ..state.ep7 import (CUSTOM, PROMPT_MAX_CHARS, RealText, check_words, cost_words, map_words,
                          ratio_words, status_line, verdict, why)
 from . import theme
-from .ep2_relay import STYLES, relay_timeline
+from .ep2_relay import STYLES, relay_timeline, token_span
 from .lanes import Box, Lane, LanePlayer, Timeline
 from .page import StateView, esc, page_css, prose, share
 
@@ -205,20 +206,9 @@ def _run_label(run: Generation, n: int, finished: bool) -> str:
 # --- the texts (see ep2_frame.js for the data-* contract) ----------------------------------------
 
 
-def token_span(cls: str, text: str, *, title: str = "", on: float | None = None,
-               off: float | None = None, chk: float | None = None, hidden: bool = False) -> str:
-    """One token: its leading spaces apart from the marked word, optional timing attributes."""
-    lead = text[: len(text) - len(text.lstrip(" "))]
-    word = text[len(lead):]
-    attrs = f' class="{cls}"'
-    if title:
-        attrs += f' title="{esc(title)}"'
-    for key, val in (("on", on), ("off", off), ("chk", chk)):
-        if val is not None:
-            attrs += f' data-{key}="{val:g}"'
-    if hidden:
-        attrs += " hidden"
-    return f'<span{attrs}>{esc(lead)}<span class="w">{esc(word)}</span></span>'
+#: Episode 2's token span, with only spaces held apart as the lead: a model token's newlines
+#: stay in its marked word.
+model_span = partial(token_span, lead_chars=" ")
 
 
 def _spec_spans(run: Generation, timed: bool) -> tuple[list[str], list[str]]:
@@ -243,7 +233,7 @@ def _spec_spans(run: Generation, timed: bool) -> tuple[list[str], list[str]]:
         if timed:
             mine = drafts.round == rnd
             for guess, e in zip(drafts.text[mine].tolist(), drafts.end_ms[mine].tolist()):
-                live.append(token_span("tk tk-draft", guess, title="guessed, waiting for the model’s check",
+                live.append(model_span("tk tk-draft", guess, title="guessed, waiting for the model’s check",
                                        on=e, off=v1, chk=v0, hidden=True))
         sel = ev.where((ev.round == rnd) & np.isin(ev.kind, (*WRITTEN, "rejected")) & (ev.token < n_out))
         order = np.lexsort((np.array([k != "rejected" for k in sel.kind.tolist()]), sel.token))
@@ -262,9 +252,9 @@ def _spec_spans(run: Generation, timed: bool) -> tuple[list[str], list[str]]:
             else:
                 cls = "tk kept tk-gen"
                 title = "the prompt’s pass wrote this" if rnd == 0 else "a plain pass: the draft had no guess"
-            live.append(token_span(cls, txt, title=title, on=v1 if timed else None,
+            live.append(model_span(cls, txt, title=title, on=v1 if timed else None,
                                    hidden=timed and v1 > total))
-            ghost.append(token_span(cls.replace("tk ", "").replace("kept ", ""), txt))
+            ghost.append(model_span(cls.replace("tk ", "").replace("kept ", ""), txt))
     return live, ghost
 
 
@@ -275,8 +265,8 @@ def _plain_spans(run: Generation, timed: bool) -> tuple[list[str], list[str]]:
     for pos, e in zip(ev.token.tolist(), ev.end_ms.tolist()):
         if pos >= len(texts):
             continue
-        live.append(token_span("tk tk-plain", texts[pos], on=e if timed else None))
-        ghost.append(token_span("tk-plain", texts[pos]))
+        live.append(model_span("tk tk-plain", texts[pos], on=e if timed else None))
+        ghost.append(model_span("tk-plain", texts[pos]))
     return live, ghost
 
 

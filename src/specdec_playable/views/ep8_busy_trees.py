@@ -36,6 +36,7 @@ from .keys import KEYS_CSS, chart_key, glyph, swatch
 from .livehtml import LiveHTML
 from .inputs import control_help
 from .ep8_real_tree import real_tree_part
+from .words import faster_or_slower, noun, plural
 from .page import StateView, beside, esc, page_css, prose, slider, stat
 
 _CSS = "ep8.css"
@@ -72,17 +73,6 @@ TREE_KEY = chart_key(
 )
 
 
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``"1 position"``, ``"5 positions"``."""
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
-
-
-def verdict(speedup: float) -> str:
-    """"faster", "slower" or "as fast": to two decimals, as the number beside it is shown."""
-    shown = round(speedup, 2)
-    return "faster" if shown > 1.0 else ("slower" if shown < 1.0 else "as fast")
-
-
 def busy_html(s: BusyAndTrees) -> str:
     """What the chosen batch does to one round, and where speculation stops paying."""
     h = s.here
@@ -92,7 +82,7 @@ def busy_html(s: BusyAndTrees) -> str:
     rnd = float(h.round_ms) / plain
     n_verify = b * (k + 1)
     fitted = " (roofline fit: beyond the measured 512 positions)" if bool(h.verify_fitted) else ""
-    how = verdict(speed)
+    how = faster_or_slower(speed)
     out = [
         stat(f"{speed:.2f}×", f"speedup at batch {b:,}, k = {k} (H200 curve)",
              css_class="slower" if how == "slower" else ""),
@@ -179,7 +169,7 @@ def cpu_html(s: BusyAndTrees) -> str:
     k = s.k
     ratio = float(h.verify_ms / h.plain_step_ms)
     speed = float(h.speedup)
-    how = verdict(speed)
+    how = faster_or_slower(speed)
     measured = "measured" if s.cpu_measured else "interpolated between measured points"
     q_star = s.cpu_break_even_q
     need = (f"Here speculation needs an acceptance rate of at least q = {q_star:.2f} at k = {k} and "
@@ -257,7 +247,7 @@ def tree_html(s: BusyAndTrees) -> str:
     else:
         winner = "tree" if gap > 0 else "chain"
         now = (f"At q = {s.tree_q:.2f} the {winner} yields {abs(gap):.2f} more "
-               f"{'token' if round(abs(gap), 2) == 1 else 'tokens'} per pass in theory.")
+               f"{noun(round(abs(gap), 2), 'token')} per pass in theory.")
     chain_curve, tree_curve = s.tree_curves()
     xs = crossings(chain_curve, tree_curve)
     if len(xs) == 1:

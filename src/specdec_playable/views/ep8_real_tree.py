@@ -18,6 +18,8 @@ from ..core.lm.tree_table import TreeVsChain
 from . import theme
 from .keys import KEYS_CSS, chart_key, swatch
 from .page import esc, page_css, prose
+from .tokens import token_label
+from .words import noun, plural
 
 _CSS = "ep8.css"
 
@@ -31,11 +33,6 @@ REAL_TREE_KEY = chart_key(
     note=" In the mask, row i may look at column j where the cell is filled; the kept path's "
          "rows are green.",
 )
-
-
-def piece(text: str) -> str:
-    """A token's text with its whitespace made visible (␣ a space, ↵ a newline), not escaped."""
-    return text.replace(" ", "␣").replace("\n", "↵").replace("\t", "→") or "∅"
 
 
 def _ratio(a: float, b: float) -> str:
@@ -142,16 +139,15 @@ def step_sentence(step: TreeStep) -> str:
            else "its correction where the path's guesses ran out" if step.mark == "correction"
            else "its own token, as a plain step would")
     if step.path:
-        kept_words = (f"It agreed with the path <code>{esc(piece(kept))}</code> "
-                      f"({len(step.path)} drafted {'token' if len(step.path) == 1 else 'tokens'})")
+        kept_words = (f"It agreed with the path <code>{esc(token_label(kept))}</code> "
+                      f"({len(step.path)} drafted {noun(len(step.path), 'token')})")
     else:
         kept_words = "It agreed with none of the candidates"
-    return (f"After <code>{esc(piece(step.root_text))}</code> the learned draft offered {n} "
-            f"{'candidate' if n == 1 else 'candidates'} over {levels} "
-            f"{'level' if levels == 1 else 'levels'}, and the big model scored all of them and the "
-            f"root in one pass of {n + 1} positions. {kept_words}, and wrote "
-            f"<code>{esc(piece(step.text))}</code>, {own}: {len(step.path) + 1} "
-            f"{'token' if len(step.path) == 0 else 'tokens'} from one pass.")
+    return (f"After <code>{esc(token_label(step.root_text))}</code> the learned draft offered {n} "
+            f"{noun(n, 'candidate')} over {plural(levels, 'level')}, and the big model scored all "
+            f"of them and the root in one pass of {n + 1} positions. {kept_words}, and wrote "
+            f"<code>{esc(token_label(step.text))}</code>, {own}: "
+            f"{plural(len(step.path) + 1, 'token')} from one pass.")
 
 
 def tree_nodes(step: TreeStep) -> dict:
@@ -175,7 +171,7 @@ def tree_nodes(step: TreeStep) -> dict:
     ys = [0.0, *y.tolist(), end_y]
     texts = [step.root_text, *step.texts, step.text]
     return dict(
-        x=xs, y=ys, text=[piece(t) for t in texts],
+        x=xs, y=ys, text=[token_label(t) for t in texts],
         fill=[theme.INK, *fill, theme.GOLD],
         ink=[theme.PAPER, *[theme.INK if f == theme.DISCARDED else theme.PAPER for f in fill],
              theme.INK],
@@ -220,7 +216,7 @@ class RealTreePicture:
         m = step.mask
         size = m.shape[0]
         ii, jj = np.indices(m.shape)
-        names = [piece(step.root_text), *[piece(t) for t in step.texts]]
+        names = [token_label(step.root_text), *[token_label(t) for t in step.texts]]
         what = [f"{names[i]} {'sees' if v else 'does not see'} {names[j]}"
                 for i, j, v in zip(ii.ravel(), jj.ravel(), m.ravel())]
         on_path = np.zeros(size, bool)
