@@ -12,7 +12,10 @@ count. ``doc`` is the document pulled: what a browser paints first. ``ready`` is
 page is complete: the server has acknowledged ``document_ready`` (Panel runs the page's
 onload callbacks), and every slot of the first document that a page fills after its first
 paint (``views/deferred.py``: a column with the CSS class ``sdp-deferred`` and no children)
-has received its children.
+has received its children. That is the page's first screen: parts further down (a column with
+the CSS class ``sdp-near``) are built when a visitor scrolls near them, which
+:meth:`WsVisitor.reveal` does for all of them at once, as a browser does by setting each part's
+``near`` mark, and times until every one has arrived (``revealed``).
 
 The visitor can leave from a given loopback address (``source_ip``, e.g. ``127.0.5.1``),
 so a proxy that keeps a visitor on one process by address (nginx's ``ip_hash``) spreads
@@ -30,6 +33,8 @@ import uuid
 
 #: ``specdec_playable.views.deferred.DEFERRED_CLASS`` (repeated: benchmarks import no views).
 DEFERRED_CLASS = "sdp-deferred"
+#: ``specdec_playable.views.deferred.NEAR_CLASS``.
+NEAR_CLASS = "sdp-near"
 REPLY_TIMEOUT_S = float(os.environ.get("SDP_REPLY_TIMEOUT", 30))
 OPEN_TIMEOUT_S = float(os.environ.get("SDP_OPEN_TIMEOUT", 120))
 MAX_MESSAGE = 50_000_000
@@ -55,6 +60,22 @@ def find_models(node, predicate, out: list) -> list:
 def _empty_slot(node: dict) -> bool:
     a = node.get("attributes", {})
     return DEFERRED_CLASS in (a.get("css_classes") or []) and not a.get("children")
+
+
+def _near_slot(node: dict) -> bool:
+    return NEAR_CLASS in (node.get("attributes", {}).get("css_classes") or [])
+
+
+def near_marks(node) -> dict[str, str]:
+    """For each part built when near in ``node``: its slot's id -> the id of its mark's data
+    model (the one whose ``near`` the browser sets)."""
+    out = {}
+    for slot in find_models(node, _near_slot, []):
+        children = slot.get("attributes", {}).get("children") or []
+        data = children[0].get("attributes", {}).get("data") if children else None
+        if isinstance(data, dict) and "id" in data:
+            out[slot["id"]] = data["id"]
+    return out
 
 
 def count_models(doc: dict) -> int:
@@ -88,6 +109,9 @@ class WsVisitor:
         self._slots: set | None = None  # known once the document is in
         self._filled: set = set()
         self._acked_ready = False
+        self.near: dict[str, str] = {}  # part slot id -> its mark's data model id
+        self._near_filled: set = set()
+        self._revealed: asyncio.Event | None = None
 
     async def open(self, *, need_slider: bool = True) -> None:
         """Open the page as a browser would, up to a ready page (see the module doc)."""
@@ -139,6 +163,9 @@ class WsVisitor:
         self._check_ready("", {}, {})
         await asyncio.wait_for(self._ready.wait(), OPEN_TIMEOUT_S)
         mark("ready")
+        self.near = near_marks(content["doc"])
+        for patch in self._opening_patches:
+            self.near.update(near_marks(patch))
         # The first slider: in the document, or in a part built after the first paint.
         is_slider = lambda n: n.get("name") == "Slider"  # noqa: E731
         sliders = find_models(content["doc"], is_slider, [])
@@ -194,6 +221,12 @@ class WsVisitor:
                 kind = header["msgtype"]
                 if not self._ready.is_set():
                     self._check_ready(kind, header, content)
+                elif self._revealed is not None and kind == "PATCH-DOC":
+                    for e in content.get("events", []):
+                        if e.get("attr") == "children" and e.get("new"):
+                            self._near_filled.add((e.get("model") or {}).get("id"))
+                    if set(self.near) <= self._near_filled:
+                        self._revealed.set()
                 if self._t0 is not None:
                     self._seen.append(kind + "(" + ",".join(
                         str(e.get("attr") or e.get("kind")) for e in content.get("events", [])) + ")")
@@ -240,6 +273,20 @@ class WsVisitor:
             self._t0 = None
             self.errors.append(f"no reply on {self.path} within {REPLY_TIMEOUT_S:.0f} s after "
                                f"value {self.value}; saw {' '.join(self._seen)[:200]}")
+
+    async def reveal(self, t0: float | None = None) -> None:
+        """Have every part built when near built, as a browser scrolled through the page does;
+        records ``revealed`` (seconds from ``t0``, by default from now) once all have arrived."""
+        t0 = time.perf_counter() if t0 is None else t0
+        self._revealed = asyncio.Event()
+        if not self.near:
+            self.opened["revealed"] = time.perf_counter() - t0
+            return
+        await self._send("PATCH-DOC", {"events": [
+            {"kind": "ModelChanged", "model": {"id": mark}, "attr": "near", "new": True}
+            for mark in self.near.values()]})
+        await asyncio.wait_for(self._revealed.wait(), OPEN_TIMEOUT_S)
+        self.opened["revealed"] = time.perf_counter() - t0
 
     async def close(self) -> None:
         self._closing = True

@@ -100,11 +100,72 @@ def site(artifacts):
 
 
 def wait_for_bokeh(page, name: str | None = None, timeout: float = 30_000) -> None:
-    """Wait until the Bokeh document is rendered (and, if given, a named model exists)."""
+    """Wait until the Bokeh document is rendered, with every part built (and, if given, a named
+    model exists).
+
+    Parts further down a page are built when the visitor scrolls near them
+    (``views/deferred.py``); like a reader, this scrolls to each one that is still loading
+    until none is left, then back to the top.
+    """
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=timeout)
+    reveal_all(page, timeout=timeout)
     if name:
         page.wait_for_function(
             "n => Bokeh.documents[0].get_model_by_name(n) !== null", arg=name, timeout=timeout)
+
+
+_NEAR_MARKS = """() => {
+  const out = [];
+  const walk = (node) => {
+    if (node.classList && node.classList.contains('sdp-near-mark')) out.push(node);
+    if (node.shadowRoot) walk(node.shadowRoot);
+    for (const child of node.children || []) walk(child);
+  };
+  walk(document.body);
+  return out;
+}"""
+
+
+#: Every slot a page fills after its first paint (CSS class ``sdp-deferred``) has its part.
+_FIRST_PAINT_PARTS_IN = """() => {
+  for (const m of Bokeh.documents[0].all_models) {
+    if ((m.css_classes || []).includes('sdp-deferred') && m.children && m.children.length === 0)
+      return false;
+  }
+  return true;
+}"""
+
+
+#: How many parts of the page wait for the visitor to scroll near them: slots (CSS class
+#: ``sdp-near``) that still hold their mark, a component with a ``near`` flag.
+_NEAR_PENDING = """() => {
+  let n = 0;
+  for (const m of Bokeh.documents[0].all_models) {
+    if (!(m.css_classes || []).includes('sdp-near') || !m.children) continue;
+    const first = m.children[0];
+    if (first && first.data && typeof first.data.near === 'boolean') n++;
+  }
+  return n;
+}"""
+
+
+def near_marks(page) -> int:
+    """How many parts of the page are still waiting for the visitor to scroll near them."""
+    return page.evaluate(_NEAR_PENDING)
+
+
+def reveal_all(page, timeout: float = 30_000) -> None:
+    """Wait for the parts built after the first paint, then scroll to every part still loading
+    until all are built, and back to the top."""
+    deadline = time.monotonic() + timeout / 1000
+    page.wait_for_function(_FIRST_PAINT_PARTS_IN, timeout=timeout)
+    while page.evaluate(f"""() => {{ const m = ({_NEAR_MARKS})();
+                                      if (m.length) m[0].scrollIntoView({{block: 'center'}});
+                                      return ({_NEAR_PENDING})(); }}"""):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{near_marks(page)} parts of the page were never built")
+        page.wait_for_timeout(100)
+    page.evaluate("() => window.scrollTo(0, 0)")
 
 
 def model_data(page, name: str) -> dict:

@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
+from conftest import (
+    assert_clean,
+    model_data,
+    near_marks,
+    page_text,
+    reveal_all,
+    wait_for_bokeh,
+    wait_for_text,
+)
 
 from specdec_playable.core import batching, trees
 from specdec_playable.episodes import ep8
-from specdec_playable.state.ep8 import BATCH_MAX
+from specdec_playable.state.ep8 import BATCH_MAX, BusyAndTrees
 
 pytestmark = pytest.mark.browser
 
@@ -115,4 +123,32 @@ def test_ep8_part3_draws_the_recorded_real_step_and_the_measured_table(page, sit
     wait_for_text(page, words.split(";")[0])                # the sentence, as computed
     text = page_text(page)
     assert f"one pass of {size} positions" in text
+    assert_clean(page, console)
+
+
+def test_ep8_parts_further_down_are_built_as_the_visitor_scrolls_to_them(page, site, console):
+    # A visitor who does not scroll gets the first screen only; each part further down is
+    # built when it comes near the visible page, and then works like the rest.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(site.url + URL)
+    page.wait_for_function(
+        "() => window.Bokeh && Bokeh.documents.length > 0 && "
+        "Bokeh.documents[0].get_model_by_name('ep8-here') !== null", timeout=30_000)
+    page.wait_for_timeout(1500)  # time enough for anything built at load to arrive
+    has = lambda n: page.evaluate(  # noqa: E731
+        "n => Bokeh.documents[0].get_model_by_name(n) !== null", n)
+    assert near_marks(page) == 3
+    assert not has("ep8-tree-lines") and not has("ep8-real-nodes")
+    wait_for_text(page, "Loading this part of the page…")
+    marks = page.locator(".sdp-near-mark")
+    marks.nth(1).scroll_into_view_if_needed()  # part 2
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('ep8-tree-lines') !== null",
+                           timeout=15_000)
+    chain, tree = BusyAndTrees().tree_curves()  # the page's defaults
+    drawn = model_data(page, "ep8-tree-lines")
+    np.testing.assert_allclose(drawn["chain"], chain, rtol=1e-9)
+    np.testing.assert_allclose(drawn["tree"], tree, rtol=1e-9)
+    assert not has("ep8-real-nodes")  # part 3 waits for its own turn
+    reveal_all(page)
+    assert near_marks(page) == 0 and has("ep8-real-nodes")
     assert_clean(page, console)

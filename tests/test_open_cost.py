@@ -97,6 +97,27 @@ def test_every_shared_function_is_bounded_and_its_primes_are_the_pages_defaults(
         state5.break_even_table._results
 
 
+@pytest.mark.parametrize("slug, build", PAGES[1:], ids=[p[0] for p in PAGES[1:]])
+def test_every_part_of_every_page_builds(slug, build, caplog):
+    # Outside a session every part is built at once; a part that fails shows a notice instead
+    # of breaking the page, so this is where a broken part must show up.
+    with caplog.at_level("ERROR", logger="specdec_playable"):
+        doc = Document()
+        doc.add_root(build().get_root(doc))
+    assert [r.getMessage() for r in caplog.records] == []
+    texts = [str(getattr(m, "text", "") or "") for m in doc.models]
+    assert not any("could not be built" in t for t in texts)
+    slots = [m for m in doc.models if deferred.NEAR_CLASS in (getattr(m, "css_classes", None) or [])]
+    for slot in slots:
+        assert slot.children and slot.min_height is None, slot.name
+
+
+def test_outside_a_session_a_part_built_when_near_is_built_at_once():
+    slot = deferred.when_near(lambda: pn.pane.Markdown("part"), min_height=300, name="s")
+    assert [o.object for o in slot.objects] == ["part"]
+    assert slot.min_height is None and deferred.NEAR_CLASS in slot.css_classes
+
+
 def test_outside_a_session_a_deferred_part_is_built_at_once():
     slot = deferred.after_first_paint(lambda: pn.pane.Markdown("part"), min_height=300, name="s")
     assert [o.object for o in slot.objects] == ["part"]
@@ -122,7 +143,9 @@ def _free_port() -> int:
 
 def test_a_session_gets_its_views_only_once_its_page_is_painted():
     # bokeh.client pulls the document but never reports it rendered (no document_ready), like
-    # a crawler: the session holds the page's words and an empty, reserved slot per view.
+    # a crawler: the session holds the page's words and an empty, reserved slot per view. A part
+    # built when the visitor scrolls near it holds only its "loading" mark until then (the
+    # browser tests scroll to it: tests/test_browser_site.py).
     from bokeh.client import pull_session
 
     from specdec_playable.episodes import ep1, ep3
@@ -140,7 +163,12 @@ def test_a_session_gets_its_views_only_once_its_page_is_painted():
                 doc = session.document
                 for name, height in slots.items():
                     slot = doc.get_model_by_name(name)
-                    assert slot is not None and list(slot.children) == [], name
+                    assert slot is not None, name
+                    if deferred.NEAR_CLASS in slot.css_classes:
+                        [mark] = slot.children
+                        assert mark.data.near is False and mark.data.ahead == deferred.AHEAD_PX
+                    else:
+                        assert list(slot.children) == [], name
                     assert slot.min_height == height
                 texts = [getattr(m, "text", "") or "" for m in doc.models]
                 assert any(html.escape(mod.TITLE) in t for t in texts)  # the page's words are there

@@ -10,7 +10,7 @@ import panel as pn
 
 from . import neighbours
 from ..state.ep1 import SENTENCE, WritingVsChecking
-from ..views.deferred import after_first_paint
+from ..views.deferred import after_first_paint, when_near
 from ..views.ep1_writing import WritingVsCheckingView
 from ..views.hardware import SECTION_HEIGHT, hardware_section
 from ..views.page import episode_shell, prose
@@ -24,7 +24,7 @@ SUMMARY = ("Why a big model needs N passes to write N tokens but only one pass t
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("n_tokens", "big_pass_ms")
 #: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 490
+VIEW_HEIGHT = 590
 
 _PASS_MS = WritingVsChecking.param.big_pass_ms.default
 _N_MAX = len(SENTENCE)
@@ -62,7 +62,7 @@ def page(state: WritingVsChecking | None = None) -> pn.Column:
               after_first_paint(lambda: WritingVsCheckingView(state=state), min_height=VIEW_HEIGHT,
                                 name="ep1-view-slot"),
               prose(OUTRO),
-              # Below the fold: built after the first paint.
-              after_first_paint(lambda: hardware_section("ep1-hw"), min_height=SECTION_HEIGHT,
-                                name="ep1-hw-slot")],
+              # Below the fold: built when the visitor scrolls near it.
+              when_near(lambda: hardware_section("ep1-hw"), min_height=SECTION_HEIGHT,
+                        name="ep1-hw-slot")],
     )

@@ -24,7 +24,7 @@ SUMMARY = ("Speedup against acceptance rate for every draft length on one chart,
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
 #: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 1110
+VIEW_HEIGHT = 1440
 
 LEDE = ("One chart for the whole trade-off: acceptance rate q along the bottom, speedup up the "
         "side, one theory curve for each draft length k. Below the dashed 1× line, speculative "

@@ -20,7 +20,7 @@ from ..views.urlstate import bind_url
 NUMBER = 8
 SLUG = "ep8_busy_gpus_and_token_trees"
 #: The room the view takes before it arrives (px at 1280 px wide), so the page does not jump.
-VIEW_HEIGHT = 4700
+VIEW_HEIGHT = 6940
 TITLE = "Busy GPUs and token trees"
 SUMMARY = ("When a server decodes many users at once, checking guesses stops being free and "
            "speculation can lose; and instead of one chain of guesses, the fastest systems guess "

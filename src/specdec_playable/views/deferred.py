@@ -1,4 +1,4 @@
-"""Parts of a page built after its first paint.
+"""Parts of a page built after its first paint, or when the visitor scrolls near them.
 
 Opening a page costs the server a session's worth of Bokeh models, built before the
 first byte of the page goes out. A part below the fold (a second chart, a data
@@ -20,10 +20,21 @@ Usage, in a page or a view::
     body = [top_part, after_first_paint(lambda: hardware_section("ep1-hw"),
                                         min_height=700, name="ep1-hw-slot")]
 
+A part further down a long page need not be built for a visitor who never scrolls to it:
+:func:`when_near` holds its room the same way and builds the part once the browser reports
+the slot within :data:`AHEAD_PX` of the visible part of the page (an
+``IntersectionObserver`` on a :class:`NearView` at the top of the slot, which says the part
+is loading). A class opening a page at once then waits only for what its screens show; the
+rest is built as each visitor reads on. A view that holds such a part creates its slot in
+its ``__init__`` and its charts in the part's builder, and its watchers skip a chart that
+is not built yet; the builder brings the part up to date with the state when it runs.
+
 A part that fails to build is logged on the server and replaced by a one-line
 notice; the rest of the page keeps working. The slot carries the CSS class
-:data:`DEFERRED_CLASS`, so a client can tell when the page is complete: every such slot
-in the first document has been given its children.
+:data:`DEFERRED_CLASS`, so a client can tell when the page's first screen is complete:
+every such slot in the first document has been given its children. A slot built when near
+carries :data:`NEAR_CLASS` instead and holds only its :class:`NearView` until then: a
+client scrolls to it (or, without a browser, sets the view's ``near``) to have it built.
 """
 
 from __future__ import annotations
@@ -32,8 +43,11 @@ import logging
 from collections.abc import Callable
 
 import panel as pn
+import param
+from panel.custom import JSComponent
 
 from .page import page_css
+from .resources import path
 
 log = logging.getLogger("specdec_playable")
 
@@ -41,6 +55,23 @@ log = logging.getLogger("specdec_playable")
 #: benchmark) knows the page is complete once every such slot of its first document has
 #: received its children.
 DEFERRED_CLASS = "sdp-deferred"
+#: The CSS class of a slot whose part is built when the visitor scrolls near it.
+NEAR_CLASS = "sdp-near"
+#: How far below (or above) the visible part of the page a slot starts being built (px): a
+#: reader scrolling at a normal pace finds the part there, and a part more than this below the
+#: first screen is not built for a visitor who does not scroll.
+AHEAD_PX = 200
+
+
+class NearView(JSComponent):
+    """A line ("Loading this part of the page…") that sets ``near`` once the browser shows it
+    within ``ahead`` px of the visible part of the page."""
+
+    near = param.Boolean(default=False, doc="Set by the browser, once, when the mark comes near.")
+    ahead = param.Integer(default=AHEAD_PX, bounds=(0, 10_000), constant=True,
+                          doc="How far outside the visible page the mark counts as near (px).")
+
+    _esm = path("near.js")
 
 
 def in_session() -> bool:
@@ -57,6 +88,44 @@ def after_first_paint(build: Callable[[], pn.viewable.Viewable], *, min_height: 
     the column (tests find the part inside it).
     """
     slot = pn.Column(sizing_mode="stretch_width", name=name, css_classes=[DEFERRED_CLASS])
+    fill = _filler(slot, build, name)
+    if in_session():
+        slot.min_height = min_height
+        pn.state.onload(fill)
+    else:
+        fill()
+    return slot
+
+
+def when_near(build: Callable[[], pn.viewable.Viewable], *, min_height: int, name: str,
+              ahead: int = AHEAD_PX) -> pn.Column:
+    """A column that holds ``build()``: at once outside a session, in one when the visitor
+    scrolls within ``ahead`` px of it.
+
+    ``min_height`` (px) reserves the part's room until then, so the page's length and the
+    scroll bar are right from the start; ``name`` names the column.
+    """
+    slot = pn.Column(sizing_mode="stretch_width", name=name, css_classes=[NEAR_CLASS])
+    fill = _filler(slot, build, name)
+    if not in_session():
+        fill()
+        return slot
+    mark = NearView(ahead=ahead, sizing_mode="stretch_width", margin=0)
+    done = []
+
+    def on_near(event) -> None:
+        if event.new and not done:
+            done.append(True)
+            fill()
+
+    mark.param.watch(on_near, "near")
+    slot.min_height = min_height
+    slot.objects = [mark]
+    return slot
+
+
+def _filler(slot: pn.Column, build: Callable[[], pn.viewable.Viewable], name: str):
+    """The function that builds the part into ``slot`` (a notice in its place if it fails)."""
 
     def fill() -> None:
         try:
@@ -70,9 +139,4 @@ def after_first_paint(build: Callable[[], pn.viewable.Viewable], *, min_height: 
             slot.min_height = None
             slot.objects = [part]
 
-    if in_session():
-        slot.min_height = min_height
-        pn.state.onload(fill)
-    else:
-        fill()
-    return slot
+    return fill

@@ -23,6 +23,7 @@ from bokeh.plotting import figure
 from ..core import texts
 from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
 from . import ep4_measured, theme
+from .deferred import when_near
 from .inputs import SeedBox, control_help
 from .keys import KEYS_CSS, chart_key, swatch
 from .labels import axis_end_for, text_width
@@ -30,6 +31,8 @@ from .page import StateView, esc, page_css, prose, share, stat
 from .words import faster_or_slower, plural
 
 _CSS = "ep4.css"
+#: The room the paste box and the histogram take before they arrive (px at 1280 px wide).
+PASTE_HEIGHT, HIST_HEIGHT = 370, 540
 _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
 _MONO_KINDS = ("code", "json", "python", "pasted")
@@ -262,33 +265,18 @@ class BoilerplateVsPoetryView(StateView):
         self.run_button = pn.widgets.Button(label="Run again", color="primary",
                                             width=130, align="end")
         self.run_button.on_click(self._on_run_again)
-        self.paste_input = pn.widgets.TextAreaInput(
-            label=f"Your own text (at most {texts.PASTE_MAX_CHARS:,} characters)",
-            placeholder="Paste code, an e-mail, a recipe, a poem…",
-            max_length=20 * texts.PASTE_MAX_CHARS, height=130, sizing_mode="stretch_width",
-        )
-        self.paste_button = pn.widgets.Button(label="Score and run my text", color="primary",
-                                              width=190)
-        self.paste_button.on_click(self._on_paste)
-        self.cancel_button = pn.widgets.Button(label="Cancel", width=100, visible=False)
-        self.cancel_button.on_click(self._on_cancel)
-        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, height=14,
-                                               sizing_mode="stretch_width")
-        self.scoring = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
-                                    name="ep4-scoring")
-        self.message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width",
-                                    stylesheets=[page_css()], name="ep4-paste-message")
-        self.hist_source = ColumnDataSource(name="ep4-hist")
-        items = ep4_measured.histogram_items()
-        self.hist_source.data = ep4_measured.histogram_data(items)
-        self.histogram = ep4_measured.histogram_figure(
-            self.hist_source, ep4_measured.histogram_factors(self.hist_source.data))
+        # The paste box and the histogram are built when the visitor scrolls near them
+        # (views/deferred.py); until then their widgets are None and the watchers skip them.
+        self.paste_input = self.paste_button = self.cancel_button = None
+        self.progress = self.scoring = self.message = None
+        self.hist_source = self.histogram = None
         self._poller = None
         s.param.watch(self._redraw, ["runs"])
         s.param.watch(self._show_message, ["message"])
         s.param.watch(self._show_histogram, ["pasted"])
         self._redraw()
-        self._show_scoring()
+        self.paste_slot = when_near(self._paste_part, min_height=PASTE_HEIGHT, name="ep4-paste-slot")
+        self.hist_slot = when_near(self._histogram_part, min_height=HIST_HEIGHT, name="ep4-hist-slot")
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(self._closed)
 
@@ -333,6 +321,8 @@ class BoilerplateVsPoetryView(StateView):
         self.state.close()
 
     def _show_scoring(self) -> None:
+        if self.scoring is None:
+            return
         s = self.state
         active = s.scoring_active
         self.cancel_button.visible = active
@@ -342,7 +332,49 @@ class BoilerplateVsPoetryView(StateView):
         self.progress.value = int(100 * done / total) if active and total else 0
         self.scoring.object = ep4_measured.scoring_html(s)
 
+    def _paste_part(self):
+        """The box where visitors paste their own text, built when near."""
+        self.paste_input = pn.widgets.TextAreaInput(
+            label=f"Your own text (at most {texts.PASTE_MAX_CHARS:,} characters)",
+            placeholder="Paste code, an e-mail, a recipe, a poem…",
+            max_length=20 * texts.PASTE_MAX_CHARS, height=130, sizing_mode="stretch_width",
+        )
+        self.paste_button = pn.widgets.Button(label="Score and run my text", color="primary",
+                                              width=190)
+        self.paste_button.on_click(self._on_paste)
+        self.cancel_button = pn.widgets.Button(label="Cancel", width=100, visible=False)
+        self.cancel_button.on_click(self._on_cancel)
+        self.progress = pn.indicators.Progress(value=0, max=100, visible=False, height=14,
+                                               sizing_mode="stretch_width")
+        self.scoring = pn.pane.HTML("", sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
+                                    name="ep4-scoring")
+        self.message = pn.pane.HTML("", visible=False, sizing_mode="stretch_width",
+                                    stylesheets=[page_css()], name="ep4-paste-message")
+        self._show_scoring()
+        self._show_message()
+        return pn.Column(
+            prose(self.paste_intro),
+            self.paste_input, pn.Row(self.paste_button, self.cancel_button),
+            self.scoring, self.progress, self.message,
+            sizing_mode="stretch_width", name="ep4-paste",
+        )
+
+    def _histogram_part(self):
+        """The histogram of measured acceptance, built when near."""
+        self.hist_source = ColumnDataSource(name="ep4-hist")
+        data = ep4_measured.histogram_data(ep4_measured.histogram_items(self.state.pasted))
+        self.hist_source.data = data
+        self.histogram = ep4_measured.histogram_figure(
+            self.hist_source, ep4_measured.histogram_factors(data))
+        return pn.Column(
+            prose(HIST_KEY, _CSS, KEYS_CSS),
+            pn.pane.Bokeh(self.histogram, sizing_mode="stretch_width", name="ep4-hist-pane"),
+            sizing_mode="stretch_width",
+        )
+
     def _show_histogram(self, *_):
+        if self.histogram is None:
+            return
         items = ep4_measured.histogram_items(self.state.pasted)
         data = ep4_measured.histogram_data(items)
         with pn.io.hold():
@@ -351,6 +383,8 @@ class BoilerplateVsPoetryView(StateView):
             self.hist_source.data = data
 
     def _show_message(self, *_):
+        if self.message is None:
+            return
         msg = self.state.message
         self.message.object = paste_message_html(msg, self.state.scoring)
         self.message.visible = bool(msg)
@@ -387,17 +421,9 @@ class BoilerplateVsPoetryView(StateView):
                              sizing_mode="stretch_width", name="ep4-controls")
         sides = pn.FlexBox(*(side.panel for side in self.sides), flex_wrap="wrap", gap="12px 28px",
                            sizing_mode="stretch_width", name="ep4-sides")
-        paste = pn.Column(
-            prose(self.paste_intro),
-            self.paste_input, pn.Row(self.paste_button, self.cancel_button),
-            self.scoring, self.progress, self.message,
-            sizing_mode="stretch_width", name="ep4-paste",
-        )
         return pn.Column(
             controls, self.breakeven,
             prose(KEY_HTML + BARS_KEY, _CSS, KEYS_CSS),
-            sides, paste,
-            prose(HIST_KEY, _CSS, KEYS_CSS),
-            pn.pane.Bokeh(self.histogram, sizing_mode="stretch_width", name="ep4-hist-pane"),
+            sides, self.paste_slot, self.hist_slot,
             sizing_mode="stretch_width",
         )

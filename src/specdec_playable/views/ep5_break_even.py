@@ -24,6 +24,7 @@ from bokeh.plotting import figure
 from ..state import presets
 from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from . import theme
+from .deferred import when_near
 from .inputs import control_help
 from .keys import KEYS_CSS, chart_key, glyph, swatch
 from .labels import (
@@ -44,6 +45,8 @@ from .page import StateView, beside, esc, page_css, prose, slider
 from .words import noun, times
 
 _CSS = "ep5.css"
+#: The room the presets take before they arrive (px at 1280 px wide), so the page does not jump.
+PRESETS_HEIGHT = 226
 
 MAP_KEY = chart_key(
     "Speedup against acceptance rate",
@@ -386,13 +389,16 @@ class BreakEvenView(StateView):
         # innerHTML costs far less in the browser than re-rendering a Panel HTML pane.
         css = [page_css(_CSS)]
         self.summary = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep5-summary")
-        self.source = LiveHTML(sizing_mode="stretch_width", stylesheets=css,
-                               name="ep5-preset-source", margin=(5, 10))
+        # The presets under the map are built when the visitor scrolls near them
+        # (views/deferred.py); until then their source note is None.
+        self.source = None
         s = self.state
         s.param.watch(self._on_knobs, ["q", "k", "c"])
         s.param.watch(self._on_points, ["points"])
         s.param.watch(self._on_preset, ["preset"])
         self._redraw_all()
+        self.presets_slot = when_near(self._presets_part, min_height=PRESETS_HEIGHT,
+                                      name="ep5-presets-slot")
 
     # --- redraws ---------------------------------------------------------------------
 
@@ -401,7 +407,7 @@ class BreakEvenView(StateView):
             self.chart.update_curves(self.state)
             self.chart.update_points(self.state)
             self.summary.html = summary_html(self.state)
-            self.source.html = source_html(self.state)
+            self._on_preset()
 
     def _on_knobs(self, *events) -> None:
         # k and c move the curves; q only moves the visitor's marker.
@@ -413,7 +419,7 @@ class BreakEvenView(StateView):
             else:
                 self.chart.update_you(self.state)
             self.summary.html = summary_html(self.state)
-            self.source.html = source_html(self.state)
+            self._on_preset()
 
     def _on_points(self, *_):
         with pn.io.hold():
@@ -422,7 +428,27 @@ class BreakEvenView(StateView):
             self.summary.html = summary_html(self.state)
 
     def _on_preset(self, *_):
-        self.source.html = source_html(self.state)
+        if self.source is not None:
+            self.source.html = source_html(self.state)
+
+    def _presets_part(self):
+        """The preset buttons (real systems' q, k and c) and the source of the one chosen."""
+        s = self.state
+        self.source = LiveHTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
+                               name="ep5-preset-source", margin=(5, 10))
+        self._on_preset()
+        buttons = []
+        for p in presets.all_presets():
+            b = pn.widgets.Button(label=p.label, color="primary", variant="outline",
+                                  css_classes=[f"preset-{p.key}"])
+            b.on_click(lambda _e, key=p.key: s.apply_preset(key))
+            buttons.append(b)
+        return pn.Column(
+            prose(self.presets_intro),
+            pn.FlexBox(*buttons, sizing_mode="stretch_width", flex_wrap="wrap", name="ep5-presets"),
+            self.source,
+            sizing_mode="stretch_width",
+        )
 
     # --- layout ------------------------------------------------------------------------
 
@@ -439,19 +465,11 @@ class BreakEvenView(StateView):
             control_help(s, ["q", "k", "c", "simulate", "clear"]),
             width=300, name="ep5-controls",
         )
-        buttons = []
-        for p in presets.all_presets():
-            b = pn.widgets.Button(label=p.label, color="primary", variant="outline",
-                                  css_classes=[f"preset-{p.key}"])
-            b.on_click(lambda _e, key=p.key: s.apply_preset(key))
-            buttons.append(b)
         return pn.Column(
             beside(controls, self.summary, basis="420px"),
             prose(MAP_KEY, KEYS_CSS),
             pn.pane.Bokeh(self.chart.figure, sizing_mode="stretch_width"),
             prose(self.chart_note),
-            prose(self.presets_intro),
-            pn.FlexBox(*buttons, sizing_mode="stretch_width", flex_wrap="wrap", name="ep5-presets"),
-            self.source,
+            self.presets_slot,
             sizing_mode="stretch_width",
         )

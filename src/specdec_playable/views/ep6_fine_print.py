@@ -30,6 +30,7 @@ from ..core import adaptive
 from ..core.measured import REST
 from ..state.ep6 import SAMPLE_SIZES, FinePrint
 from . import theme
+from .deferred import when_near
 from .inputs import SeedBox, control_help
 from .keys import KEYS_CSS, chart_key, swatch
 from .page import StateView, beside, esc, page_css, prose, share, slider, stat
@@ -38,6 +39,10 @@ from .words import plural, times
 
 _CSS = "ep6.css"
 _KEY_CSS = "ep6_key.css"  # the lines' swatches, in the key and in the race table
+#: The room part 2 takes before it arrives (px at 1280 px wide), so the page does not jump.
+PART2_HEIGHT = 1810
+#: The room part 1's charts take before they arrive (px at 1280 px wide).
+CHARTS_HEIGHT = 333
 #: Colour (a theme name) and dash per policy: dash and label tell them apart without colour.
 POLICY_STYLE = (
     dict(tone="muted", dash="dashed", dash_name="dashed"),
@@ -425,25 +430,20 @@ class FinePrintView(StateView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        self.sampling = SamplingCharts(s)
-        self.models_key = prose(models_key(s.context), KEYS_CSS, name="ep6-models-key")
+        # Part 1's charts and part 2 are built when the visitor scrolls near them
+        # (views/deferred.py); until then their charts and texts are None and the watchers
+        # skip them.
+        self.sampling = self.models_key = None
         self.context_note = prose(context_html(s), _CSS, name="ep6-context")
-        self.race = RaceCharts(s.stream)
         self.sampling_numbers = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
                                              name="ep6-sampling-numbers", margin=(0, 10))
-        self.race_table = pn.pane.HTML(sizing_mode="stretch_width", name="ep6-race-table",
-                                       stylesheets=[page_css(_CSS, _KEY_CSS)], margin=(0, 10))
-        self.race_key = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_KEY_CSS)],
-                                     name="ep6-race-key", margin=(0, 10))
-        self.race_story = pn.pane.HTML(sizing_mode="stretch_width", name="ep6-race-story",
-                                       stylesheets=[page_css(_CSS, _KEY_CSS)], margin=(0, 10))
-        self.new_race_button = pn.widgets.Button(label="New randomness", color="primary",
-                                                 width=160)
-        self.new_race_button.on_click(self._on_new_race)
+        self.race = self.race_table = self.race_key = self.race_story = None
         s.param.watch(self._redraw_sampling, "samples")
         s.param.watch(self._redraw_race, "runs")
         self._redraw_sampling()
-        self._redraw_race()
+        self.charts_slot = when_near(self._part1_charts, min_height=CHARTS_HEIGHT,
+                                     name="ep6-charts")
+        self.part2_slot = when_near(self._part2, min_height=PART2_HEIGHT, name="ep6-part2")
 
     def _on_new_race(self, _event) -> None:
         with pn.io.hold():
@@ -451,12 +451,15 @@ class FinePrintView(StateView):
 
     def _redraw_sampling(self, *_):
         with pn.io.hold():
-            self.sampling.update(self.state)
             self.sampling_numbers.object = sampling_html(self.state)
-            self.models_key.object = models_key(self.state.context)
             self.context_note.object = context_html(self.state)
+            if self.sampling is not None:
+                self.sampling.update(self.state)
+                self.models_key.object = models_key(self.state.context)
 
     def _redraw_race(self, *_):
+        if self.race is None:
+            return
         with pn.io.hold():
             self.race.update(self.state)
             self.race_table.object = race_html(self.state)
@@ -481,24 +484,47 @@ class FinePrintView(StateView):
             prose(self.part1_intro, _CSS),
             self.context_note,
             beside(part1_controls, self.sampling_numbers, basis="380px", min_width=300),
-            pn.FlexBox(
-                pn.Column(self.models_key,
-                          pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width"),
-                          sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
-                pn.Column(prose(OUT_KEY, KEYS_CSS),
-                          pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width"),
-                          sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
-                sizing_mode="stretch_width", flex_wrap="wrap"),
+            self.charts_slot,
             sizing_mode="stretch_width",
         )
+        return pn.Column(part1, self.part2_slot, sizing_mode="stretch_width")
+
+    def _part1_charts(self):
+        """Part 1's charts: the two models' distributions and what came out."""
+        s = self.state
+        self.sampling = SamplingCharts(s)
+        self.models_key = prose(models_key(s.context), KEYS_CSS, name="ep6-models-key")
+        self.sampling.update(s)
+        return pn.FlexBox(
+            pn.Column(self.models_key,
+                      pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width"),
+                      sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
+            pn.Column(prose(OUT_KEY, KEYS_CSS),
+                      pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width"),
+                      sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
+            sizing_mode="stretch_width", flex_wrap="wrap")
+
+    def _part2(self):
+        """Part 2: the race of fixed and adaptive draft lengths, built when near."""
+        s = self.state
+        self.race = RaceCharts(s.stream)
+        self.race_table = pn.pane.HTML(sizing_mode="stretch_width", name="ep6-race-table",
+                                       stylesheets=[page_css(_CSS, _KEY_CSS)], margin=(0, 10))
+        self.race_key = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_KEY_CSS)],
+                                     name="ep6-race-key", margin=(0, 10))
+        self.race_story = pn.pane.HTML(sizing_mode="stretch_width", name="ep6-race-story",
+                                       stylesheets=[page_css(_CSS, _KEY_CSS)], margin=(0, 10))
+        new_race = pn.widgets.Button(label="New randomness", color="primary", width=160)
+        new_race.on_click(self._on_new_race)
+        self._redraw_race()
         part2_controls = pn.Column(
             slider(s.param.c, step=0.01, format="0.00"),
             slider(s.param.fixed_k),
-            SeedBox(s, "race_seed", width=120, beside=[self.new_race_button]),
+            SeedBox(s, "race_seed", width=120, beside=[new_race]),
             control_help(s, ["c", "fixed_k", "race_seed"]),
             width=300, name="ep6-race-controls",
         )
-        part2 = pn.Column(
+        return pn.Column(
             prose(self.part2_intro, _CSS),
             beside(part2_controls, self.race_table, basis="420px", min_width=300),
             self.race_key,
@@ -507,4 +533,3 @@ class FinePrintView(StateView):
             self.race_story,
             sizing_mode="stretch_width",
         )
-        return pn.Column(part1, part2, sizing_mode="stretch_width")

@@ -35,11 +35,15 @@ from . import theme
 from .keys import KEYS_CSS, chart_key, glyph, swatch
 from .livehtml import LiveHTML
 from .inputs import control_help
+from .deferred import when_near
 from .ep8_real_tree import real_tree_part
 from .words import faster_or_slower, noun, plural
 from .page import StateView, beside, esc, page_css, prose, slider, stat
 
 _CSS = "ep8.css"
+#: The room each part built when near takes before it arrives (px at 1280 px wide), so the
+#: page has its length from the start and does not jump.
+PART1_REST_HEIGHT, PART2_HEIGHT, PART3_HEIGHT = 1740, 2000, 2060
 #: Where Episode 5's map lives, for the link that puts this batch's effective cost on it.
 EP5_SLUG = "ep5_the_break_even_map"
 
@@ -554,44 +558,103 @@ class BusyTreesView(StateView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
+        # The top of part 1 is built with the view; the rest of part 1, part 2 and part 3 when
+        # the visitor scrolls near them (views/deferred.py). Until a part is built its charts
+        # and texts are None and the watchers skip them; building one brings it up to date.
         self.batch_chart = BatchChart()
-        self.cost_chart = CostChart(s)
-        self.split_chart = SplitChart()
-        self.tree_curves = TreeCurves()
-        self.tree_picture = TreePicture()
         css = [page_css(_CSS)]
         self.busy_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep8-busy-text")
-        self.tree_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep8-tree-text")
-        self.anchors_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css,
-                                     name="ep8-anchors-text", margin=(5, 10))
-        self.cpu_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep8-cpu-text",
-                                 margin=(5, 10))
+        self.cost_chart = self.split_chart = self.anchors_text = self.cpu_text = None
+        self.tree_curves = self.tree_picture = self.tree_text = None
         s.param.watch(self._on_busy, ["q", "k", "c", "batch"])
         s.param.watch(self._on_tree_shape, ["width", "depth"])
         s.param.watch(self._on_tree_sims, ["tree_sim"])
         with pn.io.hold():
             self._on_busy()
-            self._on_tree_shape()
-            self._on_tree_sims()
+        self.near_parts = (
+            when_near(self._part1_rest, min_height=PART1_REST_HEIGHT, name="ep8-part1-rest"),
+            when_near(self._part2, min_height=PART2_HEIGHT, name="ep8-part2"),
+            when_near(lambda: real_tree_part(real_tree_table(), real_tree_step(), s.cpu_curve,
+                                             intro=self.part3_intro, note=self.part3_note),
+                      min_height=PART3_HEIGHT, name="ep8-part3"),
+        )
 
     def _on_busy(self, *_):
         s = self.state
         with pn.io.hold():
             self.batch_chart.update(s)
-            self.cost_chart.update(s)
-            self.split_chart.update(s)
             self.busy_text.html = busy_html(s)
-            self.anchors_text.html = anchors_html(s)
-            self.cpu_text.html = cpu_html(s)
+            if self.cost_chart is not None:
+                self.cost_chart.update(s)
+                self.split_chart.update(s)
+                self.anchors_text.html = anchors_html(s)
+                self.cpu_text.html = cpu_html(s)
 
     def _on_tree_shape(self, *_):
-        self.tree_picture.update(self.state)
+        if self.tree_picture is not None:
+            self.tree_picture.update(self.state)
 
     def _on_tree_sims(self, *_):
         s = self.state
+        if self.tree_curves is None:
+            return
         with pn.io.hold():
             self.tree_curves.update(s)
             self.tree_text.html = tree_html(s)
+
+    def _part1_rest(self):
+        """Part 1 below its first chart: where the time goes, the CPU and real systems."""
+        s = self.state
+        css = [page_css(_CSS)]
+        self.cost_chart = CostChart(s)
+        self.split_chart = SplitChart()
+        self.anchors_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css,
+                                     name="ep8-anchors-text", margin=(5, 10))
+        self.cpu_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep8-cpu-text",
+                                 margin=(5, 10))
+        self._on_busy()
+        return pn.Column(
+            prose(SPLIT_KEY, KEYS_CSS, _CSS),
+            pn.pane.Bokeh(self.split_chart.figure, sizing_mode="stretch_width"),
+            prose(COST_KEY, KEYS_CSS, _CSS),
+            pn.pane.Bokeh(self.cost_chart.figure, sizing_mode="stretch_width"),
+            self.cpu_text,
+            prose(self.part1_note, _CSS),
+            self.anchors_text,
+            prose(self.part1_outro, _CSS),
+            sizing_mode="stretch_width",
+        )
+
+    def _part2(self):
+        """Part 2: a tree of guesses against a chain, with its picture and attention mask."""
+        s = self.state
+        self.tree_curves = TreeCurves()
+        self.tree_picture = TreePicture()
+        self.tree_text = LiveHTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
+                                  name="ep8-tree-text")
+        with pn.io.hold():
+            self._on_tree_shape()
+            self._on_tree_sims()
+        tree_controls = pn.Column(
+            slider(s.param.tree_q, step=0.01, format="0.00"),
+            slider(s.param.width),
+            slider(s.param.depth),
+            pn.widgets.Button.from_param(s.param.resimulate, color="primary", description=None),
+            control_help(s, ["tree_q", "width", "depth"]),
+            width=300, name="ep8-tree-controls",
+        )
+        return pn.Column(
+            prose(self.part2_intro),
+            beside(tree_controls, self.tree_text, basis="420px"),
+            prose(TREE_KEY, KEYS_CSS, _CSS),
+            pn.pane.Bokeh(self.tree_curves.figure, sizing_mode="stretch_width"),
+            pn.FlexBox(pn.pane.Bokeh(self.tree_picture.figure, sizing_mode="stretch_width",
+                                     styles={"flex": "2 1 320px"}),
+                       pn.pane.Bokeh(self.tree_picture.mask_figure), sizing_mode="stretch_width",
+                       flex_wrap="wrap"),
+            prose(self.part2_note),
+            sizing_mode="stretch_width",
+        )
 
     def layout(self):
         s = self.state
@@ -603,37 +666,11 @@ class BusyTreesView(StateView):
             control_help(s, ["q", "k", "c", "batch"]),
             width=300, name="ep8-busy-controls",
         )
-        tree_controls = pn.Column(
-            slider(s.param.tree_q, step=0.01, format="0.00"),
-            slider(s.param.width),
-            slider(s.param.depth),
-            pn.widgets.Button.from_param(s.param.resimulate, color="primary", description=None),
-            control_help(s, ["tree_q", "width", "depth"]),
-            width=300, name="ep8-tree-controls",
-        )
         return pn.Column(
             prose(self.part1_intro),
             beside(busy_controls, self.busy_text, basis="420px"),
             prose(BATCH_KEY, KEYS_CSS, _CSS),
             pn.pane.Bokeh(self.batch_chart.figure, sizing_mode="stretch_width"),
-            prose(SPLIT_KEY, KEYS_CSS, _CSS),
-            pn.pane.Bokeh(self.split_chart.figure, sizing_mode="stretch_width"),
-            prose(COST_KEY, KEYS_CSS, _CSS),
-            pn.pane.Bokeh(self.cost_chart.figure, sizing_mode="stretch_width"),
-            self.cpu_text,
-            prose(self.part1_note, _CSS),
-            self.anchors_text,
-            prose(self.part1_outro, _CSS),
-            prose(self.part2_intro),
-            beside(tree_controls, self.tree_text, basis="420px"),
-            prose(TREE_KEY, KEYS_CSS, _CSS),
-            pn.pane.Bokeh(self.tree_curves.figure, sizing_mode="stretch_width"),
-            pn.FlexBox(pn.pane.Bokeh(self.tree_picture.figure, sizing_mode="stretch_width",
-                                     styles={"flex": "2 1 320px"}),
-                       pn.pane.Bokeh(self.tree_picture.mask_figure), sizing_mode="stretch_width",
-                       flex_wrap="wrap"),
-            prose(self.part2_note),
-            real_tree_part(real_tree_table(), real_tree_step(), s.cpu_curve,
-                           intro=self.part3_intro, note=self.part3_note),
+            *self.near_parts,
             sizing_mode="stretch_width",
         )
