@@ -449,7 +449,7 @@ class RealTextView(StateView):
             sizing_mode="stretch_width")
         self.counter = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep7-counter")
         self.prompt_input.param.watch(self._count, "value_input")
-        self.run_button = pn.widgets.Button(label="Run", button_type="primary", width=110)
+        self.run_button = pn.widgets.Button(label="Run", color="primary", width=110)
         self.cancel_button = pn.widgets.Button(label="Cancel", width=110, visible=False)
         self.run_button.on_click(self._on_run)
         self.cancel_button.on_click(self._on_cancel)
