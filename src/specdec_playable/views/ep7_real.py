@@ -437,11 +437,9 @@ class RealTextView(StateView):
         self.uid = "ep7-" + uuid.uuid4().hex[:8]
         css = [page_css(*_CSS)]
         self.rows = ColumnDataSource({"end_ms": [0.0], "bad_rounds": [0]}, name="ep7-rows")
-        self.player = LanePlayer(
-            LANES, name="ep7", height=300, y_pad=(0.62, 0.55),
-            x_label="wall clock (measured ms; each run from its own start)", speeds=SPEEDS,
-            step_label="Step one pass", lane_clocks=False, styles=STYLES,
-            frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rows, uid=self.uid), min_label_px=6)
+        # The lanes appear once a run has finished; their player (a figure of a dozen
+        # renderers) is built then, not for every visitor who opens the page.
+        self.player: LanePlayer | None = None
         self.prompt_view = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep7-prompt")
         self.prompt_input = pn.widgets.TextAreaInput(
             name=s.param.prompt.label, value=s.prompt, max_length=PROMPT_MAX_CHARS, height=110,
@@ -458,11 +456,9 @@ class RealTextView(StateView):
         self.text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep7-text")
         self.check = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep7-check")
         self.notes = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep7-notes")
-        self.lanes = pn.Column(
-            pn.pane.Bokeh(self.player.controls),
-            pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),
-            pn.pane.HTML(legend_html(), sizing_mode="stretch_width", stylesheets=css),
-            visible=False, sizing_mode="stretch_width", name="ep7-lanes")
+        # (A spacer holds the place: Bokeh warns of an empty layout.)
+        self.lanes = pn.Column(pn.Spacer(height=0), visible=False, sizing_mode="stretch_width",
+                               name="ep7-lanes")
         self._poller = None
         self._drawn: Comparison | None = None
         self.temperature = pn.widgets.FloatSlider.from_param(s.param.temperature, sizing_mode="stretch_width")
@@ -533,6 +529,19 @@ class RealTextView(StateView):
         self._stop_polling()
         self.state.close()
 
+    def _build_lanes(self) -> None:
+        """The lane player and its legend, the first time a finished run is drawn."""
+        self.player = LanePlayer(
+            LANES, name="ep7", height=300, y_pad=(0.62, 0.55),
+            x_label="wall clock (measured ms; each run from its own start)", speeds=SPEEDS,
+            step_label="Step one pass", lane_clocks=False, styles=STYLES,
+            frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rows, uid=self.uid), min_label_px=6)
+        self.lanes.objects = [
+            pn.pane.Bokeh(self.player.controls),
+            pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),
+            pn.pane.HTML(legend_html(), sizing_mode="stretch_width", stylesheets=[page_css(*_CSS)]),
+        ]
+
     # -- drawing -----------------------------------------------------------------------------
     def _render(self):
         s = self.state
@@ -552,6 +561,8 @@ class RealTextView(StateView):
                 self.check.object = check_html(kind, sentence, self.uid, ep6_href=self.ep6_href, timed=True)
                 self.notes.object = notes_html(c, k, self.ep5_href)
                 self.rows.data = clock_rows(c)
+                if self.player is None:
+                    self._build_lanes()
                 self.player.show(timeline)
                 self.lanes.visible = True
             return
