@@ -32,7 +32,7 @@ from .words import faster_or_slower, plural
 
 _CSS = "ep4.css"
 #: The room the paste box and the histogram take before they arrive (px at 1280 px wide).
-PASTE_HEIGHT, HIST_HEIGHT = 370, 540
+LOWER_HEIGHT = 905
 _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
 _MONO_KINDS = ("code", "json", "python", "pasted")
@@ -275,8 +275,9 @@ class BoilerplateVsPoetryView(StateView):
         s.param.watch(self._show_message, ["message"])
         s.param.watch(self._show_histogram, ["pasted"])
         self._redraw()
-        self.paste_slot = when_near(self._paste_part, min_height=PASTE_HEIGHT, name="ep4-paste-slot")
-        self.hist_slot = when_near(self._histogram_part, min_height=HIST_HEIGHT, name="ep4-hist-slot")
+        self.lower_slot = when_near(
+            lambda: pn.Column(self._paste_part(), self._histogram_part(), sizing_mode="stretch_width"),
+            min_height=LOWER_HEIGHT, name="ep4-lower-slot")
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(self._closed)
 
@@ -424,6 +425,6 @@ class BoilerplateVsPoetryView(StateView):
         return pn.Column(
             controls, self.breakeven,
             prose(KEY_HTML + BARS_KEY, _CSS, KEYS_CSS),
-            sides, self.paste_slot, self.hist_slot,
+            sides, self.lower_slot,
             sizing_mode="stretch_width",
         )
