@@ -62,6 +62,12 @@ def _empty_slot(node: dict) -> bool:
     return DEFERRED_CLASS in (a.get("css_classes") or []) and not a.get("children")
 
 
+def _given_children(patch: dict) -> set:
+    """The ids of the layouts a PATCH-DOC's events give children (a slot receiving its part)."""
+    return {(e.get("model") or {}).get("id") for e in patch.get("events", [])
+            if e.get("attr") == "children" and e.get("new")}
+
+
 def _near_slot(node: dict) -> bool:
     return NEAR_CLASS in (node.get("attributes", {}).get("css_classes") or [])
 
@@ -206,9 +212,7 @@ class WsVisitor:
     def _check_ready(self, kind: str, header: dict, content: dict) -> None:
         if kind == "PATCH-DOC":
             self._opening_patches.append(content)
-            for e in content.get("events", []):
-                if e.get("attr") == "children" and e.get("new"):
-                    self._filled.add((e.get("model") or {}).get("id"))
+            self._filled |= _given_children(content)
         elif kind == "OK" and header.get("reqid") == self._ready_id:
             self._acked_ready = True
         if self._acked_ready and self._slots is not None and self._slots <= self._filled:
@@ -222,9 +226,7 @@ class WsVisitor:
                 if not self._ready.is_set():
                     self._check_ready(kind, header, content)
                 elif self._revealed is not None and kind == "PATCH-DOC":
-                    for e in content.get("events", []):
-                        if e.get("attr") == "children" and e.get("new"):
-                            self._near_filled.add((e.get("model") or {}).get("id"))
+                    self._near_filled |= _given_children(content)
                     if set(self.near) <= self._near_filled:
                         self._revealed.set()
                 if self._t0 is not None:

@@ -168,6 +168,18 @@ def reveal_all(page, timeout: float = 30_000) -> None:
     page.evaluate("() => window.scrollTo(0, 0)")
 
 
+def slider_handle(page, i: int):
+    """The ``i``-th slider handle of the page (document order)."""
+    return page.locator(".noUi-handle").nth(i)
+
+
+def wait_data(page, name: str, js_condition: str, timeout: float = 10_000) -> None:
+    """Wait until ``js_condition`` (with ``d`` the named source's data) holds in the browser."""
+    page.wait_for_function(
+        f"n => {{ const d = Bokeh.documents[0].get_model_by_name(n).data; return {js_condition}; }}",
+        arg=name, timeout=timeout)
+
+
 def model_data(page, name: str) -> dict:
     """The data of a named ColumnDataSource as the browser holds it (arrays as lists)."""
     return page.evaluate(

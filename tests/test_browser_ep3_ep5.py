@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
+from conftest import (
+    assert_clean,
+    model_data,
+    page_text,
+    slider_handle,
+    wait_data,
+    wait_for_bokeh,
+    wait_for_text,
+)
 
 from specdec_playable.core import theory
 from specdec_playable.episodes import ep3, ep5
@@ -20,17 +28,6 @@ pytestmark = pytest.mark.browser
 
 EP3 = "/" + ep3.SLUG
 EP5 = "/" + ep5.SLUG
-
-
-def _handle(page, i):
-    return page.locator(".noUi-handle").nth(i)
-
-
-def _wait_data(page, name, js_condition, timeout=10_000):
-    """Wait until ``js_condition`` (with ``d`` the source's data) holds in the browser."""
-    page.wait_for_function(
-        f"n => {{ const d = Bokeh.documents[0].get_model_by_name(n).data; return {js_condition}; }}",
-        arg=name, timeout=timeout)
 
 
 # --- Episode 3 ---------------------------------------------------------------------------
@@ -50,10 +47,10 @@ def test_ep3_sliders_resimulate_and_redraw_against_theory(page, site, console, a
     page.screenshot(path=artifacts / "ep3.png", full_page=True)
 
     # k to 16: the histogram gets 17 bars (0..16 accepted) and the measured point moves to k = 16.
-    k = _handle(page, 1)
+    k = slider_handle(page, 1)
     k.focus()
     k.press("End")
-    _wait_data(page, "ep3-hist", "d.a.length === 17")
+    wait_data(page, "ep3-hist", "d.a.length === 17")
     assert k.get_attribute("aria-valuetext").startswith("16")
     hist = model_data(page, "ep3-hist")
     np.testing.assert_allclose(hist["theory"], theory.accepted_pmf(0.8, 16), rtol=1e-12)
@@ -61,13 +58,13 @@ def test_ep3_sliders_resimulate_and_redraw_against_theory(page, site, console, a
     assert model_data(page, "ep3-measured")["k"] == [16]
 
     # q down to 0.25: speculating is now slower, and the page says so in words.
-    q = _handle(page, 0)
+    q = slider_handle(page, 0)
     q.focus()
     q.press("Home")
     for _ in range(25):
         q.press("ArrowRight")
     assert q.get_attribute("aria-valuetext") == "0.25"
-    _wait_data(page, "ep3-bars", "Math.abs(d.theory[0] - %r) < 1e-12"
+    wait_data(page, "ep3-bars", "Math.abs(d.theory[0] - %r) < 1e-12"
                % theory.expected_speedup(0.25, 1, 0.1))
     wait_for_text(page, "slower than not speculating")
     measured = model_data(page, "ep3-measured")
@@ -118,16 +115,16 @@ def test_ep5_curves_and_break_even_markers_are_theory(page, site, console, artif
     page.screenshot(path=artifacts / "ep5.png", full_page=True)
 
     # Draft cost c one step right: every curve and marker moves to the new theory.
-    c = _handle(page, 2)
+    c = slider_handle(page, 2)
     c.focus()
     c.press("ArrowRight")
-    _wait_data(page, "ep5-breakeven", "Math.abs(d.q[0] - %r) < 1e-12" % theory.break_even_q(1, 0.16))
+    wait_data(page, "ep5-breakeven", "Math.abs(d.q[0] - %r) < 1e-12" % theory.break_even_q(1, 0.16))
     _assert_curves_are_theory(page, 0.16)
     # k to 5: a curve for k = 5 appears and is drawn strongest.
-    k = _handle(page, 1)
+    k = slider_handle(page, 1)
     k.focus()
     k.press("ArrowRight")
-    _wait_data(page, "ep5-curves", "d.k.includes(5)")
+    wait_data(page, "ep5-curves", "d.k.includes(5)")
     curves = model_data(page, "ep5-curves")
     widths = dict(zip(curves["k"], curves["width"]))
     assert widths[5] == max(widths.values()) and sorted(widths.values())[-2] < widths[5]
@@ -141,7 +138,7 @@ def test_ep5_simulate_adds_points_and_clear_removes_them(page, site, console, ar
     simulate = page.get_by_role("button", name="Simulate 400 rounds")
     for n in (1, 2, 3, 4, 5, 6):
         simulate.click()
-        _wait_data(page, "ep5-points", f"d.q.length === {n}")
+        wait_data(page, "ep5-points", f"d.q.length === {n}")
     pts = model_data(page, "ep5-points")
     expected = theory.expected_speedup(0.6, 4, 0.15)
     assert pts["q"] == [0.6] * 6 and pts["k"] == [4] * 6
@@ -155,7 +152,7 @@ def test_ep5_simulate_adds_points_and_clear_removes_them(page, site, console, ar
     page.screenshot(path=artifacts / "ep5-points-800.png", full_page=True)
 
     page.get_by_role("button", name="Clear points").click()
-    _wait_data(page, "ep5-points", "d.q.length === 0")
+    wait_data(page, "ep5-points", "d.q.length === 0")
     wait_for_text(page, "No simulated points yet")
     assert_clean(page, console)
 
@@ -167,29 +164,29 @@ def test_ep5_presets_set_the_sliders_and_show_their_source(page, site, console, 
     p = presets.by_key()
 
     page.get_by_role("button", name=p["chinchilla"].label).click()
-    _wait_data(page, "ep5-breakeven", "Math.abs(d.q[0] - %r) < 1e-12" % theory.break_even_q(1, 0.13))
-    assert _handle(page, 1).get_attribute("aria-valuetext").startswith("4")  # k from the source
-    assert _handle(page, 2).get_attribute("aria-valuetext") == "0.13"
-    assert _handle(page, 0).get_attribute("aria-valuetext") == "0.60"  # q kept
+    wait_data(page, "ep5-breakeven", "Math.abs(d.q[0] - %r) < 1e-12" % theory.break_even_q(1, 0.13))
+    assert slider_handle(page, 1).get_attribute("aria-valuetext").startswith("4")  # k from the source
+    assert slider_handle(page, 2).get_attribute("aria-valuetext") == "0.13"
+    assert slider_handle(page, 0).get_attribute("aria-valuetext") == "0.60"  # q kept
     wait_for_text(page, "Chen, Borgeaud")
     assert "not given by the source" in page_text(page)
 
     page.get_by_role("button", name=p["t5"].label).click()
-    _wait_data(page, "ep5-you", "Math.abs(d.q[0] - 0.75) < 1e-12")
-    assert _handle(page, 0).get_attribute("aria-valuetext") == "0.75"
-    assert _handle(page, 2).get_attribute("aria-valuetext") == "0.02"
+    wait_data(page, "ep5-you", "Math.abs(d.q[0] - 0.75) < 1e-12")
+    assert slider_handle(page, 0).get_attribute("aria-valuetext") == "0.75"
+    assert slider_handle(page, 2).get_attribute("aria-valuetext") == "0.02"
     # A screen reader hears the exact value, not noUiSlider's one-decimal rounding (0.8, 0).
-    assert _handle(page, 0).get_attribute("aria-valuenow") == "0.75"
-    assert _handle(page, 2).get_attribute("aria-valuenow") == "0.02"
-    assert (_handle(page, 2).get_attribute("aria-valuemin"), _handle(page, 2).get_attribute("aria-valuemax")) \
+    assert slider_handle(page, 0).get_attribute("aria-valuenow") == "0.75"
+    assert slider_handle(page, 2).get_attribute("aria-valuenow") == "0.02"
+    assert (slider_handle(page, 2).get_attribute("aria-valuemin"), slider_handle(page, 2).get_attribute("aria-valuemax")) \
         == ("0", "1")
     wait_for_text(page, "Leviathan, Kalman and Matias, “Fast")
 
     page.get_by_role("button", name=p["h200-1b"].label).click()
-    _wait_data(page, "ep5-breakeven", "Math.abs(d.q[0] - %r) < 1e-12" % theory.break_even_q(1, 0.236))
+    wait_data(page, "ep5-breakeven", "Math.abs(d.q[0] - %r) < 1e-12" % theory.break_even_q(1, 0.236))
     _assert_curves_are_theory(page, 0.236)
     wait_for_text(page, "NVIDIA H200")
     assert "c = 0.236" in page_text(page)
-    assert _handle(page, 0).get_attribute("aria-valuetext") == "0.75"  # q kept from before
+    assert slider_handle(page, 0).get_attribute("aria-valuetext") == "0.75"  # q kept from before
     page.screenshot(path=artifacts / "ep5-preset.png", full_page=True)
     assert_clean(page, console)

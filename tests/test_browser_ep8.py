@@ -15,6 +15,8 @@ from conftest import (
     near_marks,
     page_text,
     reveal_all,
+    slider_handle,
+    wait_data,
     wait_for_bokeh,
     wait_for_text,
 )
@@ -26,16 +28,6 @@ from specdec_playable.state.ep8 import BATCH_MAX, BusyAndTrees
 pytestmark = pytest.mark.browser
 
 URL = "/" + ep8.SLUG
-
-
-def _handle(page, i):
-    return page.locator(".noUi-handle").nth(i)
-
-
-def _wait_data(page, name, js_condition, timeout=10_000):
-    page.wait_for_function(
-        f"n => {{ const d = Bokeh.documents[0].get_model_by_name(n).data; return {js_condition}; }}",
-        arg=name, timeout=timeout)
 
 
 def test_ep8_batch_slider_reprices_and_the_page_says_so(page, site, console, artifacts):
@@ -51,10 +43,10 @@ def test_ep8_batch_slider_reprices_and_the_page_says_so(page, site, console, art
     wait_for_text(page, f"{want:.2f}×")
     page.screenshot(path=artifacts / "ep8.png", full_page=True)
 
-    b = _handle(page, 3)
+    b = slider_handle(page, 3)
     b.focus()
     b.press("End")
-    _wait_data(page, "ep8-here", f"d.b[0] === {BATCH_MAX}")
+    wait_data(page, "ep8-here", f"d.b[0] === {BATCH_MAX}")
     slow = float(batching.batch_costs(0.8, 4, 0.05, BATCH_MAX, curve).speedup[()])
     assert slow < 1.0
     assert model_data(page, "ep8-here")["s"][0] == pytest.approx(slow, rel=1e-9)
@@ -74,11 +66,11 @@ def test_ep8_tree_controls_redraw_the_tree_and_its_mask(page, site, console, art
     want = trees.ancestor_mask(trees.spine_tree(2, 3))
     assert len(mask["v"]) == want.size
     np.testing.assert_array_equal(np.array(mask["v"]).reshape(want.shape), want.astype(int))
-    w = _handle(page, 5)
+    w = slider_handle(page, 5)
     w.focus()
     w.press("End")                                   # four candidates per level
     want = trees.ancestor_mask(trees.spine_tree(4, 3))
-    _wait_data(page, "ep8-mask", f"d.v.length === {want.size}")
+    wait_data(page, "ep8-mask", f"d.v.length === {want.size}")
     mask = model_data(page, "ep8-mask")
     np.testing.assert_array_equal(np.array(mask["v"]).reshape(want.shape), want.astype(int))
     nodes = model_data(page, "ep8-nodes")
