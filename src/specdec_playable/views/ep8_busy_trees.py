@@ -585,10 +585,14 @@ class BusyTreesView(StateView):
             self.batch_chart.update(s)
             self.busy_text.html = busy_html(s)
             if self.cost_chart is not None:
-                self.cost_chart.update(s)
-                self.split_chart.update(s)
-                self.anchors_text.html = anchors_html(s)
-                self.cpu_text.html = cpu_html(s)
+                self._update_part1_rest()
+
+    def _update_part1_rest(self):
+        s = self.state
+        self.cost_chart.update(s)
+        self.split_chart.update(s)
+        self.anchors_text.html = anchors_html(s)
+        self.cpu_text.html = cpu_html(s)
 
     def _on_tree_shape(self, *_):
         if self.tree_picture is not None:
@@ -612,7 +616,7 @@ class BusyTreesView(StateView):
                                      name="ep8-anchors-text", margin=(5, 10))
         self.cpu_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep8-cpu-text",
                                  margin=(5, 10))
-        self._on_busy()
+        self._update_part1_rest()
         return pn.Column(
             prose(SPLIT_KEY, KEYS_CSS, _CSS),
             pn.pane.Bokeh(self.split_chart.figure, sizing_mode="stretch_width"),
