@@ -2,7 +2,7 @@
 
 Times four ways through the same 2000 rounds of q=0.8, k=4, c=0.1:
 
-(a) ``core.montecarlo.simulate``;
+(a) ``sim.montecarlo.simulate``;
 (b) the floor: only drawing its uniforms, ``rng.random((2000, 4))``;
 (c) a plain Python loop, one ``random.random()`` per draft until the first miss,
     returning what simulate returns (per-round counts, speedup, 95% CI);
@@ -27,7 +27,7 @@ import timeit
 
 import numpy as np
 
-from specdec_playable.core.montecarlo import simulate
+from specdec_playable.sim.montecarlo import simulate
 
 Q, K, C, N_ROUNDS = 0.8, 4, 0.1, 2000
 SEED = 12345
@@ -109,7 +109,7 @@ def main() -> None:
     sim = simulate(Q, K, C, n_check, rng=SEED)
     _, loop_speedup, loop_lo, loop_hi = python_loop(random.Random(SEED).random, n_rounds=n_check)
 
-    print(f"## core.montecarlo.simulate, q={Q}, k={K}, c={C}, {N_ROUNDS} rounds\n")
+    print(f"## sim.montecarlo.simulate, q={Q}, k={K}, c={C}, {N_ROUNDS} rounds\n")
     print(f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}; "
           f"median of {args.repeat} interleaved timeit runs; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end\n")

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm import model as model_mod
-from specdec_playable.core.lm.model import linear
+from specdec_playable.lm import get_model
+from specdec_playable.lm import model as model_mod
+from specdec_playable.lm.model import linear
 
 ROOT = Path(__file__).resolve().parents[1]
 PASS_NS = (1, 2, 4, 5, 8, 16, 32, 64)
@@ -167,16 +167,16 @@ def bench_passes(model, repeats: int, write_csv: bool) -> list[dict]:
 
 
 def _drafts():
-    from specdec_playable.core.lm.drafts import EarlyExit, PromptLookup
-    from specdec_playable.core.lm.ngram import NgramDraft
+    from specdec_playable.lm.drafts import EarlyExit, PromptLookup
+    from specdec_playable.lm.ngram import NgramDraft
 
     return {"lookup": PromptLookup(), "learned": NgramDraft(), "early-exit m=6": EarlyExit(6)}
 
 
 def bench_speed(model, repeats: int, k: int, max_new: int) -> dict:
     """Plain vs speculative tokens per second on the four benchmark prompts, interleaved runs."""
-    from specdec_playable.core.lm.decode import draft_cost, generate, speculate
-    from specdec_playable.core.lm.prompts import PROMPTS
+    from specdec_playable.lm.decode import draft_cost, generate, speculate
+    from specdec_playable.lm.prompts import PROMPTS
 
     names = ("code-edit", "extraction", "json-reshape", "poem")
     drafts = _drafts()
@@ -217,9 +217,9 @@ def bench_speed(model, repeats: int, k: int, max_new: int) -> dict:
 
 def bench_ksweep(model, repeats: int, max_new: int) -> None:
     """Prompt lookup on the code edit at every k: where verification cost meets acceptance."""
-    from specdec_playable.core.lm.decode import generate, speculate
-    from specdec_playable.core.lm.drafts import PromptLookup
-    from specdec_playable.core.lm.prompts import PROMPTS
+    from specdec_playable.lm.decode import generate, speculate
+    from specdec_playable.lm.drafts import PromptLookup
+    from specdec_playable.lm.prompts import PROMPTS
 
     ids = model.tokenizer.chat(PROMPTS["code-edit"][1])
     ks = (1, 2, 3, 4, 6, 8)
@@ -253,9 +253,9 @@ def bench_memory(rss_before: float, after_load: float, load_s: float, model, ses
     """RSS of the shared model, and what each extra concurrent session adds."""
     import threading
 
-    from specdec_playable.core.lm.decode import speculate
-    from specdec_playable.core.lm.drafts import PromptLookup
-    from specdec_playable.core.lm.prompts import PROMPTS
+    from specdec_playable.lm.decode import speculate
+    from specdec_playable.lm.drafts import PromptLookup
+    from specdec_playable.lm.prompts import PROMPTS
 
     ids = model.tokenizer.chat(PROMPTS["json-reshape"][1])
     peaks = {}

@@ -5,7 +5,7 @@ Run from a checkout after ``bash scripts/bootstrap.sh``:
     .venv/bin/python benchmarks/bench_measure.py            # a 2,000-character paste, chunks 16/32/64
     .venv/bin/python benchmarks/bench_measure.py --repeats 3
 
-``core.lm.measure.measure_text`` scores a text one pass per chunk of positions and reports progress
+``lm.measure.measure_text`` scores a text one pass per chunk of positions and reports progress
 (and checks for a cancel) between passes: smaller chunks answer a Cancel sooner and move the
 progress bar more often, larger ones use the CPU better. The table gives, per chunk size, the
 median wall time of the whole text, tokens per second and the longest single pass (how long a
@@ -20,10 +20,10 @@ import time
 
 import numpy as np
 
-from specdec_playable.core.assets import asset_path
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.measure import measure_text
-from specdec_playable.core.texts import PASTE_MAX_CHARS
+from specdec_playable.shipped import asset_path
+from specdec_playable.lm import get_model
+from specdec_playable.lm.measure import measure_text
+from specdec_playable.data.texts import PASTE_MAX_CHARS
 
 
 def paste_text() -> str:

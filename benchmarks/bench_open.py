@@ -142,7 +142,7 @@ def serve_with_bare(argv: list[str]) -> int:
     version of the package has, so before/after runs serve the same bare page through the
     same code. With ``--phases`` first, the server also prints where its time goes.
     """
-    from specdec_playable import cli, site
+    from specdec_playable.serve import cli, site
 
     if argv[:1] == ["--phases"]:
         argv = argv[1:]

@@ -18,7 +18,7 @@ from bokeh.core.json_encoder import serialize_json
 from bokeh.document import Document
 
 from specdec_playable.episodes import available
-from specdec_playable.site import index_page
+from specdec_playable.serve.site import index_page
 
 
 def _strings_by_key(obj, out: dict, key: str = "") -> None:

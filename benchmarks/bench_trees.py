@@ -1,6 +1,6 @@
 """Token trees with the real model: chain vs tree at equal verified positions, measured.
 
-For each shared prompt (``core/lm/prompts.py``, the Episode 7 presets) the target writes its plain
+For each shared prompt (``lm/prompts.py``, the Episode 7 presets) the target writes its plain
 greedy reply. Greedy tree speculation writes exactly these tokens (``tests/test_core_lm_tree.py``),
 so the rounds it makes on a prompt follow from them: each round drafts its tree from the learned
 draft (``NgramDraft``, top-w candidates per level, as ``speculate_tree`` does), and a node is
@@ -17,7 +17,7 @@ Printed per configuration, pooled over the prompts:
 * tokens per verify pass (accepted nodes + the target's own token) and tree nodes actually
   verified per pass (a tree is cut where the draft does not know the context);
 * the per-candidate acceptance q: accepted nodes over nodes the target judged;
-* the closed form of ``core/trees.py`` over the run's own trees at that q (independent
+* the closed form of ``sim/trees.py`` over the run's own trees at that q (independent
   acceptance), and over the nominal shape at the chain's q of the same group;
 * wall clock: the median time of one verify pass over the nominal tree (real tokens, real mask,
   the cache compacted after) against one plain decode step, and the speedup these imply
@@ -52,15 +52,14 @@ import numpy as np
 
 from bench_lm import _cpu_name  # benchmarks/ is the script's folder, first on sys.path
 
-from specdec_playable.core import trees
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.decode import generate
-from specdec_playable.core.lm.ngram import ASSET as DRAFT_ASSET
-from specdec_playable.core.lm.ngram import NgramDraft
-from specdec_playable.core.lm.prompts import PROMPTS
-from specdec_playable.core.lm.tree import (
-    EMPTY_TREE, DraftTree, build_tree, judge_tree, shape_parents, speculate_tree, verify_tree,
-)
+from specdec_playable.sim import trees
+from specdec_playable.lm import get_model
+from specdec_playable.lm.decode import generate
+from specdec_playable.lm.ngram import ASSET as DRAFT_ASSET
+from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.prompts import PROMPTS
+from specdec_playable.lm.tree import (
+    EMPTY_TREE, DraftTree, build_tree, judge_tree, shape_parents, speculate_tree, verify_tree)
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV_PATH = ROOT / "assets" / "lm" / "tree_vs_chain.csv"

@@ -2,11 +2,11 @@
 
 The page draws a real tree (accepted path highlighted) and the attention mask its verify pass
 needed without loading the model. This script picks the step: it runs greedy tree speculation on
-one shared prompt (``core/lm/prompts.py``) and takes the first round whose accepted path is at
+one shared prompt (``lm/prompts.py``) and takes the first round whose accepted path is at
 least ``--min-path`` nodes long, that also rejected at least one node and in which an accepted
 node is not its parent's first (most likely) child, the case a chain of the draft's top guesses
 would have lost (without such a round, the first round meeting the other two), then recomputes that
-round alone with :func:`specdec_playable.core.lm.tree_step.example_tree_step` (checking it matches)
+round alone with :func:`specdec_playable.lm.tree_step.example_tree_step` (checking it matches)
 and writes it with its provenance. Deterministic: greedy decoding, a fixed draft table.
 
     .venv/bin/python scripts/make_tree_step_example.py            # code-edit, spine 3x3
@@ -24,12 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.ngram import ASSET as DRAFT_ASSET
-from specdec_playable.core.lm.ngram import NgramDraft
-from specdec_playable.core.lm.prompts import PROMPTS
-from specdec_playable.core.lm.tree import SHAPES, speculate_tree
-from specdec_playable.core.lm.tree_step import ASSET, example_tree_step
+from specdec_playable.lm import get_model
+from specdec_playable.lm.ngram import ASSET as DRAFT_ASSET
+from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.prompts import PROMPTS
+from specdec_playable.lm.tree import SHAPES, speculate_tree
+from specdec_playable.lm.tree_step import ASSET, example_tree_step
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,11 +3,11 @@ without the model) and for the episode's lesson table.
 
 For every task of ``state.ep7.TASKS`` and every draft, one comparison (speculative run, then a
 plain run of the same prompt) at k = 4, greedy, up to 64 new tokens, exactly as the page runs it
-(``core.lm.compare.compare``). Writes ``assets/lm/ep7_recorded.json.gz`` with the machine, the
+(``lm.compare.compare``). Writes ``assets/lm/ep7_recorded.json.gz`` with the machine, the
 load average before and after, and the date; prints a table. Greedy output is deterministic, so
 a test checks that the recorded tokens are what the model writes now; the times are what this
 machine measured, and change from run to run. Matrix products use the server's workers' BLAS
-thread count (``core.jobs.BLAS_THREADS``), so the clocks are the page's.
+thread count (``serve.jobs.BLAS_THREADS``), so the clocks are the page's.
 
 Run: ``python scripts/record_ep7_runs.py [--out assets/lm/ep7_recorded.json.gz]``.
 """
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from specdec_playable.core.jobs import BLAS_ENV_NAMES, BLAS_THREADS
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.compare import DRAFTS, compare, comparison_to_json
-from specdec_playable.core.lm.prompts import PROMPTS
+from specdec_playable.serve.jobs import BLAS_ENV_NAMES, BLAS_THREADS
+from specdec_playable.lm import get_model
+from specdec_playable.lm.compare import DRAFTS, compare, comparison_to_json
+from specdec_playable.lm.prompts import PROMPTS
 from specdec_playable.state.ep7 import TASKS
 
 K = 4
@@ -41,12 +41,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
-    # As the server's model processes run (core.jobs.blas_env); a BLAS library reads its
+    # As the server's model processes run (serve.jobs.blas_env); a BLAS library reads its
     # thread count when it loads, so the script is started with it rather than told it here.
     wrong = [n for n in BLAS_ENV_NAMES if os.environ.get(n) != str(BLAS_THREADS)]
     if wrong:
         ap.error(f"run with {' '.join(f'{n}={BLAS_THREADS}' for n in BLAS_ENV_NAMES)} set, as the "
-                 "server's model processes are (see core.jobs.blas_env)")
+                 "server's model processes are (see serve.jobs.blas_env)")
     model = get_model()
     runs = []
     print("| task | draft | tokens | accepted | tokens per pass | plain tok/s | spec tok/s | speedup | same text |")

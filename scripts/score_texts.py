@@ -3,8 +3,8 @@
 For every bundled text, each token (a subword piece of SmolLM2's tokenizer) gets, teacher-forced on
 the real text before it: the acceptance probability sum(min(p, q)) of the target's p and the learned
 draft's q, whether greedy drafting is kept there, the target's probability of the token and the
-draft's top guess (``core.lm.measure.measure_text``). For each of Episode 6's contexts, the target's
-and the draft's most likely next tokens with their probabilities (``core.lm.measure.next_token``).
+draft's top guess (``lm.measure.measure_text``). For each of Episode 6's contexts, the target's
+and the draft's most likely next tokens with their probabilities (``lm.measure.next_token``).
 
 Writes ``assets/lm/measured_texts.json`` and its provenance ``assets/lm/measured_texts.meta.json``.
 Usage, from a checkout after ``bash scripts/bootstrap.sh``:
@@ -25,11 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from specdec_playable.core import texts
-from specdec_playable.core.assets import asset_path
-from specdec_playable.core.lm import get_model, model_file
-from specdec_playable.core.lm.measure import default_draft, measure_text, next_token
-from specdec_playable.core.measured import ASSET, CONTEXTS, DIGITS, META, python_text
+from specdec_playable.data import texts
+from specdec_playable.shipped import asset_path
+from specdec_playable.lm import get_model, model_file
+from specdec_playable.lm.measure import default_draft, measure_text, next_token
+from specdec_playable.data.measured import ASSET, CONTEXTS, DIGITS, META, python_text
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP = 8
@@ -101,7 +101,7 @@ def main() -> None:
         model=dict(name="SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32, this project's "
                         "numpy forward pass)", file=gguf.name, sha256=sha256(gguf)),
         draft=dict(name=draft.name, description="token n-gram table trained on Python stdlib source "
-                   "(core.lm.ngram); q is its distribution over the continuations it keeps for the "
+                   "(lm.ngram); q is its distribution over the continuations it keeps for the "
                    "longest known 1-3 token context (NgramDraft.distribution, temperature 1), zero "
                    "where no context is known",
                    min_share=draft.min_share, file="assets/lm/ngram_draft.npz",

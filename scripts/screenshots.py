@@ -22,7 +22,7 @@ import panel as pn
 from playwright.sync_api import sync_playwright
 
 from specdec_playable.episodes import available
-from specdec_playable.site import index_page
+from specdec_playable.serve.site import index_page
 from specdec_playable.state.ep1 import WritingVsChecking
 from specdec_playable.state.ep2 import Relay
 from specdec_playable.state.ep3 import QualityDial

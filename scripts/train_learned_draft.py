@@ -10,7 +10,7 @@ version gives the same table. Usage, from a checkout after ``bash scripts/bootst
 Candidates, each measured on held-out text and on the target's own replies (teacher-forced, so
 "acceptance" is the greedy verifier's: the draft's token equals the target's greedy token):
 
-* ``ngram``: which token most often follows each 1-3 token context (``core.lm.ngram``), at a few
+* ``ngram``: which token most often follows each 1-3 token context (``lm.ngram``), at a few
   ``min_share`` thresholds (the table keeps each context's 8 most frequent continuations with their
   counts, for the draft's distribution and for token trees; proposing reads only the first);
 * ``tuned-lens m``: the target's first m blocks, then a least-squares linear map from that
@@ -39,12 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.decode import draft_cost, generate, speculate, speedup
-from specdec_playable.core.lm.drafts import EarlyExit, _EarlyExitRun
-from specdec_playable.core.lm.ngram import WIDTH, NgramDraft, load_tables
-from specdec_playable.core.lm.prompts import PROMPTS
-from specdec_playable.core.lm.score import score_text
+from specdec_playable.lm import get_model
+from specdec_playable.lm.decode import draft_cost, generate, speculate, speedup
+from specdec_playable.lm.drafts import EarlyExit, _EarlyExitRun
+from specdec_playable.lm.ngram import WIDTH, NgramDraft, load_tables
+from specdec_playable.lm.prompts import PROMPTS
+from specdec_playable.lm.score import score_text
 
 ROOT = Path(__file__).resolve().parents[1]
 HELD_OUT = ("fractions.py", "statistics.py", "textwrap.py")
@@ -123,7 +123,7 @@ def count_ngrams(ids: np.ndarray, vocab: int, width: int = WIDTH) -> dict:
 
 def fit_lens(model, ids: np.ndarray, m: int, chunk: int = 128) -> np.ndarray:
     """Least squares: layer-m normed residual (times the final norm weight) -> final normed hidden."""
-    from specdec_playable.core.lm.model import rms_norm
+    from specdec_playable.lm.model import rms_norm
 
     xs, ys = [], []
     cache = model.new_cache(capacity=ids.size + 1)
@@ -167,7 +167,7 @@ class TunedLens(EarlyExit):
             @staticmethod
             def forward(tokens, cache, *, logits="all", n_layers=None, **kw):
                 fw = orig_forward(tokens, cache, logits="none", n_layers=n_layers, **kw)
-                from specdec_playable.core.lm.model import Pass
+                from specdec_playable.lm.model import Pass
 
                 return Pass(lens_map(model, fw.hidden[-1:]), fw.hidden, fw.captured)
 
@@ -175,8 +175,8 @@ class TunedLens(EarlyExit):
         return run
 
     def teacher_forced(self, model, tokens, start, stop, pass_, temperature):
-        from specdec_playable.core.lm import sampling
-        from specdec_playable.core.lm.model import rms_norm
+        from specdec_playable.lm import sampling
+        from specdec_playable.lm.model import rms_norm
 
         h = rms_norm(pass_.captured[self.m], model.config.eps) * model.weights.final_norm
         return sampling.probabilities(self._map(model, h), temperature)
@@ -269,7 +269,7 @@ def main(argv=None) -> int:
 
     class _Candidate(NgramDraft):  # the freshly counted table, not the shipped one
         def begin(self, model):
-            from specdec_playable.core.lm.ngram import _NgramRun
+            from specdec_playable.lm.ngram import _NgramRun
 
             return _NgramRun(load_tables(tmp), self.min_share)
 

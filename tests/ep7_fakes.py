@@ -1,7 +1,7 @@
 """Runs of the real decoders' shape, made without the model, for Episode 7's state and view tests.
 
 :func:`fake_comparison` writes the events a speculative run and a plain run would have
-written (the same rows, in the same order, as ``core.lm.decode``), from a list of rounds
+written (the same rows, in the same order, as ``lm.decode``), from a list of rounds
 ``(drafted, accepted)`` and chosen pass times, so sentences and builders can be checked over
 many runs in milliseconds.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from specdec_playable.core.events import Events
-from specdec_playable.core.lm.compare import Comparison
-from specdec_playable.core.lm.decode import Generation
+from specdec_playable.sim.events import Events
+from specdec_playable.lm.compare import Comparison
+from specdec_playable.lm.decode import Generation
 
 
 def _text(pos: int) -> str:

@@ -16,7 +16,7 @@ import time
 import panel as pn
 from bokeh.client import pull_session
 
-from specdec_playable import site
+from specdec_playable.serve import site
 from specdec_playable.episodes import available
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import json
 
-from specdec_playable.core.assets import asset_path
+from specdec_playable.shipped import asset_path
 
 
 def _rows():

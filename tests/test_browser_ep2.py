@@ -1,4 +1,4 @@
-"""Browser tier for Episode 2: the relay played in Chromium, checked against core.relay."""
+"""Browser tier for Episode 2: the relay played in Chromium, checked against sim.relay."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Sliders are moved with the keyboard on their noUiSlider handles (order on the page:
 q, k, c); what the browser draws is read back from the named Bokeh sources and
-compared with ``core.theory``.
+compared with ``sim.theory``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from conftest import (
     wait_for_text,
 )
 
-from specdec_playable.core import theory
+from specdec_playable.sim import theory
 from specdec_playable.episodes import ep3, ep5
 from specdec_playable.state import presets
 from specdec_playable.state.ep5 import Q_GRID

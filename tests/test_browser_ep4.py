@@ -13,7 +13,8 @@ import time
 import pytest
 from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
-from specdec_playable.core import jobs, measured, texts
+from specdec_playable.serve import jobs
+from specdec_playable.data import measured, texts
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 
 pytestmark = pytest.mark.browser

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import assert_clean, page_text, wait_for_bokeh, wait_for_text
 
-from specdec_playable.core import lm
-from specdec_playable.core.lm.decode import generate
-from specdec_playable.core.lm.prompts import PROMPTS
+from specdec_playable import lm
+from specdec_playable.lm.decode import generate
+from specdec_playable.lm.prompts import PROMPTS
 
 pytestmark = pytest.mark.browser
 

@@ -21,7 +21,8 @@ from conftest import (
     wait_for_text,
 )
 
-from specdec_playable.core import batching, trees
+from specdec_playable.data import hardware
+from specdec_playable.sim import batching, trees
 from specdec_playable.episodes import ep8
 from specdec_playable.state.ep8 import BATCH_MAX, BusyAndTrees
 
@@ -34,7 +35,7 @@ def test_ep8_batch_slider_reprices_and_the_page_says_so(page, site, console, art
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(site.url + URL)
     wait_for_bokeh(page, "ep8-here")
-    curve = batching.measured_curve()
+    curve = hardware.measured_curve()
     here = model_data(page, "ep8-here")
     want = float(batching.batch_costs(0.8, 4, 0.05, 1, curve).speedup[()])
     assert here["b"] == [1] and here["s"][0] == pytest.approx(want, rel=1e-9)

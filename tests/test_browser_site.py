@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
-from specdec_playable.core import clocks
+from specdec_playable.sim import clocks
 from specdec_playable.episodes import available
 
 pytestmark = pytest.mark.browser

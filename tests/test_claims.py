@@ -18,8 +18,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.core import adaptive, clocks, hardware, measured, texts, theory
-from specdec_playable.core.seeds import SEED_MAX, parse_seed
+from specdec_playable.sim import adaptive, clocks, theory
+from specdec_playable.data import hardware, measured, texts
+from specdec_playable.sim.seeds import SEED_MAX, parse_seed
 from specdec_playable.episodes import ep2, ep3, ep4, ep6
 from specdec_playable.state import presets
 from specdec_playable.state.ep1 import SENTENCE

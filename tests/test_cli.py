@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from specdec_playable.cli import main
-from specdec_playable.core import theory
+from specdec_playable.serve.cli import main
+from specdec_playable.sim import theory
 
 KEYS = {"q", "k", "c", "rounds", "seed", "speedup", "ci_low", "ci_high", "theory_speedup",
         "mean_accepted", "tokens_per_round"}

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from specdec_playable.cli import main, marked_text
-from specdec_playable.core.lm import INSTALL_COMMAND, source
-from specdec_playable.core.lm import model as model_mod
+from specdec_playable.serve.cli import main, marked_text
+from specdec_playable.lm import INSTALL_COMMAND, source
+from specdec_playable.lm import model as model_mod
 
 PROMPT = "Give this as JSON: name Ada, age 36, city Leeds."
 

@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from specdec_playable.core import adaptive, relay, sampling
-from specdec_playable.core.acceptance import Acceptance
-from specdec_playable.core.seeds import SEED_MAX, draw_seed
+from specdec_playable.data import texts
+from specdec_playable.sim import adaptive, relay, sampling
+from specdec_playable.sim.acceptance import Acceptance
+from specdec_playable.sim.seeds import SEED_MAX, draw_seed
 
 
 def test_a_round_judges_its_drafts_up_to_the_first_miss():
@@ -34,7 +35,7 @@ def test_impossible_counts_are_refused(judged, accepted):
 def test_relay_race_and_sampling_count_the_same_way():
     r = relay.run(list("abcdefghij") * 20, 0.6, 4, rng=3)
     assert r.acceptance == Acceptance.of_rounds(r.rounds["drafted"], r.rounds["accepted"])
-    stream = adaptive.make_stream(("js-loop",))
+    stream = texts.make_stream(("js-loop",))
     run = adaptive.race(stream, [adaptive.FixedK(3)], 0.1, rng=1)[0]
     assert run.acceptance == Acceptance.of_rounds(run.drafted, run.accepted)
     s = sampling.speculative_sample([0.5, 0.5], [0.9, 0.1], 1000, rng=2)

@@ -7,18 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.core import adaptive, theory
-from specdec_playable.core.adaptive import (
-    EstimateBestK,
-    EstimateWithOffSwitch,
-    FixedK,
-    PlusTwoMinusOne,
-    Stream,
-    ema_update,
-    plus_two_minus_one,
-    race,
-    run_policy,
-)
+from specdec_playable.data import texts
+from specdec_playable.sim import adaptive, theory
+from specdec_playable.sim.adaptive import (
+    EstimateBestK, EstimateWithOffSwitch, FixedK, PlusTwoMinusOne, Stream, ema_update,
+    plus_two_minus_one, race, run_policy)
 
 
 def _stream(n):
@@ -129,7 +122,7 @@ def test_off_switch_costs_one_pass_per_token_while_off():
 # --- the race on the bundled texts ---------------------------------------------------------
 
 def test_stream_is_code_then_poem_then_json():
-    s = adaptive.make_stream(repeats=2)
+    s = texts.make_stream(repeats=2)
     assert [seg[0] for seg in s.segments] == ["code", "poem", "json"]
     assert s.segments[0][1] == 0 and s.segments[-1][2] == len(s) == len(s.q)
 
@@ -137,7 +130,7 @@ def test_stream_is_code_then_poem_then_json():
 @settings(max_examples=30, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.floats(0.0, 1.0), st.integers(1, 12))
 def test_every_policy_writes_exactly_the_stream(seed, c, k):
-    stream = adaptive.make_stream()
+    stream = texts.make_stream()
     for r in race(stream, adaptive.default_policies(k), c, rng=seed):
         assert r.output == stream.tokens
         assert r.tokens.sum() == len(stream)
@@ -147,7 +140,7 @@ def test_every_policy_writes_exactly_the_stream(seed, c, k):
 
 
 def test_policies_share_randomness():
-    stream = adaptive.make_stream()
+    stream = texts.make_stream()
     a = race(stream, [FixedK(4), FixedK(4)], 0.15, rng=3)
     assert a[0].accepted.tolist() == a[1].accepted.tolist()
     b = race(stream, [FixedK(4)], 0.15, rng=3)
@@ -156,7 +149,7 @@ def test_policies_share_randomness():
 
 def test_adapting_beats_a_fixed_k_on_average_when_the_genre_changes():
     # 200 seeds of the default stream at c = 0.3: mean speedups (measured, not timed).
-    stream = adaptive.make_stream(repeats=2)
+    stream = texts.make_stream(repeats=2)
     sp = np.array([[r.speedup for r in race(stream, adaptive.default_policies(4), 0.3, rng=s)]
                    for s in range(200)])
     mean = sp.mean(axis=0)
@@ -172,4 +165,4 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="c must be"):
         run_policy(FixedK(2), _stream(3), _hits("111"), c=-1)
     with pytest.raises(ValueError, match="repeats"):
-        adaptive.make_stream(repeats=0)
+        texts.make_stream(repeats=0)

@@ -7,13 +7,15 @@ import doctest
 import numpy as np
 import pytest
 
-from specdec_playable.core import batching, hardware, theory
+from specdec_playable.sim import batching, theory
+from specdec_playable.data import hardware
 
 FLAT = batching.fit_roofline([1, 100_000], [2.0, 2.0])
 
 
 def test_doctests():
     assert doctest.testmod(batching).failed == 0
+    assert doctest.testmod(hardware).failed == 0
 
 
 @pytest.mark.parametrize("q", [0.0, 0.3, 0.8, 1.0])
@@ -28,7 +30,7 @@ def test_flat_curve_reduces_to_episode_5(q, k, c):
 def test_batch_one_on_the_h200_by_hand():
     # Typed from assets/pass_cost_h200.csv (8B shape): T(1) = 4.8036 ms, T(5) = 4.8390 ms.
     # q = 0.8, k = 4: E = (1 - 0.8^5) / 0.2 = 3.3616; c = 0.1: draft 4 * 0.1 * 4.8036 ms.
-    r = batching.batch_costs(0.8, 4, 0.1, 1, batching.measured_curve())
+    r = batching.batch_costs(0.8, 4, 0.1, 1, hardware.measured_curve())
     want = 3.3616 * 4.8036 / (0.4 * 4.8036 + 4.8390)
     assert float(r.speedup[()]) == pytest.approx(want, rel=1e-12)
     # ... within 1% of Episode 5's E / (1 + k c): at batch 1 verifying 5 positions is nearly free.
@@ -38,7 +40,7 @@ def test_batch_one_on_the_h200_by_hand():
 def test_batch_64_on_the_h200_by_hand():
     # B = 64, k = 3: plain step T(64) = 4.9647 ms; the verify pass scores 256 positions,
     # T(256) = 6.7690 ms. q = 0.7: E = 1 + 0.7 + 0.49 + 0.343 = 2.533. c = 0.05.
-    r = batching.batch_costs(0.7, 3, 0.05, 64, batching.measured_curve())
+    r = batching.batch_costs(0.7, 3, 0.05, 64, hardware.measured_curve())
     want = 2.533 * 4.9647 / (3 * 0.05 * 4.9647 + 6.7690)
     assert float(r.speedup[()]) == pytest.approx(want, rel=1e-12)
     assert not bool(r.verify_fitted[()])
@@ -46,7 +48,7 @@ def test_batch_64_on_the_h200_by_hand():
 
 def test_fit_reproduces_measurements_and_extends_them():
     series = hardware.load_pass_costs()[("llama-8b-shape", "gemm-cudagraph")]
-    curve = batching.measured_curve()
+    curve = hardware.measured_curve()
     np.testing.assert_allclose(curve.time_ms(series.n_positions), series.median_ms, rtol=1e-12)
     # Compute-bound points of the 8B shape (>= 1.2x the fastest pass): 256 and 512 only,
     # so the line passes through both and the curve is continuous where the fit takes over.
@@ -63,7 +65,7 @@ def test_fit_reproduces_measurements_and_extends_them():
 
 def test_every_measured_series_fits():
     for (model, impl) in hardware.load_pass_costs():
-        curve = batching.measured_curve(model, impl)
+        curve = hardware.measured_curve(model, impl)
         assert curve.slope_ms >= 0
         assert curve.floor_ms > 0
         big = curve.time_ms(np.array([1024, 2048, 4096]))
@@ -71,7 +73,7 @@ def test_every_measured_series_fits():
 
 
 def test_busy_gpu_erodes_the_speedup():
-    curve = batching.measured_curve()
+    curve = hardware.measured_curve()
     b = np.arange(1, 257)
     s = batching.batch_costs(0.8, 4, 0.05, b, curve).speedup
     assert s[0] > 2.0                     # one user: well above 2x
@@ -81,22 +83,22 @@ def test_busy_gpu_erodes_the_speedup():
 
 
 def test_break_even_edges():
-    curve = batching.measured_curve()
+    curve = hardware.measured_curve()
     assert batching.break_even_batch(0.0, 4, 0.1, curve) == 1     # never pays
     assert batching.break_even_batch(1.0, 1, 0.0, FLAT) is None    # always pays
 
 
 def test_best_k_shrinks_as_the_batch_grows():
-    best = batching.best_k_per_batch(0.8, 0.05, [1, 32, 128, 256], batching.measured_curve())
+    best = batching.best_k_per_batch(0.8, 0.05, [1, 32, 128, 256], hardware.measured_curve())
     assert np.all(np.diff(best.k) <= 0)
     s = batching.batch_costs(0.8, np.arange(1, 17)[:, None], 0.05, best.batch[None, :],
-                             batching.measured_curve()).speedup
+                             hardware.measured_curve()).speedup
     np.testing.assert_allclose(best.speedup, s.max(axis=0))
     np.testing.assert_array_equal(best.speculate, best.speedup > 1.0)
 
 
 def test_time_split_and_throughput():
-    r = batching.batch_costs(0.6, 4, 0.1, [1, 128], batching.measured_curve())
+    r = batching.batch_costs(0.6, 4, 0.1, [1, 128], hardware.measured_curve())
     np.testing.assert_allclose(r.draft_ms, 4 * 0.1 * r.plain_step_ms)
     np.testing.assert_allclose(r.round_ms, r.draft_ms + r.verify_ms)
     np.testing.assert_allclose(r.speculative_tokens_per_s / r.plain_tokens_per_s, r.speedup)
@@ -122,14 +124,14 @@ def test_bad_fit_inputs():
     with pytest.raises(ValueError, match="median_ms"):
         batching.fit_roofline([1, 2], [1.0, -2.0])
     with pytest.raises(ValueError, match="model, impl"):
-        batching.measured_curve("gpt-9")
+        hardware.measured_curve("gpt-9")
 
 
 @pytest.mark.parametrize("batch", [1, 16, 64, 128, 200])
 @pytest.mark.parametrize("k", [1, 4, 9])
 def test_effective_cost_gives_the_same_speedup(batch, k):
     # E T(B) / (k c T(B) + T(B(k+1))) == E / (1 + k c_eff) for every q.
-    curve = batching.measured_curve()
+    curve = hardware.measured_curve()
     c_eff = batching.effective_cost(k, 0.07, batch, curve)
     for q in (0.0, 0.5, 0.9):
         direct = float(batching.batch_costs(q, k, 0.07, batch, curve).speedup[()])
@@ -137,7 +139,7 @@ def test_effective_cost_gives_the_same_speedup(batch, k):
 
 
 def test_break_even_q_on_the_curve():
-    curve = batching.measured_curve()
+    curve = hardware.measured_curve()
     for batch in (1, 64, 128):
         q_star = batching.break_even_q(4, 0.05, batch, curve)
         s = batching.batch_costs(q_star, 4, 0.05, batch, curve).speedup

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_playable.core.clocks import sequential_vs_parallel
+from specdec_playable.sim.clocks import sequential_vs_parallel
 
 
 def test_six_tokens_at_600_ms():

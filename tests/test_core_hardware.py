@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_playable.core import hardware
+from specdec_playable.data import hardware
 
 MODELS = ("llama-8b-shape", "llama-1b-shape", "tiny-160m-shape")
 IMPLS = ("gemm-cudagraph", "hf-eager-kvcache512")

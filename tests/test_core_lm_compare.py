@@ -1,4 +1,4 @@
-"""core.lm.compare with the real model: a speculative run and a plain run of one prompt, what a poller
+"""lm.compare with the real model: a speculative run and a plain run of one prompt, what a poller
 sees while they write (Live snapshots), cancellation, and the JSON round trip of a finished run."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import threading
 import numpy as np
 import pytest
 
-from specdec_playable.core import lm
-from specdec_playable.core.lm.compare import (Comparison, Live, compare, comparison_from_json,
-                                              comparison_to_json, make_draft, token_texts)
-from specdec_playable.core.lm.prompts import PROMPTS
+from specdec_playable import lm
+from specdec_playable.lm.compare import (
+    Comparison, Live, compare, comparison_from_json, comparison_to_json, make_draft, token_texts)
+from specdec_playable.lm.prompts import PROMPTS
 
 NEW = 10
 
@@ -113,7 +113,7 @@ def test_unknown_draft_is_refused():
 
 def test_the_recorded_runs_are_what_the_model_writes_now(model):
     from specdec_playable.state.ep7 import recorded_meta, recorded_runs
-    from specdec_playable.core.lm.decode import generate
+    from specdec_playable.lm.decode import generate
 
     rec = recorded_runs()[("table", "lookup")]
     now = generate(model, model.tokenizer.chat(PROMPTS["table"][1]), max_new=recorded_meta()["max_new"])
@@ -123,7 +123,7 @@ def test_the_recorded_runs_are_what_the_model_writes_now(model):
 def test_a_run_in_a_model_process_is_mirrored_pass_by_pass(model, ids):
     """The same comparison made in a child process: same tokens, snapshots here as they grow, and a
     cancelled run leaves the child ready for the next one."""
-    from specdec_playable.core.lm.remote import ModelProcess
+    from specdec_playable.serve.model_process import ModelProcess
 
     text = PROMPTS["json-reshape"][1]
     here = compare(model, ids, "lookup", 4, max_new=NEW)

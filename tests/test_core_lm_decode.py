@@ -12,13 +12,13 @@ import threading
 import numpy as np
 import pytest
 
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm import sampling
-from specdec_playable.core.sampling import chi_square
-from specdec_playable.core.lm.decode import MARKS, generate, judge, speculate
-from specdec_playable.core.lm.drafts import EarlyExit, PromptLookup
-from specdec_playable.core.lm.ngram import NgramDraft
-from specdec_playable.core.lm.prompts import PROMPTS
+from specdec_playable.lm import get_model
+from specdec_playable.lm import sampling
+from specdec_playable.sim.sampling import chi_square
+from specdec_playable.lm.decode import MARKS, generate, judge, speculate
+from specdec_playable.lm.drafts import EarlyExit, PromptLookup
+from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.prompts import PROMPTS
 
 MAX_NEW = 24
 EARLY_MAX_NEW = 16  # the early exit is slow to run (about a third of a step per drafted token)
@@ -173,7 +173,7 @@ def real_context(model):
     ids = model.tokenizer.chat(PROMPTS["poem"][1])
     cache = model.new_cache()
     fw = model.forward(ids, cache, capture=(4,))
-    from specdec_playable.core.lm.drafts import exit_logits
+    from specdec_playable.lm.drafts import exit_logits
 
     p = sampling.probabilities(fw.logits[-1], 1.0)
     q = sampling.probabilities(exit_logits(model, fw.captured[4][-1:])[0], 1.0)
@@ -274,7 +274,7 @@ def test_a_draft_can_observe_the_hidden_states_the_target_kept(model):
 
 
 def test_teacher_forced_scores_do_not_depend_on_the_chunk(model):
-    from specdec_playable.core.lm.score import iter_distributions, score_text
+    from specdec_playable.lm.score import iter_distributions, score_text
 
     ids = model.tokenizer.encode("for i in range(10):\n    print(i, i * i)\nfor j in range(10):\n")
     a = score_text(model, ids, draft=PromptLookup(), chunk=5)

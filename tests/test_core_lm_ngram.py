@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from specdec_playable.core.assets import asset_path
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.ngram import WIDTH, NgramDraft, load_tables
-from specdec_playable.core.lm.score import score_text
+from specdec_playable.shipped import asset_path
+from specdec_playable.lm import get_model
+from specdec_playable.lm.ngram import WIDTH, NgramDraft, load_tables
+from specdec_playable.lm.score import score_text
 
 
 @pytest.fixture(scope="module")

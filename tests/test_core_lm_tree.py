@@ -16,16 +16,15 @@ import threading
 import numpy as np
 import pytest
 
-from specdec_playable.core import trees
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.decode import MARKS, generate, speculate
-from specdec_playable.core.lm.drafts import PromptLookup
-from specdec_playable.core.lm.ngram import NgramDraft
-from specdec_playable.core.lm.prompts import PROMPTS
-from specdec_playable.core.lm.tree import (
+from specdec_playable.sim import trees
+from specdec_playable.lm import get_model
+from specdec_playable.lm.decode import MARKS, generate, speculate
+from specdec_playable.lm.drafts import PromptLookup
+from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.prompts import PROMPTS
+from specdec_playable.lm.tree import (
     EMPTY_TREE, DraftTree, TreeGeneration, build_tree, check_tree, speculate_tree, tree_mask,
-    tree_positions, verify_tree,
-)
+    tree_positions, verify_tree)
 
 LOGIT_ATOL = 1e-3
 KV_ATOL = 1e-4

@@ -1,4 +1,4 @@
-"""One real tree step as a record (core/lm/tree_step.py) and the shipped example of it."""
+"""One real tree step as a record (lm/tree_step.py) and the shipped example of it."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ import json
 import numpy as np
 import pytest
 
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.decode import generate
-from specdec_playable.core.lm.drafts import PromptLookup
-from specdec_playable.core.lm.ngram import NgramDraft
-from specdec_playable.core.lm.prompts import PROMPTS
-from specdec_playable.core.lm.tree import build_tree, tree_mask
-from specdec_playable.core.lm.tree_step import (
-    TreeStep, example_tree_step, load_tree_step_example,
-)
+from specdec_playable.lm import get_model
+from specdec_playable.lm.decode import generate
+from specdec_playable.lm.drafts import PromptLookup
+from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.prompts import PROMPTS
+from specdec_playable.lm.tree import build_tree, tree_mask
+from specdec_playable.data.tree_example import load_tree_step_example
+from specdec_playable.lm.tree_step import TreeStep, example_tree_step
 
 EAGER = NgramDraft(min_share=0.0)
 MESSAGE = "Count from one to ten in words, separated by commas."

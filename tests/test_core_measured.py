@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from specdec_playable.core import adaptive, measured, relay, sampling, texts
-from specdec_playable.core.assets import asset_path
-from specdec_playable.core.lm import get_model
-from specdec_playable.core.lm.measure import measure_text, next_token, token_pieces
+from specdec_playable.sim import adaptive, relay, sampling
+from specdec_playable.data import measured, texts
+from specdec_playable.shipped import asset_path
+from specdec_playable.lm import get_model
+from specdec_playable.lm.measure import measure_text, next_token, token_pieces
 
 #: Re-scoring matches the asset within this (it keeps 4 decimals; float32 passes over different
 #: chunkings differ in the last bits).
@@ -148,9 +149,9 @@ def test_speculative_sampling_over_real_p_passes_chi_square(text):
 
 
 def test_a_model_process_measures_as_this_process_does(model):
-    """Episode 4's paste is scored in a worker's child process (core.lm.remote): the same numbers,
+    """Episode 4's paste is scored in a worker's child process (serve.model_process): the same numbers,
     progress reported per pass, and a partial result when the time runs out."""
-    from specdec_playable.core.lm import remote
+    from specdec_playable.serve import model_process as remote
 
     text = measured.load_measured().texts["py-account"].source
     child = remote.ModelProcess(blas_threads=1)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from specdec_playable.core import montecarlo, theory
-from specdec_playable.core.montecarlo import accepted_per_round, simulate
+from specdec_playable.sim import montecarlo, theory
+from specdec_playable.sim.montecarlo import accepted_per_round, simulate
 
 SEED = 20230518  # every random test below derives its streams from this seed
 

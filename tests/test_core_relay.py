@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.core import relay
+from specdec_playable.sim import relay
 
 SEED = 20230518
 BIG, STEP = 600.0, 60.0  # the defaults of relay.run

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.core import relay
+from specdec_playable.sim import relay
 
 BIG, STEP = 600.0, 60.0
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from specdec_playable.core import relay
-from specdec_playable.core import texts as tx
+from specdec_playable.sim import relay
+from specdec_playable.data import texts as tx
 
 SEED = 20240404
 IDS = ("js-loop", "json-record", "form-letter", "translation-fr", "poem-kettle")
@@ -353,7 +353,7 @@ def test_paste_keeps_markup_as_plain_text():
 
 def test_core_texts_imports_no_ui_libraries():
     code = (
-        "import sys, specdec_playable.core.texts\n"
+        "import sys, specdec_playable.data.texts\n"
         "bad = [m for m in ('panel', 'bokeh', 'param') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )

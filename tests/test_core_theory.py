@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specdec_playable.core import theory
+from specdec_playable.sim import theory
 
 Q_GRID = np.linspace(0.0, 1.0, 41)
 K_GRID = np.arange(1, 17)

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from specdec_playable.core import theory, trees
+from specdec_playable.sim import theory, trees
 
 SHAPES = {
     "chain5": trees.chain(5),

@@ -12,7 +12,8 @@ import re
 import numpy as np
 import pytest
 
-from specdec_playable.core import clocks, hardware, montecarlo, relay, theory
+from specdec_playable.sim import clocks, montecarlo, relay, theory
+from specdec_playable.data import hardware
 
 NAN, INF = math.nan, math.inf
 

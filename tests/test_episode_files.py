@@ -8,7 +8,7 @@ from pathlib import Path
 import panel as pn
 import pytest
 
-from specdec_playable import site
+from specdec_playable.serve import site
 from specdec_playable.episodes import available
 
 ROOT = Path(__file__).resolve().parents[1]

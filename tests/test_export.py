@@ -10,7 +10,7 @@ import zipfile
 
 import pytest
 
-from specdec_playable import export as export_mod
+from specdec_playable.serve import export as export_mod
 from specdec_playable.episodes import available
 
 EP1 = available()[0].slug
@@ -35,7 +35,7 @@ class _Links(html.parser.HTMLParser):
 def test_wheel_carries_the_data_files(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "specdec_playable/assets/pass_cost_h200.csv" in names
-    assert "specdec_playable/core/theory.py" in names
+    assert "specdec_playable/sim/theory.py" in names
     assert "specdec_playable/views/static/lanes.js" in names
     assert "specdec_playable/views/static/page.css" in names
 

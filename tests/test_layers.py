@@ -46,16 +46,72 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("layer, forbidden", [
-    ("core", ("panel", "bokeh", "param", "specdec_playable.state", "specdec_playable.views",
-              "specdec_playable.episodes")),
-    ("state", ("panel", "bokeh", "specdec_playable.views", "specdec_playable.episodes")),
-    ("views", ("specdec_playable.episodes",)),
-])
-def test_imports_run_one_way(layer, forbidden):
-    for path in _modules(layer):
-        bad = sorted(m for m in _imports(path) if m.startswith(forbidden))
-        assert not bad, f"{path.relative_to(PKG)} imports {bad}"
+#: What each room may import from the package (besides itself and ``specdec_playable.shipped``),
+#: and which libraries it may import: sim <- lm <- data <- state <- views <- episodes, with serve
+#: beside them. State and views reach serving only through serve.interface.
+P = "specdec_playable"
+ROOMS = {
+    "sim": ((), {"numpy"}),
+    "lm": (("sim",), {"numpy", "gguf", "tokenizers", "numba"}),
+    "data": (("sim", "lm"), {"numpy"}),
+    "state": (("sim", "lm", "data", "serve.interface"), {"numpy", "param"}),
+    "views": (("sim", "lm", "data", "state", "serve.interface"), None),
+    "episodes": (("sim", "lm", "data", "state", "views", "serve.interface"), None),
+    "serve": (("sim", "lm", "data"), None),
+}
+#: The serving modules that build the site from the pages (the top of the house).
+SERVE_TOP = {"site", "cli", "export"}
+STDLIB = set(sys.stdlib_module_names)
+
+
+def _allowed(path: Path) -> tuple[tuple[str, ...], set[str] | None]:
+    room = path.relative_to(PKG).parts[0]
+    inner, libs = ROOMS[room]
+    if room == "serve" and path.stem in SERVE_TOP:
+        inner = ("sim", "lm", "data", "state", "views", "episodes", "serve")
+    return (room, "shipped", *inner), libs
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS))
+def test_imports_run_one_way(room):
+    for path in _modules(room):
+        inner, libs = _allowed(path)
+        for name in _imports(path):
+            if name == P:
+                continue  # `from .. import lm` names the package and the module it holds
+            if name.startswith(P + "."):
+                rest = name[len(P) + 1:]
+                # A package named on the way to an allowed module (``from ..serve import interface``)
+                ok = any(rest == r or rest.startswith(r + ".") or r.startswith(rest + ".")
+                         for r in inner)
+                assert ok, f"{path.relative_to(PKG)} imports {name}; {room} may import {inner}"
+            elif libs is not None:
+                top = name.split(".")[0]
+                assert top in STDLIB or top in libs, f"{path.relative_to(PKG)} imports {name}"
+
+
+def test_no_module_imports_a_private_name_of_another():
+    for path in PKG.rglob("*.py"):
+        here = ".".join(path.relative_to(PKG.parent).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                names = [a.name for a in node.names]
+                mod = node.module or ""
+                bad = [n for n in names if n.startswith("_") and n != "__version__"]
+                bad += [mod] if any(part.startswith("_") for part in mod.split(".")) else []
+                assert not bad, f"{here} imports private {bad} from {mod or '.'}"
+            elif isinstance(node, ast.Import):
+                bad = [a.name for a in node.names
+                       if a.name.startswith(P) and any(s.startswith("_") for s in a.name.split("."))]
+                assert not bad, f"{here} imports private {bad}"
+
+
+def test_state_and_views_reach_no_private_attribute_of_bokeh_or_serving():
+    for room in ("state", "views", "episodes"):
+        for path in _modules(room):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and node.value in ("_session", "_document"):
+                    pytest.fail(f"{path.relative_to(PKG)}:{node.lineno} reads {node.value!r}")
 
 
 def test_the_lane_timeline_needs_no_bokeh():

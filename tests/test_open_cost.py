@@ -20,8 +20,10 @@ from bokeh.core.validation.check import check_integrity
 from bokeh.document import Document
 from bokeh.models import GlyphRenderer
 
-from specdec_playable import site
-from specdec_playable.core import adaptive, measured, shared, theory
+from specdec_playable.serve import site
+from specdec_playable.sim import adaptive, theory
+from specdec_playable.data import measured
+from specdec_playable.serve import shared
 from specdec_playable.episodes import available
 from specdec_playable.state import ep5 as state5
 from specdec_playable.state import ep6 as state6

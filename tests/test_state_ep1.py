@@ -1,10 +1,10 @@
-"""State tier: Episode 1's parameters drive core.clocks."""
+"""State tier: Episode 1's parameters drive sim.clocks."""
 
 from __future__ import annotations
 
 import pytest
 
-from specdec_playable.core import clocks
+from specdec_playable.sim import clocks
 from specdec_playable.state.ep1 import SENTENCE, WritingVsChecking
 
 

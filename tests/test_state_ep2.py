@@ -1,4 +1,4 @@
-"""State tier for Episode 2: set parameters, check what the page derives from core.relay."""
+"""State tier for Episode 2: set parameters, check what the page derives from sim.relay."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from specdec_playable.core import relay
-from specdec_playable.core.seeds import SEED_MAX
+from specdec_playable.sim import relay
+from specdec_playable.sim.seeds import SEED_MAX
 from specdec_playable.state import ep2 as st
 from specdec_playable.state.ep2 import Relay
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.core import theory
+from specdec_playable.sim import theory
 from specdec_playable.state.ep3 import K_MAX, N_ROUNDS, QualityDial
 
 

@@ -1,4 +1,4 @@
-"""State tier: Episode 4's parameters drive core.relay over the real model's measured texts."""
+"""State tier: Episode 4's parameters drive sim.relay over the real model's measured texts."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.core import jobs, measured, relay, texts
-from specdec_playable.core.lm.measure import MeasuredText
-from specdec_playable.core.seeds import SEED_MAX
+from specdec_playable.serve import jobs
+from specdec_playable.data import measured, texts
+from specdec_playable.sim import relay
+from specdec_playable.lm.measure import MeasuredText
+from specdec_playable.sim.seeds import SEED_MAX
 from specdec_playable.state.ep4 import (
     BIG_PASS_MS,
     PASTED,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_playable.core import hardware, theory
+from specdec_playable.data import hardware
+from specdec_playable.sim import theory
 from specdec_playable.state import presets
 from specdec_playable.state.ep5 import CURVE_KS, MAX_POINTS, N_ROUNDS, Q_GRID, BreakEvenMap, SimPoint
 

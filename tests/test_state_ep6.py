@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_playable.core import adaptive, measured, sampling
+from specdec_playable.sim import adaptive, sampling
+from specdec_playable.data import measured
 from specdec_playable.state.ep6 import RACE_TEXTS, FinePrint, draft_distribution
 
 

@@ -10,15 +10,15 @@ import time
 import pytest
 
 from ep7_fakes import fake_comparison, fake_plain, fake_spec
-from specdec_playable.core import jobs
-from specdec_playable.core.lm.compare import Comparison
-from specdec_playable.core.lm.prompts import PROMPTS
+from specdec_playable.serve import jobs
+from specdec_playable.lm.compare import Comparison
+from specdec_playable.lm.prompts import PROMPTS
 from specdec_playable.state import ep7 as st
 from specdec_playable.state.ep7 import CUSTOM, RealText
 
 
 class _Snap:
-    """What a running job reports: something with ``snapshot()`` (like core.lm.compare.Live)."""
+    """What a running job reports: something with ``snapshot()`` (like lm.compare.Live)."""
 
     def __init__(self, c):
         self.c = c

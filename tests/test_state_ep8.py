@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.core import batching, theory, trees
+from specdec_playable.data import hardware
+from specdec_playable.sim import batching, theory, trees
 from specdec_playable.state.ep8 import ANCHORS, BATCH_MAX, K_MAX, Q_GRID, BusyAndTrees
 from specdec_playable.views import ep8_busy_trees as v
 
@@ -29,7 +30,7 @@ def test_defaults_and_derived_values():
     s = BusyAndTrees(rng=1)
     h = s.here
     assert float(h.speedup) == pytest.approx(
-        float(batching.batch_costs(0.8, 4, 0.05, 1, batching.measured_curve()).speedup[()]))
+        float(batching.batch_costs(0.8, 4, 0.05, 1, hardware.measured_curve()).speedup[()]))
     assert s.costs.speedup.shape == (BATCH_MAX,)
     assert s.positions == s.width * s.depth == 6
     np.testing.assert_array_equal(s.chain, trees.chain(6))
@@ -161,7 +162,7 @@ def test_tree_picture_layout():
 def test_cpu_sentences_follow_the_numbers(q, k, c, batch):
     s = BusyAndTrees(rng=0, q=q, k=k, c=c, batch=batch)
     html = v.cpu_html(s)
-    cpu = batching.cpu_curve()
+    cpu = hardware.cpu_curve()
     ratio = float(cpu.time_ms(k + 1) / cpu.time_ms(1))
     assert f"<strong>{ratio:.2f}×</strong>" in html
     assert ("not free even for a single user" in html) == (ratio >= 1.1)

@@ -8,7 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from specdec_playable.core import jobs, measured
+from specdec_playable.serve import jobs
+from specdec_playable.data import measured
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 from specdec_playable.views import ep4_measured as v
 

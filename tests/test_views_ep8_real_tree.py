@@ -12,8 +12,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from specdec_playable.core.lm.tree_step import load_tree_step_example
-from specdec_playable.core.lm.tree_table import POOLED, TreeVsChain, load_tree_vs_chain
+from specdec_playable.data.tree_example import load_tree_step_example
+from specdec_playable.data.tree_table import POOLED, TreeVsChain, load_tree_vs_chain
 from specdec_playable.views import ep8_real_tree as v
 
 

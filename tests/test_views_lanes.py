@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_playable.core import clocks
+from specdec_playable.sim import clocks
 from specdec_playable.views import theme
 from specdec_playable.views.ep1_writing import lane_timeline
 from specdec_playable.views.lanes.timeline import (

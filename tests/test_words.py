@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdec_playable.core import adaptive, montecarlo
+from specdec_playable.sim import adaptive, montecarlo
 from specdec_playable.episodes import ep1, ep2, ep6
 from specdec_playable.state.ep1 import SENTENCE, WritingVsChecking
 from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, Relay

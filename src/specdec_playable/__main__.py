@@ -1,3 +1,3 @@
-from .cli import main
+from .serve.cli import main
 
 raise SystemExit(main())

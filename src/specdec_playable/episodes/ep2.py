@@ -10,7 +10,7 @@ from __future__ import annotations
 import panel as pn
 
 from . import neighbours
-from ..core import theory
+from ..sim import theory
 from ..state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, Relay
 from ..views.deferred import after_first_paint
 from ..views.ep2_relay import RelayView

@@ -11,7 +11,7 @@ from __future__ import annotations
 import panel as pn
 
 from . import neighbours
-from ..core import theory
+from ..sim import theory
 from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
 from ..views.deferred import after_first_paint
 from ..views.ep3_quality_dial import QualityDialView

@@ -5,7 +5,7 @@ same speculative decoder runs over two texts side by side (Python code and a poe
 the visitor's own), cut into the real model's tokens, each with its acceptance probability
 measured on the real model and the learned draft: every token is shown in reading order, marked
 as kept from the draft or written by the big model, and each run's acceptance rate, tokens per
-round and wall clock are measured from ``core.relay``.
+round and wall clock are measured from ``sim.relay``.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import json
 import panel as pn
 
 from . import neighbours
-from ..core import measured, texts
-from ..core.assets import asset_path
+from ..data import measured, texts
+from ..shipped import asset_path
 from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
 from ..views.deferred import after_first_paint
 from ..views.ep4_measured import genre_story, genre_table_html

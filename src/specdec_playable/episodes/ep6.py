@@ -14,7 +14,8 @@ import functools
 import panel as pn
 
 from . import neighbours
-from ..core import adaptive, measured
+from ..sim import adaptive
+from ..data import measured
 from ..state.ep6 import RACE_TEXTS, REPEATS, SAMPLE_SIZES, FinePrint, draft_distribution
 from ..views.deferred import after_first_paint
 from ..views.ep6_fine_print import FinePrintView

@@ -14,9 +14,9 @@ import sys
 import panel as pn
 
 from . import ep5, ep6, neighbours
-from ..core import lm
-from ..core.hardware import load_pass_costs
-from ..core.lm.compare import cpu_pass_cost
+from .. import lm
+from ..data.hardware import load_pass_costs
+from ..data.hardware import cpu_pass_cost
 from ..state.ep7 import DRAFT_LABELS, TASKS, RealText, recorded_meta, recorded_runs
 from ..views.deferred import after_first_paint
 from ..views.ep7_real import RealTextView, recorded_html

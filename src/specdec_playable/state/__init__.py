@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import param
 
-from ..core.seeds import SEED_MAX
+from ..sim.seeds import SEED_MAX
 
 
 @contextmanager

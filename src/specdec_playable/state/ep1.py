@@ -5,7 +5,7 @@ from __future__ import annotations
 import param
 
 from . import unlocked
-from ..core import clocks
+from ..sim import clocks
 
 #: The sentence whose tokens the lanes write and check.
 SENTENCE = ("The", " cat", " sat", " by", " the", " warm", " stove", " while", " rain",
@@ -24,7 +24,7 @@ class WritingVsChecking(param.Parameterized):
 
     comparison = param.ClassSelector(
         class_=clocks.ClockComparison, constant=True,
-        doc="The two timelines, recomputed from core.clocks on every change.")
+        doc="The two timelines, recomputed from sim.clocks on every change.")
 
     def __init__(self, **params):
         super().__init__(**params)

@@ -1,6 +1,6 @@
 """State of Episode 2: the relay of a fast draft model and a slow big model.
 
-One :func:`core.relay.run` per change of ``k``, ``q`` or ``seed``, over a
+One :func:`sim.relay.run` per change of ``k``, ``q`` or ``seed``, over a
 fixed passage whose every token comes with the plausible wrong word a small
 draft would write instead. From that one run this module derives what the page
 shows: the two clocks after each round, the bad rounds and their running cost,
@@ -15,8 +15,8 @@ import numpy as np
 import param
 
 from . import seed_param, unlocked
-from ..core import relay
-from ..core.seeds import draw_seed
+from ..sim import relay
+from ..sim.seeds import draw_seed
 
 BIG_PASS_MS = 600.0
 DRAFT_STEP_MS = 60.0
@@ -142,7 +142,7 @@ class Relay(param.Parameterized):
 
     result = param.ClassSelector(
         class_=relay.RelayResult, constant=True,
-        doc="The run, recomputed from core.relay on every change.")
+        doc="The run, recomputed from sim.relay on every change.")
 
     def __init__(self, *, rng=None, **params):
         super().__init__(**params)

@@ -11,7 +11,7 @@ import numpy as np
 import param
 
 from . import unlocked
-from ..core import montecarlo, theory
+from ..sim import montecarlo, theory
 
 #: Rounds simulated on every change.
 N_ROUNDS = 2000

@@ -2,25 +2,27 @@
 
 Each side of the page shows one text (a bundled one, or the visitor's own pasted text), cut into
 the real model's tokens. Each token's acceptance probability ``q`` is measured: the real model's p
-against the learned draft's q there, ``sum(min(p, q))`` (``core.measured`` reads the bundled texts'
+against the learned draft's q there, ``sum(min(p, q))`` (``data.measured`` reads the bundled texts'
 numbers from the shipped asset; a pasted text is scored by the model live, on a queued worker).
-Every run samples acceptance per token from those probabilities with ``core.relay.run``; the run's
+Every run samples acceptance per token from those probabilities with ``sim.relay.run``; the run's
 randomness comes from ``seed``, one independent stream per side, so a seed reproduces a run
 exactly. "Run again" draws a new seed from the session's own generator.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import param
 
 from . import fill_choices, seed_param, unlocked
-from ..core import jobs, lm, measured, relay, texts
-from ..core.seeds import draw_seed
-from ..core.texts import Text
+from ..serve import interface as jobs
+from .. import lm
+from ..data import measured, texts
+from ..sim import relay
+from ..sim.seeds import draw_seed
+from ..data.texts import Text
 
 #: Simulated time of one big-model pass, as in the rest of the series.
 BIG_PASS_MS = 600.0
@@ -43,30 +45,8 @@ def _text_choices() -> dict[str, str]:
     return choices
 
 
-def score_paste(source: str):
-    """The worker's function for a pasted text: score it with the real model and the learned
-    draft, reporting ``(done, total)`` tokens after each pass and stopping when asked (see
-    :class:`core.jobs.JobQueue`).
-
-    The model runs in the worker thread's own child process (:mod:`core.lm.remote`, as for
-    Episode 7), so scoring never holds this process's interpreter lock, which every visitor's
-    page needs.
-    """
-    def work(ctx: jobs.JobContext):
-        from ..core.lm import remote
-
-        child = remote.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
-        left = ctx.deadline - time.monotonic() - 1.0
-        result = child.measure(source, cancel=ctx.cancel_event, max_seconds=max(left, 0.01),
-                               report=ctx.report)
-        if not result.complete:
-            ctx.cut_short()  # a partial score is not shared with later visitors
-        return result
-    return work
-
-
 def pasted_text(result) -> Text:
-    """A scored paste (a :class:`core.lm.measure.MeasuredText`) as the page's text."""
+    """A scored paste (a :class:`lm.measure.MeasuredText`) as the page's text."""
     how = "scored by the real model just now" if result.complete else (
         f"only its first {len(result):,} tokens were scored in the time a visitor may use")
     return measured.as_text(result, id=PASTED, title="Your text", kind="pasted",
@@ -87,7 +67,7 @@ class TextRun:
     text : Text
         The text run over (its tokens are what the big model writes).
     result : RelayResult
-        The run itself, from :func:`core.relay.run`.
+        The run itself, from :func:`sim.relay.run`.
     seed : int
         The seed the page shows; with ``side`` it reproduces the run.
     status : tuple of str
@@ -241,7 +221,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         default=(None, None), length=2, constant=True,
         doc="The current run on each side (TextRun), or None for an empty paste slot.")
 
-    def __init__(self, *, rng=None, queue: jobs.JobQueue | None = None, score=score_paste,
+    def __init__(self, *, rng=None, queue: jobs.JobQueue | None = None, score=jobs.scoring_work,
                  **params):
         fill_choices(BoilerplateVsPoetry, _text_choices, *SIDES)
         self._queue = queue
@@ -324,7 +304,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         except ValueError as exc:
             self._set(message=str(exc))
             return False
-        if self._score is score_paste and not lm.is_installed():
+        if self._score is jobs.scoring_work and not lm.is_installed():
             self._set(message="Pasted text is scored by the real model, which is not installed "
                               f"on this server ({lm.INSTALL_COMMAND}).")
             return False

@@ -14,8 +14,8 @@ import numpy as np
 import param
 
 from . import fill_choices, presets, unlocked
-from ..core import montecarlo, theory
-from ..core.shared import shared
+from ..sim import montecarlo, theory
+from ..serve.interface import shared
 
 #: Draft lengths that always get a curve (the visitor's k is added when it is not one of them).
 CURVE_KS = (1, 2, 3, 4, 6, 8, 12)
@@ -168,5 +168,5 @@ class BreakEvenMap(param.Parameterized):
             np.isclose(getattr(self, name), value) for name, value in p.values().items())
 
 
-# The page's opening table, computed when the server starts (see core.shared.warm).
+# The page's opening table, computed when the server starts (see serve.shared.warm).
 break_even_table.prime(BreakEvenMap.param.c.default)

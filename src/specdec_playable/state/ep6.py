@@ -1,6 +1,6 @@
 """State of Episode 6: the fine print (speculative sampling and adaptive draft length).
 
-Part 1: a real context (``core.measured.CONTEXTS``) and the real model's next-token distribution
+Part 1: a real context (``data.measured.CONTEXTS``) and the real model's next-token distribution
 ``p_big`` there, over its most likely tokens and "everything else"; the draft's ``p_draft`` is the
 learned draft's real q there, bent by a temperature and a share of probability moved to one
 favourite token. Every change draws ``n_samples`` fresh outputs by speculative sampling from the
@@ -17,9 +17,10 @@ import numpy as np
 import param
 
 from . import seed_param, unlocked
-from ..core import adaptive, measured, sampling
-from ..core.seeds import draw_seed
-from ..core.shared import shared
+from ..sim import adaptive, sampling
+from ..data import measured
+from ..sim.seeds import draw_seed
+from ..serve.interface import shared
 
 #: The texts of the race, in order: the draft's own language, a poem, JSON.
 RACE_TEXTS = ("py-account", "poem-kettle", "json-record")
@@ -178,6 +179,6 @@ class FinePrint(param.Parameterized):
         return max(self.runs, key=lambda r: r.speedup)
 
 
-# The page's opening race, computed when the server starts (see core.shared.warm).
+# The page's opening race, computed when the server starts (see serve.shared.warm).
 race_runs.prime(REPEATS, FinePrint.param.fixed_k.default, FinePrint.param.c.default,
                 FinePrint.param.race_seed.default)

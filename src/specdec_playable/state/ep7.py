@@ -2,9 +2,9 @@
 
 The visitor picks a task (or types a prompt), a draft, k, a token budget and greedy or sampling
 decoding, and presses Run. The run goes to the process's one worker queue
-(:func:`core.jobs.shared_queue`): a speculative run and a plain run of the same prompt
-(:func:`core.lm.compare.compare`), made in the worker's own model process
-(:mod:`core.lm.remote`), off the server's event loop and out of its interpreter lock. A task's run with given settings
+(:func:`serve.jobs.shared_queue`): a speculative run and a plain run of the same prompt
+(:func:`lm.compare.compare`), made in the worker's own model process
+(:mod:`serve.model_process`), off the server's event loop and out of its interpreter lock. A task's run with given settings
 is computed once per process and shared (its job has a key); a typed prompt runs for its visitor
 alone.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -28,14 +27,14 @@ import param
 
 from . import seed_param, unlocked
 from .ep2 import Guarantee, check_guarantee
-from ..core import jobs, theory
-from ..core import lm
-from ..core.assets import asset_path
-from ..core.lm import remote
-from ..core.lm.compare import Comparison, comparison_from_json
-from ..core.lm.prompts import PROMPTS
+from ..serve import interface as jobs
+from ..sim import theory
+from .. import lm
+from ..shipped import asset_path
+from ..lm.compare import Comparison, comparison_from_json
+from ..lm.prompts import PROMPTS
 
-#: The tasks, in the order the page offers them: key of core.lm.prompts.PROMPTS -> label.
+#: The tasks, in the order the page offers them: key of lm.prompts.PROMPTS -> label.
 TASKS = {
     "code-edit": "Code edit: rename a function's names",
     "extraction": "Extraction: people and their cities",
@@ -45,7 +44,7 @@ TASKS = {
     "poem": "Free-verse poem: an old kettle",
 }
 CUSTOM = "custom"
-#: The drafts the page offers: key of core.lm.compare.DRAFTS -> label.
+#: The drafts the page offers: key of lm.compare.DRAFTS -> label.
 DRAFT_LABELS = {
     "lookup": "Prompt lookup (copies from the prompt)",
     "learned": "Learned n-gram (trained on Python source)",
@@ -57,8 +56,6 @@ K_MAX = 8
 MAX_NEW_MAX = 128
 #: A run (both decodings, and the model's first load) stops after this long.
 JOB_BUDGET_S = 120.0
-#: The budget's last seconds are left to the job itself, to hand its result back.
-_MARGIN_S = 1.0
 #: What a visitor's run is doing, as the page says it.
 STATUSES = ("idle", "queued", "running", "done", "cancelled", "failed", "refused", "recorded")
 RECORDED = "lm/ep7_recorded.json.gz"
@@ -106,32 +103,10 @@ def check_prompt(text: str | None) -> str:
     return text
 
 
-def run_job(settings: Settings):
-    """The worker's function for one Run (see :class:`core.jobs.JobQueue`).
-
-    The model runs in the worker thread's own child process (:mod:`core.lm.remote`), so the
-    decoding loop never holds this process's interpreter lock, which the server's event loop
-    needs for every visitor's page; the run's passes are mirrored here as they happen.
-    """
-
-    def work(ctx: jobs.JobContext) -> Comparison:
-        child = remote.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
-        left = ctx.deadline - time.monotonic() - _MARGIN_S
-        result = child.compare(settings.prompt, settings.draft, settings.k, max_new=settings.max_new,
-                               temperature=settings.temperature, seed=settings.seed,
-                               cancel=ctx.cancel_event, max_seconds=max(left, 0.01),
-                               report=ctx.report)
-        if any(r is not None and r.stopped == "time" for r in (result.spec, result.plain)):
-            ctx.cut_short()  # a run cut by the clock is not shared with later visitors
-        return result
-
-    return work
-
-
 class RealText(param.Parameterized):
     """A real model's speculative run against its plain run, for one visitor.
 
-    ``queue`` defaults to the process's shared queue and ``work`` to :func:`run_job` (tests
+    ``queue`` defaults to the process's shared queue and ``work`` to :func:`serve.interface.generation_work` (tests
     pass their own queue and a function that needs no model).
     """
 
@@ -172,7 +147,7 @@ class RealText(param.Parameterized):
     message = param.String(default="", constant=True,
                            doc="A one-line message: why a run was refused, failed or stopped early.")
 
-    def __init__(self, *, queue: jobs.JobQueue | None = None, work=run_job, **params):
+    def __init__(self, *, queue: jobs.JobQueue | None = None, work=jobs.generation_work, **params):
         super().__init__(**params)
         self._queue = queue
         self._work = work
@@ -211,7 +186,7 @@ class RealText(param.Parameterized):
         except ValueError as exc:
             self._set(status="refused", message=str(exc))
             return
-        if self._work is run_job and not lm.is_installed():
+        if self._work is jobs.generation_work and not lm.is_installed():
             recorded = recorded_runs().get((settings.task, settings.draft))
             if recorded is None:
                 self._set(status="refused", message=no_model_line(settings))
@@ -287,7 +262,7 @@ class RealText(param.Parameterized):
 
 
 def _snapshot(progress) -> Comparison | None:
-    """What a running job reported (a :class:`core.lm.compare.Live`), as a comparison so far."""
+    """What a running job reported (a :class:`lm.compare.Live`), as a comparison so far."""
     take = getattr(progress, "snapshot", None)
     return take() if callable(take) else None
 

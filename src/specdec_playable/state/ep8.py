@@ -1,9 +1,9 @@
 """State of Episode 8: busy accelerators and token trees.
 
 Part 1 prices speculative decoding at batch size ``batch`` with the measured H200
-pass-time curve (``core.batching``): every derived value is a pure function of the
+pass-time curve (``sim.batching``): every derived value is a pure function of the
 knobs, recomputed when one moves. Part 2 compares a chain of drafts with a tree of
-the same number of verified positions (``core.trees``): the closed form, and fresh
+the same number of verified positions (``sim.trees``): the closed form, and fresh
 Monte-Carlo rounds on every change from this object's own generator.
 """
 
@@ -16,7 +16,8 @@ import numpy as np
 import param
 
 from . import unlocked
-from ..core import batching, theory, trees
+from ..data import hardware
+from ..sim import batching, theory, trees
 
 #: Batch sizes the chart spans (every integer; the axis is logarithmic).
 BATCH_MAX = 256
@@ -36,26 +37,26 @@ Q_GRID.setflags(write=False)
 @lru_cache(maxsize=1)
 def h200_curve() -> batching.PassTimeCurve:
     """The 8B-shape H200 pass-time curve and its roofline fit, read once and shared."""
-    return batching.measured_curve("llama-8b-shape", "gemm-cudagraph")
+    return hardware.measured_curve("llama-8b-shape", "gemm-cudagraph")
 
 
 @lru_cache(maxsize=1)
 def cpu_curve() -> batching.PassTimeCurve:
     """The real model's pass times on this server's CPU, read once and shared."""
-    return batching.cpu_curve()
+    return hardware.cpu_curve()
 
 
 def real_tree_table():
-    """Chain against trees with the real model, as measured (``core.lm.tree_table``); shared."""
-    from ..core.lm.tree_table import load_tree_vs_chain
+    """Chain against trees with the real model, as measured (``data.tree_table``); shared."""
+    from ..data.tree_table import load_tree_vs_chain
 
     return load_tree_vs_chain()
 
 
 @lru_cache(maxsize=1)
 def real_tree_step():
-    """One real tree verify pass, as recorded (``core.lm.tree_step``); read once and shared."""
-    from ..core.lm.tree_step import load_tree_step_example
+    """One real tree verify pass, as recorded (``lm.tree_step``); read once and shared."""
+    from ..data.tree_example import load_tree_step_example
 
     return load_tree_step_example()[0]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..core import hardware
+from ..data import hardware
 
 
 @dataclass(frozen=True)

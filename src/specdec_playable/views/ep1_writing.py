@@ -12,7 +12,7 @@ import uuid
 import panel as pn
 import param
 
-from ..core.clocks import ClockComparison
+from ..sim.clocks import ClockComparison
 from ..state.ep1 import WritingVsChecking
 from . import theme
 from .lanes import Box, Lane, LanePlayer, Timeline

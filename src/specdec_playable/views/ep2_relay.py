@@ -1,6 +1,6 @@
 """Episode 2's view: the relay's two lanes, the text growing under them, the clocks and the guarantee.
 
-The server runs :func:`core.relay.run` once per change; the browser plays the run:
+The server runs :func:`sim.relay.run` once per change; the browser plays the run:
 the lanes, and through Episode 2's frame hook (``views/static/ep2_frame.js``, whose
 header is the contract for the ``data-*`` attributes the builders here write) the
 text, the two clocks and the running cost of bad rounds, all from one
@@ -18,7 +18,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from ..core.relay import RelayResult
+from ..sim.relay import RelayResult
 from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
 from . import theme
 from .lanes import Box, Lane, LanePlayer, Timeline

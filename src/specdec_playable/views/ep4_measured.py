@@ -1,7 +1,7 @@
 """Episode 4's measured numbers: the histogram of per-token acceptance per text, the table of
 means, the sentence that says whether the genres differ, and the paste's progress.
 
-Plain functions of ``core.measured`` and the state, so tests can call them; the one figure is
+Plain functions of ``data.measured`` and the state, so tests can call them; the one figure is
 built once and updated through its source.
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool, NumeralTickFormatter, Range1d
 from bokeh.plotting import figure
 
-from ..core import measured
+from ..data import measured
 from ..state.ep4 import BoilerplateVsPoetry
 from . import theme
 from .page import esc

@@ -20,7 +20,7 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from ..core import texts
+from ..data import texts
 from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
 from . import ep4_measured, theme
 from .deferred import when_near

@@ -26,8 +26,8 @@ from bokeh.models import (
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 
-from ..core import adaptive
-from ..core.measured import REST
+from ..sim import adaptive
+from ..data.measured import REST
 from ..state.ep6 import SAMPLE_SIZES, FinePrint
 from . import theme
 from .deferred import when_near

@@ -28,12 +28,12 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from ..core import lm
-from ..core.lm import remote
-from ..core.events import Events
-from ..core.lm.compare import WRITTEN, Comparison, token_texts
-from ..core.lm.decode import Generation
-from ..core.relay import RelayResult
+from .. import lm
+from ..serve import interface
+from ..sim.events import Events
+from ..lm.compare import WRITTEN, Comparison, token_texts
+from ..lm.decode import Generation
+from ..sim.relay import RelayResult
 from ..state.ep7 import (CUSTOM, PROMPT_MAX_CHARS, RealText, check_words, cost_words, map_words,
                          ratio_words, status_line, verdict, why)
 from . import theme
@@ -368,7 +368,7 @@ def status_html(state: RealText) -> str:
     """The run's place in line or progress, and any message, in a line or two."""
     queue = state.queue
     line = status_line(state.status, state.position, state.comparison, workers=queue.workers,
-                       running=queue.running, model_loaded=remote.model_ready())
+                       running=queue.running, model_loaded=interface.model_ready())
     out = ""
     if line:
         out += f'<p class="ep7-status" role="status">{esc(line)}</p>'
@@ -519,11 +519,7 @@ class RealTextView(StateView):
 
     def _abandoned(self) -> bool:
         """True when this page's tab has been gone a while (before the session itself ends)."""
-        session = getattr(self._session, "_session", None)  # Bokeh's ServerSession, if any
-        try:
-            return session.connection_count == 0 and session.milliseconds_since_last_unsubscribe > ABANDONED_MS
-        except AttributeError:
-            return False
+        return interface.tab_abandoned(self._session, ABANDONED_MS)
 
     def _closed(self, session_context):
         self._stop_polling()

@@ -26,7 +26,7 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from ..core import trees
+from ..sim import trees
 from ..state.ep8 import (
     ANCHORS, BATCH_MAX, BATCHES, K_MAX, N_ROUNDS, Q_GRID, BusyAndTrees, real_tree_step,
     real_tree_table,

@@ -13,8 +13,8 @@ import panel as pn
 from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, LinearColorMapper, Range1d
 from bokeh.plotting import figure
 
-from ..core.lm.tree_step import TreeStep
-from ..core.lm.tree_table import TreeVsChain
+from ..lm.tree_step import TreeStep
+from ..data.tree_table import TreeVsChain
 from . import theme
 from .keys import KEYS_CSS, chart_key, swatch
 from .page import esc, page_css, prose

@@ -8,7 +8,7 @@ from bokeh.plotting import figure
 
 import numpy as np
 
-from ..core import hardware
+from ..data import hardware
 from . import theme
 from .page import esc, prose
 

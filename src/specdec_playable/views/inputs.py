@@ -3,7 +3,7 @@ says why it refused what was typed.
 
 :func:`help_html` writes one line per control, its label and what it does with its unit,
 from the state parameter's own ``doc`` (one source for the words). :class:`SeedBox` is a
-text box for a seed: whatever is typed is checked with :func:`core.seeds.parse_seed`; a
+text box for a seed: whatever is typed is checked with :func:`sim.seeds.parse_seed`; a
 seed that is not one (``-5``, ``3.7``, ``1e12``, an empty box) is not used, and the box
 says so under it and shows the seed the page still runs with.
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import panel as pn
 import param
 
-from ..core.seeds import parse_seed
+from ..sim.seeds import parse_seed
 from .page import esc, page_css
 
 

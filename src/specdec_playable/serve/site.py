@@ -8,10 +8,10 @@ import panel as pn
 from bokeh.settings import settings as bokeh_settings
 from tornado.web import OutputTransform
 
-from .core import shared
-from .episodes import available
-from .views.page import episode_cards_html, page_css, safe_page
-from .views.resources import theme_css
+from . import shared
+from ..episodes import available
+from ..views.page import episode_cards_html, page_css, safe_page
+from ..views.resources import theme_css
 
 log = logging.getLogger("specdec_playable")
 
@@ -95,7 +95,7 @@ def prepare_process() -> None:
     - Bokeh checks every new session's document for broken models (about a sixth of a page's
       build). The pages are the same structure for every visitor, so the tests check each
       page's document once (``tests/test_open_cost.py``) and the server does not repeat it.
-    - The results that every session shares (``core.shared``) are computed for the pages'
+    - The results that every session shares (``serve.shared``) are computed for the pages'
       opening settings now, before the first visitor arrives.
     """
     bokeh_settings.perform_document_validation.set_value(False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import _validate as _v
+from . import validate as _v
 from .events import Events
 
 N_TOKENS_MAX = 4096

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import _validate as _v
+from . import validate as _v
 from .acceptance import Acceptance
 from .events import Events
 

@@ -25,8 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..assets import asset_path
-from ..events import Events
+from ..sim.events import Events
 from .decode import Generation, Update, draft_cost, generate, speculate, speedup
 from .drafts import EarlyExit, PromptLookup
 from .ngram import NgramDraft
@@ -41,7 +40,6 @@ DRAFTS: dict[str, Callable[[], object]] = {
 SPEC_SHARE = 0.5
 #: Phases of a comparison: which run is writing, or done.
 PHASES = ("speculative", "plain", "done")
-CPU_PASS_COSTS = "pass_cost_cpu.csv"
 
 
 def make_draft(name: str):
@@ -51,24 +49,9 @@ def make_draft(name: str):
     return DRAFTS[name]()
 
 
-@lru_cache(maxsize=1)
 def _cpu_pass_table() -> dict[int, float]:
     with open(asset_path(CPU_PASS_COSTS), newline="") as fh:
         return {int(r["n_positions"]): float(r["median_ms"]) for r in csv.DictReader(fh)}
-
-
-def cpu_pass_cost(n_positions: int) -> float:
-    """One target pass over ``n_positions`` over one decode step, as measured on this CPU.
-
-    Examples
-    --------
-    >>> round(cpu_pass_cost(5), 2)
-    2.22
-    """
-    table = _cpu_pass_table()
-    if n_positions not in table:
-        raise ValueError(f"n_positions must be one of {sorted(table)}; got {n_positions!r}")
-    return table[n_positions] / table[1]
 
 
 @dataclass(frozen=True, eq=False)

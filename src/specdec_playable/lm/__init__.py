@@ -1,4 +1,4 @@
-"""A real language model in the core: SmolLM2-135M-Instruct in numpy, its drafts and its decoders.
+"""The real model: SmolLM2-135M-Instruct as a numpy forward pass, its drafts and its decoders.
 
 Importing this package loads nothing: the model is read on first use by :func:`get_model`, once per
 process, and shared read-only. If the model package is not installed, every entry point that needs

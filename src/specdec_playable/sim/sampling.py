@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as _v
+from . import validate as _v
 from .acceptance import Acceptance
 
 #: Largest number of samples one call draws.

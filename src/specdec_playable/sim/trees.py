@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as _v
+from . import validate as _v
 
 #: Largest tree the functions take (nodes scored besides the root).
 NODES_MAX = 1024

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..assets import asset_path
+from ..shipped import asset_path
 
 CSV_NAME = "lm/tree_vs_chain.csv"
 META_NAME = "lm/tree_vs_chain.meta.json"

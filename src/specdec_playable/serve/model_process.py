@@ -27,8 +27,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..jobs import blas_env
-from .compare import Comparison, Mirror, compare
+from .jobs import blas_env
+from ..lm.compare import Comparison, Mirror, compare
 
 log = logging.getLogger("specdec_playable")
 
@@ -50,8 +50,8 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     """The child's loop: load the model, then answer one request at a time until the parent leaves."""
     from multiprocessing.connection import Connection
 
-    from ..jobs import _lower_priority
-    from .model import get_model
+    from .jobs import lower_priority
+    from ..lm.model import get_model
 
     requests = Connection(requests_fd, writable=False)
     replies = Connection(replies_fd, readable=False)
@@ -67,7 +67,7 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
 
     threading.Thread(target=watch_cancel, daemon=True).start()
     if nice:
-        _lower_priority(nice)
+        lower_priority(nice)
     model = get_model()  # the BLAS thread limit came with the environment (jobs.blas_env)
     replies.send(("ready", None))
     while True:
@@ -96,14 +96,14 @@ def _measure(model, cancel: threading.Event, replies, text: str,
              max_seconds: float):  # pragma: no cover - runs in the child
     """:func:`.measure.measure_text` in the child: progress sent as ``("progress", (done, total))``;
     stops at the next pass when cancelled or out of time (the result then says it is partial)."""
-    from .measure import measure_text
+    from ..lm.measure import measure_text
 
     end = time.monotonic() + max_seconds
     return measure_text(model, text, stopped=lambda: cancel.is_set() or time.monotonic() > end,
                         report=lambda done, total: replies.send(("progress", (done, total))))
 
 
-_CHILD = ("import sys; from specdec_playable.core.lm.remote import _child_main; "
+_CHILD = ("import sys; from specdec_playable.serve.model_process import _child_main; "
           "_child_main(*map(int, sys.argv[1:]))")
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as _v
+from . import validate as _v
 
 
 def _out(arr: np.ndarray, kind=float):

@@ -35,8 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _validate as _v
-from .assets import asset_dir
+from ..sim import validate as _v
+from ..sim.adaptive import REPEATS_MAX, Stream
+from ..shipped import asset_dir
 
 #: The acceptance probability ``q`` of each tier, most to least predictable. The tier names are
 #: the vocabulary of the rule in ``assets/texts/README.md``.
@@ -618,3 +619,39 @@ def text_from_paste(s: str, max_chars: int = PASTE_MAX_CHARS) -> Text:
         decoys=tuple(make_decoys(tokens)),
         tiers=tuple(tiers),
     )
+
+
+#: The default stream: code, then a poem, then JSON (Episode 4's texts).
+DEFAULT_TEXT_IDS = ("js-loop", "poem-kettle", "json-record")
+
+
+def make_stream(ids=DEFAULT_TEXT_IDS, repeats: int = 1) -> Stream:
+    """The bundled texts ``ids`` back to back, each repeated ``repeats`` times in a row.
+
+    Examples
+    --------
+    >>> s = make_stream(("js-loop", "poem-kettle"), repeats=2)
+    >>> [seg[0] for seg in s.segments]
+    ['code', 'poem']
+    """
+    repeats = _v.integer("repeats", repeats, 1, REPEATS_MAX)
+    if isinstance(ids, str) or not ids:
+        raise ValueError(f"ids must be a non-empty sequence of text ids; got {ids!r}")
+    tokens: list[str] = []
+    qs: list[np.ndarray] = []
+    segments = []
+    for tid in ids:
+        t = load_text(tid)
+        start = len(tokens)
+        for _ in range(repeats):
+            tokens.extend(t.tokens)
+            qs.append(t.q)
+        segments.append((t.kind, start, len(tokens)))
+    q = np.concatenate(qs)
+    q.setflags(write=False)
+    return Stream(tuple(tokens), q, tuple(segments))
+
+
+# ---------------------------------------------------------------------------
+# Update rules (pure functions, tested on hand-made sequences)
+# ---------------------------------------------------------------------------

@@ -7,7 +7,7 @@ greedy drafting is kept, the target's probability of the token and the draft's g
 few contexts, both models' most likely next tokens. Provenance is in
 ``assets/lm/measured_texts.meta.json``.
 
-This module needs no model: it turns the asset into :class:`core.texts.Text` records (each token's
+This module needs no model: it turns the asset into :class:`data.texts.Text` records (each token's
 ``q`` is its measured acceptance), streams for the adaptive race, histograms and genre means, and
 the small categorical distributions of Episode 6's sampling check. Everything returned is
 read-only and cached, so sessions share it.
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as _v
-from .adaptive import REPEATS_MAX, Stream
-from .assets import asset_path
+from ..sim import validate as _v
+from ..sim.adaptive import REPEATS_MAX, Stream
+from ..shipped import asset_path
 from .texts import Text
 
 ASSET = "lm/measured_texts.json"
@@ -321,7 +321,7 @@ def chi_square_pooled(observed, probs, min_expected: float = MIN_EXPECTED):
     >>> chi_square_pooled([90, 8, 1, 1], [0.9, 0.08, 0.01, 0.01]).df
     1
     """
-    from .sampling import chi_square
+    from ..sim.sampling import chi_square
 
     obs = np.asarray(observed, dtype=float)
     p = np.asarray(probs, dtype=float)

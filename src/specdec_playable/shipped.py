@@ -6,7 +6,7 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve()
 #: Installed wheel: ``specdec_playable/assets``; source checkout: ``<repo>/assets``.
-_CANDIDATES = (_HERE.parents[1] / "assets", _HERE.parents[3] / "assets")
+_CANDIDATES = (_HERE.parent / "assets", _HERE.parents[2] / "assets")
 
 
 def asset_dir() -> Path:

@@ -1,7 +1,7 @@
 """Adaptive draft length: policies that choose k round by round, raced on one token stream.
 
 The stream is several bundled texts back to back (by default code, then a poem,
-then a JSON record, from :mod:`core.texts`), each token with its own acceptance
+then a JSON record, from :mod:`data.texts`), each token with its own acceptance
 probability ``q``. One uniform number per token position is drawn once and shared by
 every policy: the draft's guess at position ``i`` is right exactly when
 ``u[i] < q[i]``. So every policy sees the same randomness and the races differ
@@ -42,12 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as _v
-from . import texts, theory
+from . import validate as _v
+from . import theory
 from .acceptance import Acceptance
 
-#: The default stream: code, then a poem, then JSON (Episode 4's texts).
-DEFAULT_TEXT_IDS = ("js-loop", "poem-kettle", "json-record")
 #: Longest draft any policy may choose.
 K_CAP = 12
 REPEATS_MAX = 20
@@ -77,38 +75,6 @@ class Stream:
 
     def __len__(self) -> int:
         return len(self.tokens)
-
-
-def make_stream(ids=DEFAULT_TEXT_IDS, repeats: int = 1) -> Stream:
-    """The bundled texts ``ids`` back to back, each repeated ``repeats`` times in a row.
-
-    Examples
-    --------
-    >>> s = make_stream(("js-loop", "poem-kettle"), repeats=2)
-    >>> [seg[0] for seg in s.segments]
-    ['code', 'poem']
-    """
-    repeats = _v.integer("repeats", repeats, 1, REPEATS_MAX)
-    if isinstance(ids, str) or not ids:
-        raise ValueError(f"ids must be a non-empty sequence of text ids; got {ids!r}")
-    tokens: list[str] = []
-    qs: list[np.ndarray] = []
-    segments = []
-    for tid in ids:
-        t = texts.load_text(tid)
-        start = len(tokens)
-        for _ in range(repeats):
-            tokens.extend(t.tokens)
-            qs.append(t.q)
-        segments.append((t.kind, start, len(tokens)))
-    q = np.concatenate(qs)
-    q.setflags(write=False)
-    return Stream(tuple(tokens), q, tuple(segments))
-
-
-# ---------------------------------------------------------------------------
-# Update rules (pure functions, tested on hand-made sequences)
-# ---------------------------------------------------------------------------
 
 
 def plus_two_minus_one(k: int, drafted: int, accepted: int, k_max: int = K_CAP) -> int:

@@ -292,7 +292,7 @@ class JobQueue:
 
     def _work(self) -> None:
         if self.nice:
-            _lower_priority(self.nice)
+            lower_priority(self.nice)
         while True:
             with self._lock:
                 while not self._waiting and not self._closed:
@@ -322,7 +322,7 @@ class JobQueue:
                 self._trim()
 
 
-def _lower_priority(nice: int) -> None:
+def lower_priority(nice: int) -> None:
     """Lower the calling thread's CPU priority (on Linux a thread has its own niceness)."""
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
@@ -348,7 +348,7 @@ def shared_queue() -> JobQueue:
     down) and up to :data:`SHARED_MAX_WAITING` runs in line. Every page that runs the
     model submits here, so together they never run more than that at once.
 
-    The runs themselves go on to a model process per worker (:mod:`core.lm.remote`),
+    The runs themselves go on to a model process per worker (:mod:`serve.model_process`),
     started with the same niceness and with its BLAS library held to :data:`BLAS_THREADS`
     thread per matrix product (:func:`blas_env`). With two BLAS threads per run, two runs
     at once ask four threads of two cores, and OpenBLAS's threads wait for one another by

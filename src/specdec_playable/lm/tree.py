@@ -1,7 +1,7 @@
 """Token-tree speculative decoding with the real model: guess in branches, check them in one pass.
 
 A round drafts a tree of guesses from the learned draft's top-w candidates per level
-(:meth:`.ngram.NgramDraft.candidates`), in one of the shapes of :mod:`specdec_playable.core.trees`:
+(:meth:`.ngram.NgramDraft.candidates`), in one of the shapes of :mod:`specdec_playable.sim.trees`:
 
 * ``"spine"``: at each of ``depth`` levels, the draft's ``width`` best guesses, all hanging under
   the previous level's best guess (``width * depth`` nodes; width 1 is the chain of ``depth``);
@@ -15,7 +15,7 @@ only where the draft knows the context; so a real tree may be smaller than its s
 One target pass scores the root (the last committed token, not yet fed) and every node. Each node
 sits at the rotary position of its depth after the committed text, and attends to the committed
 text, the root and its own ancestors only (:func:`tree_mask`, built on
-:func:`specdec_playable.core.trees.ancestor_mask`). A node is accepted when its parent was accepted
+:func:`specdec_playable.sim.trees.ancestor_mask`). A node is accepted when its parent was accepted
 (or is the root) and its token is the target's greedy token at its parent. Siblings differ, so the
 accepted nodes form one path; the target's own token after the path's end is written too (a
 correction when that end had children, all rejected; a bonus when it is a leaf). The cache then keeps
@@ -32,9 +32,9 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .. import _validate as _v
-from .. import trees
-from .decode import Generation, _check, _Run
+from ..sim import validate as _v
+from ..sim import trees
+from .decode import Generation, RunLog, check_run
 
 SHAPES = ("spine", "full")
 #: Largest width (the draft keeps 8 continuations per context), depth and tree (nodes per pass).
@@ -124,7 +124,7 @@ def tree_mask(parents) -> np.ndarray:
     """The attention mask of a verify pass over ``[root, *nodes]``, shape (n + 1, n + 1).
 
     Row and column 0 are the root: every node sees it; node ``i`` (row ``i + 1``) also sees itself
-    and its ancestors (:func:`specdec_playable.core.trees.ancestor_mask`). Every committed token
+    and its ancestors (:func:`specdec_playable.sim.trees.ancestor_mask`). Every committed token
     before the root is visible to all (outside this matrix).
 
     Examples
@@ -249,7 +249,7 @@ def shape_parents(shape: str, width: int, depth: int) -> np.ndarray:
     raise ValueError(f"shape must be one of {SHAPES}; got {shape!r}")
 
 
-def _check_shape(shape, width, depth) -> tuple[str, int, int, int]:
+def check_shape(shape, width, depth) -> tuple[str, int, int, int]:
     width = _v.integer("width", width, 1, WIDTH_MAX)
     depth = _v.integer("depth", depth, 1, DEPTH_MAX)
     if shape not in SHAPES:
@@ -287,7 +287,7 @@ def build_tree(proposer, context, width: int, depth: int, *, shape: str = "spine
     >>> build_tree(run, tok.encode("import os.path"), 2, 2).parents.tolist()  # doctest: +SKIP
     [-1, -1, 0, 0]
     """
-    shape, width, depth, _ = _check_shape(shape, width, depth)
+    shape, width, depth, _ = check_shape(shape, width, depth)
     ctx = list(np.asarray(context, dtype=np.int64)[-3:])
     parents: list[int] = []
     tokens: list[int] = []
@@ -405,7 +405,7 @@ class TreeGeneration(Generation):
     def expected_tokens(self, q: float | None = None) -> float:
         """Closed-form tokens per pass for this run's own trees at per-candidate acceptance ``q``.
 
-        The mean over rounds of :func:`specdec_playable.core.trees.expected_tokens` of each round's
+        The mean over rounds of :func:`specdec_playable.sim.trees.expected_tokens` of each round's
         tree (1 for an empty tree): what the independent-acceptance model predicts for the trees
         this run actually drafted. ``q`` defaults to :attr:`candidate_acceptance`.
         """
@@ -441,14 +441,14 @@ def speculate_tree(model, prompt: Sequence[int], draft, width: int, depth: int, 
     -------
     TreeGeneration
     """
-    shape, width, depth, size = _check_shape(shape, width, depth)
-    ids, max_new, _, _, max_seconds = _check(model, prompt, max_new, 0.0, 1.0, max_seconds,
+    shape, width, depth, size = check_shape(shape, width, depth)
+    ids, max_new, _, _, max_seconds = check_run(model, prompt, max_new, 0.0, 1.0, max_seconds,
                                              extra=size + 1)
     proposer = draft.begin(model)
     if not callable(getattr(proposer, "candidates", None)):
         raise ValueError(f"draft {getattr(draft, 'name', draft)!r} cannot give top-w candidates; "
                          "use NgramDraft")
-    run = _Run(model, ids, max_new, 0.0, 1.0, None, progress, cancel, max_seconds,
+    run = RunLog(model, ids, max_new, 0.0, 1.0, None, progress, cancel, max_seconds,
                str(getattr(draft, "name", type(draft).__name__)), depth)
     cache = model.new_cache(capacity=ids.size + max_new + size + 2)
     tok = run.tok

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as _v
-from . import hardware, theory
+from . import validate as _v
+from . import theory
 
 #: Largest batch the cost model takes.
 BATCH_MAX = 4096
@@ -98,37 +98,6 @@ class PassTimeCurve:
         """True where :meth:`time_ms` comes from the fit, not from measurement."""
         out = np.asarray(n) > self.n_max
         return bool(out) if out.ndim == 0 else out
-
-
-def measured_curve(model: str = "llama-8b-shape", impl: str = "gemm-cudagraph") -> PassTimeCurve:
-    """The roofline fit of one measured H200 series (``assets/pass_cost_h200.csv``).
-
-    Examples
-    --------
-    >>> curve = measured_curve()
-    >>> curve.n_max, round(curve.time_ms(1), 2), round(curve.time_ms(512), 1)
-    (512, 4.8, 11.1)
-    """
-    costs = hardware.load_pass_costs()
-    if (model, impl) not in costs:
-        raise ValueError(f"(model, impl) must be one of {sorted(costs)}; got {(model, impl)!r}")
-    series = costs[(model, impl)]
-    return fit_roofline(series.n_positions, series.median_ms,
-                        label=f"{model}, {impl} (measured on one NVIDIA H200)")
-
-
-def cpu_curve() -> PassTimeCurve:
-    """The real model's measured pass times on this project's CPU (``assets/pass_cost_cpu.csv``).
-
-    Examples
-    --------
-    >>> curve = cpu_curve()
-    >>> curve.n_max, bool(curve.time_ms(5) > 1.5 * curve.time_ms(1))   # checking is not free here
-    (64, True)
-    """
-    series = hardware.load_cpu_pass_costs()
-    return fit_roofline(series.n_positions, series.median_ms,
-                        label=f"{series.model}, {series.impl} (measured on this project's CPU)")
 
 
 def fit_roofline(n_positions, median_ms, *, label: str = "") -> PassTimeCurve:

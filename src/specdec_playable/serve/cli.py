@@ -146,7 +146,7 @@ def _export(args) -> int:
 def _simulate(args, parser) -> int:
     import numpy as np
 
-    from .core import montecarlo, theory
+    from ..sim import montecarlo, theory
 
     if args.seed is not None and args.seed < 0:
         parser.error(f"argument --seed: must be a non-negative integer; got {args.seed}")
@@ -177,8 +177,8 @@ def _simulate(args, parser) -> int:
 
 
 def _make_draft(name: str):
-    from .core.lm.drafts import EarlyExit, PromptLookup
-    from .core.lm.ngram import NgramDraft
+    from ..lm.drafts import EarlyExit, PromptLookup
+    from ..lm.ngram import NgramDraft
 
     return {"lookup": PromptLookup, "learned": NgramDraft, "early-exit": EarlyExit}[name]()
 
@@ -208,8 +208,8 @@ def marked_text(texts, marks) -> str:
 def _generate(args) -> int:
     import math
 
-    from .core.lm import ModelNotInstalled, get_model
-    from .core.lm.decode import draft_cost, generate, speculate, speedup
+    from ..lm import ModelNotInstalled, get_model
+    from ..lm.decode import draft_cost, generate, speculate, speedup
 
     try:
         model = get_model()

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _validate as _v
-from ..events import Events
+from ..sim import validate as _v
+from ..sim.events import Events
 from . import sampling
 from .drafts import EMPTY, Proposal
 
@@ -179,7 +179,7 @@ def draft_cost(plain: Generation, spec: Generation) -> float:
     return spec.draft_ms_per_token / step
 
 
-def _check(model, prompt, max_new, temperature, top_p, max_seconds, extra: int) -> tuple:
+def check_run(model, prompt, max_new, temperature, top_p, max_seconds, extra: int) -> tuple:
     ids = model.tokenizer.as_array(prompt)
     if ids.size == 0:
         raise ValueError("prompt must hold at least one token")
@@ -195,7 +195,7 @@ def _check(model, prompt, max_new, temperature, top_p, max_seconds, extra: int) 
     return ids, min(max_new, room), temperature, top_p, max_seconds
 
 
-class _Run:
+class RunLog:
     """Bookkeeping shared by both runners: clock, output, events, stopping, progress."""
 
     def __init__(self, model, ids, max_new, temperature, top_p, rng, progress, cancel,
@@ -320,9 +320,9 @@ def generate(model, prompt: Sequence[int], *, max_new: int = 64, temperature: fl
     -------
     Generation
     """
-    ids, max_new, temperature, top_p, max_seconds = _check(
+    ids, max_new, temperature, top_p, max_seconds = check_run(
         model, prompt, max_new, temperature, top_p, max_seconds, extra=0)
-    run = _Run(model, ids, max_new, temperature, top_p, rng, progress, cancel, max_seconds, "none", 0)
+    run = RunLog(model, ids, max_new, temperature, top_p, rng, progress, cancel, max_seconds, "none", 0)
     cache = model.new_cache(capacity=ids.size + max_new + 1)
     if run.should_stop() or run.prefill(cache):
         return run.result()
@@ -362,9 +362,9 @@ def speculate(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
     Generation
     """
     k = _v.integer("k", k, 1, K_MAX)
-    ids, max_new, temperature, top_p, max_seconds = _check(
+    ids, max_new, temperature, top_p, max_seconds = check_run(
         model, prompt, max_new, temperature, top_p, max_seconds, extra=k + 1)
-    run = _Run(model, ids, max_new, temperature, top_p, rng, progress, cancel, max_seconds,
+    run = RunLog(model, ids, max_new, temperature, top_p, rng, progress, cancel, max_seconds,
                str(getattr(draft, "name", type(draft).__name__)), k)
     cache = model.new_cache(capacity=ids.size + max_new + k + 2)
     proposer = draft.begin(model)

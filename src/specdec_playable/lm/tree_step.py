@@ -10,17 +10,14 @@ prompt as ``assets/lm/tree_step_example.json``; :func:`load_tree_step_example` r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _validate as _v
-from ..assets import asset_path
-from .tree import NODES_MAX, _check_shape, build_tree, verify_tree
+from ..sim import validate as _v
+from .tree import NODES_MAX, check_shape, build_tree, verify_tree
 
-ASSET = "lm/tree_step_example.json"
 #: Most plain greedy tokens written before the step.
 AFTER_MAX = 256
 
@@ -182,7 +179,7 @@ def example_tree_step(model, prompt: str | Sequence[int], draft, width: int, dep
     tok = model.tokenizer
     ids = tok.chat(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
     after = _v.integer("after", after, 0, AFTER_MAX)
-    shape, width, depth, _ = _check_shape(shape, width, depth)
+    shape, width, depth, _ = check_shape(shape, width, depth)
     if not ids:
         raise ValueError("prompt must hold at least one token")
     if len(ids) + after + NODES_MAX + 2 > model.config.context:
@@ -216,7 +213,3 @@ def example_tree_step(model, prompt: str | Sequence[int], draft, width: int, dep
         positions=v.positions.copy())
 
 
-def load_tree_step_example() -> tuple[TreeStep, dict]:
-    """The shipped step (``assets/lm/tree_step_example.json``) and its provenance record."""
-    d = json.loads(asset_path(ASSET).read_text())
-    return TreeStep.from_dict(d["step"]), d["meta"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _validate as _v
+from . import validate as _v
 from . import theory
 
 #: Uniforms drawn per chunk: bounds memory at ~8 MB for any n_rounds and k.

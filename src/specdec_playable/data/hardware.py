@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .assets import asset_path
+from ..shipped import asset_path
+from ..sim.batching import PassTimeCurve, fit_roofline
 
 CSV_NAME = "pass_cost_h200.csv"
 META_NAME = "pass_cost_h200.meta.json"
@@ -113,3 +114,46 @@ def draft_cost_ratio(draft_model: str, target_model: str = "llama-8b-shape") -> 
         if model not in known:
             raise ValueError(f"{name} must be one of {known}; got {model!r}")
     return costs[(draft_model, "gemm-cudagraph")].at(1) / costs[(target_model, "gemm-cudagraph")].at(1)
+
+
+def measured_curve(model: str = "llama-8b-shape", impl: str = "gemm-cudagraph") -> PassTimeCurve:
+    """The roofline fit of one measured H200 series (``assets/pass_cost_h200.csv``).
+
+    Examples
+    --------
+    >>> curve = measured_curve()
+    >>> curve.n_max, round(curve.time_ms(1), 2), round(curve.time_ms(512), 1)
+    (512, 4.8, 11.1)
+    """
+    costs = load_pass_costs()
+    if (model, impl) not in costs:
+        raise ValueError(f"(model, impl) must be one of {sorted(costs)}; got {(model, impl)!r}")
+    series = costs[(model, impl)]
+    return fit_roofline(series.n_positions, series.median_ms,
+                        label=f"{model}, {impl} (measured on one NVIDIA H200)")
+
+
+def cpu_curve() -> PassTimeCurve:
+    """The real model's measured pass times on this project's CPU (``assets/pass_cost_cpu.csv``).
+
+    Examples
+    --------
+    >>> curve = cpu_curve()
+    >>> curve.n_max, bool(curve.time_ms(5) > 1.5 * curve.time_ms(1))   # checking is not free here
+    (64, True)
+    """
+    series = load_cpu_pass_costs()
+    return fit_roofline(series.n_positions, series.median_ms,
+                        label=f"{series.model}, {series.impl} (measured on this project's CPU)")
+
+
+def cpu_pass_cost(n_positions: int) -> float:
+    """One target pass over ``n_positions`` over one decode step, as measured on this CPU.
+
+    Examples
+    --------
+    >>> round(cpu_pass_cost(5), 2)
+    2.22
+    """
+    series = load_cpu_pass_costs()
+    return series.at(n_positions) / series.at(1)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _validate as _v
-from ..assets import asset_path
+from ..sim import validate as _v
+from ..shipped import asset_path
 from .sampling import TEMPERATURE_MAX
 
 ASSET = "lm/ngram_draft.npz"

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from string import Template
 
-from .episodes import available
-from .views import resources, theme
+from ..episodes import available
+from ..views import resources, theme
 
 #: Pure-Python requirements pinned to the versions this export was built with.
 #: Panel and Bokeh are pinned by ``panel convert`` itself (its own version's CDN
@@ -87,7 +87,7 @@ def export(dest: str | Path, *, project_root: str | Path | None = None,
     with tempfile.TemporaryDirectory(prefix="specdec-export-") as tmp:
         work = Path(tmp)
         if wheel is None:
-            root = Path(project_root) if project_root else Path(__file__).resolve().parents[2]
+            root = Path(project_root) if project_root else Path(__file__).resolve().parents[3]
             if not (root / "pyproject.toml").is_file():
                 raise ExportError(f"no pyproject.toml in {root}: pass project_root or a built wheel")
             _say(f"[1/3] building the specdec_playable wheel from {root}")

@@ -1,0 +1,53 @@
+"""The functions a page submits to the job queue: each runs the real model in the worker thread's
+own model process (:mod:`.model_process`), so the model never holds the server's interpreter lock,
+which every visitor's page needs.
+
+Each returns ``work(ctx)`` for :meth:`.jobs.JobQueue.submit`: it asks the worker's child to do one
+thing with the time the job has left, stops when the job is cancelled, reports progress through
+``ctx.report`` and marks a result cut short by the clock so it is not shared with later visitors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import jobs, model_process
+
+#: Seconds of a job's budget kept back for the reply to travel and the page to draw it.
+MARGIN_S = 1.0
+
+
+def _in_child(ctx: jobs.JobContext, call: Callable[..., Any], complete: Callable[[Any], bool]):
+    """Run ``call(child, cancel=..., max_seconds=..., report=...)`` in this worker's child."""
+    child = model_process.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
+    left = ctx.deadline - time.monotonic() - MARGIN_S
+    result = call(child, cancel=ctx.cancel_event, max_seconds=max(left, 0.01), report=ctx.report)
+    if not complete(result):
+        ctx.cut_short()
+    return result
+
+
+def generation_work(settings) -> Callable[[jobs.JobContext], Any]:
+    """Episode 7's Run: a speculative and a plain run of ``settings.prompt`` (any object with
+    ``prompt, draft, k, max_new, temperature, seed``), as an :class:`lm.compare.Comparison`."""
+
+    def call(child, **budget):
+        return child.compare(settings.prompt, settings.draft, settings.k, max_new=settings.max_new,
+                             temperature=settings.temperature, seed=settings.seed, **budget)
+
+    def complete(result) -> bool:
+        return not any(r is not None and r.stopped == "time" for r in (result.spec, result.plain))
+
+    return lambda ctx: _in_child(ctx, call, complete)
+
+
+def scoring_work(source: str) -> Callable[[jobs.JobContext], Any]:
+    """Episode 4's paste: the text scored teacher-forced by the model and the learned draft,
+    reporting ``(done, total)`` tokens after each pass (an :class:`lm.measure.MeasuredText`)."""
+
+    def call(child, **budget):
+        return child.measure(source, **budget)
+
+    return lambda ctx: _in_child(ctx, call, lambda result: result.complete)
