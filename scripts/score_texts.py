@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from specdec_playable.data import texts
 from specdec_playable.shipped import asset_path
 from specdec_playable.lm import get_model, model_file
 from specdec_playable.lm.measure import default_draft, measure_text, next_token
@@ -46,9 +45,11 @@ def sha256(path: Path) -> str:
 
 
 def sources() -> list[dict]:
-    """The texts to score: the bundled ones (most predictable first), then held-out Python."""
-    out = [dict(id=t.id, title=t.title, kind=t.kind, description=t.description, source=t.source,
-                origin=f"assets/texts/{t.id}.json") for t in texts.load_texts()]
+    """The texts to score, as the shipped asset holds them (most predictable first; each keeps the
+    origin it was first scored from), then held-out Python."""
+    shipped = json.loads(asset_path(ASSET).read_text(encoding="utf-8"))["texts"]
+    keys = ("id", "title", "kind", "description", "source", "origin")
+    out = [{k: t[k] for k in keys} for t in shipped if t["id"] != python_text()["id"]]
     out.append(python_text())
     return out
 

@@ -29,6 +29,8 @@ from specdec_playable.state.ep3 import QualityDial
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 from specdec_playable.state.ep5 import BreakEvenMap
 from specdec_playable.state.ep6 import FinePrint
+from specdec_playable.state.ep7 import RealText
+from specdec_playable.state.ep8 import BusyAndTrees
 
 WIDTHS = (1280, 390)
 SEED = 1
@@ -48,6 +50,8 @@ STATES = {
     4: lambda: BoilerplateVsPoetry(rng=SEED),
     5: lambda: BreakEvenMap(rng=SEED),
     6: lambda: FinePrint(rng=SEED),
+    7: lambda: RealText(),
+    8: lambda: BusyAndTrees(),
 }
 
 
@@ -68,8 +72,24 @@ def _settle(page, ms: int = 1500) -> None:
     page.bring_to_front()  # a tab in the background gets no animation frames
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
     page.wait_for_load_state("networkidle")
+    _scroll_through(page)
     page.evaluate("document.fonts.ready")
     page.wait_for_timeout(ms)
+
+
+def _scroll_through(page) -> None:
+    """Scroll down a screen at a time to the end, so every part built on scroll is built (the
+    page grows as parts arrive), then back to the top."""
+    y = 0
+    for _ in range(100):
+        height = page.evaluate("() => document.documentElement.scrollHeight")
+        if y >= height:
+            break
+        y += page.viewport_size["height"]
+        page.evaluate(f"() => window.scrollTo(0, {y})")
+        page.wait_for_timeout(400)
+    page.wait_for_load_state("networkidle")
+    page.evaluate("() => window.scrollTo(0, 0)")
 
 
 def main(out: Path, only: str = "") -> None:

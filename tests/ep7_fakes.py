@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specdec_playable.sim.events import Events
+from specdec_playable.sim.events import Event, Events
 from specdec_playable.lm.compare import Comparison
 from specdec_playable.lm.decode import Generation
 
@@ -63,7 +63,7 @@ def fake_spec(rounds, *, prefill_ms=200.0, verify_ms=90.0, guess_ms=0.05, step_i
         accept_at = (accepted_at / judged_at).astype(float)
     return Generation(
         prompt=tuple(range(prompt_len)), tokens=tuple(out), text="".join(texts(p) for p in range(len(out))),
-        marks=tuple(marks), events=Events.from_rows(rows), draft="lookup", k=k, temperature=temperature,
+        marks=tuple(marks), events=Events.of([Event(*r) for r in rows]), draft="lookup", k=k, temperature=temperature,
         top_p=1.0, prefill_ms=prefill_ms, wall_ms=t + 0.5, passes=len(rounds),
         draft_ms=sum(d for d, _ in rounds) * guess_ms, proposed=proposed, accepted=accepted,
         rejected=rejected, accept_at=accept_at, stopped=stopped)
@@ -80,7 +80,7 @@ def fake_plain(n_tokens: int, *, prefill_ms=200.0, step_ms=40.0, texts=_text, pr
     return Generation(
         prompt=tuple(range(prompt_len)), tokens=tuple(range(n_tokens)),
         text="".join(texts(p) for p in range(n_tokens)), marks=("generate",) * n_tokens,
-        events=Events.from_rows(rows), draft="none", k=0, temperature=temperature, top_p=1.0,
+        events=Events.of([Event(*r) for r in rows]), draft="none", k=0, temperature=temperature, top_p=1.0,
         prefill_ms=prefill_ms, wall_ms=t + 0.5, passes=n_tokens - 1, draft_ms=0.0, proposed=0,
         accepted=0, rejected=0, accept_at=np.zeros(0), stopped=stopped)
 

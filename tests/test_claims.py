@@ -25,7 +25,7 @@ from specdec_playable.episodes import ep2, ep3, ep4, ep6
 from specdec_playable.state import presets
 from specdec_playable.state.ep1 import SENTENCE
 from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
-from specdec_playable.state.ep3 import K_MAX, QualityDial
+from specdec_playable.state.ep3 import K_SLIDER_MAX, QualityDial
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 from specdec_playable.state.ep5 import BreakEvenMap
 from specdec_playable.state.ep6 import FAVOURITE_MAX, FinePrint, draft_distribution
@@ -217,11 +217,11 @@ def test_the_seed_box_refuses_with_a_message_and_keeps_the_run():
 
 
 @settings(max_examples=60, deadline=None)
-@given(PROBABILITY, st.integers(1, K_MAX), COST, st.integers(0, 2**32 - 1))
+@given(PROBABILITY, st.integers(1, K_SLIDER_MAX), COST, st.integers(0, 2**32 - 1))
 @example(0.0, 4, 0.0, 0).via("q = 0 and c = 0: exactly as fast as plain decoding")
 @example(0.25, 4, 0.3, 0).via("the best k is still slower")
-@example(1.0, K_MAX, 0.0, 0).via("the largest k, free drafts")
-@example(1.0, K_MAX, 1.0, 0).via("the largest k and c")
+@example(1.0, K_SLIDER_MAX, 0.0, 0).via("the largest k, free drafts")
+@example(1.0, K_SLIDER_MAX, 1.0, 0).via("the largest k and c")
 def test_ep3_verdict_and_best_k_follow_the_numbers(q, k, c, seed):
     s = QualityDial(q=q, k=k, c=c, rng=seed)
     r = s.result
@@ -253,7 +253,7 @@ def test_ep3_verdict_and_best_k_follow_the_numbers(q, k, c, seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(PROBABILITY, st.integers(1, K_MAX), COST)
+@given(PROBABILITY, st.integers(1, K_SLIDER_MAX), COST)
 def test_ep3_star_label_stays_inside_the_chart(q, k, c):
     view = ep3_quality_dial.QualityDialView(state=QualityDial(q=q, k=k, c=c, rng=1))
     d = view.speedup.best.data

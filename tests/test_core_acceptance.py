@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specdec_playable.data import texts
+import hand_texts as texts
 from specdec_playable.sim import adaptive, relay, sampling
 from specdec_playable.sim.acceptance import Acceptance
 from specdec_playable.sim.seeds import SEED_MAX, draw_seed

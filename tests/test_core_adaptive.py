@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.data import texts
+import hand_texts as texts
 from specdec_playable.sim import adaptive, theory
 from specdec_playable.sim.adaptive import (
     EstimateBestK, EstimateWithOffSwitch, FixedK, PlusTwoMinusOne, Stream, ema_update,

@@ -39,7 +39,7 @@ def test_it_completes_common_python(model):
     tok = model.tokenizer
     run = NgramDraft(min_share=0.0).begin(model)
     prop = run.propose(np.array(tok.encode("    def __init__(self")), 3)
-    assert len(prop) == 3 and prop.q is None
+    assert len(prop) == 3 and prop.p_draft is None
     assert tok.decode(prop.tokens).startswith(",") or tok.decode(prop.tokens).startswith(")")
     assert tok.decode(run.propose(np.array(tok.encode("if __name__ == '__")), 2).tokens).startswith("main")
 

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from specdec_playable.sim import adaptive, relay, sampling
-from specdec_playable.data import measured, texts
+import hand_texts as texts
+
+from specdec_playable.data import measured
 from specdec_playable.shipped import asset_path
 from specdec_playable.lm import get_model
 from specdec_playable.lm.measure import measure_text, next_token, token_pieces

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from specdec_playable.sim import relay
-from specdec_playable.data import texts as tx
+import hand_texts as tx
 
 SEED = 20240404
 IDS = ("js-loop", "json-record", "form-letter", "translation-fr", "poem-kettle")

@@ -235,3 +235,28 @@ def test_ci_lints_every_static_file():
     assert "src/specdec_playable/views/static/*.css" in scripts["lint:css"]
     assert "npm run --silent lint" in (root / ".ci" / "run").read_text()
     assert (root / "tooling" / "package-lock.json").is_file()
+
+
+#: Longest function body (lines, its docstring not counted) and most positional parameters
+#: (``self`` and ``cls`` not counted) in the package: a longer one is split into named steps.
+BODY_MAX, POSITIONAL_MAX = 60, 6
+
+
+def test_functions_are_short_and_take_few_positional_arguments():
+    long, wide = [], []
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            where = f"{path.relative_to(PKG)}:{node.lineno} {node.name}"
+            first = node.body[0]
+            doc = (first.end_lineno - first.lineno + 1
+                   if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                   and isinstance(first.value.value, str) else 0)
+            if node.end_lineno - node.lineno + 1 - doc > BODY_MAX:
+                long.append(where)
+            names = [a.arg for a in node.args.posonlyargs + node.args.args]
+            if len([n for n in names if n not in ("self", "cls")]) > POSITIONAL_MAX:
+                wide.append(where)
+    assert not long, f"functions over {BODY_MAX} lines: {long}"
+    assert not wide, f"functions over {POSITIONAL_MAX} positional parameters: {wide}"

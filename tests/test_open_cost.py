@@ -21,6 +21,7 @@ from bokeh.document import Document
 from bokeh.models import GlyphRenderer
 
 from specdec_playable.serve import site
+from specdec_playable.views.heights import reserved
 from specdec_playable.sim import adaptive, theory
 from specdec_playable.data import measured
 from specdec_playable.serve import shared
@@ -90,7 +91,7 @@ def test_the_break_even_table_is_shared_and_read_only():
     t = state5.break_even_table(s1.c)
     assert t is state5.break_even_table(s2.c)
     assert not t.flags.writeable
-    np.testing.assert_array_equal(t, theory.break_even_q(np.arange(1, state5.K_MAX + 1), s1.c))
+    np.testing.assert_array_equal(t, theory.break_even_q(np.arange(1, state5.K_SLIDER_MAX + 1), s1.c))
     s2.c = 0.3
     assert s2.break_even(4) == theory.break_even_q(4, 0.3) != s1.break_even(4)
 
@@ -186,8 +187,8 @@ def test_a_session_gets_its_views_only_once_its_page_is_painted():
             finally:
                 session.close()
 
-        for mod, slots in ((ep3, {"ep3-view-slot": ep3.VIEW_HEIGHT}),
-                           (ep1, {"ep1-view-slot": ep1.VIEW_HEIGHT, "ep1-hw-slot": 950})):
+        for mod, slots in ((ep3, {"ep3-view-slot": reserved("ep3-view-slot")}),
+                           (ep1, {"ep1-view-slot": reserved("ep1-view-slot"), "ep1-hw-slot": reserved("ep1-hw-slot")})):
             # bokeh.client runs its own event loop; a thread of its own keeps it apart from
             # any loop this test process already runs (the browser tests' Playwright loop).
             errors: list[BaseException] = []

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec_playable.sim import theory
-from specdec_playable.state.ep3 import K_MAX, N_ROUNDS, QualityDial
+from specdec_playable.state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
 
 
 def test_defaults_match_the_issue_and_simulate_once():
@@ -69,9 +69,9 @@ def test_theory_values_come_from_the_core():
     s = QualityDial(rng=4, q=0.7, k=5, c=0.12)
     assert s.theory_speedup == theory.expected_speedup(0.7, 5, 0.12)
     assert s.theory_tokens_per_round == theory.expected_tokens_per_round(0.7, 5)
-    assert s.best_k == theory.best_k(0.7, 0.12, k_max=K_MAX)
+    assert s.best_k == theory.best_k(0.7, 0.12, k_max=K_SLIDER_MAX)
     np.testing.assert_array_equal(s.speedup_by_k,
-                                  theory.expected_speedup(0.7, np.arange(1, K_MAX + 1), 0.12))
+                                  theory.expected_speedup(0.7, np.arange(1, K_SLIDER_MAX + 1), 0.12))
     np.testing.assert_array_equal(s.theory_pmf, theory.accepted_pmf(0.7, 5))
     assert s.best_speedup == s.speedup_by_k.max()
 
@@ -124,7 +124,7 @@ def test_slower_flags_follow_the_measurement_and_the_theory():
 
 
 @settings(max_examples=40, deadline=None)
-@given(q=st.floats(0, 1), k=st.integers(1, K_MAX), c=st.floats(0, 1), seed=st.integers(0, 2**32 - 1))
+@given(q=st.floats(0, 1), k=st.integers(1, K_SLIDER_MAX), c=st.floats(0, 1), seed=st.integers(0, 2**32 - 1))
 def test_best_k_is_never_beaten_and_the_result_matches_the_knobs(q, k, c, seed):
     s = QualityDial(rng=seed, q=q, k=k, c=c)
     assert s.best_speedup >= s.theory_speedup - 1e-12

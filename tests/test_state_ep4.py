@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from specdec_playable.serve import jobs
 from specdec_playable.data import measured, texts
 from specdec_playable.sim import relay
-from specdec_playable.lm.measure import MeasuredText
+from specdec_playable.lm.measure import TextMeasurement
 from specdec_playable.sim.seeds import SEED_MAX
 from specdec_playable.state.ep4 import (
     BIG_PASS_MS,
@@ -166,7 +166,7 @@ class _FakeScorer:
         def work(ctx):
             ctx.report((0, len(source)))
             n = len(source)
-            return MeasuredText(ids=np.arange(n), pieces=tuple(source), alpha=np.full(n, 0.5),
+            return TextMeasurement(ids=np.arange(n), pieces=tuple(source), alpha=np.full(n, 0.5),
                                 greedy=np.zeros(n, bool), p_token=np.full(n, 0.5),
                                 guess=("?",) * n)
         return work

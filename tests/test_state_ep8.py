@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from specdec_playable.data import hardware
 from specdec_playable.sim import batching, theory, trees
-from specdec_playable.state.ep8 import ANCHORS, BATCH_MAX, K_MAX, Q_GRID, BusyAndTrees
+from specdec_playable.state.ep8 import ANCHORS, BATCH_MAX, K_SLIDER_MAX, Q_GRID, BusyAndTrees
 from specdec_playable.views import ep8_busy_trees as v
 
 KNOBS = dict(
     q=st.one_of(st.sampled_from([0.0, 1.0, 0.5]), st.floats(0, 1)),
-    k=st.integers(1, K_MAX),
+    k=st.integers(1, K_SLIDER_MAX),
     c=st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)),
     batch=st.one_of(st.sampled_from([1, BATCH_MAX]), st.integers(1, BATCH_MAX)),
 )
@@ -64,7 +64,7 @@ def test_busy_sentences_follow_the_numbers(q, k, c, batch):
         assert f"stops paying at batch {edge:,}" in html
         assert full[edge - 1] < 1.0 and np.all(full[: edge - 1] >= 1.0)
     # The best k at this batch, or that not speculating is best.
-    all_k = batching.batch_costs(q, np.arange(1, K_MAX + 1), c, batch, s.curve).speedup
+    all_k = batching.batch_costs(q, np.arange(1, K_SLIDER_MAX + 1), c, batch, s.curve).speedup
     if all_k.max() <= 1.0:
         assert "the best choice here is not to speculate" in html
     else:

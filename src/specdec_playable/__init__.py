@@ -15,6 +15,36 @@ An interactive explainer of speculative decoding, in rooms whose imports run one
   only through :mod:`specdec_playable.serve.interface`.
 
 :mod:`specdec_playable.shipped` locates the ``assets/`` folder for every room.
+
+Vocabulary
+----------
+One name per concept, the same in code and on every page:
+
+* **big model** (the target): the model whose text is kept; **draft**: the cheap guesser. A
+  **draft** object (:class:`lm.drafts.Draft`) begins a **proposer** per run.
+* **q**, the **acceptance rate** ("draft quality q"): of the drafts the big model judged, the share
+  it accepted (:class:`sim.acceptance.Acceptance`). Per token, ``q`` is that token's probability
+  of being accepted. Never a distribution.
+* **p_big(x)** and **p_draft(x)**: the big model's and the draft's next-token distributions.
+  Speculative sampling keeps a drafted ``x`` with probability ``min(1, p_big(x) / p_draft(x))``
+  and otherwise draws from ``norm(max(0, p_big - p_draft))``; then
+  ``q = sum_x min(p_big(x), p_draft(x))`` (``alpha`` in arrays of per-token values).
+* **k**, the **draft length**: drafts proposed per round. ``sim.validate.K_MAX`` bounds the
+  simulation, ``lm.decode.LM_K_MAX`` the real decoders, ``state.K_SLIDER_MAX`` and
+  ``state.ep7.REAL_K_SLIDER_MAX`` the pages' sliders.
+* **c**, the **draft cost**: one draft step's time over one big-model pass.
+* a **pass**: one forward pass of the big model; a **round**: draft up to k, verify them in one
+  pass, judge. A round's **verdict** marks each draft ``accepted``, ``rejected`` (the first miss)
+  or ``discarded`` (after it), and the big model's own token a ``correction`` or a ``bonus``
+  (:func:`sim.events.verdict_events`); an :class:`sim.events.Event` records each on a lane.
+* **tokens_per_round**: tokens one round decides (accepted drafts + the big model's own token),
+  ``E = (1 - q^(k+1)) / (1 - q)`` in theory; **tokens_per_pass**: output tokens written per pass
+  after the prefill (an end-of-sequence token ends a run and is not written), what a clock sees.
+* **speedup**: plain decoding's time over speculative decoding's for the same tokens,
+  ``E / (1 + k c)`` in theory (Leviathan, Kalman and Matias, 2023).
+* a **task**: a prepared prompt of :data:`lm.prompts.PROMPTS`, offered by Episode 7.
+* a **measured text** (:class:`data.measured.MeasuredText`) is shipped; a **text measurement**
+  (:class:`lm.measure.TextMeasurement`) is made now by the model.
 """
 
 __version__ = "0.1.0"

@@ -64,11 +64,6 @@ def load_cpu_pass_costs() -> PassCosts:
     return series
 
 
-def load_cpu_meta() -> dict:
-    """How and where the CPU pass times were measured."""
-    return json.loads(Path(asset_path(CPU_META_NAME)).read_text())
-
-
 def _read_pass_costs(name: str) -> dict[tuple[str, str], PassCosts]:
     rows: dict[tuple[str, str], list] = {}
     with open(asset_path(name), newline="") as fh:

@@ -120,10 +120,6 @@ class Context:
     alpha: float
     n_target: int
 
-    def draft_labels(self) -> tuple[str, ...]:
-        """Labels the draft gives probability to (candidates for its favourite)."""
-        return tuple(lab for lab, qv in zip(self.labels, self.q) if qv > 0 and lab != REST)
-
 
 @dataclass(frozen=True, eq=False)
 class Measured:

@@ -94,5 +94,5 @@ def load_tree_vs_chain() -> TreeVsChain:
 
 @lru_cache(maxsize=1)
 def load_tree_vs_chain_meta() -> dict:
-    """How, when and on what the table was measured."""
+    """How, when and on what machine the table was measured."""
     return json.loads(asset_path(META_NAME).read_text())

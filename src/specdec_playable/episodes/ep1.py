@@ -12,7 +12,7 @@ from . import neighbours
 from ..state.ep1 import SENTENCE, WritingVsChecking
 from ..views.deferred import after_first_paint, when_near
 from ..views.ep1_writing import WritingVsCheckingView
-from ..views.hardware import SECTION_HEIGHT, hardware_section
+from ..views.hardware import hardware_section
 from ..views.page import episode_shell, prose
 from ..views.urlstate import bind_url
 
@@ -23,8 +23,6 @@ SUMMARY = ("Why a big model needs N passes to write N tokens but only one pass t
            "the asymmetry speculative decoding stands on.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("n_tokens", "big_pass_ms")
-#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 590
 
 _PASS_MS = WritingVsChecking.param.big_pass_ms.default
 _N_MAX = len(SENTENCE)
@@ -59,10 +57,8 @@ def page(state: WritingVsChecking | None = None) -> pn.Column:
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep1",
         lede=pn.bind(lede_html, state.param.big_pass_ms), try_this=TRY_THIS,
         body=[notice,
-              after_first_paint(lambda: WritingVsCheckingView(state=state), min_height=VIEW_HEIGHT,
-                                name="ep1-view-slot"),
+              after_first_paint(lambda: WritingVsCheckingView(state=state), name="ep1-view-slot"),
               prose(OUTRO),
               # Below the fold: built when the visitor scrolls near it.
-              when_near(lambda: hardware_section("ep1-hw"), min_height=SECTION_HEIGHT,
-                        name="ep1-hw-slot")],
+              when_near(lambda: hardware_section("ep1-hw"), name="ep1-hw-slot")],
     )

@@ -24,8 +24,6 @@ SUMMARY = ("A small model drafts a few tokens, the big model checks them all in 
            "watch the text grow, the two clocks race, and the output stay exactly the big model's.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("k", "q", "seed")
-#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 1030
 #: Older links named q "quality"; they still work.
 URL_ALIASES = {"quality": "q"}
 
@@ -69,7 +67,6 @@ def page(state: Relay | None = None) -> pn.Column:
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep2",
         lede=LEDE, try_this=TRY_THIS,
         body=[notice,
-              after_first_paint(lambda: RelayView(state=state, note=NOTE), min_height=VIEW_HEIGHT,
-                                name="ep2-view-slot"),
+              after_first_paint(lambda: RelayView(state=state, note=NOTE), name="ep2-view-slot"),
               prose(OUTRO)],
     )

@@ -12,7 +12,7 @@ import panel as pn
 
 from . import neighbours
 from ..sim import theory
-from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
+from ..state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
 from ..views.deferred import after_first_paint
 from ..views.ep3_quality_dial import QualityDialView
 from ..views.page import episode_shell, prose
@@ -26,8 +26,6 @@ SUMMARY = (f"Three knobs (how good the draft is, how far it guesses, what a gues
            "gets slower than not speculating.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
-#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 1250
 
 LEDE = ("Three numbers decide whether speculative decoding pays: how often a drafted token is "
         "accepted (q), how many tokens are drafted per round (k), and what one draft step costs "
@@ -35,9 +33,9 @@ LEDE = ("Three numbers decide whether speculative decoding pays: how often a dra
         f"{N_ROUNDS:,} new rounds, measures the speedup, and prints the theory beside it.")
 _Q0, _C0 = QualityDial.param.q.default, QualityDial.param.c.default
 #: The best draft length at the starting q and c, where "Try this" begins.
-TRY_BEST_K = theory.best_k(_Q0, _C0, k_max=K_MAX)
+TRY_BEST_K = theory.best_k(_Q0, _C0, k_max=K_SLIDER_MAX)
 TRY_THIS = (f"at the starting q = {_Q0:.2f} and c = {_C0:.2f}, push <em>Draft length k</em> from 1 up to "
-            f"{K_MAX} and watch the speedup rise, peak at the starred k = {TRY_BEST_K} and sink again; "
+            f"{K_SLIDER_MAX} and watch the speedup rise, peak at the starred k = {TRY_BEST_K} and sink again; "
             "then drag <em>Draft quality q</em> down to about 0.25 and find where speculating turns "
             "slower than not speculating.")
 OUTRO = """
@@ -63,7 +61,6 @@ def page(state: QualityDial | None = None) -> pn.Column:
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep3",
         lede=LEDE, try_this=TRY_THIS,
         body=[notice,
-              after_first_paint(lambda: QualityDialView(state=state), min_height=VIEW_HEIGHT,
-                                name="ep3-view-slot"),
+              after_first_paint(lambda: QualityDialView(state=state), name="ep3-view-slot"),
               prose(OUTRO)],
     )

@@ -31,8 +31,6 @@ TITLE = "Boilerplate flies, poetry stalls"
 _LEFT, _RIGHT = (BoilerplateVsPoetry.param[n].default for n in ("left", "right"))
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("left", "right", "k", "c", "seed")
-#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 1700
 
 LEDE = ("The same speculative decoder (a small draft proposes k tokens, the big model checks them "
         "in one pass) runs over two texts side by side, Python code and a poem to start with. Each "
@@ -127,7 +125,7 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
     notice = bind_url(state, URL_PARAMS)
     view = after_first_paint(
         lambda: BoilerplateVsPoetryView(state=state, paste_intro=PASTE_INTRO),
-        min_height=VIEW_HEIGHT, name="ep4-view-slot")
+        name="ep4-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep4",
         lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(_explain_html(), "ep4.css")],

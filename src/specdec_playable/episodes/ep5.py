@@ -23,8 +23,6 @@ SUMMARY = ("Speedup against acceptance rate for every draft length on one chart,
            "speculating stops paying, simulated points to check the theory, and real systems placed on it.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
-#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 1440
 
 LEDE = ("One chart for the whole trade-off: acceptance rate q along the bottom, speedup up the "
         "side, one theory curve for each draft length k. Below the dashed 1× line, speculative "
@@ -65,7 +63,7 @@ def page(state: BreakEvenMap | None = None) -> pn.Column:
     notice = bind_url(state, URL_PARAMS)
     view = after_first_paint(
         lambda: BreakEvenView(state=state, chart_note=CHART_NOTE, presets_intro=PRESETS_INTRO),
-        min_height=VIEW_HEIGHT, name="ep5-view-slot")
+        name="ep5-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep5",
         lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(OUTRO)],

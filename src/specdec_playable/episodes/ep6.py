@@ -31,8 +31,6 @@ SUMMARY = ("Bend a real draft's next-token probabilities as far as you like: the
            "length over Python, a poem and JSON, with acceptance measured on each token.")
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("context", "temperature", "favourite", "bias", "n_samples", "c", "fixed_k", "race_seed")
-#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 2410
 
 LEDE = ("Two details that make speculative decoding work in practice: drafts that are kept or "
         "replaced so the output follows the big model's probabilities exactly, and a draft "
@@ -149,7 +147,7 @@ def page(state: FinePrint | None = None) -> pn.Column:
     view = after_first_paint(
         lambda: FinePrintView(state=state, part1_intro=PART1_INTRO,
                              part2_intro=_part2_intro()),
-        min_height=VIEW_HEIGHT, name="ep6-view-slot")
+        name="ep6-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep6",
         lede=LEDE, try_this=_try_this(), body=[notice, view, prose(OUTRO)],

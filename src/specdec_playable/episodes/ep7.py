@@ -17,6 +17,7 @@ from . import ep5, ep6, neighbours
 from .. import lm
 from ..data.hardware import load_pass_costs
 from ..data.hardware import cpu_pass_cost
+from ..data.machine import this_machine
 from ..state.ep7 import DRAFT_LABELS, TASKS, RealText, recorded_meta, recorded_runs
 from ..views.deferred import after_first_paint
 from ..views.ep7_real import RealTextView, recorded_html
@@ -30,8 +31,6 @@ SUMMARY = ("A real language model on the server writes a reply while a draft gue
            "real guesses, real rejections, two measured clocks, and the same text as plain decoding.")
 #: Controls kept in the URL query, so a link restores the setup (the typed prompt is not).
 URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed")
-#: Room kept for the view while it is built, after the page's first paint (px, at 1280 px).
-VIEW_HEIGHT = 560
 
 LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this server, a real draft "
         "guesses its next tokens, one pass of the model checks the guesses, and both clocks are "
@@ -66,8 +65,8 @@ def lesson_html() -> str:
     out = [f"""
 <h2>Which drafts pay off here, and why</h2>
 <p class="sdp-lede">On a GPU, checking five tokens in one pass costs about what writing one does
-({h5:.2f}× on an H200), so every accepted guess is nearly free time. This server is a 2-core CPU,
-where one pass over 5 positions took {r5:.1f}× a single decode step. So at k = 4 a verify pass
+({h5:.2f}× on an H200), so every accepted guess is nearly free time. This server is
+{this_machine().describe()}, where one pass over 5 positions took {r5:.1f}× a single decode step. So at k = 4 a verify pass
 has to write more than {r5:.1f} tokens just to break even: the draft must be right most of the
 time.</p>
 <ul class="sdp-lede">
@@ -87,7 +86,7 @@ each guess costs a real fraction of a step, and without training it is almost ne
         out.append(f'<p class="sdp-lede">{recorded_summary(runs)} {noise_sentence(runs)}</p>')
         out.append(f'<details class="ep7-details"><summary>All {len(rows)} recorded runs: '
                    "guesses accepted, tokens per pass and speedup</summary>")
-        out.append(recorded_html(rows, f"{meta['date']} on this project’s 2-core development machine, "
+        out.append(recorded_html(rows, f"{meta['date']} on this project’s {meta['cores']}-core development machine, "
                                        f"k = {meta['k']}, greedy, up to {meta['max_new']} new tokens "
                                        f"(load average {meta['load_average_before'][0]:.1f} at the start: "
                                        "other work shared the cores, so the clocks are noisy)"))
@@ -174,7 +173,7 @@ def page(state: RealText | None = None) -> pn.Column:
     view = after_first_paint(
         lambda: RealTextView(state=state, ep5_href=f"./{ep5.SLUG}", ep6_href=f"./{ep6.SLUG}",
                              notice=no_model_notice()),
-        min_height=VIEW_HEIGHT, name="ep7-view-slot")
+        name="ep7-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep7",
         lede=LEDE, try_this=TRY_THIS,

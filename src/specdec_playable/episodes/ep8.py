@@ -11,6 +11,7 @@ from __future__ import annotations
 import panel as pn
 
 from . import neighbours
+from ..data.tree_table import load_tree_vs_chain_meta
 from ..state.ep8 import BATCH_MAX, BusyAndTrees
 from ..views.deferred import after_first_paint
 from ..views.ep8_busy_trees import BusyTreesView
@@ -19,8 +20,6 @@ from ..views.urlstate import bind_url
 
 NUMBER = 8
 SLUG = "ep8_busy_gpus_and_token_trees"
-#: The room the view takes before it arrives (px at 1280 px wide), so the page does not jump.
-VIEW_HEIGHT = 6940
 TITLE = "Busy GPUs and token trees"
 SUMMARY = ("When a server decodes many users at once, checking guesses stops being free and "
            "speculation can lose; and instead of one chain of guesses, the fastest systems guess "
@@ -108,9 +107,13 @@ own next token after it. Greedy output is still exactly what plain decoding writ
 it token by token.</p>
 """
 
-PART3_NOTE = """<p class="sdp-note">Measured by <code>benchmarks/bench_trees.py</code> on Episode 7's
-prompts (64 new tokens each, greedy), with SmolLM2-135M-Instruct in numpy on this server's two CPU
-cores; assets/lm/tree_vs_chain.csv and its .meta.json record when and how. Tokens per pass do not
+
+def part3_note() -> str:
+    """Where Part 3's table was measured, from its own provenance."""
+    cores = load_tree_vs_chain_meta()["machine"]["cores"]
+    return f"""<p class="sdp-note">Measured by <code>benchmarks/bench_trees.py</code> on Episode 7's
+prompts (64 new tokens each, greedy), with SmolLM2-135M-Instruct in numpy on the project's
+{cores}-core development machine; assets/lm/tree_vs_chain.csv and its .meta.json record when and how. Tokens per pass do not
 depend on the machine. A pass's cost in plain steps prices the root and the candidates it checked
 with this CPU's measured pass times (assets/pass_cost_cpu.csv, the orange curve of Part 1). A
 shape's verified positions are its size: a real tree can be smaller, where the draft knows no
@@ -128,8 +131,8 @@ def page(state: BusyAndTrees | None = None) -> pn.Column:
         lambda: BusyTreesView(state=state, part1_intro=PART1_INTRO, part1_note=PART1_NOTE,
                               part1_outro=PART1_OUTRO, part2_intro=PART2_INTRO,
                               part2_note=PART2_NOTE, part3_intro=PART3_INTRO,
-                              part3_note=PART3_NOTE),
-        min_height=VIEW_HEIGHT, name="ep8-view-slot")
+                              part3_note=part3_note()),
+        name="ep8-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep8",
         lede=LEDE, try_this=TRY_THIS, body=[notice, view],

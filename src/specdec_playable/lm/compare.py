@@ -21,11 +21,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
-from ..sim.events import Events
+from ..sim.acceptance import Acceptance
+from ..sim.events import Event, Events
 from .decode import Generation, Update, draft_cost, generate, speculate, speedup
 from .drafts import EarlyExit, PromptLookup
 from .ngram import NgramDraft
@@ -165,17 +165,11 @@ class _Recorder:
     def so_far(self) -> Generation:
         ups = self.updates
         tokens = tuple(t for u in ups for t in u.tokens)
-        events = Events.from_rows([row for u in ups for row in _rows(u.events)])
-        k = max(self.k, 1)
-        judged, accepted_at = np.zeros(k, np.int64), np.zeros(k, np.int64)
-        for u in ups:
-            d, a = len(u.proposed), u.n_accepted
-            judged[:min(a + 1, d)] += 1
-            accepted_at[:a] += 1
+        events = Events.of([e for u in ups for e in u.events.records()])
+        accept_at = Acceptance.rate_by_position([len(u.proposed) for u in ups],
+                                                [u.n_accepted for u in ups], self.k)
         prefill = events.where(events.round == 0)
         drafts = events.of_kind("draft")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            accept_at = (accepted_at / judged)[:self.k].astype(float)
         return Generation(
             prompt=self.prompt, tokens=tokens,
             text="".join(t for u in ups for t in u.texts),
@@ -189,10 +183,6 @@ class _Recorder:
             accepted=sum(u.n_accepted for u in ups),
             rejected=sum(1 for u in ups if u.n_accepted < len(u.proposed)),
             accept_at=accept_at, stopped="running")
-
-
-def _rows(ev: Events) -> list[tuple]:
-    return list(zip(*(getattr(ev, c).tolist() for c in Events.columns())))
 
 
 class Live:
@@ -365,7 +355,7 @@ def generation_to_json(g: Generation) -> dict:
 def generation_from_json(d: dict) -> Generation:
     """The inverse of :func:`generation_to_json`."""
     ev = d["events"]
-    events = Events.from_rows(list(zip(*(ev[c] for c in Events.columns()))))
+    events = Events.of([Event(*row) for row in zip(*(ev[c] for c in Events.columns()))])
     fields = {k: v for k, v in d.items() if k not in ("events", "accept_at")}
     fields.update(prompt=tuple(d["prompt"]), tokens=tuple(d["tokens"]), marks=tuple(d["marks"]))
     return Generation(**fields, events=events,

@@ -25,12 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..sim import validate as _v
-from ..sim.events import Events
+from ..sim.acceptance import Acceptance
+from ..sim.events import Event, Events, verdict_events
 from . import sampling
 from .drafts import EMPTY, Proposal
 
 MAX_NEW_MAX = 4096
-K_MAX = 16
+#: The longest draft the real decoders take (the simulation allows sim.validate.K_MAX).
+LM_K_MAX = 16
 MARKS = ("generate", "accepted", "correction", "bonus")
 
 
@@ -179,7 +181,9 @@ def draft_cost(plain: Generation, spec: Generation) -> float:
     return spec.draft_ms_per_token / step
 
 
-def check_run(model, prompt, max_new, temperature, top_p, max_seconds, extra: int) -> tuple:
+def check_run(model, prompt, *, max_new, temperature, top_p, max_seconds, extra: int) -> tuple:
+    """Validated ``(ids, max_new, temperature, top_p, max_seconds)``; ``max_new`` is cut to the
+    context left after the prompt and ``extra`` positions a round may score beyond the output."""
     ids = model.tokenizer.as_array(prompt)
     if ids.size == 0:
         raise ValueError("prompt must hold at least one token")
@@ -196,9 +200,9 @@ def check_run(model, prompt, max_new, temperature, top_p, max_seconds, extra: in
 
 
 class RunLog:
-    """Bookkeeping shared by both runners: clock, output, events, stopping, progress."""
+    """One run's bookkeeping, shared by every decoder: clock, output, events, stopping, progress."""
 
-    def __init__(self, model, ids, max_new, temperature, top_p, rng, progress, cancel,
+    def __init__(self, model, ids, *, max_new, temperature, top_p, rng, progress, cancel,
                  max_seconds, draft_name, k):
         self.model, self.tok = model, model.tokenizer
         self.temperature, self.top_p = temperature, top_p
@@ -212,14 +216,13 @@ class RunLog:
         self.n_prompt = ids.size
         self.out: list[int] = []
         self.marks: list[str] = []
-        self.rows: list[tuple] = []
+        self.events: list[Event] = []
         self.stopped = "budget"
         self.passes = 0
         self.prefill_ms = 0.0
         self.draft_ms = 0.0
         self.proposed = self.accepted = self.rejected = 0
-        self.judged_at = np.zeros(max(k, 1), np.int64)
-        self.accepted_at = np.zeros(max(k, 1), np.int64)
+        self.judgements: list[tuple[int, int]] = []  # (drafted, accepted) of each verify pass
 
     def ms(self, t: float) -> float:
         return (t - self.t0) * 1e3
@@ -243,8 +246,14 @@ class RunLog:
             return False
         return True
 
-    def emit(self, rnd: int, kind: str, new: list[int], marks: list[str], proposed=(),
-             n_accepted=0, first_row=0, tree=None) -> bool:
+    def judged(self, drafted: int, accepted: int, *, missed: bool) -> None:
+        """Count one verify pass's verdict: ``drafted`` deep, ``accepted`` kept."""
+        self.judgements.append((drafted, accepted))
+        self.accepted += accepted
+        self.rejected += bool(missed)
+
+    def emit(self, rnd: int, kind: str, new: list[int], marks: list[str], *, proposed=(),
+             n_accepted=0, first_event=0, tree=None) -> bool:
         """Append tokens (stopping at end-of-sequence); report progress. True if the run ends."""
         eos = self.tok.eos_id
         ended = False
@@ -257,15 +266,18 @@ class RunLog:
         self.out.extend(new)
         self.marks.extend(marks)
         if self.progress is not None:
-            texts = tuple(self.tok.token_text(t) for t in new)
-            self.progress(Update(
-                round=rnd, kind=kind, tokens=tuple(new), texts=texts, marks=tuple(marks),
-                proposed=tuple(int(t) for t in proposed),
-                proposed_texts=tuple(self.tok.token_text(t) for t in proposed),
-                n_accepted=n_accepted, total_tokens=len(self.out),
-                elapsed_ms=self.ms(time.perf_counter()),
-                events=Events.from_rows(self.rows[first_row:]), tree=tree))
+            self.progress(self._update(rnd, kind, new, marks, proposed=proposed,
+                                       n_accepted=n_accepted, first_event=first_event, tree=tree))
         return ended
+
+    def _update(self, rnd, kind, new, marks, *, proposed, n_accepted, first_event, tree) -> Update:
+        text = self.tok.token_text
+        return Update(
+            round=rnd, kind=kind, tokens=tuple(new), texts=tuple(text(t) for t in new),
+            marks=tuple(marks), proposed=tuple(int(t) for t in proposed),
+            proposed_texts=tuple(text(t) for t in proposed), n_accepted=n_accepted,
+            total_tokens=len(self.out), elapsed_ms=self.ms(time.perf_counter()),
+            events=Events.of(self.events[first_event:]), tree=tree)
 
     def prefill(self, cache) -> bool:
         t = time.perf_counter()
@@ -273,22 +285,23 @@ class RunLog:
         tok = self.pick(logits)
         t1 = time.perf_counter()
         self.prefill_ms = (t1 - t) * 1e3
-        first = len(self.rows)
-        self.rows.append(("big", "generate", 0, 0, self.tok.token_text(tok), self.ms(t), self.ms(t1)))
-        return self.emit(0, "generate", [tok], ["generate"], first_row=first)
+        first = len(self.events)
+        self.events.append(Event("big", "generate", 0, 0, self.tok.token_text(tok), self.ms(t),
+                                 self.ms(t1)))
+        return self.emit(0, "generate", [tok], ["generate"], first_event=first)
 
     def result(self) -> "Generation":
         k = self.k
-        with np.errstate(invalid="ignore", divide="ignore"):
-            accept_at = self.accepted_at[:k] / self.judged_at[:k]
+        drafted = [d for d, _ in self.judgements]
+        kept = [a for _, a in self.judgements]
         return Generation(
             prompt=tuple(int(t) for t in self.ctx[:self.n_prompt]), tokens=tuple(self.out),
             text=self.tok.decode(self.out), marks=tuple(self.marks),
-            events=Events.from_rows(self.rows), draft=self.draft_name, k=k,
+            events=Events.of(self.events), draft=self.draft_name, k=k,
             temperature=self.temperature, top_p=self.top_p, prefill_ms=self.prefill_ms,
             wall_ms=self.ms(time.perf_counter()), passes=self.passes, draft_ms=self.draft_ms,
             proposed=self.proposed, accepted=self.accepted, rejected=self.rejected,
-            accept_at=accept_at.astype(float), stopped=self.stopped)
+            accept_at=Acceptance.rate_by_position(drafted, kept, k), stopped=self.stopped)
 
 
 def generate(model, prompt: Sequence[int], *, max_new: int = 64, temperature: float = 0.0,
@@ -321,24 +334,31 @@ def generate(model, prompt: Sequence[int], *, max_new: int = 64, temperature: fl
     Generation
     """
     ids, max_new, temperature, top_p, max_seconds = check_run(
-        model, prompt, max_new, temperature, top_p, max_seconds, extra=0)
-    run = RunLog(model, ids, max_new, temperature, top_p, rng, progress, cancel, max_seconds, "none", 0)
+        model, prompt, max_new=max_new, temperature=temperature, top_p=top_p,
+        max_seconds=max_seconds, extra=0)
+    run = RunLog(model, ids, max_new=max_new, temperature=temperature, top_p=top_p, rng=rng,
+                 progress=progress, cancel=cancel, max_seconds=max_seconds, draft_name="none", k=0)
     cache = model.new_cache(capacity=ids.size + max_new + 1)
     if run.should_stop() or run.prefill(cache):
         return run.result()
     while not run.should_stop():
-        rnd = run.passes + 1
-        t = time.perf_counter()
-        logits = model.forward([run.out[-1]], cache, logits="last").logits[-1]
-        tok = run.pick(logits)
-        t1 = time.perf_counter()
-        run.passes += 1
-        first = len(run.rows)
-        run.rows.append(("big", "generate", rnd, len(run.out), run.tok.token_text(tok),
-                         run.ms(t), run.ms(t1)))
-        if run.emit(rnd, "generate", [tok], ["generate"], first_row=first):
+        if plain_step(run, cache):
             break
     return run.result()
+
+
+def plain_step(run: RunLog, cache) -> bool:
+    """One target pass that writes one token. True if the run ended (end-of-sequence)."""
+    rnd = run.passes + 1
+    t = time.perf_counter()
+    logits = run.model.forward([run.out[-1]], cache, logits="last").logits[-1]
+    tok = run.pick(logits)
+    t1 = time.perf_counter()
+    run.passes += 1
+    first = len(run.events)
+    run.events.append(Event("big", "generate", rnd, len(run.out), run.tok.token_text(tok),
+                            run.ms(t), run.ms(t1)))
+    return run.emit(rnd, "generate", [tok], ["generate"], first_event=first)
 
 
 def speculate(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
@@ -349,10 +369,8 @@ def speculate(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
 
     Parameters are those of :func:`generate`, plus:
 
-    draft : PromptLookup, EarlyExit, NgramDraft or any object with ``name`` and ``begin(model)``
-        returning a proposer with ``propose(context, k, *, temperature, top_p, rng) -> Proposal``
-        (and, optionally, ``observe(hidden)``, called with the target's final-normed hidden states
-        of the positions each pass kept).
+    draft : Draft
+        Any :class:`.drafts.Draft` (prompt lookup, early exit, the n-gram draft).
     k : int
         Most tokens drafted per round, in [1, 16]. Near the budget the draft is asked for fewer,
         so the output never exceeds ``max_new``.
@@ -361,113 +379,113 @@ def speculate(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
     -------
     Generation
     """
-    k = _v.integer("k", k, 1, K_MAX)
+    k = _v.integer("k", k, 1, LM_K_MAX)
     ids, max_new, temperature, top_p, max_seconds = check_run(
-        model, prompt, max_new, temperature, top_p, max_seconds, extra=k + 1)
-    run = RunLog(model, ids, max_new, temperature, top_p, rng, progress, cancel, max_seconds,
-               str(getattr(draft, "name", type(draft).__name__)), k)
+        model, prompt, max_new=max_new, temperature=temperature, top_p=top_p,
+        max_seconds=max_seconds, extra=k + 1)
+    run = RunLog(model, ids, max_new=max_new, temperature=temperature, top_p=top_p, rng=rng,
+                 progress=progress, cancel=cancel, max_seconds=max_seconds,
+                 draft_name=str(getattr(draft, "name", type(draft).__name__)), k=k)
     cache = model.new_cache(capacity=ids.size + max_new + k + 2)
     proposer = draft.begin(model)
-    observe = getattr(proposer, "observe", None)
-    tok = run.tok
-    greedy = temperature == 0.0
     if run.should_stop() or run.prefill(cache):
         return run.result()
     while not run.should_stop():
-        rnd = run.passes + 1
-        first = len(run.rows)
-        pos0 = len(run.out)  # output position of the first drafted token
-        room = run.max_new - pos0
-        d_max = min(k, room - 1)
-        # 1. Draft.
-        t = time.perf_counter()
-        prop: Proposal = EMPTY
-        if d_max > 0:
-            prop = proposer.propose(run.context(), d_max, temperature=temperature, top_p=top_p,
-                                    rng=run.rng)
-        t1 = time.perf_counter()
-        drafts = [int(x) for x in prop.tokens[:d_max]]
-        d = len(drafts)
-        run.draft_ms += (t1 - t) * 1e3
-        run.proposed += d
-        if d:
-            stamps = prop.stamps if prop.stamps is not None else np.full(d, t1)
-            prev = t
-            for i, x in enumerate(drafts):
-                end = float(stamps[i])
-                run.rows.append(("draft", "draft", rnd, pos0 + i, tok.token_text(x),
-                                 run.ms(prev), run.ms(end)))
-                prev = end
-        # 2. Verify: one pass over the pending token and the drafts.
-        past = cache.length
-        v0 = time.perf_counter()
-        fw = model.forward([run.out[-1], *drafts], cache, logits="all")
-        logits = fw.logits
-        # 3. Judge.
-        if greedy:
-            best = np.argmax(logits, axis=-1)
-            a = 0
-            while a < d and drafts[a] == int(best[a]):
-                a += 1
-            last = int(best[a])
-        else:
-            p_rows = sampling.probabilities(logits, temperature, top_p)
-            a, last = judge(p_rows, drafts, prop.q, run.rng)
-        cache.rollback(past + 1 + a)
-        v1 = time.perf_counter()
-        run.passes += 1
-        if observe is not None:
-            observe(fw.hidden[:1 + a])
-        kind = "verify" if d else "generate"
-        vs, ve = run.ms(v0), run.ms(v1)
-        if d:
-            run.rows.append(("big", "verify", rnd, pos0, "", vs, ve))
-        for i in range(a):
-            run.rows.append(("big", "accepted", rnd, pos0 + i, tok.token_text(drafts[i]), ve, ve))
-        n_judged = min(a + 1, d)
-        run.judged_at[:n_judged] += 1
-        run.accepted_at[:a] += 1
-        run.accepted += a
-        if a < d:
-            run.rejected += 1
-            run.rows.append(("big", "rejected", rnd, pos0 + a, tok.token_text(drafts[a]), ve, ve))
-            for i in range(a + 1, d):
-                run.rows.append(("big", "discarded", rnd, pos0 + i, tok.token_text(drafts[i]), ve, ve))
-            run.rows.append(("big", "correction", rnd, pos0 + a, tok.token_text(last), ve, ve))
-            last_mark = "correction"
-        elif d:
-            run.rows.append(("big", "bonus", rnd, pos0 + d, tok.token_text(last), ve, ve))
-            last_mark = "bonus"
-        else:
-            run.rows.append(("big", "generate", rnd, pos0, tok.token_text(last), vs, ve))
-            last_mark = "generate"
-        new = drafts[:a] + [last]
-        marks = ["accepted"] * a + [last_mark]
-        if run.emit(rnd, kind, new, marks, proposed=drafts, n_accepted=a, first_row=first):
+        if speculative_round(run, cache, proposer):
             break
     return run.result()
 
 
-def judge(p, drafts, q, rng) -> tuple[int, int]:
+def speculative_round(run: RunLog, cache, proposer) -> bool:
+    """Draft -> verify -> judge -> record, once. True if the run ended (end-of-sequence)."""
+    rnd, first, pos0 = run.passes + 1, len(run.events), len(run.out)
+    prop = draft_step(run, proposer, min(run.k, run.max_new - pos0 - 1), rnd)
+    drafts = [int(x) for x in prop.tokens]
+    v0 = time.perf_counter()
+    past = cache.length
+    fw = run.model.forward([run.out[-1], *drafts], cache, logits="all")
+    a, last = judge_pass(run, fw.logits, drafts, prop.p_draft)
+    cache.rollback(past + 1 + a)
+    v1 = time.perf_counter()
+    run.passes += 1
+    observe = getattr(proposer, "observe", None)
+    if observe is not None:
+        observe(fw.hidden[:1 + a])
+    mark = record_verdict(run, rnd, pos0, drafts, accepted=a, last=last,
+                          span=(run.ms(v0), run.ms(v1)))
+    return run.emit(rnd, "verify" if drafts else "generate", drafts[:a] + [last],
+                    ["accepted"] * a + [mark], proposed=drafts, n_accepted=a, first_event=first)
+
+
+def draft_step(run: RunLog, proposer, d_max: int, rnd: int) -> Proposal:
+    """Ask the draft for up to ``d_max`` tokens; log its time and one event per token."""
+    t = time.perf_counter()
+    prop: Proposal = EMPTY
+    if d_max > 0:
+        prop = proposer.propose(run.context(), d_max, temperature=run.temperature,
+                                top_p=run.top_p, rng=run.rng)
+        prop = prop.first(d_max)
+    t1 = time.perf_counter()
+    d = len(prop)
+    run.draft_ms += (t1 - t) * 1e3
+    run.proposed += d
+    stamps = prop.stamps if prop.stamps is not None else np.full(d, t1)
+    prev, pos0 = t, len(run.out)
+    for i, x in enumerate(prop.tokens.tolist()):
+        end = float(stamps[i])
+        run.events.append(Event("draft", "draft", rnd, pos0 + i, run.tok.token_text(x),
+                                run.ms(prev), run.ms(end)))
+        prev = end
+    return prop
+
+
+def judge_pass(run: RunLog, logits: np.ndarray, drafts: list[int], p_draft) -> tuple[int, int]:
+    """How many drafts the target keeps, and the token it writes after them."""
+    if run.temperature == 0.0:
+        best = np.argmax(logits, axis=-1)
+        a = 0
+        while a < len(drafts) and drafts[a] == int(best[a]):
+            a += 1
+        return a, int(best[a])
+    p_big = sampling.probabilities(logits, run.temperature, run.top_p)
+    return judge(p_big, drafts, p_draft, run.rng)
+
+
+def record_verdict(run: RunLog, rnd: int, pos0: int, drafts: list[int], *, accepted: int,
+                   last: int, span: tuple[float, float]) -> str:
+    """Log the verify pass over ``span`` (ms) and its verdict; return how ``last`` was decided."""
+    vs, ve = span
+    d, a = len(drafts), accepted
+    text = run.tok.token_text
+    if not d:
+        run.events.append(Event("big", "generate", rnd, pos0, text(last), vs, ve))
+        return "generate"
+    run.events.append(Event("big", "verify", rnd, pos0, "", vs, ve))
+    run.events += verdict_events(rnd, pos0, [text(x) for x in drafts], a, text(last), ve)
+    run.judged(d, a, missed=a < d)
+    return "correction" if a < d else "bonus"
+
+
+def judge(p_big, drafts, p_draft, rng) -> tuple[int, int]:
     """Speculative sampling over one verify pass: (accepted count, the token that follows).
 
     Parameters
     ----------
-    p : numpy.ndarray, shape (d + 1, vocab)
+    p_big : numpy.ndarray, shape (d + 1, vocab)
         The target's distributions at the pending token and at each drafted token.
     drafts : sequence of int, length d
-    q : numpy.ndarray, shape (d, vocab), or None
+    p_draft : numpy.ndarray, shape (d, vocab), or None
         The draft's distributions (None: one-hot on each drafted token).
     rng : numpy.random.Generator
 
-    Each drafted ``x`` is kept with probability ``min(1, p(x) / q(x))`` (uniforms drawn up front);
-    the first rejection is replaced by a draw from ``norm(max(0, p - q))``, and if all ``d`` are kept
-    one more token comes from ``p`` at the last position.
+    Each drafted ``x`` is kept with probability ``min(1, p_big(x) / p_draft(x))`` (uniforms drawn
+    up front); the first rejection is replaced by a draw from ``norm(max(0, p_big - p_draft))``,
+    and if all ``d`` are kept one more token comes from ``p_big`` at the last position.
     """
     d = len(drafts)
     u = rng.random(d)
     for i, x in enumerate(drafts):
-        qi = None if q is None else q[i]
-        if u[i] >= sampling.accept_probability(p[i], qi, x):
-            return i, sampling.draw(sampling.residual(p[i], qi, x), rng)
-    return d, sampling.draw(p[d], rng)
+        qi = None if p_draft is None else p_draft[i]
+        if u[i] >= sampling.accept_probability(p_big[i], qi, x):
+            return i, sampling.draw(sampling.residual(p_big[i], qi, x), rng)
+    return d, sampling.draw(p_big[d], rng)

@@ -1,10 +1,11 @@
 """Drafts: cheap guessers that propose up to ``k`` next tokens for the target model to check.
 
-Each draft is a small immutable object with one job. ``draft.begin(model)`` returns a per-run
-proposer (its state, such as an early exit's own cache, lives there); ``proposer.propose(context, k,
-...)`` returns a :class:`Proposal`. A proposal may be shorter than ``k`` (even empty) when the draft
-has nothing to offer. Deterministic drafts return ``q=None``: for speculative sampling that is a
-one-hot q on each proposed token.
+:class:`Draft` says what a draft is: a small immutable object whose ``begin(model)`` returns a
+per-run :class:`Proposer` (its state, such as an early exit's own cache, lives there);
+``proposer.propose(context, k, ...)`` returns a :class:`Proposal`. A proposal may be shorter than
+``k`` (even empty) when the draft has nothing to offer. Deterministic drafts return
+``p_draft=None``: for speculative sampling that is a one-hot p_draft on each proposed token.
+Scoring a text teacher-forced is not a draft's job: see :func:`.score.draft_distributions`.
 
 * :class:`PromptLookup` copies what followed the latest earlier occurrence of the text's last few
   tokens (vLLM's ``ngram`` proposer; Hugging Face's ``prompt_lookup_num_tokens``). Costs ~nothing.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -30,21 +32,62 @@ class Proposal:
     Attributes
     ----------
     tokens : numpy.ndarray of int64, shape (d,), d <= k
-    q : numpy.ndarray of float64, shape (d, vocab), or None
+    p_draft : numpy.ndarray of float64, shape (d, vocab), or None
         The draft's distribution at each proposed position (None: one-hot on ``tokens``).
     stamps : numpy.ndarray of float, shape (d,), or None
         ``time.perf_counter()`` when each token was ready (None: all at once, at the end).
     """
 
     tokens: np.ndarray
-    q: np.ndarray | None = None
+    p_draft: np.ndarray | None = None
     stamps: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.tokens.size)
 
+    def first(self, n: int) -> "Proposal":
+        """The first ``n`` proposed tokens (itself when it has no more)."""
+        if len(self) <= n:
+            return self
+        return Proposal(self.tokens[:n], None if self.p_draft is None else self.p_draft[:n],
+                        None if self.stamps is None else self.stamps[:n])
+
 
 EMPTY = Proposal(np.zeros(0, np.int64))
+
+
+@runtime_checkable
+class Proposer(Protocol):
+    """A draft's state during one run."""
+
+    def propose(self, context, k: int, *, temperature: float = 0.0, top_p: float = 1.0,
+                rng=None) -> Proposal:
+        """Up to ``k`` tokens to follow ``context`` (prompt and output ids so far)."""
+        ...
+
+
+@runtime_checkable
+class Draft(Protocol):
+    """What a draft is.
+
+    Attributes
+    ----------
+    name : str
+        Its name in menus, results and links.
+    capture : tuple of int
+        Block counts after which a teacher-forced target pass must keep the residual stream for
+        this draft (:func:`.score.draft_distributions`); empty for most drafts.
+
+    A proposer may also have ``observe(hidden)``, called with the target's final-normed hidden
+    states of the positions each verify pass kept, and ``candidates(context, w)`` for token trees.
+    """
+
+    name: str
+    capture: tuple
+
+    def begin(self, model) -> Proposer:
+        """A fresh proposer for one run of ``model``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -93,16 +136,6 @@ class PromptLookup:
 
     capture = ()
 
-    def teacher_forced(self, model, tokens, start: int, stop: int, pass_, temperature: float):
-        """One-hot q on the first proposed token at each position (a zero row: no proposal)."""
-        ids = np.asarray(tokens, dtype=np.int64)
-        q = np.zeros((stop - start, model.config.vocab_size), np.float32)
-        for i in range(start, stop):
-            prop = self.propose(ids[:i + 1], 1)
-            if len(prop):
-                q[i - start, prop.tokens[0]] = 1.0
-        return q
-
 
 @dataclass(frozen=True)
 class EarlyExit:
@@ -129,12 +162,8 @@ class EarlyExit:
 
     @property
     def capture(self) -> tuple[int, ...]:
-        """The target pass keeps the residual stream after block m for :meth:`teacher_forced`."""
+        """A teacher-forced target pass keeps the residual stream after block m for this draft."""
         return (self.m,)
-
-    def teacher_forced(self, model, tokens, start: int, stop: int, pass_, temperature: float):
-        """q at each position from the target pass's own block-m residual stream."""
-        return sampling.probabilities(exit_logits(model, pass_.captured[self.m]), temperature)
 
 
 def exit_logits(model, residual: np.ndarray) -> np.ndarray:
@@ -171,12 +200,12 @@ class _EarlyExitRun:
                 rng=None) -> Proposal:
         ctx = np.asarray(context, dtype=np.int64)
         logits = self._sync(ctx)
-        tokens, qs, stamps = [], [], []
+        tokens, dists, stamps = [], [], []
         for i in range(k):
             if temperature > 0:
-                q = sampling.probabilities(logits, temperature, top_p)
-                tok = int(sampling.draw(q, rng))
-                qs.append(q)
+                p_draft = sampling.probabilities(logits, temperature, top_p)
+                tok = int(sampling.draw(p_draft, rng))
+                dists.append(p_draft)
             else:
                 tok = int(np.argmax(logits))
             tokens.append(tok)
@@ -184,4 +213,5 @@ class _EarlyExitRun:
             if i + 1 < k:
                 logits = self.model.forward([tok], self.cache, logits="last", n_layers=self.m).logits[-1]
                 self.fed.append(tok)
-        return Proposal(np.array(tokens, np.int64), np.array(qs) if qs else None, np.array(stamps))
+        return Proposal(np.array(tokens, np.int64), np.array(dists) if dists else None,
+                        np.array(stamps))

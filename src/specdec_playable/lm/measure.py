@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .score import iter_distributions
+from .score import iter_distributions, whole_distribution
 
 #: Positions scored per target pass when measuring a text (progress is reported per pass).
 CHUNK = 32
@@ -34,32 +34,6 @@ def default_draft():
     from .ngram import NgramDraft
 
     return NgramDraft(min_share=0.0)
-
-
-class _WholeQ:
-    """A draft's teacher-forced q from its whole next-token distribution (``draft.distribution``)
-    rather than a one-hot on its top guess: sum(min(p, q)) then counts every token it would
-    sample, as speculative sampling does."""
-
-    capture = ()
-
-    def __init__(self, draft):
-        self.draft = draft
-        self.name = getattr(draft, "name", "draft")
-
-    def teacher_forced(self, model, tokens, start: int, stop: int, pass_, temperature: float):
-        ids = np.asarray(tokens, dtype=np.int64)
-        vocab = model.config.vocab_size
-        q = np.zeros((stop - start, vocab), np.float32)
-        for i in range(start, stop):
-            q[i - start] = self.draft.distribution(ids[max(0, i - 2):i + 1], vocab,
-                                                   temperature=temperature)
-        return q
-
-
-def _with_q(draft):
-    """The draft as the scorer reads it: with its whole distribution q where it has one."""
-    return _WholeQ(draft) if callable(getattr(draft, "distribution", None)) else draft
 
 
 def token_pieces(tokenizer, ids) -> tuple[str, ...]:
@@ -100,7 +74,7 @@ def _complete_prefix(b: bytes) -> int:
 
 
 @dataclass(frozen=True, eq=False)
-class MeasuredText:
+class TextMeasurement:
     """Per-token measurements of one text (arrays read-only, one entry per token).
 
     Attributes
@@ -153,7 +127,7 @@ def _check_text(text) -> str:
 
 def measure_text(model, text: str, *, draft=None, chunk: int = CHUNK,
                  stopped: Callable[[], bool] | None = None,
-                 report: Callable[[int, int], None] | None = None) -> MeasuredText:
+                 report: Callable[[int, int], None] | None = None) -> TextMeasurement:
     """Measure every token of ``text`` (see the module docstring).
 
     Parameters
@@ -162,7 +136,7 @@ def measure_text(model, text: str, *, draft=None, chunk: int = CHUNK,
     text : str
         1 to 20,000 characters.
     draft : optional
-        A draft with ``teacher_forced`` (default :func:`default_draft`).
+        Any :class:`.drafts.Draft` (default :func:`default_draft`).
     chunk : int
         Positions per target pass.
     stopped : callable, optional
@@ -179,41 +153,51 @@ def measure_text(model, text: str, *, draft=None, chunk: int = CHUNK,
         raise ValueError("the text has no tokens")
     seq = np.concatenate([[tok.bos_id], ids])  # the first token is predicted from the start token
     n = ids.size
-    alpha = np.zeros(n)
-    greedy = np.zeros(n, bool)
-    p_token = np.zeros(n)
-    guess_ids = np.full(n, -1, np.int64)
+    cols = _Columns(alpha=np.zeros(n), greedy=np.zeros(n, bool), p_token=np.zeros(n),
+                    guess_ids=np.full(n, -1, np.int64))
     done = 0
     complete = True
     if report is not None:
         report(0, n)
-    stream = iter_distributions(model, seq, draft=_with_q(draft), chunk=chunk)
+    stream = iter_distributions(model, seq, draft=whole_distribution(draft), chunk=chunk)
     while True:
         if stopped is not None and stopped():
             complete = False
             break
         try:
-            start, p, q = next(stream)
+            start, p_big, p_draft = next(stream)
         except StopIteration:
             break
-        stop = start + p.shape[0]
-        p64 = p.astype(np.float64)
-        q64 = q.astype(np.float64)
-        rows = np.arange(stop - start)
-        alpha[start:stop] = np.minimum(p64, q64).sum(axis=1)
-        has = q64.sum(axis=1) > 0
-        top_q = np.where(has, q64.argmax(axis=1), -1)
-        greedy[start:stop] = has & (top_q == p64.argmax(axis=1))
-        p_token[start:stop] = p64[rows, ids[start:stop]]
-        guess_ids[start:stop] = top_q
-        done = stop
+        done = cols.fill(start, p_big, p_draft, ids)
         if report is not None:
             report(done, n)
-    alpha = np.clip(alpha[:done], 0.0, 1.0)  # float32 rounding can leave 1 + 1e-7
-    guess = tuple("" if g < 0 else "".join(token_pieces(tok, [g])) for g in guess_ids[:done])
-    return MeasuredText(ids=ids[:done], pieces=token_pieces(tok, ids)[:done], alpha=alpha,
-                        greedy=greedy[:done], p_token=p_token[:done], guess=guess,
-                        complete=complete)
+    alpha = np.clip(cols.alpha[:done], 0.0, 1.0)  # float32 rounding can leave 1 + 1e-7
+    guess = tuple("" if g < 0 else "".join(token_pieces(tok, [g])) for g in cols.guess_ids[:done])
+    return TextMeasurement(ids=ids[:done], pieces=token_pieces(tok, ids)[:done], alpha=alpha,
+                           greedy=cols.greedy[:done], p_token=cols.p_token[:done], guess=guess,
+                           complete=complete)
+
+
+@dataclass(frozen=True, eq=False)
+class _Columns:
+    """Per-token columns of a measurement, filled a chunk at a time."""
+
+    alpha: np.ndarray
+    greedy: np.ndarray
+    p_token: np.ndarray
+    guess_ids: np.ndarray
+
+    def fill(self, start: int, p_big: np.ndarray, p_draft: np.ndarray, ids: np.ndarray) -> int:
+        """Score the chunk of positions ``start ..``; return the position after it."""
+        stop = start + p_big.shape[0]
+        p64, q64 = p_big.astype(np.float64), p_draft.astype(np.float64)
+        self.alpha[start:stop] = np.minimum(p64, q64).sum(axis=1)
+        has = q64.sum(axis=1) > 0
+        top = np.where(has, q64.argmax(axis=1), -1)
+        self.greedy[start:stop] = has & (top == p64.argmax(axis=1))
+        self.p_token[start:stop] = p64[np.arange(stop - start), ids[start:stop]]
+        self.guess_ids[start:stop] = top
+        return stop
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,7 +247,7 @@ def next_token(model, context: str, *, draft=None, top: int = 8,
     # token) makes its last row the prediction after the whole context.
     seq = np.concatenate([[tok.bos_id], tok.encode(context), [tok.eos_id]]).astype(np.int64)
     last = None
-    for _start, p, q in iter_distributions(model, seq, draft=_with_q(draft), chunk=256):
+    for _start, p, q in iter_distributions(model, seq, draft=whole_distribution(draft), chunk=256):
         last = (p[-1].astype(np.float64), q[-1].astype(np.float64))
     p, q = last
     t = _top(tok, p, top, nonzero=False)

@@ -261,7 +261,7 @@ class Model:
             raise ValueError(f"positions must have shape ({n},); got {pos.shape}")
         cache.reserve(n)
         bias = self._bias(n, past, mask)
-        cos, sin = self._rope(pos)
+        rope = self._rope(pos)
         capture = set(int(m) for m in capture)
         captured = {}
 
@@ -270,7 +270,7 @@ class Model:
             captured[0] = x.copy()
         with np.errstate(over="ignore"):
             for layer in range(depth):
-                x = self._block(layer, x, cache, past, cos, sin, bias)
+                x = self._block(layer, x, cache, past, rope, bias)
                 if layer + 1 in capture:
                     captured[layer + 1] = x.copy()
         cache.length = past + n
@@ -309,7 +309,8 @@ class Model:
         ang = pos.astype(F32)[:, None] * self.weights.inv_freq[None, :]  # (n, 32), float32
         return np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
 
-    def _block(self, layer, x, cache, past, cos, sin, bias):
+    def _block(self, layer, x, cache, past, rope, bias):
+        cos, sin = rope  # of the new positions' angles
         cfg = self.config
         b = self.weights.blocks[layer]
         n = x.shape[0]

@@ -171,17 +171,6 @@ class NgramDraft:
         """The draft's q over the whole vocabulary (float64, ``(vocab,)``; all zero if unknown)."""
         return self.begin(None).distribution(context, vocab, temperature=temperature)
 
-    def teacher_forced(self, model, tokens, start: int, stop: int, pass_, temperature: float):
-        """One-hot q on the proposed first token at each position (a zero row: no proposal)."""
-        run = self.begin(model)
-        ids = np.asarray(tokens, dtype=np.int64)
-        q = np.zeros((stop - start, model.config.vocab_size), np.float32)
-        for i in range(start, stop):
-            tok = run.next_token(ids[max(0, i - 2):i + 1])
-            if tok >= 0:
-                q[i - start, tok] = 1.0
-        return q
-
 
 class _NgramRun:
     def __init__(self, tables: dict, min_share: float) -> None:

@@ -1,4 +1,4 @@
-"""Teacher-forced scoring of a whole text: the target's p and a draft's q at every position.
+"""Teacher-forced scoring of a whole text: the target's p_big and a draft's p_draft at every position.
 
 Position ``i`` predicts token ``i + 1`` from tokens ``0 .. i``. The text goes through the model in
 chunks (one pass per chunk, appending to one cache), so a long text needs only one chunk's
@@ -7,12 +7,15 @@ chunks (one pass per chunk, appending to one cache), so a long text needs only o
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import sampling
+from .drafts import EarlyExit, exit_logits
+from .ngram import NgramDraft
 
 CHUNK = 128
 TOKENS_MAX = 8000
@@ -54,16 +57,6 @@ class TextScores:
     def perplexity(self) -> float:
         return float(np.exp(-self.logprob.mean()))
 
-    @property
-    def greedy_match(self) -> float:
-        """Share of positions where the target's greedy token is the text's next token."""
-        return float((self.target_top == self.tokens[1:]).mean())
-
-    @property
-    def draft_match(self) -> float:
-        """Share of positions where the draft's top token equals the target's greedy token."""
-        return float((self.draft_top == self.target_top).mean())
-
 
 def _check_tokens(model, tokens) -> np.ndarray:
     ids = model.tokenizer.as_array(tokens)
@@ -92,22 +85,91 @@ def _passes(model, ids: np.ndarray, draft, chunk: int):
         yield start, stop, model.forward(ids[start:stop], cache, logits="all", capture=capture)
 
 
+@functools.singledispatch
+def draft_distributions(draft, model, tokens, start: int, stop: int, *, pass_,
+                        temperature: float) -> np.ndarray:
+    """The draft's p_draft rows (float32, ``(stop - start, vocab)``) at positions ``start .. stop``
+    of ``tokens``, teacher-forced; ``pass_`` is the target's pass over them (with the residual
+    streams the draft's ``capture`` asked for).
+
+    Any :class:`.drafts.Draft`: one-hot on its first proposed token (a zero row: no proposal).
+    """
+    proposer = draft.begin(model)
+    ids = np.asarray(tokens, dtype=np.int64)
+    out = np.zeros((stop - start, model.config.vocab_size), np.float32)
+    for i in range(start, stop):
+        prop = proposer.propose(ids[:i + 1], 1)
+        if len(prop):
+            out[i - start, prop.tokens[0]] = 1.0
+    return out
+
+
+@draft_distributions.register
+def _ngram(draft: NgramDraft, model, tokens, start: int, stop: int, *, pass_,
+           temperature: float) -> np.ndarray:
+    run = draft.begin(model)
+    ids = np.asarray(tokens, dtype=np.int64)
+    out = np.zeros((stop - start, model.config.vocab_size), np.float32)
+    for i in range(start, stop):
+        tok = run.next_token(ids[max(0, i - 2):i + 1])
+        if tok >= 0:
+            out[i - start, tok] = 1.0
+    return out
+
+
+@draft_distributions.register
+def _early_exit(draft: EarlyExit, model, tokens, start: int, stop: int, *, pass_,
+                temperature: float) -> np.ndarray:
+    return sampling.probabilities(exit_logits(model, pass_.captured[draft.m]), temperature)
+
+
+@dataclass(frozen=True)
+class WholeDistribution:
+    """A draft scored by its whole next-token distribution (``draft.distribution``) rather than a
+    one-hot on its top guess: sum(min(p_big, p_draft)) then counts every token it would sample,
+    as speculative sampling does."""
+
+    draft: object
+    capture = ()
+
+    @property
+    def name(self) -> str:
+        return getattr(self.draft, "name", "draft")
+
+
+@draft_distributions.register
+def _whole(draft: WholeDistribution, model, tokens, start: int, stop: int, *, pass_,
+           temperature: float) -> np.ndarray:
+    ids = np.asarray(tokens, dtype=np.int64)
+    vocab = model.config.vocab_size
+    out = np.zeros((stop - start, vocab), np.float32)
+    for i in range(start, stop):
+        out[i - start] = draft.draft.distribution(ids[max(0, i - 2):i + 1], vocab,
+                                                  temperature=temperature)
+    return out
+
+
+def whole_distribution(draft):
+    """The draft as the scorer reads it: by its whole distribution where it has one."""
+    return WholeDistribution(draft) if callable(getattr(draft, "distribution", None)) else draft
+
+
 def iter_distributions(model, tokens, *, draft=None, temperature: float = 1.0,
                        chunk: int = CHUNK) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
-    """Yield ``(start, p, q)`` per chunk: positions ``start ..`` with p and q as float32 rows.
+    """Yield ``(start, p_big, p_draft)`` per chunk: positions ``start ..`` as float32 rows.
 
-    ``q`` rows are the draft's distributions (all zero where it proposes nothing); ``q`` is None
-    without a draft. Drafts supply them with ``teacher_forced(model, tokens, start, stop, pass_,
-    temperature)``.
+    ``p_draft`` rows are the draft's distributions (:func:`draft_distributions`; all zero where it
+    proposes nothing); ``p_draft`` is None without a draft.
     """
     ids = _check_tokens(model, tokens)
     temperature = _check_temperature(temperature)
     for start, stop, fw in _passes(model, ids, draft, chunk):
-        p = sampling.probabilities(fw.logits, temperature).astype(np.float32)
-        q = None
+        p_big = sampling.probabilities(fw.logits, temperature).astype(np.float32)
+        p_draft = None
         if draft is not None:
-            q = draft.teacher_forced(model, ids, start, stop, fw, temperature).astype(np.float32)
-        yield start, p, q
+            p_draft = draft_distributions(draft, model, ids, start, stop, pass_=fw,
+                                          temperature=temperature).astype(np.float32)
+        yield start, p_big, p_draft
 
 
 def score_text(model, tokens, *, draft=None, temperature: float = 1.0,
@@ -144,10 +206,11 @@ def score_text(model, tokens, *, draft=None, temperature: float = 1.0,
         logprob[start:stop] = z[rows, ids[start + 1:stop + 1]] - logz
         target_top[start:stop] = fw.logits.argmax(axis=1)
         if draft is not None:
-            p = sampling.probabilities(fw.logits, temperature)
-            q = draft.teacher_forced(model, ids, start, stop, fw, temperature)
-            has = q.sum(axis=1) > 0
-            alpha[start:stop] = np.minimum(p, q).sum(axis=1)
-            draft_top[start:stop] = np.where(has, q.argmax(axis=1), -1)
+            p_big = sampling.probabilities(fw.logits, temperature)
+            p_draft = draft_distributions(draft, model, ids, start, stop, pass_=fw,
+                                          temperature=temperature)
+            has = p_draft.sum(axis=1) > 0
+            alpha[start:stop] = np.minimum(p_big, p_draft).sum(axis=1)
+            draft_top[start:stop] = np.where(has, p_draft.argmax(axis=1), -1)
     return TextScores(tokens=ids, logprob=logprob, target_top=target_top, draft_top=draft_top,
                       alpha=alpha)

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..sim import validate as _v
 from ..sim import trees
+from ..sim.events import Event
 from .decode import Generation, RunLog, check_run
 
 SHAPES = ("spine", "full")
@@ -393,11 +394,6 @@ class TreeGeneration(Generation):
         return float(np.mean([r.verdict.n_accepted + 1 for r in self.rounds]))
 
     @property
-    def verified_per_pass(self) -> float:
-        """Mean tree nodes scored per pass after the prefill (besides the root)."""
-        return self.proposed / self.passes if self.passes else 0.0
-
-    @property
     def candidate_acceptance(self) -> float:
         """Accepted nodes over judged nodes: the measured per-candidate acceptance (NaN if none)."""
         return self.accepted / self.judged if self.judged else float("nan")
@@ -442,78 +438,83 @@ def speculate_tree(model, prompt: Sequence[int], draft, width: int, depth: int, 
     TreeGeneration
     """
     shape, width, depth, size = check_shape(shape, width, depth)
-    ids, max_new, _, _, max_seconds = check_run(model, prompt, max_new, 0.0, 1.0, max_seconds,
-                                             extra=size + 1)
+    ids, max_new, _, _, max_seconds = check_run(model, prompt, max_new=max_new, temperature=0.0,
+                                                top_p=1.0, max_seconds=max_seconds, extra=size + 1)
     proposer = draft.begin(model)
     if not callable(getattr(proposer, "candidates", None)):
         raise ValueError(f"draft {getattr(draft, 'name', draft)!r} cannot give top-w candidates; "
                          "use NgramDraft")
-    run = RunLog(model, ids, max_new, 0.0, 1.0, None, progress, cancel, max_seconds,
-               str(getattr(draft, "name", type(draft).__name__)), depth)
+    run = RunLog(model, ids, max_new=max_new, temperature=0.0, top_p=1.0, rng=None,
+                 progress=progress, cancel=cancel, max_seconds=max_seconds,
+                 draft_name=str(getattr(draft, "name", type(draft).__name__)), k=depth)
     cache = model.new_cache(capacity=ids.size + max_new + size + 2)
-    tok = run.tok
     rounds: list[TreeRound] = []
-    judged_total = 0
-    if run.should_stop() or run.prefill(cache):
-        return _result(run, shape, width, depth, rounds, judged_total)
-    while not run.should_stop():
-        rnd = run.passes + 1
-        first = len(run.rows)
-        pos0 = len(run.out)
-        levels = min(depth, run.max_new - pos0 - 1)
-        # 1. Draft.
-        t = time.perf_counter()
-        tree = build_tree(proposer, run.context(), width, levels, shape=shape) if levels else EMPTY_TREE
-        t1 = time.perf_counter()
-        n = len(tree)
-        d = tree.depths
-        texts = tuple(tok.token_text(x) for x in tree.tokens.tolist())
-        run.draft_ms += (t1 - t) * 1e3
-        run.proposed += n
-        for i in range(n):
-            run.rows.append(("draft", "draft", rnd, pos0 + int(d[i]) - 1, texts[i],
-                             run.ms(t), run.ms(t1)))
-        # 2. Verify the whole tree in one pass; 3. judge; the cache keeps the accepted path.
-        root = run.out[-1]
-        v0 = time.perf_counter()
-        verdict = verify_tree(model, cache, root, tree)
-        v1 = time.perf_counter()
-        run.passes += 1
-        a = verdict.n_accepted
-        vs, ve = run.ms(v0), run.ms(v1)
+    if not (run.should_stop() or run.prefill(cache)):
+        while not run.should_stop():
+            record, ended = tree_round(run, cache, proposer, shape, width, depth)
+            rounds.append(record)
+            if ended:
+                break
+    return _result(run, shape, width, depth, rounds)
+
+
+def tree_round(run: RunLog, cache, proposer, shape: str, width: int, depth: int):
+    """Draft a tree -> verify it in one pass -> judge -> record. Returns ``(TreeRound, ended)``."""
+    rnd, first, pos0 = run.passes + 1, len(run.events), len(run.out)
+    levels = min(depth, run.max_new - pos0 - 1)
+    t = time.perf_counter()
+    tree = build_tree(proposer, run.context(), width, levels, shape=shape) if levels else EMPTY_TREE
+    t1 = time.perf_counter()
+    texts = tuple(run.tok.token_text(x) for x in tree.tokens.tolist())
+    _record_drafts(run, tree, texts, rnd, (run.ms(t), run.ms(t1)))
+    run.draft_ms += (t1 - t) * 1e3
+    root = run.out[-1]
+    v0 = time.perf_counter()
+    verdict = verify_tree(run.model, cache, root, tree)
+    v1 = time.perf_counter()
+    run.passes += 1
+    last_text = _record_verdict(run, tree, texts, verdict, rnd, (run.ms(v0), run.ms(v1)))
+    record = TreeRound(
+        round=rnd, position=pos0, root=int(root), root_text=run.tok.token_text(root), tree=tree,
+        texts=texts, verdict=verdict,
+        target_texts=tuple(run.tok.token_text(x) for x in verdict.target.tolist()),
+        text=last_text, draft_ms=(t1 - t) * 1e3, verify_ms=(v1 - v0) * 1e3)
+    a = verdict.n_accepted
+    new = [int(tree.tokens[i]) for i in verdict.path] + [verdict.token]
+    ended = run.emit(rnd, "verify" if len(tree) else "generate", new,
+                     ["accepted"] * a + [verdict.mark], proposed=tree.tokens.tolist(),
+                     n_accepted=a, first_event=first, tree=record)
+    return record, ended
+
+
+def _record_drafts(run: RunLog, tree: DraftTree, texts, rnd: int, span) -> None:
+    pos0 = len(run.out)
+    run.proposed += len(tree)
+    run.events += [Event("draft", "draft", rnd, pos0 + int(depth) - 1, texts[i], *span)
+                   for i, depth in enumerate(tree.depths.tolist())]
+
+
+def _record_verdict(run: RunLog, tree: DraftTree, texts, verdict: Verdict, rnd: int, span) -> str:
+    """Log the verify pass over ``span`` and each node's verdict; return the last token's text."""
+    vs, ve = span
+    pos0, n, a = len(run.out), len(tree), verdict.n_accepted
+    at = [pos0 + int(d) - 1 for d in tree.depths.tolist()]
+    if n:
+        run.events.append(Event("big", "verify", rnd, pos0, "", vs, ve))
+        run.events += [Event("big", "accepted", rnd, at[i], texts[i], ve, ve) for i in verdict.path]
         on_path = set(verdict.path)
-        if n:
-            run.rows.append(("big", "verify", rnd, pos0, "", vs, ve))
-            for i in verdict.path:
-                run.rows.append(("big", "accepted", rnd, pos0 + int(d[i]) - 1, texts[i], ve, ve))
-            for i in range(n):
-                if i not in on_path:
-                    kind = "rejected" if verdict.judged[i] else "discarded"
-                    run.rows.append(("big", kind, rnd, pos0 + int(d[i]) - 1, texts[i], ve, ve))
-        last_text = tok.token_text(verdict.token)
-        run.rows.append(("big", verdict.mark, rnd, pos0 + a, last_text,
-                         vs if verdict.mark == "generate" else ve, ve))
-        top = tree.depth
-        run.judged_at[:min(a + 1, top)] += 1
-        run.accepted_at[:a] += 1
-        run.accepted += a
-        run.rejected += verdict.mark == "correction"
-        judged_total += int(verdict.judged.sum())
-        record = TreeRound(
-            round=rnd, position=pos0, root=int(root), root_text=tok.token_text(root), tree=tree,
-            texts=texts, verdict=verdict,
-            target_texts=tuple(tok.token_text(x) for x in verdict.target.tolist()),
-            text=last_text, draft_ms=(t1 - t) * 1e3, verify_ms=(v1 - v0) * 1e3)
-        rounds.append(record)
-        new = [int(tree.tokens[i]) for i in verdict.path] + [verdict.token]
-        marks = ["accepted"] * a + [verdict.mark]
-        if run.emit(rnd, "verify" if n else "generate", new, marks, proposed=tree.tokens.tolist(),
-                    n_accepted=a, first_row=first, tree=record):
-            break
-    return _result(run, shape, width, depth, rounds, judged_total)
+        run.events += [Event("big", "rejected" if verdict.judged[i] else "discarded", rnd, at[i],
+                             texts[i], ve, ve) for i in range(n) if i not in on_path]
+    last_text = run.tok.token_text(verdict.token)
+    run.events.append(Event("big", verdict.mark, rnd, pos0 + a, last_text,
+                            vs if verdict.mark == "generate" else ve, ve))
+    if n:
+        run.judged(tree.depth, a, missed=verdict.mark == "correction")
+    return last_text
 
 
-def _result(run, shape, width, depth, rounds, judged) -> TreeGeneration:
+def _result(run, shape, width, depth, rounds) -> TreeGeneration:
     g = run.result()
+    judged = sum(int(r.verdict.judged.sum()) for r in rounds)
     return TreeGeneration(**{f.name: getattr(g, f.name) for f in fields(Generation)}, shape=shape,
                           width=width, depth=depth, rounds=tuple(rounds), judged=judged)

@@ -249,7 +249,13 @@ def _generate(args) -> int:
     )
     if args.json:
         print(json.dumps(out))
-        return 0
+    else:
+        _print_generation(tok, plain, spec, args=args, out=out)
+    return 0
+
+
+def _print_generation(tok, plain, spec, *, args, out: dict) -> None:
+    """The human-readable report of ``generate``: the marked text, then the two runs."""
     texts = [tok.token_text(t) for t in spec.tokens]
     print(marked_text(texts, spec.marks))
     print()
@@ -258,18 +264,18 @@ def _generate(args) -> int:
     rate = "n/a (nothing drafted)" if out["acceptance_rate"] is None else f"{spec.acceptance_rate:.0%}"
     print(f"draft {args.draft}, k={args.k}: acceptance {rate} "
           f"({spec.accepted} of {spec.accepted + spec.rejected} judged, {spec.proposed} proposed), "
-          f"{spec.tokens_per_pass:.2f} tokens per pass, draft cost c={c:.3f}")
+          f"{spec.tokens_per_pass:.2f} tokens per pass, draft cost c={out['draft_cost_c']:.3f}")
     print(f"plain       : {len(plain.tokens)} tokens in {plain.wall_ms / 1e3:.2f} s "
           f"({plain.tokens_per_second:.1f} tokens/s after a {plain.prefill_ms / 1e3:.2f} s prompt pass)")
     print(f"speculative : {len(spec.tokens)} tokens in {spec.wall_ms / 1e3:.2f} s "
           f"({spec.tokens_per_second:.1f} tokens/s after a {spec.prefill_ms / 1e3:.2f} s prompt pass)")
+    gain = float("nan") if out["speedup"] is None else out["speedup"]
     print(f"measured speedup: {gain:.2f}x (tokens per second, prompt pass excluded)")
-    if temperature == 0:
-        print("output matches plain greedy decoding: " + ("yes" if matched else "NO"))
+    if out["temperature"] == 0:
+        print("output matches plain greedy decoding: " + ("yes" if out["matched_plain"] else "NO"))
     else:
         print("sampling: both runs follow the model's distribution; the draws differ, so the texts "
-              + ("match" if matched else "differ"))
-    return 0
+              + ("match" if out["matched_plain"] else "differ"))
 
 
 def _serve(args) -> int:

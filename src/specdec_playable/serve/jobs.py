@@ -153,10 +153,6 @@ class Handle:
             self._released = True
         self.job.cancel()
 
-    @property
-    def released(self) -> bool:
-        return self._released
-
 
 class JobQueue:
     """At most ``workers`` jobs at once; at most ``max_waiting`` in line behind them.

@@ -45,7 +45,7 @@ def generation_work(settings) -> Callable[[jobs.JobContext], Any]:
 
 def scoring_work(source: str) -> Callable[[jobs.JobContext], Any]:
     """Episode 4's paste: the text scored teacher-forced by the model and the learned draft,
-    reporting ``(done, total)`` tokens after each pass (an :class:`lm.measure.MeasuredText`)."""
+    reporting ``(done, total)`` tokens after each pass (an :class:`lm.measure.TextMeasurement`)."""
 
     def call(child, **budget):
         return child.measure(source, **budget)

@@ -48,6 +48,32 @@ class Acceptance:
         a = np.asarray(accepted, dtype=np.int64)
         return cls(judged=int(a.sum() + (a < d).sum()), accepted=int(a.sum()))
 
+    @staticmethod
+    def by_position(drafted, accepted, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per draft position ``j < k``: how many rounds judged it, and how many accepted it.
+
+        A round that drafted ``d`` and kept ``a`` judged positions ``j < min(a + 1, d)`` and
+        accepted ``j < a``. The acceptance rate at each position is their ratio.
+
+        Examples
+        --------
+        >>> judged, kept = Acceptance.by_position([4, 4, 2], [4, 1, 0], 4)
+        >>> judged.tolist(), kept.tolist()
+        ([3, 2, 1, 1], [2, 1, 1, 1])
+        """
+        d = np.asarray(drafted, dtype=np.int64).reshape(-1)
+        a = np.asarray(accepted, dtype=np.int64).reshape(-1)
+        j = np.arange(int(k))[None, :]
+        judged = (j < np.minimum(a + 1, d)[:, None]).sum(axis=0)
+        return judged.astype(np.int64), (j < a[:, None]).sum(axis=0).astype(np.int64)
+
+    @staticmethod
+    def rate_by_position(drafted, accepted, k: int) -> np.ndarray:
+        """Accepted over judged at each of ``k`` draft positions (NaN where none was judged)."""
+        judged, kept = Acceptance.by_position(drafted, accepted, k)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (kept / judged).astype(float)
+
     @classmethod
     def of_proposals(cls, kept) -> Acceptance:
         """One judgement per proposal (speculative sampling judges every proposal)."""

@@ -1,7 +1,7 @@
 """Adaptive draft length: policies that choose k round by round, raced on one token stream.
 
-The stream is several bundled texts back to back (by default code, then a poem,
-then a JSON record, from :mod:`data.texts`), each token with its own acceptance
+The stream is several texts back to back (Episode 6 races code, a poem and JSON measured by
+the real model, :func:`data.measured.measured_stream`), each token with its own acceptance
 probability ``q``. One uniform number per token position is drawn once and shared by
 every policy: the draft's guess at position ``i`` is right exactly when
 ``u[i] < q[i]``. So every policy sees the same randomness and the races differ
@@ -30,7 +30,7 @@ Policies
 
 Examples
 --------
->>> stream = make_stream()
+>>> stream = Stream(tuple("abcdefghijkl"), np.linspace(0.2, 0.9, 12), (("code", 0, 12),))
 >>> runs = race(stream, default_policies(), c=0.15, rng=0)
 >>> all(r.output == stream.tokens for r in runs)
 True
@@ -346,7 +346,7 @@ class PolicyRun:
 
         Examples
         --------
-        >>> s = make_stream(("js-loop",))
+        >>> s = Stream(tuple("abcdefghijkl"), np.full(12, 0.9), (("code", 0, 12),))
         >>> r = run_policy(FixedK(3), s, np.ones(len(s), bool), c=0.1)
         >>> round(float(r.wall_at(4)), 2), round(float(r.wall_at(6)), 2)
         (1.3, 1.95)
@@ -380,7 +380,7 @@ def run_policy(policy, stream: Stream, hits, c: float) -> PolicyRun:
 
     Examples
     --------
-    >>> s = make_stream(("js-loop",))
+    >>> s = Stream(tuple("abcdefghijkl"), np.full(12, 0.9), (("code", 0, 12),))
     >>> r = run_policy(FixedK(3), s, np.ones(len(s), bool), c=0.1)
     >>> int(r.tokens[0]), int(r.accepted[0]), round(float(r.cost[0]), 2)
     (4, 3, 1.3)

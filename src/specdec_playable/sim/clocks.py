@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import validate as _v
-from .events import Events
+from .events import Event, Events
 
 N_TOKENS_MAX = 4096
 
@@ -80,12 +80,12 @@ def sequential_vs_parallel(
         raise ValueError(f"tokens must have n_tokens={n} entries; got {len(tokens)}")
     tokens = [str(t) for t in tokens]
 
-    sequential = Events.from_rows([
-        ("sequential", "generate", i, i, tokens[i], i * big, (i + 1) * big) for i in range(n)
+    sequential = Events.of([
+        Event("sequential", "generate", i, i, tokens[i], i * big, (i + 1) * big) for i in range(n)
     ])
-    parallel = Events.from_rows(
-        [("parallel", "verify", 0, -1, "", 0.0, verify)]
-        + [("parallel", "score", 0, i, tokens[i], 0.0, verify) for i in range(n)]
+    parallel = Events.of(
+        [Event("parallel", "verify", 0, -1, "", 0.0, verify)]
+        + [Event("parallel", "score", 0, i, tokens[i], 0.0, verify) for i in range(n)]
     )
     return ClockComparison(
         n_tokens=n,

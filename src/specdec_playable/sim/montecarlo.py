@@ -117,6 +117,18 @@ def _accepted_prefix(uniforms: np.ndarray, q: float) -> np.ndarray:
     return accepted.astype(np.int64)
 
 
+def draw_rounds(q: float, k: int, n_rounds: int, *, rng: np.random.Generator) -> np.ndarray:
+    """Accepted drafts of each of ``n_rounds`` rounds: all uniforms drawn at once, in chunks of
+    at most :data:`_CHUNK_ELEMENTS` so memory stays bounded (inputs already validated)."""
+    rows = max(1, _CHUNK_ELEMENTS // k)
+    if n_rounds <= rows:
+        return _accepted_prefix(rng.random((n_rounds, k)), q)
+    return np.concatenate([
+        _accepted_prefix(rng.random((min(rows, n_rounds - start), k)), q)
+        for start in range(0, n_rounds, rows)
+    ])
+
+
 def simulate(q, k, c, n_rounds, *, rng) -> SimulationResult:
     """Simulate ``n_rounds`` draft/verify rounds and measure the speedup.
 
@@ -154,15 +166,7 @@ def simulate(q, k, c, n_rounds, *, rng) -> SimulationResult:
     n_rounds = _v.integer("n_rounds", n_rounds, 1, _v.ROUNDS_MAX)
     rng = _v.generator(rng)
 
-    rows = max(1, _CHUNK_ELEMENTS // k)
-    if n_rounds <= rows:
-        accepted = _accepted_prefix(rng.random((n_rounds, k)), q)
-    else:
-        accepted = np.concatenate([
-            _accepted_prefix(rng.random((min(rows, n_rounds - start), k)), q)
-            for start in range(0, n_rounds, rows)
-        ])
-
+    accepted = draw_rounds(q, k, n_rounds, rng=rng)
     cost = 1.0 + k * c
     tokens = accepted + 1
     total_tokens = int(tokens.sum())

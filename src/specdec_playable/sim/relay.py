@@ -26,7 +26,7 @@ import numpy as np
 
 from . import validate as _v
 from .acceptance import Acceptance
-from .events import Events
+from .events import Event, Events, verdict_events
 
 TOKENS_MAX = 100_000
 
@@ -146,72 +146,87 @@ def run(
     -------
     RelayResult
     """
+    tokens, g, k, big, step, rng, decoys = _check_run(
+        target_tokens, q, k, rng=rng, big_pass_ms=big_pass_ms, draft_step_ms=draft_step_ms,
+        decoys=decoys)
+    n = len(tokens)
+    # A drafted position is judged at most once before it is written, so one
+    # uniform per position decides every judgement the run makes.
+    hits = rng.random(n) < g
+    events: list[Event] = []
+    rounds: list[_Round] = []
+    pos, t = 0, 0.0
+    while pos < n:
+        r = _round(_Text(tokens, decoys, hits), pos, min(k, n - pos), t=t, step=step, big=big,
+                   r=len(rounds))
+        events += r.events
+        rounds.append(r)
+        pos, t = pos + r.tokens, r.end_ms
+    return RelayResult(
+        output=tuple(tokens[:pos]),
+        events=Events.of(events),
+        rounds=_round_table(rounds),
+        wall_ms=t,
+        baseline_ms=n * big,
+    )
+
+
+def _check_run(target_tokens, q, k, *, rng, big_pass_ms, draft_step_ms, decoys) -> tuple:
     tokens = _check_tokens(target_tokens)
     n = len(tokens)
-    g = _check_q(q, n)
-    k = _v.draft_length(k)
-    big = _v.duration_ms("big_pass_ms", big_pass_ms)
-    step = _v.duration_ms("draft_step_ms", draft_step_ms)
-    rng = _v.generator(rng)
     if decoys is None:
         decoys = ["?"] * n
     elif isinstance(decoys, str) or len(decoys) != n:
         raise ValueError(f"decoys must have one string per token ({n})")
-    decoys = [str(d) for d in decoys]
+    return (tokens, _check_q(q, n), _v.draft_length(k),
+            _v.duration_ms("big_pass_ms", big_pass_ms),
+            _v.duration_ms("draft_step_ms", draft_step_ms), _v.generator(rng),
+            [str(d) for d in decoys])
 
-    # A drafted position is judged at most once before it is written, so one
-    # uniform per position decides every judgement the run makes.
-    hits = rng.random(n) < g
 
-    rows: list[tuple] = []
-    output: list[str] = []
-    starts, ends, drafted, accepted, made, firsts = [], [], [], [], [], []
-    pos, t, r = 0, 0.0, 0
-    while pos < n:
-        d = min(k, n - pos)
-        for i in range(d):
-            guess = tokens[pos + i] if hits[pos + i] else decoys[pos + i]
-            rows.append(("draft", "draft", r, pos + i, guess, t + i * step, t + (i + 1) * step))
-        v0 = t + d * step
-        v1 = v0 + big
-        rows.append(("big", "verify", r, pos, "", v0, v1))
-        window = hits[pos:pos + d]
-        a = int(d if window.all() else window.argmin())
-        for i in range(a):
-            rows.append(("big", "accepted", r, pos + i, tokens[pos + i], v1, v1))
-        new = a
-        if a < d:
-            rows.append(("big", "rejected", r, pos + a, decoys[pos + a], v1, v1))
-            for i in range(a + 1, d):
-                rows.append(("big", "discarded", r, pos + i, decoys[pos + i], v1, v1))
-            rows.append(("big", "correction", r, pos + a, tokens[pos + a], v1, v1))
-            new += 1
-        elif pos + d < n:
-            rows.append(("big", "bonus", r, pos + d, tokens[pos + d], v1, v1))
-            new += 1
-        output.extend(tokens[pos:pos + new])
-        starts.append(t)
-        ends.append(v1)
-        drafted.append(d)
-        accepted.append(a)
-        made.append(new)
-        firsts.append(pos)
-        pos += new
-        t = v1
-        r += 1
+@dataclass(frozen=True)
+class _Round:
+    """One draft -> verify -> judge round of :func:`run`."""
 
-    rounds = {
-        "start_ms": np.array(starts, dtype=float),
-        "end_ms": np.array(ends, dtype=float),
-        "drafted": np.array(drafted, dtype=np.int64),
-        "accepted": np.array(accepted, dtype=np.int64),
-        "tokens": np.array(made, dtype=np.int64),
-        "first_token": np.array(firsts, dtype=np.int64),
-    }
-    return RelayResult(
-        output=tuple(output),
-        events=Events.from_rows(rows),
-        rounds=rounds,
-        wall_ms=t,
-        baseline_ms=n * big,
-    )
+    start_ms: float
+    end_ms: float
+    drafted: int
+    accepted: int
+    tokens: int
+    first_token: int
+    events: list
+
+
+@dataclass(frozen=True)
+class _Text:
+    """The known text, the draft's wrong guesses and whether it guesses each position right."""
+
+    tokens: list
+    decoys: list
+    hits: np.ndarray
+
+
+def _round(text: _Text, pos: int, d: int, *, t: float, step: float, big: float,
+           r: int) -> _Round:
+    """Round ``r``: draft ``d`` tokens from ``pos`` at time ``t``, verify them in one pass of
+    ``big`` ms (each draft step takes ``step``), judge, record."""
+    tokens, decoys, hits = text.tokens, text.decoys, text.hits
+    guesses = [tokens[pos + i] if hits[pos + i] else decoys[pos + i] for i in range(d)]
+    events = [Event("draft", "draft", r, pos + i, guesses[i], t + i * step, t + (i + 1) * step)
+              for i in range(d)]
+    v0 = t + d * step
+    v1 = v0 + big
+    events.append(Event("big", "verify", r, pos, "", v0, v1))
+    window = hits[pos:pos + d]
+    a = int(d if window.all() else window.argmin())
+    # The verdicts show the draft's wrong guess from the first miss on.
+    shown = guesses[:a] + decoys[pos + a:pos + d]
+    last = tokens[pos + a] if a < d else (tokens[pos + d] if pos + d < len(tokens) else None)
+    events += verdict_events(r, pos, shown, a, last, v1)
+    return _Round(t, v1, d, a, a + (last is not None), pos, events)
+
+
+def _round_table(rounds: list[_Round]) -> dict:
+    cols = {"start_ms": float, "end_ms": float, "drafted": np.int64, "accepted": np.int64,
+            "tokens": np.int64, "first_token": np.int64}
+    return {name: np.array([getattr(r, name) for r in rounds], dtype=dt) for name, dt in cols.items()}

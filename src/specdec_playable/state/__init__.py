@@ -12,6 +12,10 @@ import param
 
 from ..sim.seeds import SEED_MAX
 
+#: The longest draft the simulated pages' k sliders offer (Episodes 3, 5 and 8; the simulation
+#: itself allows sim.validate.K_MAX).
+K_SLIDER_MAX = 16
+
 
 @contextmanager
 def unlocked(obj: param.Parameterized) -> Iterator[None]:

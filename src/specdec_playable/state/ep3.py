@@ -10,13 +10,12 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from . import unlocked
+from . import K_SLIDER_MAX, unlocked
 from ..sim import montecarlo, theory
 
 #: Rounds simulated on every change.
 N_ROUNDS = 2000
 #: Longest draft the slider offers (and the range searched for the best k).
-K_MAX = 16
 
 
 class QualityDial(param.Parameterized):
@@ -32,7 +31,7 @@ class QualityDial(param.Parameterized):
         doc="Probability that one drafted token is the token the big model would have chosen "
             "(0: never, 1: always).")
     k = param.Integer(
-        default=4, bounds=(1, K_MAX), label="Draft length k",
+        default=4, bounds=(1, K_SLIDER_MAX), label="Draft length k",
         doc="Tokens the small model drafts in each round before the big model checks them "
             "(a count of tokens).")
     c = param.Number(
@@ -79,7 +78,7 @@ class QualityDial(param.Parameterized):
     @property
     def best_k(self) -> int:
         """Draft length in 1..16 with the highest theoretical speedup at the current q and c."""
-        return theory.best_k(self.q, self.c, k_max=K_MAX)
+        return theory.best_k(self.q, self.c, k_max=K_SLIDER_MAX)
 
     @property
     def best_speedup(self) -> float:
@@ -88,7 +87,7 @@ class QualityDial(param.Parameterized):
     @property
     def speedup_by_k(self) -> np.ndarray:
         """Theoretical speedup for k = 1..16 at the current q and c."""
-        return theory.expected_speedup(self.q, np.arange(1, K_MAX + 1), self.c)
+        return theory.expected_speedup(self.q, np.arange(1, K_SLIDER_MAX + 1), self.c)
 
     @property
     def theory_pmf(self) -> np.ndarray:

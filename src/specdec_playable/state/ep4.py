@@ -46,7 +46,7 @@ def _text_choices() -> dict[str, str]:
 
 
 def pasted_text(result) -> Text:
-    """A scored paste (a :class:`lm.measure.MeasuredText`) as the page's text."""
+    """A scored paste (a :class:`lm.measure.TextMeasurement`) as the page's text."""
     how = "scored by the real model just now" if result.complete else (
         f"only its first {len(result):,} tokens were scored in the time a visitor may use")
     return measured.as_text(result, id=PASTED, title="Your text", kind="pasted",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import fill_choices, presets, unlocked
+from . import K_SLIDER_MAX, fill_choices, presets, unlocked
 from ..sim import montecarlo, theory
 from ..serve.interface import shared
 
@@ -26,7 +26,6 @@ MAX_POINTS = 200
 #: Acceptance rates at which the curves are evaluated.
 Q_GRID = np.linspace(0.0, 1.0, 201)
 Q_GRID.setflags(write=False)
-K_MAX = 16
 
 
 @dataclass(frozen=True)
@@ -61,12 +60,12 @@ class SimPoint:
 
 @shared(maxsize=1024)
 def break_even_table(c: float) -> np.ndarray:
-    """Break-even q of every draft length 1..K_MAX at draft cost ``c`` (index k - 1).
+    """Break-even q of every draft length 1..K_SLIDER_MAX at draft cost ``c`` (index k - 1).
 
     One vectorised bisection per value of c, computed once per process and shared read-only
     by every session: a page asks for a dozen of them on every slider move.
     """
-    return theory.break_even_q(np.arange(1, K_MAX + 1), c)
+    return theory.break_even_q(np.arange(1, K_SLIDER_MAX + 1), c)
 
 
 class BreakEvenMap(param.Parameterized):
@@ -81,7 +80,7 @@ class BreakEvenMap(param.Parameterized):
         doc="Probability that a drafted token is accepted (0: never, 1: always); where Simulate "
             "drops its point.")
     k = param.Integer(
-        default=4, bounds=(1, K_MAX), label="Draft length k",
+        default=4, bounds=(1, K_SLIDER_MAX), label="Draft length k",
         doc="Tokens drafted per round (a count of tokens); its curve is drawn strongest.")
     c = param.Number(
         default=0.15, bounds=(0.0, 1.0), step=0.001, label="Draft cost c",

@@ -52,7 +52,8 @@ DRAFT_LABELS = {
 }
 DECODINGS = {"Greedy": "greedy", "Sampling": "sampling"}
 PROMPT_MAX_CHARS = 500
-K_MAX = 8
+#: The longest draft Episode 7 offers (the real decoders take up to lm.decode.LM_K_MAX).
+REAL_K_SLIDER_MAX = 8
 MAX_NEW_MAX = 128
 #: A run (both decodings, and the model's first load) stops after this long.
 JOB_BUDGET_S = 120.0
@@ -121,7 +122,7 @@ class RealText(param.Parameterized):
         default="lookup", objects={v: k for k, v in DRAFT_LABELS.items()}, label="Draft",
         doc="Who guesses the next tokens for the model to check.")
     k = param.Integer(
-        default=4, bounds=(1, K_MAX), label="Draft length k",
+        default=4, bounds=(1, REAL_K_SLIDER_MAX), label="Draft length k",
         doc="Most tokens the draft guesses before one pass of the model checks them.")
     max_new = param.Integer(
         default=64, bounds=(1, MAX_NEW_MAX), label="New tokens (at most)",

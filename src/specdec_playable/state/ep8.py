@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 import param
 
-from . import unlocked
+from . import K_SLIDER_MAX, unlocked
 from ..data import hardware
 from ..sim import batching, theory, trees
 
@@ -24,7 +24,6 @@ BATCH_MAX = 256
 BATCHES = np.arange(1, BATCH_MAX + 1)
 BATCHES.setflags(write=False)
 #: Longest draft searched for the best k (as in Episodes 3 and 5).
-K_MAX = 16
 #: Tree shapes offered: candidates per level and levels.
 WIDTH_MAX, DEPTH_MAX = 4, 8
 #: Monte-Carlo rounds per tree shape on every change.
@@ -92,7 +91,7 @@ class BusyAndTrees(param.Parameterized):
         doc="Probability that one drafted token is accepted, the same for every user in the batch "
             "(0: never, 1: always).")
     k = param.Integer(
-        default=4, bounds=(1, K_MAX), label="Draft length k",
+        default=4, bounds=(1, K_SLIDER_MAX), label="Draft length k",
         doc="Tokens drafted per user per round (a count of tokens); the verify pass scores k + 1 "
             "positions per user.")
     c = param.Number(
@@ -146,7 +145,7 @@ class BusyAndTrees(param.Parameterized):
     @property
     def best(self) -> batching.BestK:
         """The best draft length at every batch size of the chart."""
-        return batching.best_k_per_batch(self.q, self.c, BATCHES, self.curve, k_max=K_MAX)
+        return batching.best_k_per_batch(self.q, self.c, BATCHES, self.curve, k_max=K_SLIDER_MAX)
 
     @property
     def here(self) -> batching.BatchCosts:

@@ -17,8 +17,7 @@ Usage, in a page or a view::
 
     from .deferred import after_first_paint
 
-    body = [top_part, after_first_paint(lambda: hardware_section("ep1-hw"),
-                                        min_height=700, name="ep1-hw-slot")]
+    body = [top_part, after_first_paint(lambda: hardware_section("ep1-hw"), name="ep1-hw-slot")]
 
 A part further down a long page need not be built for a visitor who never scrolls to it:
 :func:`when_near` holds its room the same way and builds the part once the browser reports
@@ -46,6 +45,7 @@ import panel as pn
 import param
 from panel.custom import JSComponent
 
+from .heights import reserved
 from .page import page_css
 from .resources import path
 
@@ -74,20 +74,26 @@ class NearView(JSComponent):
     _esm = path("near.js")
 
 
+def slot_class(name: str) -> str:
+    """The CSS class that finds the slot ``name`` in the page (``tests/test_browser_heights.py``)."""
+    return f"sdp-slot-{name}"
+
+
 def in_session() -> bool:
     """Whether the page is being built for a browser session of a running server."""
     doc = pn.state.curdoc
     return doc is not None and doc.session_context is not None
 
 
-def after_first_paint(build: Callable[[], pn.viewable.Viewable], *, min_height: int,
-                      name: str) -> pn.Column:
+def after_first_paint(build: Callable[[], pn.viewable.Viewable], *, name: str) -> pn.Column:
     """A column that holds ``build()``: at once outside a session, after the first paint in one.
 
-    ``min_height`` (px) reserves the part's room while it is being built; ``name`` names
-    the column (tests find the part inside it).
+    ``name`` names the column (tests find the part inside it); the room it reserves while the
+    part is being built is :func:`.heights.reserved` of it.
     """
-    slot = pn.Column(sizing_mode="stretch_width", name=name, css_classes=[DEFERRED_CLASS])
+    min_height = reserved(name)
+    slot = pn.Column(sizing_mode="stretch_width", name=name,
+                     css_classes=[DEFERRED_CLASS, slot_class(name)])
     fill = _filler(slot, build, name)
     if in_session():
         slot.min_height = min_height
@@ -97,15 +103,17 @@ def after_first_paint(build: Callable[[], pn.viewable.Viewable], *, min_height: 
     return slot
 
 
-def when_near(build: Callable[[], pn.viewable.Viewable], *, min_height: int, name: str,
+def when_near(build: Callable[[], pn.viewable.Viewable], *, name: str,
               ahead: int = AHEAD_PX) -> pn.Column:
     """A column that holds ``build()``: at once outside a session, in one when the visitor
     scrolls within ``ahead`` px of it.
 
-    ``min_height`` (px) reserves the part's room until then, so the page's length and the
-    scroll bar are right from the start; ``name`` names the column.
+    ``name`` names the column; until the part is built the column holds the part's room
+    (:func:`.heights.reserved` of it), so the page's length and the scroll bar are right from
+    the start.
     """
-    slot = pn.Column(sizing_mode="stretch_width", name=name, css_classes=[NEAR_CLASS])
+    min_height = reserved(name)
+    slot = pn.Column(sizing_mode="stretch_width", name=name, css_classes=[NEAR_CLASS, slot_class(name)])
     fill = _filler(slot, build, name)
     if not in_session():
         fill()

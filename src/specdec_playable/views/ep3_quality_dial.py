@@ -24,7 +24,7 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from ..state.ep3 import K_MAX, N_ROUNDS, QualityDial
+from ..state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
 from . import theme
 from .inputs import control_help
 from .keys import KEYS_CSS, chart_key, glyph, swatch
@@ -33,7 +33,7 @@ from .livehtml import LiveHTML
 from .page import StateView, beside, page_css, prose, slider, stat
 from .words import plural, times, versus_one
 
-_KS = np.arange(1, K_MAX + 1)
+_KS = np.arange(1, K_SLIDER_MAX + 1)
 _CSS = "ep3.css"
 
 SPEEDUP_KEY = chart_key(
@@ -56,7 +56,7 @@ HISTOGRAM_KEY = chart_key(
 #: for it, and so fit every wider one.
 SPEEDUP_FRAME_PX = (285.0, 270.0)
 #: The x range of the speedup chart.
-_X_RANGE = (0.3, K_MAX + 0.7)
+_X_RANGE = (0.3, K_SLIDER_MAX + 0.7)
 
 
 def ceil_to(x: float, step: float) -> float:
@@ -176,8 +176,8 @@ class SpeedupByK:
 
     def __init__(self):
         self.bars = ColumnDataSource(
-            dict(k=_KS, theory=np.zeros(K_MAX), fill=[theme.DISCARDED] * K_MAX,
-                 line=[theme.DISCARDED] * K_MAX, note=[""] * K_MAX), name="ep3-bars")
+            dict(k=_KS, theory=np.zeros(K_SLIDER_MAX), fill=[theme.DISCARDED] * K_SLIDER_MAX,
+                 line=[theme.DISCARDED] * K_SLIDER_MAX, note=[""] * K_SLIDER_MAX), name="ep3-bars")
         self.measured = ColumnDataSource(dict(k=[4], speedup=[0.0], lo=[0.0], hi=[0.0]),
                                          name="ep3-measured")
         self.best = ColumnDataSource(dict(k=[1], y=[0.0], star_y=[0.0], text=[""], align=["center"],
@@ -206,7 +206,7 @@ class SpeedupByK:
             ("k", "@k"), ("theory speedup", "@theory{0.00}×"), ("", "@note")]))
         fig.add_tools(HoverTool(renderers=[dot], tooltips=[
             ("measured", "@speedup{0.00}×"), ("95% CI", "@lo{0.00}–@hi{0.00}×")]))
-        fig.xaxis.ticker = list(range(1, K_MAX + 1))
+        fig.xaxis.ticker = list(range(1, K_SLIDER_MAX + 1))
         fig.xgrid.grid_line_color = None
         theme.style_figure(fig)
         self.figure = fig

@@ -31,8 +31,6 @@ from .page import StateView, esc, page_css, prose, share, stat
 from .words import faster_or_slower, plural
 
 _CSS = "ep4.css"
-#: The room the paste box and the histogram take before they arrive (px at 1280 px wide).
-LOWER_HEIGHT = 905
 _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
 _MONO_KINDS = ("code", "json", "python", "pasted")
@@ -277,7 +275,7 @@ class BoilerplateVsPoetryView(StateView):
         self._redraw()
         self.lower_slot = when_near(
             lambda: pn.Column(self._paste_part(), self._histogram_part(), sizing_mode="stretch_width"),
-            min_height=LOWER_HEIGHT, name="ep4-lower-slot")
+            name="ep4-lower-slot")
         if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
             pn.state.on_session_destroyed(self._closed)
 

@@ -45,8 +45,6 @@ from .page import StateView, beside, esc, page_css, prose, slider
 from .words import noun, times
 
 _CSS = "ep5.css"
-#: The room the presets take before they arrive (px at 1280 px wide), so the page does not jump.
-PRESETS_HEIGHT = 226
 
 MAP_KEY = chart_key(
     "Speedup against acceptance rate",
@@ -240,6 +238,12 @@ class BreakEvenChart:
     """The map: theory curves, break-even markers, the visitor's position and simulated points."""
 
     def __init__(self):
+        self._make_sources()
+        self.y_range = Range1d(0, 5, name="ep5-y")
+        self.x_range = Range1d(0, 1.1, name="ep5-x")
+        self.figure = self._make_figure()
+
+    def _make_sources(self) -> None:
         self.curves = ColumnDataSource(
             dict(xs=[], ys=[], k=[], color=[], width=[], alpha=[]), name="ep5-curves")
         self.labels = ColumnDataSource(
@@ -254,8 +258,8 @@ class BreakEvenChart:
         self.points = ColumnDataSource(
             dict(x=[], q=[], speedup=[], lo=[], hi=[], theory=[], k=[], c=[], marker=[], color=[],
                  verdict=[]), name="ep5-points")
-        self.y_range = Range1d(0, 5, name="ep5-y")
-        self.x_range = Range1d(0, 1.1, name="ep5-x")
+
+    def _make_figure(self):
         fig = figure(
             name="ep5-map", height=470, sizing_mode="stretch_width", tools="", toolbar_location=None,
             x_range=self.x_range, y_range=self.y_range,
@@ -281,10 +285,10 @@ class BreakEvenChart:
         fig.text("q", "y", text="text", source=self.breakeven, text_align="align", x_offset="dx",
                  text_baseline="baseline", y_offset="dy", text_font_size=f"{_BE_PX:g}px",
                  text_color=theme.INK)
-        you = fig.scatter("q", "y", source=self.you, marker="circle", size=12, fill_color=theme.PAPER,
-                          line_color=theme.DRAFT, line_width=2.5)
-        whiskers = fig.segment("x", "lo", "x", "hi", source=self.points, line_color="color",
-                               line_width=1.5, line_alpha=0.8)
+        fig.scatter("q", "y", source=self.you, marker="circle", size=12, fill_color=theme.PAPER,
+                    line_color=theme.DRAFT, line_width=2.5)
+        fig.segment("x", "lo", "x", "hi", source=self.points, line_color="color", line_width=1.5,
+                    line_alpha=0.8)
         dots = fig.scatter("x", "speedup", source=self.points, marker="marker", size=7,
                            fill_color="color", line_color="color", fill_alpha=0.7, line_width=1.5)
         fig.text("q", "y", text="text", source=self.you, text_align="align", text_baseline="baseline",
@@ -299,7 +303,7 @@ class BreakEvenChart:
                                 line_policy="nearest"))
         fig.xaxis.ticker = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
         theme.style_figure(fig)
-        self.figure = fig
+        return fig
 
     def update_curves(self, s: BreakEvenMap) -> None:
         """The curves, their names and the break-even markers, and the axes that hold them."""
@@ -397,8 +401,7 @@ class BreakEvenView(StateView):
         s.param.watch(self._on_points, ["points"])
         s.param.watch(self._on_preset, ["preset"])
         self._redraw_all()
-        self.presets_slot = when_near(self._presets_part, min_height=PRESETS_HEIGHT,
-                                      name="ep5-presets-slot")
+        self.presets_slot = when_near(self._presets_part, name="ep5-presets-slot")
 
     # --- redraws ---------------------------------------------------------------------
 

@@ -39,10 +39,6 @@ from .words import plural, times
 
 _CSS = "ep6.css"
 _KEY_CSS = "ep6_key.css"  # the lines' swatches, in the key and in the race table
-#: The room part 2 takes before it arrives (px at 1280 px wide), so the page does not jump.
-PART2_HEIGHT = 1810
-#: The room part 1's charts take before they arrive (px at 1280 px wide).
-CHARTS_HEIGHT = 333
 #: Colour (a theme name) and dash per policy: dash and label tell them apart without colour.
 POLICY_STYLE = (
     dict(tone="muted", dash="dashed", dash_name="dashed"),
@@ -299,7 +295,6 @@ def _swatch(st: dict) -> str:
     return f'<span class="ep6-sw line-{style} tone-{st["tone"]}" aria-hidden="true"></span>'
 
 
-
 def key_html(s: FinePrint) -> str:
     """The charts' key: each policy's line (colour and dash) and name."""
     items = ['<span class="ep6-ki"><span class="ep6-sw plain" aria-hidden="true"></span>'
@@ -441,9 +436,8 @@ class FinePrintView(StateView):
         s.param.watch(self._redraw_sampling, "samples")
         s.param.watch(self._redraw_race, "runs")
         self._redraw_sampling()
-        self.charts_slot = when_near(self._part1_charts, min_height=CHARTS_HEIGHT,
-                                     name="ep6-charts")
-        self.part2_slot = when_near(self._part2, min_height=PART2_HEIGHT, name="ep6-part2")
+        self.charts_slot = when_near(self._part1_charts, name="ep6-charts")
+        self.part2_slot = when_near(self._part2, name="ep6-part2")
 
     def _on_new_race(self, _event) -> None:
         with pn.io.hold():

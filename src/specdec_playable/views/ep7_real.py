@@ -28,7 +28,6 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from .. import lm
 from ..serve import interface
 from ..sim.events import Events
 from ..lm.compare import WRITTEN, Comparison, token_texts

@@ -28,7 +28,7 @@ from bokeh.plotting import figure
 
 from ..sim import trees
 from ..state.ep8 import (
-    ANCHORS, BATCH_MAX, BATCHES, K_MAX, N_ROUNDS, Q_GRID, BusyAndTrees, real_tree_step,
+    ANCHORS, BATCH_MAX, BATCHES, K_SLIDER_MAX, N_ROUNDS, Q_GRID, BusyAndTrees, real_tree_step,
     real_tree_table,
 )
 from . import theme
@@ -41,9 +41,6 @@ from .words import faster_or_slower, noun, plural
 from .page import StateView, beside, esc, page_css, prose, slider, stat
 
 _CSS = "ep8.css"
-#: The room each part built when near takes before it arrives (px at 1280 px wide), so the
-#: page has its length from the start and does not jump.
-PART1_REST_HEIGHT, PART2_HEIGHT, PART3_HEIGHT = 1740, 2000, 2060
 #: Where Episode 5's map lives, for the link that puts this batch's effective cost on it.
 EP5_SLUG = "ep5_the_break_even_map"
 
@@ -135,7 +132,7 @@ def best_k_sentence(s: BusyAndTrees) -> str:
     i = s.batch - 1
     bk, bs = int(best.k[i]), float(best.speedup[i])
     if not bool(best.speculate[i]):
-        return (f"At batch {s.batch:,} no draft length from 1 to {K_MAX} beats plain decoding (the best, k = {bk}, gives {bs:.2f}×): the best choice here "
+        return (f"At batch {s.batch:,} no draft length from 1 to {K_SLIDER_MAX} beats plain decoding (the best, k = {bk}, gives {bs:.2f}×): the best choice here "
                 "is not to speculate.")
     if bk == s.k:
         return f"At batch {s.batch:,}, k = {s.k} is also the best draft length ({bs:.2f}×)."
@@ -572,11 +569,11 @@ class BusyTreesView(StateView):
         with pn.io.hold():
             self._on_busy()
         self.near_parts = (
-            when_near(self._part1_rest, min_height=PART1_REST_HEIGHT, name="ep8-part1-rest"),
-            when_near(self._part2, min_height=PART2_HEIGHT, name="ep8-part2"),
+            when_near(self._part1_rest, name="ep8-part1-rest"),
+            when_near(self._part2, name="ep8-part2"),
             when_near(lambda: real_tree_part(real_tree_table(), real_tree_step(), s.cpu_curve,
                                              intro=self.part3_intro, note=self.part3_note),
-                      min_height=PART3_HEIGHT, name="ep8-part3"),
+                      name="ep8-part3"),
         )
 
     def _on_busy(self, *_):

@@ -35,10 +35,6 @@ REAL_TREE_KEY = chart_key(
 )
 
 
-def _ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}×" if b > 0 else "—"
-
-
 def _pooled(table: TreeVsChain) -> dict[int, np.ndarray]:
     """Pooled row indices per number of verified positions, the chain first in each group."""
     rows = table.rows()

@@ -19,8 +19,6 @@ _MODELS = (
 )
 _IMPLS = (("gemm-cudagraph", "solid", "CUDA graph"), ("hf-eager-kvcache512", "dashed", "eager PyTorch"))
 _SHORT = {"gemm-cudagraph": "graph", "hf-eager-kvcache512": "eager"}
-#: The section's height at 1280 px, kept for it while it is built after a page's first paint.
-SECTION_HEIGHT = 950
 
 
 def pass_cost_figure(name: str = "hardware"):
