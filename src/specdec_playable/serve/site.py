@@ -10,7 +10,7 @@ from tornado.web import OutputTransform
 
 from . import shared
 from ..episodes import available
-from ..views.page import episode_cards_html, page_css, safe_page
+from ..views.page import declare_viewport, episode_cards_html, page_css, safe_page
 from ..views.resources import theme_css
 
 log = logging.getLogger("specdec_playable")
@@ -36,6 +36,7 @@ labelled as theory, or measured on real hardware with its source named.</p>
 Transformers via Speculative Decoding” (ICML 2023); real forward-pass times were measured on an NVIDIA H200;
 the real model is SmolLM2-135M-Instruct (Hugging Face, Apache-2.0), run in numpy on this server's CPU.</p>
 """
+    declare_viewport()
     return pn.Column(pn.pane.HTML(body, stylesheets=[page_css("index.css")], sizing_mode="stretch_width"),
                      name="index", sizing_mode="stretch_width", max_width=1100,
                      stylesheets=[theme_css()],

@@ -123,6 +123,25 @@ def _lede(text: str) -> str:
     return f'<p class="sdp-lede">{text}</p>'
 
 
+#: The ``<meta name="viewport">`` every page sends: without it a phone lays the page out at
+#: 980 px and shrinks it to fit its screen.
+VIEWPORT = "width=device-width, initial-scale=1"
+
+
+def declare_viewport() -> None:
+    """Have the page being built send :data:`VIEWPORT` in its HTML head.
+
+    Panel's page template writes the tag from the document's ``meta`` template variable; this
+    sets it on the document being built (a server session, ``panel convert``), and does nothing
+    where there is none (a notebook cell, a test).
+    """
+    doc = pn.state.curdoc
+    if doc is not None:
+        meta = dict(doc.template_variables.get("meta") or {})
+        meta["viewport"] = VIEWPORT
+        doc.template_variables["meta"] = meta
+
+
 def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], try_this: str,
                   body: Sequence, name: str,
                   neighbours: tuple[EpisodeRef | None, EpisodeRef | None] = (None, None),
@@ -145,6 +164,7 @@ def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], tr
     def nav():
         return prose(nav_html(*neighbours))
 
+    declare_viewport()
     return pn.Column(
         nav(), header, *body, nav(), AccessibleNames(),
         name=name, sizing_mode="stretch_width", max_width=1100,
@@ -161,6 +181,7 @@ def session_doc():
 
 def error_page(message: str = "This page could not be built.") -> pn.Column:
     """What a visitor sees if building a page fails: a plain message, no traceback."""
+    declare_viewport()
     return pn.Column(pn.pane.HTML(
         f'<h1 class="sdp-title">Something went wrong</h1><p class="sdp-lede">{esc(message)} '
         'The error was logged on the server. <a href="./">Back to all episodes</a>.</p>',

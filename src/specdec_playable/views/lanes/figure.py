@@ -98,6 +98,11 @@ def lanes_figure(lanes: Sequence[Lane], src: LaneSources, hatches: Sequence[str]
         fig.text(x="x", y="y", text="text", text_align="align", source=src.clocks,
                  text_font_size="14px", text_font_style="bold", text_color="color",
                  text_baseline="bottom", y_offset=-2)
+    # Shown by the player when the finished run is cropped to keep its labels (lanes.js).
+    fig.add_layout(Label(
+        x=4, x_units="screen", y=y0 + 0.03, text="◀ earlier rounds (drag)",
+        text_font_size="11px", text_color=theme.MUTED, text_baseline="bottom", visible=False,
+        background_fill_color=theme.PAPER, background_fill_alpha=0.85, name=f"{name}-more"))
     fig.add_tools(HoverTool(renderers=[boxes], tooltips=[
         ("", "@tip"), ("from", "@start{0,0} ms"), ("to", "@end{0,0} ms")]))
     theme.lean(fig)
