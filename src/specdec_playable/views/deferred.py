@@ -47,6 +47,7 @@ import param
 from panel.custom import JSComponent
 
 from .page import page_css
+from .parts import finish_part
 from .resources import path
 
 log = logging.getLogger("specdec_playable")
@@ -132,7 +133,7 @@ def _filler(slot: pn.Column, build: Callable[[], pn.viewable.Viewable], name: st
 
     def fill() -> None:
         try:
-            part = build()
+            part = finish_part(build())
         except Exception:  # noqa: BLE001 - the visitor must never see a traceback
             log.exception("building the part %s of a page failed", name)
             part = pn.pane.HTML('<p class="sdp-note">This part of the page could not be built. '
