@@ -50,8 +50,9 @@ def data_html() -> str:
         'cite. Each figure drawn from one links to it. The files are served as they are in the '
         f'project\'s <code>assets/</code> folder, read-only, at <code>/assets/&lt;name&gt;</code>; '
         f'<a href="{esc(file_href(PROVENANCE))}">PROVENANCE.md</a> says where each comes from.</p>'
-        '<table class="sdp-files"><thead><tr><th>file</th><th>size</th><th>where it comes from</th>'
-        f'</tr></thead><tbody>{"".join(rows)}</tbody></table>{notes}')
+        '<div class="sdp-hscroll"><table class="sdp-files"><thead><tr><th>file</th><th>size</th>'
+        f'<th>where it comes from</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        f'<div class="sdp-markdown">{notes}</div>')
 
 
 def data_page() -> pn.Column:
