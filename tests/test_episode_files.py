@@ -37,6 +37,6 @@ def test_each_page_builds_fresh_objects_and_renders_to_html(ep, tmp_path):
 
 def test_site_serves_an_index_and_every_episode():
     apps = site.applications()
-    assert set(apps) == {"/", *(e.slug for e in available())}
+    assert set(apps) == {"/", *site.COURSE_PAGES, *(e.slug for e in available())}
     page = apps["/"]()
     assert isinstance(page, pn.viewable.Viewable)

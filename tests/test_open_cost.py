@@ -177,7 +177,7 @@ def test_a_session_gets_its_views_only_once_its_page_is_painted():
                     assert slot is not None, name
                     if deferred.NEAR_CLASS in slot.css_classes:
                         [mark] = slot.children
-                        assert mark.data.near is False and mark.data.ahead == deferred.AHEAD_PX
+                        assert mark.data.near is False and mark.data.ahead == deferred.AHEAD_SCREENS
                     else:
                         assert list(slot.children) == [], name
                     assert slot.min_height == height

@@ -1,25 +1,90 @@
-"""The whole series as one site: an index at ``/`` and every built episode at its slug."""
+"""The whole series as one site: an index at ``/`` and every built episode at its slug, with the
+summary, the glossary and the data page beside them, and the shipped files at ``/assets/``."""
 
 from __future__ import annotations
 
 import logging
+from functools import cache
 
 import panel as pn
 from bokeh.settings import settings as bokeh_settings
 from tornado.web import OutputTransform
 
-from . import shared
+from . import files, shared
 from ..episodes import available
-from ..views.page import episode_cards_html, page_css, safe_page
-from ..views.resources import theme_css
+from ..views import course
+from ..views.datapage import data_page
+from ..views.deferred import in_session
+from ..views.glossary import glossary_page
+from ..views.page import GLOSSARY_HREF, SUMMARY_HREF, esc, safe_page, site_shell
+from ..views.summary import summary_page
 
 log = logging.getLogger("specdec_playable")
 
 SITE_TITLE = "Speculative Decoding, Playable"
+#: The pages around the episodes, by their paths.
+COURSE_PAGES = ("summary", "glossary", "data")
+
+
+@cache
+def episode_times() -> tuple[course.EpisodeTime, ...]:
+    """Each built episode's time, measured from its page (built once, outside any session, so
+    every part is there) and its "Try this" steps. Computed once per process."""
+    out = []
+    for ep in available():
+        steps = getattr(ep.module, "TRY_STEPS", None) or ep.module.TRY_THIS
+        out.append(course.episode_time(ep.number, course.page_markup(ep.page()), steps))
+    return tuple(out)
+
+
+def _times_known() -> bool:
+    return episode_times.cache_info().currsize > 0
+
+
+def _episodes(numbers) -> str:
+    """"Episode 4", "Episodes 1 and 2", "Episodes 1, 2, 3 and 5"."""
+    if len(numbers) == 1:
+        return f"Episode {numbers[0]}"
+    return f"Episodes {', '.join(str(n) for n in numbers[:-1])} and {numbers[-1]}"
+
+
+def path_html(times) -> str:
+    """The index's short path: which episodes fit a class, in which order, and how long they take."""
+    path = course.short_path(times)
+    by = {t.number: t for t in times}
+    total = sum(by[n].minutes for n in path)
+    deeper = [t.number for t in times if t.number not in path]
+    rest = ("" if not deeper else
+            f" {_episodes(deeper)} {'go' if len(deeper) > 1 else 'goes'} deeper (about "
+            f"{sum(by[n].minutes for n in deeper)} minutes{' together' if len(deeper) > 1 else ''}).")
+    return (f'<p class="sdp-path"><strong>A {course.CLASS_MINUTES}-minute class:</strong> '
+            f'{_episodes(path)}, in that order, about {total} minutes, leaving {course.CLASS_MINUTES - total} for '
+            f'questions.{rest} Each time is the page\'s words at {course.WORDS_PER_MINUTE} a minute '
+            f'plus {course.MINUTES_PER_STEP} minutes per “Try this” step. Before or after: the '
+            f'<a href="{SUMMARY_HREF}">one-page summary</a> with the formulas, and the '
+            f'<a href="{GLOSSARY_HREF}">glossary</a>.</p>')
+
+
+def episode_list_html(times) -> str:
+    """The index's list of episodes: number, title, time, where it sits in the short path, summary."""
+    by = {t.number: t for t in times}
+    path = set(course.short_path(times)) if times else set()
+    items = []
+    for e in available():
+        t = by.get(e.number)
+        when = "" if t is None else f'<span class="sdp-time">· {t.minutes} min</span>'
+        badge = ("" if t is None else '<span class="sdp-badge">short path</span>' if e.number in path
+                 else '<span class="sdp-badge deeper">deeper</span>')
+        items.append(f'<li><a href="./{esc(e.slug)}"><span class="n">Episode {e.number}{when}{badge}</span>'
+                     f'<span class="t">{esc(e.title)}</span></a><p>{esc(e.summary)}</p></li>')
+    return f'<ol class="sdp-episodes">{"".join(items)}</ol>'
 
 
 def index_page() -> pn.Column:
-    """The landing page: what the series is, and links to the built episodes in order."""
+    """The landing page: what the series is, the short path, and the built episodes in order with
+    how long each takes. (The times are measured once per process, before serving; a session
+    never builds the other pages to measure them.)"""
+    times = episode_times() if _times_known() or not in_session() else ()
     body = f"""
 <p class="sdp-kicker">An interactive explainer</p>
 <h1 class="sdp-title">{SITE_TITLE}</h1>
@@ -31,27 +96,30 @@ When they are bad, the trick makes things slower.</p>
 <p class="sdp-lede">These episodes let you run it and see both cases. Every number on them is measured
 from a simulation running in front of you or from a real language model running on this server,
 labelled as theory, or measured on real hardware with its source named.</p>
-{episode_cards_html(available())}
+{path_html(times) if times else ""}
+{episode_list_html(times)}
 <p class="sdp-note">The closed-form theory is from Leviathan, Kalman and Matias, “Fast Inference from
 Transformers via Speculative Decoding” (ICML 2023); real forward-pass times were measured on an NVIDIA H200;
-the real model is SmolLM2-135M-Instruct (Hugging Face, Apache-2.0), run in numpy on this server's CPU.</p>
+the real model is SmolLM2-135M-Instruct (Hugging Face, Apache-2.0), run in numpy on this server's CPU.
+The measurements behind the figures are on the <a href="./data">data page</a>.</p>
 """
-    return pn.Column(pn.pane.HTML(body, stylesheets=[page_css("index.css")], sizing_mode="stretch_width"),
-                     name="index", sizing_mode="stretch_width", max_width=1100,
-                     stylesheets=[theme_css()],
-                     styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"})
+    return site_shell(body, "index.css", "course.css", name="index")
 
 
 def applications() -> dict:
     """Slug -> page builder, as ``pn.serve`` takes them (each call builds a fresh session)."""
-    apps = {"/": lambda: safe_page(index_page)}
+    apps = {"/": lambda: safe_page(index_page),
+            "summary": lambda: safe_page(lambda: summary_page(available())),
+            "glossary": lambda: safe_page(lambda: glossary_page(available())),
+            "data": lambda: safe_page(data_page)}
     for ep in available():
         apps[ep.slug] = (lambda ep=ep: safe_page(ep.page))
     return apps
 
 
 def titles() -> dict:
-    out = {"/": SITE_TITLE}
+    out = {"/": SITE_TITLE, "summary": f"Summary · {SITE_TITLE}", "glossary": f"Glossary · {SITE_TITLE}",
+           "data": f"Data · {SITE_TITLE}"}
     out.update({e.slug: f"Episode {e.number}: {e.title} · {SITE_TITLE}" for e in available()})
     return out
 
@@ -97,10 +165,13 @@ def prepare_process() -> None:
       page's document once (``tests/test_open_cost.py``) and the server does not repeat it.
     - The results that every session shares (``serve.shared``) are computed for the pages'
       opening settings now, before the first visitor arrives.
+    - The index's times are measured from the episode pages (:func:`episode_times`).
     """
     bokeh_settings.perform_document_validation.set_value(False)
     n = shared.warm()
     log.info("computed %d shared results for the pages' opening settings", n)
+    times = episode_times()
+    log.info("measured the episodes' times: %s minutes", ", ".join(str(t.minutes) for t in times))
 
 
 def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origin=(),
@@ -115,8 +186,9 @@ def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origi
         origins.append(f"{'localhost' if address == '127.0.0.1' else '127.0.0.1'}:{port}")
     origins.extend(o for o in allow_websocket_origin if o not in origins)
     pn.config.exception_handler = _log_exception
+    extra = list(kwargs.pop("extra_patterns", [])) + files.routes()
     opts = dict(port=port, address=address, websocket_origin=origins, show=show, title=titles(),
-                liveness=True, admin=False, autoreload=False, **kwargs)
+                liveness=True, admin=False, autoreload=False, extra_patterns=extra, **kwargs)
     apps = applications()
     prepare_process()
     if threaded:  # for tests and notebooks: the server runs on its own thread

@@ -21,7 +21,7 @@ Usage, in a page or a view::
 
 A part further down a long page need not be built for a visitor who never scrolls to it:
 :func:`when_near` holds its room the same way and builds the part once the browser reports
-the slot within :data:`AHEAD_PX` of the visible part of the page (an
+the slot within :data:`AHEAD_SCREENS` screens of the visible part of the page (an
 ``IntersectionObserver`` on a :class:`NearView` at the top of the slot, which says the part
 is loading). A class opening a page at once then waits only for what its screens show; the
 rest is built as each visitor reads on. A view that holds such a part creates its slot in
@@ -47,6 +47,7 @@ from panel.custom import JSComponent
 
 from .heights import reserved
 from .page import page_css
+from .parts import finish_part
 from .resources import path
 
 log = logging.getLogger("specdec_playable")
@@ -57,19 +58,22 @@ log = logging.getLogger("specdec_playable")
 DEFERRED_CLASS = "sdp-deferred"
 #: The CSS class of a slot whose part is built when the visitor scrolls near it.
 NEAR_CLASS = "sdp-near"
-#: How far below (or above) the visible part of the page a slot starts being built (px): a
-#: reader scrolling at a normal pace finds the part there, and a part more than this below the
-#: first screen is not built for a visitor who does not scroll.
-AHEAD_PX = 200
+#: How far below (or above) the visible part of the page a slot starts being built, in screen
+#: heights: one screen ahead, a reader scrolling at a normal pace finds the part built (building
+#: takes a second or more on a loaded server), and a part more than a screen below the first one
+#: is still not built for a visitor who does not scroll.
+AHEAD_SCREENS = 1.0
 
 
 class NearView(JSComponent):
     """A line ("Loading this part of the page…") that sets ``near`` once the browser shows it
-    within ``ahead`` px of the visible part of the page."""
+    within ``ahead`` screen heights of the visible part of the page (of the frame's own page
+    when it is embedded in an ``<iframe>``)."""
 
     near = param.Boolean(default=False, doc="Set by the browser, once, when the mark comes near.")
-    ahead = param.Integer(default=AHEAD_PX, bounds=(0, 10_000), constant=True,
-                          doc="How far outside the visible page the mark counts as near (px).")
+    ahead = param.Number(default=AHEAD_SCREENS, bounds=(0, 10), constant=True,
+                         doc="How far outside the visible page the mark counts as near "
+                             "(screen heights).")
 
     _esm = path("near.js")
 
@@ -104,9 +108,9 @@ def after_first_paint(build: Callable[[], pn.viewable.Viewable], *, name: str) -
 
 
 def when_near(build: Callable[[], pn.viewable.Viewable], *, name: str,
-              ahead: int = AHEAD_PX) -> pn.Column:
+              ahead: float = AHEAD_SCREENS) -> pn.Column:
     """A column that holds ``build()``: at once outside a session, in one when the visitor
-    scrolls within ``ahead`` px of it.
+    scrolls within ``ahead`` screen heights of it.
 
     ``name`` names the column; until the part is built the column holds the part's room
     (:func:`.heights.reserved` of it), so the page's length and the scroll bar are right from
@@ -137,7 +141,7 @@ def _filler(slot: pn.Column, build: Callable[[], pn.viewable.Viewable], name: st
 
     def fill() -> None:
         try:
-            part = build()
+            part = finish_part(build())
         except Exception:  # noqa: BLE001 - the visitor must never see a traceback
             log.exception("building the part %s of a page failed", name)
             part = pn.pane.HTML('<p class="sdp-note">This part of the page could not be built. '

@@ -319,7 +319,7 @@ class RelayView(StateView):
             LANES, name="ep2", height=250, y_pad=(0.62, 0.55), x_label="wall clock (simulated ms)",
             speeds=SPEEDS, step_label="Step one round", lane_clocks=False, styles=STYLES,
             frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rounds, uid=self.uid),
-            min_label_px=6, live=self.uid)
+            min_label_px=6, live=self.uid, rest_labels=("verify", "bad"))
         self.player.fit_on_ready(session_doc())
         css = [page_css(_CSS)]
         self.clocks = pn.pane.HTML(stylesheets=css, name="ep2-clocks", min_width=280,

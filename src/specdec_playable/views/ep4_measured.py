@@ -108,9 +108,10 @@ def genre_table_html() -> str:
             f'<tr data-text="{esc(tid)}"><td>{esc(short_name(m["kind"]))}</td>'
             f'<td class="n">{m["tokens"]}</td><td class="n">{m["alpha"]:.3f}</td>'
             f'<td class="n">{m["greedy"]:.0%}</td><td class="n">{m["p_token"]:.2f}</td></tr>')
-    return ('<div class="ep4-wrap"><table class="ep4-rule ep4-means"><thead><tr><th>text</th>'
+    return ('<div class="ep4-wrap sdp-hscroll"><table class="ep4-rule ep4-means"><thead><tr><th>text</th>'
             '<th>tokens</th><th>acceptance</th><th>greedy kept</th><th>big model’s p</th>'
-            '</tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>")
+            '</tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>"
+            '<p class="sdp-hscroll-cue">Swipe the table sideways for all its columns.</p>')
 
 
 def genre_story() -> str:

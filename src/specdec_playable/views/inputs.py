@@ -17,6 +17,7 @@ import param
 
 from ..sim.seeds import parse_seed
 from .page import esc, page_css
+from .terms import link_terms
 
 
 def help_html(state: param.Parameterized, names: Sequence[str]) -> str:
@@ -27,9 +28,10 @@ def help_html(state: param.Parameterized, names: Sequence[str]) -> str:
 
 
 def control_help(state: param.Parameterized, names: Sequence[str], **params) -> pn.pane.HTML:
-    """:func:`help_html` as a pane, to place under the controls it describes."""
+    """:func:`help_html` as a pane, to place under the controls it describes (a glossary term
+    in it linked to its entry)."""
     params.setdefault("sizing_mode", "stretch_width")
-    return pn.pane.HTML(help_html(state, names), stylesheets=[page_css()], **params)
+    return pn.pane.HTML(link_terms(help_html(state, names)), stylesheets=[page_css()], **params)
 
 
 def seed_refused_html(text: str, reason: str, seed: int) -> str:

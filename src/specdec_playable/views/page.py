@@ -14,7 +14,9 @@ import panel as pn
 import param
 
 from .a11y import AccessibleNames
+from .anchors import FragmentTarget
 from .resources import stylesheet, theme_css
+from .terms import GLOSSARY_HREF, link_terms
 
 log = logging.getLogger("specdec_playable")
 
@@ -50,7 +52,13 @@ def page_css(*extra: str) -> str:
 
 
 def prose(html_text: str, *extra_css: str, **params) -> pn.pane.HTML:
-    """A full-width block of trusted package HTML (prose, a key, a heading) in the page's style."""
+    """A full-width block of trusted package HTML (prose, a key, a heading) in the page's style.
+
+    A glossary term in fixed text links to its entry the first time the block uses it
+    (:func:`views.terms.link_terms`).
+    """
+    if isinstance(html_text, str):
+        html_text = link_terms(html_text)
     return pn.pane.HTML(html_text, sizing_mode="stretch_width", stylesheets=[page_css(*extra_css)],
                         **params)
 
@@ -89,6 +97,10 @@ class StateView(pn.viewable.Viewer):
         return root
 
 
+#: Where the one-screen summary of the series is served, relative to any page of the site.
+SUMMARY_HREF = "./summary"
+
+
 class EpisodeRef(Protocol):
     """What the navigation needs to know of another episode."""
 
@@ -98,7 +110,8 @@ class EpisodeRef(Protocol):
 
 
 def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = None) -> str:
-    """Links to the index and to the episodes before and after this one (when there are some)."""
+    """Links to the index and to the episodes before and after this one (when there are some),
+    then to the summary and the glossary."""
     links = ['<a href="./">← All episodes</a>']
     if previous is not None:
         links.append(f'<a href="./{esc(previous.slug)}">← Episode {previous.number}: '
@@ -106,21 +119,31 @@ def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = 
     if following is not None:
         links.append(f'<a href="./{esc(following.slug)}">Episode {following.number}: '
                      f'{esc(following.title)} →</a>')
+    links += [f'<a href="{SUMMARY_HREF}">Summary</a>', f'<a href="{GLOSSARY_HREF}">Glossary</a>']
     return '<nav class="sdp-nav" aria-label="Episodes">' + "".join(links) + "</nav>"
-
-
-def episode_cards_html(episodes: Sequence) -> str:
-    """The index's list of episodes: number, title and summary of each, as links."""
-    cards = "".join(
-        f'<li><a href="./{esc(e.slug)}"><span class="n">Episode {e.number}</span>'
-        f'<span class="t">{esc(e.title)}</span></a><p>{esc(e.summary)}</p></li>'
-        for e in episodes
-    )
-    return f'<ol class="sdp-episodes">{cards}</ol>'
 
 
 def _lede(text: str) -> str:
     return f'<p class="sdp-lede">{text}</p>'
+
+
+#: The ``<meta name="viewport">`` every page sends: without it a phone lays the page out at
+#: 980 px and shrinks it to fit its screen.
+VIEWPORT = "width=device-width, initial-scale=1"
+
+
+def declare_viewport() -> None:
+    """Have the page being built send :data:`VIEWPORT` in its HTML head.
+
+    Panel's page template writes the tag from the document's ``meta`` template variable; this
+    sets it on the document being built (a server session, ``panel convert``), and does nothing
+    where there is none (a notebook cell, a test).
+    """
+    doc = pn.state.curdoc
+    if doc is not None:
+        meta = dict(doc.template_variables.get("meta") or {})
+        meta["viewport"] = VIEWPORT
+        doc.template_variables["meta"] = meta
 
 
 def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], try_this: str,
@@ -145,12 +168,31 @@ def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], tr
     def nav():
         return prose(nav_html(*neighbours))
 
+    declare_viewport()
+    from .parts import finish_part  # parts builds on this module's helpers
+
+    body = [finish_part(part) for part in body]
     return pn.Column(
-        nav(), header, *body, nav(), AccessibleNames(),
+        nav(), header, *body, nav(), AccessibleNames(), FragmentTarget(),
         name=name, sizing_mode="stretch_width", max_width=1100,
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"},
         stylesheets=[theme_css(), page_css()],
     )
+
+
+def site_shell(body: str, *extra_css: str, name: str) -> pn.Column:
+    """A page of the site that is not an episode (the index, the summary, the glossary): the
+    navigation, ``body`` (trusted package HTML) in the page's style, and the navigation again."""
+    declare_viewport()
+    nav = f'<nav class="sdp-nav" aria-label="Site"><a href="./">← All episodes</a>' \
+          f'<a href="{SUMMARY_HREF}">Summary</a><a href="{GLOSSARY_HREF}">Glossary</a></nav>'
+    return pn.Column(
+        pn.pane.HTML(nav, stylesheets=[page_css()], sizing_mode="stretch_width"),
+        pn.pane.HTML(body, stylesheets=[page_css(*extra_css)], sizing_mode="stretch_width",
+                     name=f"{name}-body"),
+        FragmentTarget(),
+        name=name, sizing_mode="stretch_width", max_width=1100, stylesheets=[theme_css()],
+        styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"})
 
 
 def session_doc():
@@ -161,6 +203,7 @@ def session_doc():
 
 def error_page(message: str = "This page could not be built.") -> pn.Column:
     """What a visitor sees if building a page fails: a plain message, no traceback."""
+    declare_viewport()
     return pn.Column(pn.pane.HTML(
         f'<h1 class="sdp-title">Something went wrong</h1><p class="sdp-lede">{esc(message)} '
         'The error was logged on the server. <a href="./">Back to all episodes</a>.</p>',

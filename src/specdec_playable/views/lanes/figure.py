@@ -44,19 +44,9 @@ class LaneSources:
         )
 
 
-def lanes_figure(lanes: Sequence[Lane], src: LaneSources, hatches: Sequence[str], *, name: str,
-                 height: int, x_label: str, y_pad: tuple[float, float], lane_clocks: bool):
-    """The figure of a player: one quad per box, one overlay per hatch pattern, and the clocks."""
-    ys = [lane.y for lane in lanes]
-    y0, y1 = min(ys) - y_pad[0], max(ys) + y_pad[1]
-    fig = figure(
-        name=f"{name}-figure", height=height, sizing_mode="stretch_width",
-        x_range=src.x_range, y_range=Range1d(y0, y1),
-        tools="xpan,xwheel_zoom,reset,save", active_scroll=None, toolbar_location="right",
-        x_axis_label=x_label,
-    )
-    # Lane titles sit inside the plot, above each lane, pinned to its left edge, so the
-    # lanes keep the full width on a phone (an axis label would take a third).
+def _style_lanes(fig, lanes: Sequence[Lane], name: str) -> None:
+    """Lane titles inside the plot, above each lane, pinned to its left edge, so the lanes keep
+    the full width on a phone (an axis label would take a third); a plain frame."""
     fig.yaxis.visible = False
     for lane in lanes:
         fig.add_layout(Label(
@@ -73,6 +63,20 @@ def lanes_figure(lanes: Sequence[Lane], src: LaneSources, hatches: Sequence[str]
     fig.background_fill_color = theme.PAPER
     fig.border_fill_color = theme.PAPER
     fig.min_border_left = 10
+
+
+def lanes_figure(lanes: Sequence[Lane], src: LaneSources, hatches: Sequence[str], *, name: str,
+                 height: int, x_label: str, y_pad: tuple[float, float], lane_clocks: bool):
+    """The figure of a player: one quad per box, one overlay per hatch pattern, and the clocks."""
+    ys = [lane.y for lane in lanes]
+    y0, y1 = min(ys) - y_pad[0], max(ys) + y_pad[1]
+    fig = figure(
+        name=f"{name}-figure", height=height, sizing_mode="stretch_width",
+        x_range=src.x_range, y_range=Range1d(y0, y1),
+        tools="xpan,xwheel_zoom,reset,save", active_scroll=None, toolbar_location="right",
+        x_axis_label=x_label,
+    )
+    _style_lanes(fig, lanes, name)
 
     boxes = fig.quad(
         left="start", right="right", bottom="bottom", top="top", source=src.bars,
@@ -98,6 +102,11 @@ def lanes_figure(lanes: Sequence[Lane], src: LaneSources, hatches: Sequence[str]
         fig.text(x="x", y="y", text="text", text_align="align", source=src.clocks,
                  text_font_size="14px", text_font_style="bold", text_color="color",
                  text_baseline="bottom", y_offset=-2)
+    # Shown by the player when the finished run is cropped to keep its labels (lanes.js).
+    fig.add_layout(Label(
+        x=4, x_units="screen", y=y0 + 0.03, text="◀ earlier rounds (drag)",
+        text_font_size="11px", text_color=theme.MUTED, text_baseline="bottom", visible=False,
+        background_fill_color=theme.PAPER, background_fill_alpha=0.85, name=f"{name}-more"))
     fig.add_tools(HoverTool(renderers=[boxes], tooltips=[
         ("", "@tip"), ("from", "@start{0,0} ms"), ("to", "@end{0,0} ms")]))
     theme.lean(fig)

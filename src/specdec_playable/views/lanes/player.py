@@ -48,6 +48,10 @@ class LanePlayer:
         The key of HTML elsewhere on the page that follows the clock: the player
         updates the elements inside ``[data-sdp-live="<live>"]`` on every frame (see
         ``views/static/lanes.js``), so numbers outside the figure run with it.
+    rest_labels : sequence of str
+        Statuses whose boxes keep their labels in the finished run on a figure too narrow
+        to show them all (a phone): it then shows the end of the run, as much as fits them,
+        with a note that the lanes drag sideways to the rest.
     speeds, speed, step_label, frame_hook, frame_args
         See :class:`PlayerControls`.
     """
@@ -59,7 +63,8 @@ class LanePlayer:
                  step_label: str | None = None, lane_clocks: bool = True,
                  styles: Mapping[str, dict] | None = None,
                  frame_hook: str | None = None, frame_args: Mapping | None = None,
-                 min_label_px: float = 0, cursor_label: bool = True, live: str = ""):
+                 min_label_px: float = 0, cursor_label: bool = True, live: str = "",
+                 rest_labels: Sequence[str] = ()):
         self.lanes = tuple(lanes)
         self.name = name
         self.label_size = label_size
@@ -74,7 +79,7 @@ class LanePlayer:
             self.sources, self.figure, name=name, styles=self.styles, hatches=hatches,
             speeds=speeds, speed=speed, step_label=step_label, frame_hook=frame_hook,
             frame_args=frame_args, min_label_px=min_label_px, cursor_label=cursor_label,
-            live=live)
+            live=live, rest_labels=rest_labels)
         #: The row of buttons and the speed choice, to place on the page.
         self.controls = self.buttons.row
 

@@ -50,20 +50,50 @@ function sdp_total() {
   return m;
 }
 
-// Follow the clock while the run is on; show the whole run once it ends (once only, so a
-// visitor can zoom in afterwards). sync: false keeps these browser-only changes local.
+// The range a finished run is shown in: the whole run, unless the figure is too narrow for
+// the labels of the boxes whose status is in opts.rest_labels (a phone); then the end of
+// the run, as much of it as keeps every one of those labels inside its box.
+function restRange(full) {
+  const pv = figView();
+  if (!pv || !opts.rest_labels.length) return [0, full];
+  const d = bars.data;
+  let need = 0;                                // screen px per ms the kept labels need
+  for (let i = 0; i < d.start.length; i++) {
+    const w = d.end[i] - d.start[i];
+    if (w <= 0 || !d.label_a[i] || !opts.rest_labels.includes(d.status[i])) continue;
+    const px = Math.max(opts.min_label_px, textWidth(d.label_a[i], d.label_size[i], 'bold') + LABEL_PAD_PX);
+    need = Math.max(need, px / w);
+  }
+  const span = need > 0 ? pv.frame.bbox.width / need : full;
+  return span >= full ? [0, full] : [full - span, full];
+}
+
+// Says that the lanes drag sideways to the earlier rounds when a finished run is cropped.
+function showMore(on) {
+  const more = fig.center.find((r) => r.name && r.name.endsWith('-more'));
+  if (more && more.visible !== on) more.setv({visible: on}, {sync: false});
+}
+
+// Follow the clock while the run is on; show the finished run (restRange) once it ends (once
+// per figure width, so a visitor can zoom in afterwards). sync: false keeps these browser-only
+// changes local.
 function follow(t) {
   const V = view.data;
   if (!V.window.length || V.window[0] <= 0) return;
   const full = V.x_end[0], w = V.window[0];
+  const pv = figView();
+  const width = pv ? pv.frame.bbox.width : 0;
   let range = null;
   if (t < sdp_total() - EPS && w < full) {
     const s0 = Math.min(Math.max(t - opts.follow_at * w, 0), full - w);
     range = [s0, s0 + w];
     state.whole = false;
-  } else if (!state.whole) {
-    range = [0, full];
+    showMore(false);
+  } else if (!state.whole || state.restWidth !== width) {
+    range = restRange(full);
     state.whole = true;
+    state.restWidth = width;
+    showMore(range[0] > EPS);
   }
   if (range && (xr.start !== range[0] || xr.end !== range[1]))
     xr.setv({start: range[0], end: range[1]}, {sync: false});

@@ -1,5 +1,7 @@
 // NearView (views/deferred.py): tells the server, once, that this slot has come within
-// `ahead` pixels of the visible part of the page, so the server builds the part it holds.
+// `ahead` screen heights of the visible part of the page, so the server builds the part it
+// holds before the reader gets there. The root is this page's own document, so the margin
+// also holds inside an <iframe> on a course page (an implicit root ignores the margin there).
 // Until the part replaces it, the mark says that the part is on its way.
 export function render({ model, el }) {
   const mark = document.createElement('p');
@@ -9,12 +11,13 @@ export function render({ model, el }) {
   mark.style.cssText = 'margin: 8px 10px; color: var(--sdp-muted); font-size: 14px;';
   el.appendChild(mark);
   if (model.near) return;
+  const margin = `${Math.round(model.ahead * 100)}%`;
   const seen = new IntersectionObserver((entries) => {
     if (entries.some((e) => e.isIntersecting)) {
       seen.disconnect();
       model.near = true;
     }
-  }, { rootMargin: `${model.ahead}px 0px ${model.ahead}px 0px` });
+  }, { root: document, rootMargin: `${margin} 0px ${margin} 0px` });
   seen.observe(mark);
   model.on('remove', () => seen.disconnect());
 }

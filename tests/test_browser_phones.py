@@ -1,0 +1,132 @@
+"""Browser tier: the site on a phone, under Playwright's device emulation (iPhone 13).
+
+A narrow desktop window does not apply a phone's rule that a page without
+``<meta name="viewport">`` is laid out 980 px wide and shrunk; device emulation
+(``is_mobile``) does, so these tests use it. Every page sends the tag and lays out at the
+phone's 390 px without scrolling sideways; on Episode 4 the code scrolls sideways inside its
+box instead of wrapping (Python's indentation is its meaning) and the table of means says it
+scrolls; Episode 2's finished run keeps its "+N" and "bad" labels.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+import pytest
+from conftest import assert_clean, model_data, wait_for_bokeh
+
+from specdec_playable.data import measured
+from specdec_playable.episodes import available, ep2, ep4
+from specdec_playable.views.page import VIEWPORT
+
+pytestmark = pytest.mark.browser
+
+PAGES = ["/", "/summary", "/glossary", "/data"] + [f"/{e.slug}" for e in available()]
+TAG = re.compile(r'<meta name="viewport" content="([^"]*)">')
+
+
+@pytest.fixture
+def phone(browser, playwright, console):
+    device = playwright.devices["iPhone 13"]
+    assert device["is_mobile"] and device["viewport"]["width"] == 390
+    context = browser.new_context(**device)
+    page = context.new_page()
+    page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: console.append(str(e)))
+    yield page
+    context.close()
+
+
+def _deep(page, js_selector: str, body: str):
+    """Run ``body`` (a function of the first element matching the selector, in any shadow root)."""
+    return page.evaluate(f"""() => {{
+      const todo = [document];
+      while (todo.length) {{
+        const root = todo.pop();
+        const el = root.querySelector({js_selector!r});
+        if (el) return ({body})(el);
+        for (const e of root.querySelectorAll('*')) if (e.shadowRoot) todo.push(e.shadowRoot);
+      }}
+      return null;
+    }}""")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_sends_the_viewport_tag_and_fits_a_phone(phone, site, console, artifacts, path):
+    with urllib.request.urlopen(site.url + path, timeout=30) as r:
+        assert TAG.findall(r.read().decode()) == [VIEWPORT]
+    phone.goto(site.url + path)
+    wait_for_bokeh(phone, timeout=60_000)
+    # Without the tag a phone lays the page out 980 px wide; with it, at the screen's 390 px.
+    assert phone.evaluate("window.innerWidth") == 390
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    name = path.strip("/") or "index"
+    phone.screenshot(path=artifacts / f"phone-{name}.png", full_page=True)
+    assert_clean(phone, console)
+
+
+def test_ep4_code_scrolls_sideways_and_the_means_table_says_it_scrolls(phone, site, console):
+    phone.goto(f"{site.url}/{ep4.SLUG}")
+    wait_for_bokeh(phone, timeout=60_000)
+    code = _deep(phone, "pre.ep4-tokens.mono", """el => ({
+        ws: getComputedStyle(el).whiteSpace, text: el.textContent,
+        wide: el.scrollWidth > el.clientWidth, lineHeight: parseFloat(getComputedStyle(el).lineHeight),
+        height: el.scrollHeight})""")
+    assert code is not None and code["ws"] == "pre" and code["wide"]
+    lines = code["text"].split("\n")
+    # Every line of the source is one line on screen: the box is as tall as its lines, and an
+    # indented line keeps its indentation.
+    assert any(ln.startswith("    ") for ln in lines)
+    assert code["height"] <= (len(lines) + 1) * code["lineHeight"] + 24
+    table = _deep(phone, ".ep4-wrap.sdp-hscroll", "el => el.scrollWidth > el.clientWidth")
+    assert table is True, "the means table fits a phone: the cue would be wrong"
+    cue = _deep(phone, ".sdp-hscroll-cue", "el => [getComputedStyle(el).display, el.textContent]")
+    assert cue[0] == "block" and "sideways" in cue[1]
+    assert len(measured.genre_means()) == 6  # the table's rows, one per text
+    assert_clean(phone, console)
+
+
+def _ep2_rest(page):
+    """The finished run as the browser shows it: the axis range, and per verify pass or bad
+    round inside it whether its label shows."""
+    return page.evaluate("""() => {
+      const doc = Bokeh.documents[0];
+      const fig = doc.get_model_by_name('ep2-figure');
+      const more = fig.center.find((r) => r.name === 'ep2-more');
+      const d = doc.get_model_by_name('ep2-bars').data;
+      const shown = [];
+      for (let i = 0; i < d.start.length; i++) {
+        if (!['verify', 'bad'].includes(d.status[i])) continue;
+        if (d.start[i] >= fig.x_range.start && d.end[i] <= fig.x_range.end)
+          shown.push([d.status[i], d.label[i], d.label_alpha[i]]);
+      }
+      return {start: fig.x_range.start, end: fig.x_range.end, more: more.visible, shown};
+    }""")
+
+
+def test_ep2_finished_run_keeps_its_labels_on_a_phone(phone, site, console, artifacts):
+    phone.goto(f"{site.url}/{ep2.SLUG}")
+    wait_for_bokeh(phone, "ep2-bars", timeout=60_000)
+    phone.wait_for_function("""() => { const f = Bokeh.documents[0].get_model_by_name('ep2-figure');
+                                        return f.x_range.start > 0; }""", timeout=15_000)
+    rest = _ep2_rest(phone)
+    kinds = {s for s, _, _ in rest["shown"]}
+    assert kinds == {"verify", "bad"}, rest  # some of each in view (the first run has bad rounds)
+    assert all(alpha == 1 for _, _, alpha in rest["shown"]), rest
+    assert any(label.startswith("+") for _, label, _ in rest["shown"])
+    assert rest["more"] is True  # "earlier rounds (drag)"
+    assert rest["end"] - rest["start"] < model_data(phone, "ep2-view")["x_end"][0]
+    phone.screenshot(path=artifacts / "phone-ep2-lanes.png", full_page=True)
+    assert_clean(phone, console)
+
+
+def test_ep2_finished_run_is_shown_whole_on_a_desktop(page, site, console):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{site.url}/{ep2.SLUG}")
+    wait_for_bokeh(page, "ep2-bars")
+    page.wait_for_timeout(500)
+    rest = _ep2_rest(page)
+    assert rest["start"] == 0 and rest["more"] is False
+    assert all(alpha == 1 for _, _, alpha in rest["shown"])
+    assert_clean(page, console)

@@ -1,0 +1,65 @@
+"""State tier: every figure of every page has its anchor (``id="fig-..."``) and, under it, a line
+linking to it and to the shipped files it is drawn from. Pages are built as a notebook builds
+them (every part at once). No browser."""
+
+from __future__ import annotations
+
+import re
+
+import panel as pn
+import pytest
+from bokeh.document import Document
+from bokeh.models import Plot
+
+from specdec_playable.episodes import available
+from specdec_playable.views import figures
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _panel():
+    pn.extension()
+
+
+@pytest.mark.parametrize("ep", available(), ids=lambda e: e.slug)
+def test_every_figure_has_its_anchor_and_its_line(ep):
+    root = ep.page()
+    doc = Document()
+    doc.add_root(root.get_root(doc))
+    plots = [m for m in doc.models if isinstance(m, Plot)]
+    ids = [p.html_id for p in plots]
+    assert ids == [figures.anchor_id(p.name) for p in plots]
+    assert all(i.startswith("fig-") for i in ids) and len(set(ids)) == len(ids)
+    lines = " ".join(p.object for p in root.select(pn.pane.HTML)
+                     if str(p.object).startswith('<p class="sdp-figline">'))
+    for p in plots:
+        assert f'href="#{figures.anchor_id(p.name)}"' in lines, p.name
+        for f in figures.FIGURE_DATA.get(p.name, ()):
+            assert f'href="./assets/{f}" download' in lines, (p.name, f)
+
+
+def test_each_line_sits_right_under_its_figure():
+    from specdec_playable.episodes import ep1
+    root = ep1.page()
+    for col in root.select(pn.Column):
+        objs = col.objects
+        if (len(objs) == 2 and isinstance(objs[0], pn.pane.Bokeh)
+                and str(getattr(objs[1], "object", "")).startswith('<p class="sdp-figline">')):
+            plot = objs[0].object
+            assert isinstance(plot, Plot)
+            assert f'#{plot.html_id}"' in objs[1].object
+
+
+def test_the_figures_with_data_are_on_the_pages():
+    names = set()
+    for ep in available():
+        doc = Document()
+        doc.add_root(ep.page().get_root(doc))
+        names |= {m.name for m in doc.models if isinstance(m, Plot)}
+    assert set(figures.FIGURE_DATA) <= names
+
+
+@pytest.mark.parametrize("name, anchor", [("ep5-map", "fig-ep5-map"), ("ep3-hist-fig", "fig-ep3-hist"),
+                                          ("ep1-hw-figure", "fig-ep1-hw")])
+def test_anchor_ids(name, anchor):
+    assert figures.anchor_id(name) == anchor
+    assert re.fullmatch(r"fig-[\w-]+", anchor)

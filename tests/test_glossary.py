@@ -1,0 +1,95 @@
+"""State tier: the glossary, and every page's use of it.
+
+Every page is built as a notebook builds it (every part at once); every glossary term its text
+uses must be linked to the glossary there, each link must point at an entry, and the glossary's
+"See it in Episode N" must name episodes that use the term. The linker leaves tags, links, code
+and headings alone. No browser.
+"""
+
+from __future__ import annotations
+
+import re
+
+import panel as pn
+import pytest
+from bokeh.document import Document
+
+from specdec_playable.episodes import available
+from specdec_playable.serve import site
+from specdec_playable.views import course, glossary, terms
+
+PAGES = [(e.number, e.slug, e.page) for e in available()]
+HREF = re.compile(r'href="\./glossary#([\w-]+)"')
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _panel():
+    pn.extension()
+
+
+@pytest.fixture(scope="module")
+def built():
+    """Per episode: (its prose as plain text, the glossary anchors it links to)."""
+    out = {}
+    for number, _, build in PAGES:
+        root = build()
+        Document().add_root(root.get_root(Document()))
+        markup = course.page_markup(root)
+        text = " ".join(course.plain_text(m) for m in markup)
+        out[number] = (text, set(HREF.findall(" ".join(markup))))
+    return out
+
+
+def test_every_term_a_page_uses_is_linked_to_the_glossary(built):
+    keys = {t.key for t in terms.TERMS}
+    for number, (text, linked) in built.items():
+        used = set(terms.find_terms(text))
+        assert used <= linked, f"Episode {number} uses {sorted(used - linked)} without a link"
+        assert linked <= keys, f"Episode {number} links to no entry: {sorted(linked - keys)}"
+
+
+def test_every_listed_term_of_the_issue_is_in_the_glossary():
+    names = {t.key for t in terms.TERMS}
+    assert {"memory-bound", "compute-bound", "roofline", "kv-cache", "cuda-graph", "eager",
+            "degrees-of-freedom", "token-tree", "spine", "in-fifths"} <= names
+
+
+def test_see_it_in_names_episodes_that_use_the_term(built):
+    for t in terms.TERMS:
+        for n in t.see:
+            text, _ = built[n]
+            assert not t.patterns or t.key in terms.find_terms(text), (t.key, n)
+
+
+def test_the_glossary_page_has_an_entry_per_term_and_links_each_episode():
+    body = glossary.glossary_html(available())
+    for t in terms.TERMS:
+        assert body.count(f'<dt id="{t.key}">') == 1
+    slugs = {e.slug for e in available()}
+    assert set(re.findall(r'href="\./(ep\d[\w]*)"', body)) <= slugs
+
+
+def test_every_page_links_the_glossary_and_the_summary():
+    for name, build in [("index", site.index_page)] + [(s, b) for _, s, b in PAGES]:
+        markup = " ".join(course.page_markup(build()) + [p.object for p in build().select(pn.pane.HTML)
+                                                           if str(p.object).startswith("<nav")])
+        assert 'href="./glossary"' in markup and 'href="./summary"' in markup, name
+
+
+@pytest.mark.parametrize("markup, linked", [
+    ("<p>the KV cache</p>", ["kv-cache"]),
+    ('<p title="KV cache">x</p>', []),                              # inside an attribute
+    ("<p><a href='x'>KV cache</a> and a KV cache</p>", ["kv-cache"]),  # not inside a link
+    ("<code>roofline</code> <h3>roofline</h3>", []),                # code, headings
+    ("<p>over-eager, eager PyTorch</p>", ["eager"]),                # whole words only
+    ("<p>roofline, roofline</p>", ["roofline"]),                    # the first use only
+])
+def test_link_terms_links_text_only_once(markup, linked):
+    out = terms.link_terms(markup)
+    assert HREF.findall(out) == linked
+    assert re.sub(r"<[^>]+>", "", out) == re.sub(r"<[^>]+>", "", markup)
+
+
+def test_a_term_is_found_as_a_whole_word():
+    assert terms.find_terms("memory-bound and over-eager") == ["memory-bound"]
+    assert terms.find_terms("a spine of 3 and two CUDA graphs") == ["cuda-graph", "spine"]
