@@ -42,14 +42,16 @@ class PlayerControls:
     ``<name>-speed`` and (with ``step_label``) ``<name>-step``. ``frame_hook`` names a
     file in ``views/static`` that defines ``sdp_frame(t)`` (see ``lanes.js``), and
     ``frame_args`` the extra Bokeh models or values it uses. ``cursor_label`` draws the
-    cursor's time beside it; ``live`` names the page's live fields (``lanes.js``).
+    cursor's time beside it; ``live`` names the page's live fields (``lanes.js``);
+    ``opens_at_start`` rests a new timeline at its start until the first Play or Step.
     """
 
     def __init__(self, src: LaneSources, fig, *, name: str, styles: Mapping[str, dict],
                  hatches: list[str], speeds: Mapping[str, float] | None = None,
                  speed: str | None = None, step_label: str | None = None,
                  frame_hook: str | None = None, frame_args: Mapping | None = None,
-                 min_label_px: float = 0.0, cursor_label: bool = True, live: str = ""):
+                 min_label_px: float = 0.0, cursor_label: bool = True, live: str = "",
+                 opens_at_start: bool = False):
         speeds = dict(speeds or SPEEDS)
         speed = speed or (REAL_TIME if REAL_TIME in speeds else next(iter(speeds)))
         if speed not in speeds:
@@ -69,7 +71,8 @@ class PlayerControls:
                     min_label_px=float(min_label_px), flip_at=FLIP_AT,
                     follow_at=FOLLOW_AT, max_step_ms=MAX_STEP_MS, muted=theme.MUTED,
                     labels=dict(play=PLAY, pause=PAUSE), font=LABEL_FONT,
-                    cursor_label=bool(cursor_label), live=str(live))
+                    cursor_label=bool(cursor_label), live=str(live),
+                    open_at_start=bool(opens_at_start))
         self.script = callback = CustomJS(
             args=dict(bars=src.bars, clocks=src.clocks, cursor=src.cursor, stops=src.stops,
                       view=src.view, xr=src.x_range, fig=fig, play=self.play, step=self.step,
