@@ -146,12 +146,52 @@ def test_moving_k_changes_the_number_of_draft_slots(page, site, console):
     handle.press("ArrowRight")
     expected = Relay(k=6)
     page.wait_for_function(
-        "x => Bokeh.documents[0].get_model_by_name('ep2-cursor').data.x[0] === x",
+        "x => Bokeh.documents[0].get_model_by_name('ep2-stops').data.t.at(-1) === x",
         arg=expected.result.wall_ms, timeout=10_000)
     assert drafts_per_round() == 6
     b = model_data(page, "ep2-bars")
     assert b["lane"].count("draft") == expected.result.rounds["drafted"].sum()
-    assert ms(clocks(page)["relay"]) == expected.result.wall_ms
+    # Not played yet, so the new run rests at its start too.
+    assert cursor_x(page) == 0 and ms(clocks(page)["relay"]) == 0
+    assert_clean(page, console)
+
+
+def test_opens_on_the_start_of_the_run_with_the_result_hidden(page, site, console, artifacts):
+    open_ep2(page, site)
+    assert cursor_x(page) == 0
+    assert shown_text(page) == {"kept": "", "drafts": []}
+    c = clocks(page)
+    assert (c["relay"], c["alone"], c["speedup"]) == ("0 ms", "0 ms", "–")
+    assert c["when"].endswith("press Play to run it")
+    assert not page.locator(".ep2-check [data-k=result]").is_visible()
+    assert model_data(page, "ep2-bars")["alpha"] == [0] * len(model_data(page, "ep2-bars")["alpha"])
+    page.screenshot(path=artifacts / "ep2-open.png", full_page=True)
+    assert_clean(page, console)
+
+
+def test_a_link_opens_its_setup_at_the_start_and_plays_it(page, site, console):
+    expected = Relay(k=8, q=0.3, seed=5)
+    page.goto(site.url + URL + "?k=8&q=0.3&seed=5")
+    wait_for_bokeh(page, "ep2-bars")
+    page.bring_to_front()
+    page.locator(".ep2-text-live").wait_for(state="attached")
+    assert page.locator("input.bk-input").first.input_value() == "5"
+    assert cursor_x(page) == 0 and clocks(page)["speedup"] == "–"
+    page.locator("select").select_option("8×")
+    page.get_by_role("button", name="Play").click()
+    wait_until_paused(page, timeout=30_000)
+    assert cursor_x(page) == expected.result.wall_ms
+    c = clocks(page)
+    assert ms(c["relay"]) == expected.result.wall_ms
+    assert c["speedup"] == f"{expected.result.speedup:.2f}×"
+    # Once played, a new run shows its end state at once, as before.
+    handle = page.locator(".noUi-handle").first
+    handle.focus()
+    handle.press("ArrowLeft")
+    again = Relay(k=7, q=0.3, seed=5)
+    page.wait_for_function(
+        "x => Bokeh.documents[0].get_model_by_name('ep2-cursor').data.x[0] === x",
+        arg=again.result.wall_ms, timeout=10_000)
     assert_clean(page, console)
 
 

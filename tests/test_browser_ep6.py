@@ -42,7 +42,7 @@ def test_ep6_part1_samples_follow_real_p_whatever_q(page, site, console, artifac
     assert models["word"][-1] == measured.REST
     assert models["word"][0] == token_label(start.labels[0])
     text = page_text(page)
-    assert "theory: sum of min(p, q)" in text and f"After “{start.context}”" in text
+    assert "theory: q = sum over x of min(p" in text and f"After “{start.context}”" in text
 
     # Another context: the Python one, where the draft agrees with the model.
     ctx = measured.context(measured.CONTEXTS[-1])

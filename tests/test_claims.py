@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from specdec_playable.sim import adaptive, clocks, theory
 from specdec_playable.data import hardware, measured, texts
 from specdec_playable.sim.seeds import SEED_MAX, parse_seed
-from specdec_playable.episodes import ep2, ep3, ep4, ep6
+from specdec_playable.episodes import ep2, ep3, ep4, ep5, ep6
 from specdec_playable.state import presets
 from specdec_playable.state.ep1 import SENTENCE
 from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
@@ -39,7 +39,9 @@ SEEDS = st.integers(0, SEED_MAX)
 
 
 def plain(markup: str) -> str:
-    """The text a visitor reads in ``markup``: tags dropped, entities decoded, spaces collapsed."""
+    """The text a visitor reads in ``markup``: tags dropped (a link's text stays part of its
+    sentence), entities decoded, spaces collapsed."""
+    markup = re.sub(r"</?a\b[^>]*>", "", markup)
     return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", markup))).strip()
 
 
@@ -471,7 +473,7 @@ def test_ep6_fixed_prose_holds():
     q = {label: s.stream.q[a:b].mean() for label, a, b in s.stream.segments}
     for kind, mean in ep6.RACE_MEANS:
         assert mean == pytest.approx(q[kind])
-        assert f"(mean acceptance {mean:.2f})" in ep6.PART2_INTRO
+        assert f"(mean acceptance rate q = {mean:.2f})" in ep6.PART2_INTRO
     # The take-away no longer ranks the policies; the race's own paragraph does.
     assert "weakest idea" not in ep6.OUTRO and "too short for one" not in ep6.OUTRO
     assert "pull ahead" not in ep6.TRY_THIS and "labelled by hand" not in ep6.OUTRO
@@ -501,7 +503,7 @@ def test_ep6_context_note_states_the_measured_distributions(context):
     d = int(np.argmax(c.q))
     assert f"{c.q[d]:.0%} of the time, and the big model gives that token {c.p[d]:.2%}" in text
     shown = f"{c.alpha:.{1 if c.alpha >= 0.01 else 2}%}"
-    assert f"sum(min(p, q)) = {shown}" in text
+    assert f"min(p big (x), p draft (x)) = {shown}" in text
 
 
 # --- Real hardware (Episode 1) ---------------------------------------------------------------
@@ -552,3 +554,55 @@ def test_every_slider_and_box_is_explained_with_its_unit(number):
     for p in numeric:
         assert f"{p.label} : {plain(p.doc)}" in text, p.label  # label in bold, then its doc
         assert _UNIT.search(p.doc), f"{p.label}: no unit in {p.doc!r}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.05, 0.6), st.integers(1, adaptive.K_CAP), SEEDS)
+@example(0.05, 4, 1).via("the page's start: k = 4 drafts too many on every text")
+@example(0.05, 1, 1).via("k = 1: too few on Python only")
+@example(0.3, 1, 1).via("every text below break-even")
+def test_ep6_race_why_is_theory_at_each_texts_rate(c, fixed_k, seed):
+    s = FinePrint(rng=0, c=c, fixed_k=fixed_k, race_seed=seed, n_samples=100)
+    why = plain(ep6_fine_print.race_why_html(s))
+    assert why.startswith(f"Why: at c = {s.c:.2f}, theory’s fastest k is ")
+    rows = ep6_fine_print.text_best_k(s)
+    assert [g for g, *_ in rows] == [ep6_fine_print._GENRE[lb] for lb, _, _ in s.stream.segments]
+    for (genre, q, k, sp), (_, a, b) in zip(rows, s.stream.segments):
+        assert q == pytest.approx(s.stream.q[a:b].mean())
+        by_k = theory.expected_speedup(q, np.arange(1, adaptive.K_CAP + 1), s.c)
+        assert k == int(np.argmax(by_k)) + 1 and sp == pytest.approx(by_k.max())
+        assert f"{k} for {'' if genre in ('JSON', 'Python') else 'the '}{genre} (q = {q:.2f}, " \
+               f"theory {sp:.2f}×)" in why
+    more = [g for g, _, k, _ in rows if fixed_k > k]
+    fewer = [g for g, _, k, _ in rows if fixed_k < k]
+    assert ("so it pays for guesses after the first miss" in why) == bool(more)
+    assert ("so it leaves right guesses undrafted" in why) == bool(fewer)
+    assert ("drafts exactly that on every text" in why) == (not more and not fewer)
+    losing = [g for g, _, _, sp in rows if words.versus_one(sp) < 0]
+    assert ("even the best k is slower than plain decoding" in why) == bool(losing)
+    assert ("switching off can only cost time" in why) == (not losing)
+
+
+def test_the_series_notation_on_screen():
+    # q is the acceptance rate everywhere; the two distributions are p_big(x) and p_draft(x),
+    # never p and q.
+    s = FinePrint(rng=0, n_samples=100)
+    screens = [ep6.PART1_INTRO, ep6.PART2_INTRO, ep6.OUTRO, ep6.TRY_THIS, ep4.EXPLAIN_HTML,
+               ep6_fine_print.sampling_html(s), ep6_fine_print.context_html(s),
+               ep6_fine_print.models_key(s.context), ep6_fine_print.OUT_KEY]
+    for markup in screens:
+        text = plain(markup)
+        for old in ("min(p, q)", "p(x) / q(x)", "p − q", "draft q", "model p ", "draft's q",
+                    "Against the big model's p:", "Against the draft's q:"):
+            assert old not in text, (old, text[:200])
+    assert "min(1, p big (x) / p draft (x))" in plain(ep6.PART1_INTRO)
+    assert "max(0, p big (x) − p draft (x))" in plain(ep6.PART1_INTRO)
+    assert "acceptance rate q = the sum over x of min(p big (x), p draft (x))" in plain(ep6.PART1_INTRO)
+    assert "q = the sum over x of min(p big (x), p draft (x))" in plain(ep4.EXPLAIN_HTML)
+    # Episode 2 names q and defines it where it first appears (the lede), with k.
+    assert Relay.param.q.label == QualityDial.param.q.label == "Draft quality q"
+    assert "draft length k" in ep2.LEDE and "draft quality q" in ep2.LEDE
+    assert "share of drafted tokens the big model accepts" in ep2.LEDE
+    assert "“draft quality”" not in ep2.OUTRO and "Draft quality</em>" not in ep2.TRY_THIS
+    for lede in (ep3.LEDE, ep5.LEDE):
+        assert "acceptance rate" in lede and "share of drafted tokens the big model accepts" in lede

@@ -18,7 +18,7 @@ def test_episode_1_states_the_pass_time_and_the_longest_sentence_it_simulates():
     s = WritingVsChecking()
     assert f"a simulated {s.big_pass_ms:,} ms per pass" in ep1.LEDE
     n = len(SENTENCE)
-    assert f"to {n}. Writing then takes {n} passes, {n}× as long as checking" in ep1.TRY_THIS
+    assert f"to {n}. Writing now takes {n} passes, {n}× as long as checking" in ep1.TRY_THIS
     assert WritingVsChecking(n_tokens=n).comparison.ratio == n
     assert WritingVsChecking.param.n_tokens.bounds[1] == len(SENTENCE)
 
@@ -58,4 +58,4 @@ def test_episode_6_describes_the_policies_it_races():
     assert f"{max(SAMPLE_SIZES):,}:" in ep6.TRY_THIS
     # The race's texts are named with their measured mean acceptance, in the stream's order.
     for kind, mean in ep6.RACE_MEANS:
-        assert f"(mean acceptance {mean:.2f})" in ep6.PART2_INTRO
+        assert f"(mean acceptance rate q = {mean:.2f})" in ep6.PART2_INTRO

@@ -18,9 +18,10 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,43 @@ class EpisodeInfo:
 
     def page(self):
         return self.module.page()
+
+
+@dataclass(frozen=True)
+class TryStep:
+    """One step of an episode's "Try this": what to do (trusted HTML, a phrase that reads on
+    from the one before) and the controls it leaves set (``settings``: state parameter values).
+
+    The steps are done in order, each from where the one before left the page, so a step's
+    words may speak only of that state: ``tests/test_try_this.py`` walks them on a state
+    object and checks what each promises.
+    """
+
+    html: str
+    settings: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """A predict-then-check question at the end of an episode (``views/exercises.py``).
+
+    ``question`` is trusted HTML, ``choices`` plain text. On *Check* the page applies
+    ``settings`` to its state, then ``answer(state)`` returns the index of the right choice
+    and an explanation (trusted HTML), both computed from the state's own numbers at that
+    setting, never typed: ``tests/test_exercises.py`` checks them like every other sentence.
+    """
+
+    question: str
+    choices: tuple[str, ...]
+    settings: Mapping[str, object]
+    answer: Callable
+
+    def __post_init__(self):
+        object.__setattr__(self, "choices", tuple(self.choices))
+        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
 
 def neighbours(number: int) -> tuple[EpisodeInfo | None, EpisodeInfo | None]:

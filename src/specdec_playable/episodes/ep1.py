@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import panel as pn
 
-from . import neighbours
+from . import Exercise, TryStep, neighbours
 from ..state.ep1 import SENTENCE, WritingVsChecking
 from ..views.deferred import after_first_paint, when_near
 from ..views.ep1_writing import WritingVsCheckingView
+from ..views.exercises import exercises_section
 from ..views.hardware import hardware_section
-from ..views.page import episode_shell, prose
+from ..views.page import episode_shell, prose, steps_html
 from ..views.urlstate import bind_url
+from ..views.words import ms, plural
 
 NUMBER = 1
 SLUG = "ep1_writing_vs_checking"
@@ -37,9 +39,14 @@ def lede_html(pass_ms: int) -> str:
 
 #: The lede at the starting pass time (the page's lede follows the slider).
 LEDE = lede_html(_PASS_MS)
-TRY_THIS = (f"press <em>Play</em> and watch the two clocks; then drag <em>Tokens (N)</em> to {_N_MAX}. "
-            f"Writing then takes {_N_MAX} passes, {_N_MAX}× as long as checking, which still takes "
-            "one pass: checking does not get slower at all.")
+TRY_STEPS = (
+    TryStep("Press <em>Play</em> and watch the two clocks: writing needs one pass per token, "
+            "checking the same tokens one pass for all of them."),
+    TryStep(f"Then drag <em>Tokens (N)</em> to {_N_MAX}. Writing now takes {_N_MAX} passes, "
+            f"{_N_MAX}× as long as checking, which still takes one pass: checking does not get "
+            "slower at all.", {"n_tokens": _N_MAX}),
+)
+TRY_THIS = steps_html([s.html for s in TRY_STEPS])
 OUTRO = """
 <h2>The loophole</h2>
 <p class="sdp-lede">Writing is slow only because each token must wait for the one before it. Checking
@@ -48,6 +55,36 @@ during training. So if somebody else could propose the next few tokens, the big 
 all for the price of one pass. In the next episode that somebody is a much smaller, faster model.</p>
 """
 
+
+def _answer_check_16(s: WritingVsChecking):
+    comp = s.comparison
+    passes = comp.parallel_ms / s.big_pass_ms
+    right = 0 if passes == 1 else (1 if passes == comp.n_tokens / 2 else 2)
+    return right, (f"Checking {plural(comp.n_tokens, 'token')} takes {ms(comp.parallel_ms)}: "
+                   f"{plural(round(passes), 'pass')}, as for 2 tokens. Writing them takes "
+                   f"{ms(comp.sequential_ms)}, {comp.ratio:.0f}× as long.")
+
+
+_WRITE_N, _WRITE_MS = 10, 600
+#: The choices of question 2: 1, 2 and 10 passes.
+_WRITE_CHOICES = tuple(ms(n * _WRITE_MS) for n in (1, 2, _WRITE_N))
+
+
+def _answer_write_10(s: WritingVsChecking):
+    comp = s.comparison
+    return _WRITE_CHOICES.index(ms(comp.sequential_ms)), (
+        f"Writing {plural(comp.n_tokens, 'token')} takes {plural(comp.n_tokens, 'pass')} one "
+        f"after another: {comp.n_tokens} × {ms(s.big_pass_ms)} = {ms(comp.sequential_ms)}.")
+
+
+EXERCISES = (
+    Exercise(f"Checking 2 tokens takes one pass. How long does checking {_N_MAX} tokens take?",
+             ("The same: one pass", f"{_N_MAX // 2}× as long", f"{_N_MAX}× as long"),
+             {"n_tokens": _N_MAX}, _answer_check_16),
+    Exercise(f"One pass takes {_WRITE_MS:,} ms. How long does the big model take to write "
+             f"{_WRITE_N} tokens?", _WRITE_CHOICES, {"n_tokens": _WRITE_N, "big_pass_ms": _WRITE_MS},
+             _answer_write_10),
+)
 
 def page(state: WritingVsChecking | None = None) -> pn.Column:
     """A fresh Episode 1 page (one per session or notebook cell)."""
@@ -59,6 +96,7 @@ def page(state: WritingVsChecking | None = None) -> pn.Column:
         body=[notice,
               after_first_paint(lambda: WritingVsCheckingView(state=state), name="ep1-view-slot"),
               prose(OUTRO),
+              exercises_section(state, EXERCISES, name="ep1"),
               # Below the fold: built when the visitor scrolls near it.
               when_near(lambda: hardware_section("ep1-hw"), name="ep1-hw-slot")],
     )

@@ -15,14 +15,14 @@ import json
 
 import panel as pn
 
-from . import neighbours
+from . import TryStep, neighbours
 from ..data import measured, texts
 from ..shipped import asset_path
 from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
 from ..views.deferred import after_first_paint
 from ..views.ep4_measured import genre_story, genre_table_html
 from ..views.ep4_texts import BoilerplateVsPoetryView
-from ..views.page import episode_shell, esc, prose
+from ..views.page import episode_shell, esc, prose, steps_html
 from ..views.urlstate import bind_url
 
 NUMBER = 4
@@ -36,12 +36,6 @@ LEDE = ("The same speculative decoder (a small draft proposes k tokens, the big 
         "in one pass) runs over two texts side by side, Python code and a poem to start with. Each "
         "token's chance of being kept was measured on a real model: only the text differs between "
         "the two sides.")
-TRY_THIS = ("with the starting pair of texts (Python on the left, a poem on the right) and settings, "
-            "press <em>Run again</em> a few times and watch the two pairs of bars: the Python code, "
-            "in the one language the draft learned, stays ahead of the big model alone, while the "
-            "poem hovers around it, a little faster in some runs and a little slower in others. "
-            "Then switch the "
-            "left text to JavaScript or JSON, and paste some text of your own at the bottom.")
 PASTE_INTRO = (
     '<h2>Try your own text</h2><p class="sdp-lede">Paste anything up to '
     f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>Score and run my text</strong>. The '
@@ -57,6 +51,32 @@ def _summary() -> str:
     return (f"The same speculative decoder over Python code and over a poem, every token's acceptance "
             f"measured on a real model and its learned draft: {left['alpha']:.0%} on average on the "
             f"Python, {right['alpha']:.0%} on the poem. Paste your own text to have it scored.")
+
+
+#: The text step 2 of "Try this" switches the left side to.
+TRY_SWITCH = "js-loop"
+
+
+@functools.cache
+def _try_steps() -> tuple[TryStep, ...]:
+    means = measured.genre_means()
+    py, js = means[_LEFT]["alpha"], means[TRY_SWITCH]["alpha"]
+    return (
+        TryStep("With the starting pair of texts (Python on the left, a poem on the right) and "
+                "settings, press <em>Run again</em> a few times and watch the two pairs of bars: "
+                "the Python code, in the one language the draft learned, stays ahead of the big "
+                "model alone, while the poem hovers around it, a little faster in some runs and a "
+                "little slower in others."),
+        TryStep("Then switch the left text to JavaScript: the draft, which learned only Python, "
+                f"is kept on average at {js:.0%} of its tokens instead of {py:.0%}, and the left "
+                "side's lead over the big model alone all but vanishes.", {"left": TRY_SWITCH}),
+        TryStep("Last, paste some text of your own at the bottom and see where it lands."),
+    )
+
+
+@functools.cache
+def _try_this() -> str:
+    return steps_html([s.html for s in _try_steps()])
 
 
 @functools.cache
@@ -78,14 +98,15 @@ def _explain_html() -> str:
 <h2>Where the numbers come from</h2>
 <p class="sdp-lede">Every text here is cut into the tokens of a real language model,
 SmolLM2-135M-Instruct, as it sees them: subword pieces, each carrying the space before it. At every
-token, the big model read the real text before it and gave its next-token distribution p; the learned
-draft read the same text and gave its q. The token's acceptance probability is sum(min(p, q)), the
-chance that speculative sampling keeps the draft's proposal there (Leviathan, Kalman and Matias, 2023):
+token, the big model read the real text before it and gave its next-token distribution
+p<sub>big</sub>(x); the learned draft read the same text and gave its own, p<sub>draft</sub>(x). The
+token's acceptance probability is q = the sum over x of min(p<sub>big</sub>(x), p<sub>draft</sub>(x)),
+the chance that speculative sampling keeps the draft's proposal there (Leviathan, Kalman and Matias, 2023):
 that is the bar above each token and the number its hover shows. Each run keeps or rejects each draft
 with that probability, drawn afresh for each seed; the speedups come from those runs.</p>
 <p class="sdp-note">The learned draft is a table of the tokens that most often followed each run of one
-to three tokens in Python's standard library (up to 8 for each, with their counts); its q is those
-counts, normalised. It costs almost nothing to run (a median of {draft_cost[0]:.3f}
+to three tokens in Python's standard library (up to 8 for each, with their counts); its
+p<sub>draft</sub>(x) is those counts, normalised. It costs almost nothing to run (a median of {draft_cost[0]:.3f}
 of a big pass per token over {draft_cost[1]} end-to-end runs on this machine: hence the starting c of
 {BoilerplateVsPoetry.param.c.default:g}), but it knows only Python. The texts were
 scored once with <code>{esc(meta["command"])}</code> on {esc(meta["date"][:10])}; a pasted text is scored
@@ -96,8 +117,8 @@ checking k tokens costs several single passes.</p>
 <p class="sdp-lede">{esc(genre_story())}</p>
 {genre_table_html()}
 <p class="sdp-note">Greedy draft kept: the share of tokens where the draft's top guess is the big
-model's top guess, which is how often greedy decoding would keep it. The big model's p of the real
-token says how predictable the text is to the big model itself, whatever the draft.</p>
+model's top guess, which is how often greedy decoding would keep it. The big model's
+p<sub>big</sub> of the real token says how predictable the text is to the big model itself, whatever the draft.</p>
 <h3>Why boilerplate usually flies</h3>
 <p class="sdp-lede">In code, JSON, a form letter or a translation, many tokens are dictated by what
 came before: a bracket that was opened gets closed, a key repeats, a stock phrase runs on. There the big
@@ -110,7 +131,8 @@ such text, and this one learned only Python.</p>
 
 
 #: Written from the measured asset when first asked for (importing the module reads no file).
-_LAZY = {"SUMMARY": _summary, "EXPLAIN_HTML": _explain_html, "DRAFT_COST": _draft_cost}
+_LAZY = {"SUMMARY": _summary, "EXPLAIN_HTML": _explain_html, "DRAFT_COST": _draft_cost,
+         "TRY_STEPS": _try_steps, "TRY_THIS": _try_this}
 
 
 def __getattr__(name: str):
@@ -128,5 +150,5 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
         name="ep4-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep4",
-        lede=LEDE, try_this=TRY_THIS, body=[notice, view, prose(_explain_html(), "ep4.css")],
+        lede=LEDE, try_this=_try_this(), body=[notice, view, prose(_explain_html(), "ep4.css")],
     )

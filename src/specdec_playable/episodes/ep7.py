@@ -13,7 +13,7 @@ import sys
 
 import panel as pn
 
-from . import ep5, ep6, neighbours
+from . import TryStep, ep5, ep6, neighbours
 from .. import lm
 from ..data.hardware import load_pass_costs
 from ..data.hardware import cpu_pass_cost
@@ -21,7 +21,7 @@ from ..data.machine import this_machine
 from ..state.ep7 import DRAFT_LABELS, TASKS, RealText, recorded_meta, recorded_runs
 from ..views.deferred import after_first_paint
 from ..views.ep7_real import RealTextView, recorded_html
-from ..views.page import episode_shell, prose, share
+from ..views.page import episode_shell, prose, share, steps_html
 from ..views.urlstate import bind_url
 
 NUMBER = 7
@@ -35,9 +35,13 @@ URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed"
 LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this server, a real draft "
         "guesses its next tokens, one pass of the model checks the guesses, and both clocks are "
         "measured while you watch.")
-TRY_THIS = ("press <em>Run</em>: the model continues a table with prompt lookup as its draft; watch the "
-            "underlined guesses pile up. Then pick the explanation, run it with the same draft, and "
-            "compare how many guesses the model accepts and what that does to the speedup.")
+TRY_STEPS = (
+    TryStep("Press <em>Run</em>: the model continues a table with prompt lookup as its draft; watch "
+            "the underlined guesses pile up."),
+    TryStep("Then pick the explanation, run it with the same draft, and compare how many guesses "
+            "the model accepts and what that does to the speedup.", {"task": "sky"}),
+)
+TRY_THIS = steps_html([s.html for s in TRY_STEPS])
 
 NOTE = ("<p class=\"sdp-note\">The marks are Episode 2’s: accepted guesses underlined, a rejected guess "
         "struck through with ✗, the model’s own token at a miss on gold with ★, a bonus token with +. "

@@ -134,10 +134,10 @@ class Relay(param.Parameterized):
         doc="How many tokens the draft model proposes each round before the big model checks them "
             "(a count of tokens).")
     q = param.Number(
-        default=0.8, bounds=(0.0, 1.0), step=0.05, label="Draft quality",
-        doc="Probability that the draft model guesses a token exactly as the big model would "
-            "(0: never, 1: always).")
-    seed = seed_param(DEFAULT_SEED, doc="Pins the run's randomness: the same seed, k and draft quality give "
+        default=0.8, bounds=(0.0, 1.0), step=0.05, label="Draft quality q",
+        doc="The acceptance rate: the share of drafted tokens the big model accepts. Each drafted "
+            "token is the big model's own with this probability (0: never, 1: always).")
+    seed = seed_param(DEFAULT_SEED, doc="Pins the run's randomness: the same seed, k and q give "
                                         "the same run.")
 
     result = param.ClassSelector(

@@ -28,8 +28,8 @@ class QualityDial(param.Parameterized):
 
     q = param.Number(
         default=0.80, bounds=(0.0, 1.0), step=0.01, label="Draft quality q",
-        doc="Probability that one drafted token is the token the big model would have chosen "
-            "(0: never, 1: always).")
+        doc="The acceptance rate: the share of drafted tokens the big model accepts; each drafted "
+            "token is the one the big model would have chosen with this probability (0: never, 1: always).")
     k = param.Integer(
         default=4, bounds=(1, K_SLIDER_MAX), label="Draft length k",
         doc="Tokens the small model drafts in each round before the big model checks them "

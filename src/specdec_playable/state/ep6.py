@@ -68,12 +68,12 @@ class FinePrint(param.Parameterized):
 
     context = param.Selector(
         default=measured.CONTEXTS[0], objects=list(measured.CONTEXTS), label="Context",
-        doc="The text the next token continues; p is the real model's next-token distribution.")
+        doc="The text the next token continues; the charts show the big model's next-token distribution after it.")
     temperature = param.Number(
         default=1.0, bounds=(0.2, 4.0), step=0.05, label="Draft temperature",
         doc="How spread out the learned draft's guesses are (no unit): its log-probabilities over "
             "the tokens it proposes are divided by this. Above 1 it spreads its guesses more evenly, "
-            "below 1 it piles them on its top guess, and 1 leaves q as measured.")
+            "below 1 it piles them on its top guess, and 1 leaves the draft as measured.")
     favourite = param.Integer(
         default=2, bounds=(1, FAVOURITE_MAX), label="Draft's favourite (big model's rank)",
         doc="Which token the bias goes to: the big model's n-th most likely token after the context "
@@ -81,7 +81,7 @@ class FinePrint(param.Parameterized):
     bias = param.Number(
         default=0.0, bounds=(0.0, 0.9), step=0.05, label="Bias to the favourite",
         doc="Share of the draft's probability moved to its favourite token (a fraction): 0 leaves "
-            "q as measured, 0.5 makes the draft propose the favourite at least half the time.")
+            "the draft as measured, 0.5 makes the draft propose the favourite at least half the time.")
     n_samples = param.Selector(
         default=10_000, objects=list(SAMPLE_SIZES), label="Samples N",
         doc="How many next tokens to draw by speculative sampling (a count of draws).")

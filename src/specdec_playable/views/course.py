@@ -63,6 +63,8 @@ def page_markup(root: pn.viewable.Viewable) -> list[str]:
 def try_steps(try_this: str) -> int:
     """The number of steps in a "Try this" text: one, plus one per "then" that moves on (or, when
     an episode lists its steps, their number)."""
+    if '<ol class="sdp-steps">' in try_this:
+        return try_this.count("<li>")
     return 1 + len(_NEXT_STEP.findall(plain_text(try_this)))
 
 

@@ -47,8 +47,9 @@ def lane_timeline(comp: ClockComparison) -> Timeline:
     return Timeline(tuple(writing + checking))
 
 
-def summary_html(comp: ClockComparison, uid: str = "ep1") -> str:
-    """The two clocks and their ratio, at the end of the run.
+def summary_html(comp: ClockComparison, uid: str = "ep1", *, at_start: bool = False) -> str:
+    """The two clocks and their ratio, at the end of the run (or, ``at_start``, before it:
+    clocks at zero and the ratio still hidden).
 
     While the lanes play, the player (live fields ``uid``) runs each clock up to its
     finish time, and the ratio shows once writing is done.
@@ -57,14 +58,14 @@ def summary_html(comp: ClockComparison, uid: str = "ep1") -> str:
     tokens = plural(n, "token")
     return (
         f'<div data-sdp-live="{uid}">'
-        + stat(ms(seq), f"writing {tokens}: {plural(n, 'pass')}, one after another",
+        + stat(ms(0 if at_start else seq), f"writing {tokens}: {plural(n, 'pass')}, one after another",
                value_data={"clock": f"{seq:g}"})
-        + stat(ms(par), f"checking {tokens}: 1 pass, all positions at once",
+        + stat(ms(0 if at_start else par), f"checking {tokens}: 1 pass, all positions at once",
                value_data={"clock": f"{par:g}"})
         + stat(f"{comp.ratio:.1f}×", "writing takes this many times as long as checking",
-               data={"after": f"{seq:g}"})
-        + stat("…", "how many times as long writing takes: known once it is done",
-               data={"before": f"{seq:g}"}, hidden=True)
+               data={"after": f"{seq:g}"}, hidden=at_start)
+        + stat("…", "how many times as long writing takes: press Play, it shows once writing is done",
+               data={"before": f"{seq:g}"}, hidden=not at_start)
         + "</div>")
 
 
@@ -78,20 +79,21 @@ class WritingVsCheckingView(StateView):
         self.uid = "ep1-" + uuid.uuid4().hex[:8]
         # The lanes' clocks show the wall clock, so the cursor needs no label of its own.
         self.player = LanePlayer(LANES, name="ep1", height=320, y_pad=(0.7, 0.55), min_label_px=6,
-                                 cursor_label=False, live=self.uid)
+                                 cursor_label=False, live=self.uid, opens_at_start=True)
         self.player.fit_on_ready(session_doc())
         self.summary = pn.pane.HTML(stylesheets=[page_css()], name="ep1-summary",
                                     styles={"flex": "1 1 300px"}, min_width=280)
         self.state.param.watch(self._redraw, "comparison")
-        self._redraw()
+        # The page opens on the start of the run: the result shows when it is played.
+        self._redraw(at_start=True)
 
-    def _redraw(self, *_):
+    def _redraw(self, *_, at_start: bool = False):
         comp = self.state.comparison
         # One held batch: the page gets the lanes and the numbers in one message and paints
         # them in the same frame.
         with pn.io.hold():
-            self.player.show(lane_timeline(comp))
-            self.summary.object = summary_html(comp, self.uid)
+            self.player.show(lane_timeline(comp), at_start=at_start)
+            self.summary.object = summary_html(comp, self.uid, at_start=at_start)
 
     def layout(self):
         s = self.state

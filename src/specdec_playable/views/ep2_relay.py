@@ -82,7 +82,8 @@ def round_rows(progress: Progress, n_tokens: int) -> dict:
         if i == 0:
             rows["speedup"].append("–")
             rows["speedup_label"].append("measured speedup (alone ÷ relay), from the end of round 1")
-            rows["when"].append(f"Before the first round · 0 of {n_tokens} tokens written")
+            rows["when"].append(f"Before the first round · 0 of {n_tokens} tokens written · "
+                                "press Play to run it")
         else:
             sp = float(progress.speedup[i])
             rows["speedup"].append(f"{sp:.2f}×")
@@ -203,8 +204,9 @@ def token_span(cls: str, text: str, *, title: str = "", on: float | None = None,
     return f'<span{attrs}>{esc(lead)}<span class="w">{esc(word)}</span></span>'
 
 
-def text_html(run: Relay, uid: str) -> str:
-    """The growing text: every span carries when it appears (and disappears), end state shown.
+def text_html(run: Relay, uid: str, *, at_start: bool = False) -> str:
+    """The growing text: every span carries when it appears (and disappears), end state shown
+    (or, ``at_start``, the start: nothing written yet).
 
     Drafts appear when drafted and vanish when their round is judged; then the
     accepted tokens, the struck-through first miss, the big model's own token
@@ -212,7 +214,7 @@ def text_html(run: Relay, uid: str) -> str:
     """
     res = run.result
     rounds = res.rounds
-    total = res.wall_ms
+    total = 0.0 if at_start else res.wall_ms
     drafts = res.events.of_kind("draft")
     live, ghost = [], []
     for r in range(res.n_rounds):
@@ -242,19 +244,20 @@ def text_html(run: Relay, uid: str) -> str:
     )
 
 
-def clocks_html(rows: dict, uid: str) -> str:
-    """The two clocks, the speedup and the bad rounds, at the run's end (the browser rewinds them).
+def clocks_html(rows: dict, uid: str, *, at_start: bool = False) -> str:
+    """The two clocks, the speedup and the bad rounds, at the run's end, or ``at_start`` before
+    its first round (the browser rewinds them).
 
     The relay's clock is a live field of the lane player (it runs with the lanes' cursor);
     the other numbers change at round ends (``ep2_frame.js``).
     """
-    last = len(rows["end_ms"]) - 1
+    last = 0 if at_start else len(rows["end_ms"]) - 1
 
     def f(key: str) -> str:
         return f'data-k="{key}">{esc(rows[key][last])}'
 
     nb = rows["bad_rounds"][last]
-    total = rows["end_ms"][last]
+    total = rows["end_ms"][-1]  # the live clock runs up to the run's end
     return (
         f'<div class="ep2-clocks" data-sdp="{esc(uid)}-clocks" data-sdp-live="{esc(uid)}">'
         f'<div class="sdp-stat"><div class="v" data-clock="{total:g}">{esc(rows["relay"][last])}</div>'
@@ -271,8 +274,8 @@ def clocks_html(rows: dict, uid: str) -> str:
     )
 
 
-def check_html(g: Guarantee, uid: str) -> str:
-    """The guarantee, checked on the server; shown when the run ends."""
+def check_html(g: Guarantee, uid: str, *, at_start: bool = False) -> str:
+    """The guarantee, checked on the server; shown when the run ends (``at_start``: not yet)."""
     if g.ok:
         result = (f'<span class="ok">✓ Checked token by token:</span> all {g.n_tokens} tokens are identical '
                   "to what the big model writes alone, one pass per token.")
@@ -281,8 +284,9 @@ def check_html(g: Guarantee, uid: str) -> str:
                   f"the first difference is at token {g.first_mismatch + 1}.")
     return (
         f'<div class="ep2-check" data-sdp="{esc(uid)}-check">'
-        '<span class="pending" data-k="pending" hidden>The guarantee is checked when the run ends…</span>'
-        f'<span data-k="result">{result}</span></div>'
+        f'<span class="pending" data-k="pending"{"" if at_start else " hidden"}>The guarantee is '
+        "checked when the run ends…</span>"
+        f'<span data-k="result"{" hidden" if at_start else ""}>{result}</span></div>'
     )
 
 
@@ -319,7 +323,7 @@ class RelayView(StateView):
             LANES, name="ep2", height=250, y_pad=(0.62, 0.55), x_label="wall clock (simulated ms)",
             speeds=SPEEDS, step_label="Step one round", lane_clocks=False, styles=STYLES,
             frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rounds, uid=self.uid),
-            min_label_px=6, live=self.uid, rest_labels=("verify", "bad"))
+            min_label_px=6, live=self.uid, rest_labels=("verify", "bad"), opens_at_start=True)
         self.player.fit_on_ready(session_doc())
         css = [page_css(_CSS)]
         self.clocks = pn.pane.HTML(stylesheets=css, name="ep2-clocks", min_width=280,
@@ -331,20 +335,22 @@ class RelayView(StateView):
                                          align="end", description="Fresh randomness: draws a new seed")
         self.new_run.on_click(lambda _: self.state.new_run())
         self.state.param.watch(self._redraw, "result")
-        self._redraw()
+        # The page opens on the start of the run: the result shows when it is played.
+        self._redraw(at_start=True)
 
-    def _redraw(self, *_):
+    def _redraw(self, *_, at_start: bool = False):
         rows = round_rows(self.state.progress, len(TOKENS))
         # One held batch, so the page receives it as one message, in this order: the HTML
         # first and the lanes last, since replacing the lanes' data is what rewinds the
         # browser's player, and it then redraws the new HTML too.
         with pn.io.hold():
-            self.clocks.object = clocks_html(rows, self.uid)
-            self.text.object = text_html(self.state, self.uid)
-            self.check.object = check_html(self.state.guarantee, self.uid)
+            self.clocks.object = clocks_html(rows, self.uid, at_start=at_start)
+            self.text.object = text_html(self.state, self.uid, at_start=at_start)
+            self.check.object = check_html(self.state.guarantee, self.uid, at_start=at_start)
             self.rounds.data = rows
             round_ms = self.state.k * DRAFT_STEP_MS + BIG_PASS_MS
-            self.player.show(relay_timeline(self.state.result, window_ms=ROUNDS_IN_VIEW * round_ms))
+            self.player.show(relay_timeline(self.state.result, window_ms=ROUNDS_IN_VIEW * round_ms),
+                             at_start=at_start)
 
     def layout(self):
         s = self.state

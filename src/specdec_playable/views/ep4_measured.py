@@ -109,7 +109,7 @@ def genre_table_html() -> str:
             f'<td class="n">{m["tokens"]}</td><td class="n">{m["alpha"]:.3f}</td>'
             f'<td class="n">{m["greedy"]:.0%}</td><td class="n">{m["p_token"]:.2f}</td></tr>')
     return ('<div class="ep4-wrap sdp-hscroll"><table class="ep4-rule ep4-means"><thead><tr><th>text</th>'
-            '<th>tokens</th><th>acceptance</th><th>greedy kept</th><th>big model’s p</th>'
+            '<th>tokens</th><th>acceptance q</th><th>greedy kept</th><th>big model’s p<sub>big</sub></th>'
             '</tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>"
             '<p class="sdp-hscroll-cue">Swipe the table sideways for all its columns.</p>')
 

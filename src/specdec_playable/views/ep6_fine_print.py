@@ -26,7 +26,7 @@ from bokeh.models import (
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 
-from ..sim import adaptive
+from ..sim import adaptive, theory
 from ..data.measured import REST
 from ..state.ep6 import SAMPLE_SIZES, FinePrint
 from . import theme
@@ -35,7 +35,7 @@ from .inputs import SeedBox, control_help
 from .keys import KEYS_CSS, chart_key, swatch
 from .page import StateView, beside, esc, page_css, prose, share, slider, stat
 from .tokens import token_label
-from .words import plural, times
+from .words import P_BIG, P_DRAFT, notation, plural, times, versus_one
 
 _CSS = "ep6.css"
 _KEY_CSS = "ep6_key.css"  # the lines' swatches, in the key and in the race table
@@ -66,16 +66,16 @@ def models_key(context: str) -> str:
     """The first chart's key: its title names the context (escaped)."""
     return chart_key(
         f"Next token after “{esc(context)}”: the two models",
-        swatch("bar", "big") + "big model p (solid)",
-        swatch("bar", "hatched") + "draft q (hatched)",
+        swatch("bar", "big") + f"big model, {P_BIG}(x) (solid)",
+        swatch("bar", "hatched") + f"draft, {P_DRAFT}(x) (hatched)",
     )
 
 
 OUT_KEY = chart_key(
     "What came out: measured share of each token",
     swatch("bar", "accepted") + "measured",
-    swatch("tick") + "p (black mark)",
-    swatch("dot", "draft") + "q (circle)",
+    swatch("tick") + f"{P_BIG}(x) (black mark)",
+    swatch("dot", "draft") + f"{P_DRAFT}(x) (circle)",
 )
 
 
@@ -108,8 +108,8 @@ class SamplingCharts:
                         source=self.models, fill_color=theme.DRAFT, line_color=theme.DRAFT,
                         hatch_pattern="/", hatch_color="white", hatch_alpha=0.8, hatch_scale=7)
         f.add_tools(HoverTool(renderers=[p_bars, q_bars], tooltips=[
-            ("token", "@word"), ("big model p", "@p_big{0.000}"), ("draft q", "@p_draft{0.000}"),
-            ("min(p, q)", "@overlap{0.000}")]))
+            ("token", "@word"), ("big model, p_big", "@p_big{0.000}"), ("draft, p_draft", "@p_draft{0.000}"),
+            ("min(p_big, p_draft)", "@overlap{0.000}")]))
         f.yaxis.formatter = NumeralTickFormatter(format="0%")
         f.xgrid.grid_line_color = None
         f.xaxis.major_label_orientation = 0.8
@@ -126,8 +126,8 @@ class SamplingCharts:
         q_dot = g.scatter("word", "p_draft", source=self.out, marker="circle", size=10,
                           fill_color=theme.PAPER, line_color=theme.DRAFT, line_width=2.5)
         g.add_tools(HoverTool(renderers=[bars, p_tick, q_dot], tooltips=[
-            ("token", "@word"), ("came out", "@count (@freq{0.00%})"), ("big model p", "@p_big{0.00%}"),
-            ("draft q", "@p_draft{0.00%}")]))
+            ("token", "@word"), ("came out", "@count (@freq{0.00%})"), ("big model, p_big", "@p_big{0.00%}"),
+            ("draft, p_draft", "@p_draft{0.00%}")]))
         g.yaxis.formatter = NumeralTickFormatter(format="0%")
         g.xgrid.grid_line_color = None
         g.xaxis.major_label_orientation = 0.8
@@ -176,14 +176,15 @@ def context_html(s: FinePrint) -> str:
     return (f'<p class="sdp-note ep6-context">After “{esc(c.context)}” the big model’s most likely '
             f'next token is “{esc(top)}” ({p_top:.1%}); it leaves {c.p[-1]:.0%} to the tokens not '
             f'listed. The learned draft, unbent, proposes “{esc(guess)}” {c.q[d]:.0%} of the time, '
-            f'and the big model gives that token {c.p[d]:.2%}: the two agree on sum(min(p, q)) = '
-            f'{c.alpha:.{1 if c.alpha >= 0.01 else 2}%} of the probability.</p>')
+            f'and the big model gives that token {c.p[d]:.2%}: the two agree on q = sum over x of '
+            f'min({P_BIG}(x), {P_DRAFT}(x)) = {c.alpha:.{1 if c.alpha >= 0.01 else 2}%} of the probability.</p>')
 
 
 def sampling_html(s: FinePrint) -> str:
     """The measured and theoretical acceptance, and the chi-square verdicts against both models.
 
-    The page writes p and q for the big model's and the draft's distributions, as the papers do.
+    The big model's and the draft's distributions are written p_big and p_draft (with
+    subscripts, :func:`words.notation`), the acceptance rate q.
     """
     r = s.samples
     fp, fq = s.fit_big, s.fit_draft
@@ -195,30 +196,31 @@ def sampling_html(s: FinePrint) -> str:
                f"(the big model writes it {s.p_big[fav]:.0%} of the time)")
         + stat(share(r.acceptance_rate, 1),
                f"drafts kept, measured ({int(r.accepted.sum()):,} of {r.n:,})")
-        + stat(f"{s.acceptance_theory:.1%}", "theory: sum of min(p, q)", css_class="theory")
+        + stat(f"{s.acceptance_theory:.1%}", "theory: q = sum over x of min(p_big(x), p_draft(x))",
+               css_class="theory")
         + "</div>"
     )
     p_ok = fp.p_value >= RED_FLAG
     verdict_p = (
-        f"Against the big model's p: chi-square = {_fmt_stat(fp.statistic)} with {fp.df} degrees of "
+        f"Against the big model's p_big: chi-square = {_fmt_stat(fp.statistic)} with {fp.df} degrees of "
         f"freedom (tokens expected fewer than 5 times pooled), p-value {_fmt_p(fp.p_value)}. "
-        + (f"That is what honest draws from p look like (a p-value below {RED_FLAG:g} would be a red flag)."
+        + (f"That is what honest draws from p_big look like (a p-value below {RED_FLAG:g} would be a red flag)."
            if p_ok else
            "A p-value this small happens about once in a hundred batches even when the draws do come "
-           "from p; draw again and it will move.")
+           "from p_big; draw again and it will move.")
     )
     inf_note = (" (some outputs are tokens the draft never proposes)" if math.isinf(fq.statistic)
                 else "")
     verdict_q = (
-        f"Against the draft's q: chi-square = {_fmt_stat(fq.statistic)}{inf_note}, p-value "
+        f"Against the draft's p_draft: chi-square = {_fmt_stat(fq.statistic)}{inf_note}, p-value "
         f"{_fmt_p(fq.p_value)}. "
-        + ("With this many samples the output is clearly not distributed like q."
+        + ("With this many samples the output is clearly not distributed like p_draft."
            if fq.p_value < 1e-3 else
-           "Here p and q are too close (or N too small) for the test to tell them apart.")
+           "Here p_big and p_draft are too close (or N too small) for the test to tell them apart.")
     )
     cls = "ep6-verdict" if p_ok else "ep6-verdict warn"
-    return (stats + f'<div class="{cls}" role="status"><strong>Measured on {r.n:,} draws.</strong> '
-            f'{esc(verdict_p)}<br>{esc(verdict_q)}</div>')
+    return notation(stats + f'<div class="{cls}" role="status"><strong>Measured on {r.n:,} draws.</strong> '
+                    f'{esc(verdict_p)}<br>{esc(verdict_q)}</div>')
 
 
 # ---------------------------------------------------------------------------
@@ -227,19 +229,28 @@ def sampling_html(s: FinePrint) -> str:
 
 
 class RaceCharts:
-    """Cumulative wall clock against tokens written, and k over the stream, one line per policy."""
+    """Passes saved against plain decoding as tokens are written, and k over the stream, one line
+    per policy.
+
+    Every policy takes close to one pass per token, so their wall clocks would lie on top of one
+    another; what tells them apart is the difference from plain decoding (tokens written minus
+    the wall clock so far), drawn here. The sources keep both: ``y`` is the wall clock, ``saved``
+    that difference.
+    """
 
     def __init__(self, stream: adaptive.Stream):
         n = len(stream)
-        self.wall = [ColumnDataSource(dict(x=[0], y=[0.0]), name=f"ep6-wall-{i}") for i in range(4)]
+        self.wall = [ColumnDataSource(dict(x=[0], y=[0.0], saved=[0.0]), name=f"ep6-wall-{i}")
+                     for i in range(4)]
         self.ks = [ColumnDataSource(dict(x=[0], y=[0]), name=f"ep6-k-{i}") for i in range(4)]
         self.x_range = Range1d(0, n, bounds=(0, n), name="ep6-x")
-        self.y_wall = Range1d(0, n, name="ep6-wall-y")
+        self.y_wall = Range1d(-1, 1, name="ep6-wall-y")
 
         f = figure(name="ep6-wall-fig", height=310, sizing_mode="stretch_width",
                    x_range=self.x_range, y_range=self.y_wall, tools="", toolbar_location=None,
-                   title="Time spent so far (lower is faster)",
-                   x_axis_label="tokens written", y_axis_label="wall clock (big-model passes)")
+                   title="Passes saved against plain decoding so far (higher is faster)",
+                   x_axis_label="tokens written",
+                   y_axis_label="passes saved (plain − policy)")
         g = figure(name="ep6-k-fig", height=250, sizing_mode="stretch_width",
                    x_range=self.x_range, y_range=Range1d(-0.5, adaptive.K_CAP + 2.4),
                    tools="", toolbar_location=None, title="Draft length k chosen each round",
@@ -253,10 +264,10 @@ class RaceCharts:
             g.add_layout(Label(x=(a + b) / 2, y=top, text=_GENRE.get(label, label),
                                text_align="center", text_font_size="12px",
                                text_color=theme.INK, text_font_style="bold"))
-        plain = f.line([0, n], [0, n], line_color=theme.INK, line_width=1.5, line_dash=[2, 4])
+        plain = f.line([0, n], [0, 0], line_color=theme.INK, line_width=1.5, line_dash=[2, 4])
         self.genre_labels = []
         for label, a, b in stream.segments:
-            lab = Label(x=(a + b) / 2, y=n * 0.93, text=_GENRE.get(label, label), text_align="center",
+            lab = Label(x=(a + b) / 2, y=0, text=_GENRE.get(label, label), text_align="center",
                         text_font_size="12px", text_color=theme.INK, text_font_style="bold")
             f.add_layout(lab)
             self.genre_labels.append(lab)
@@ -264,7 +275,7 @@ class RaceCharts:
         self.wall_renderers = []
         for i, st in enumerate(POLICY_STYLE):
             color = theme.CSS_COLOURS[st["tone"]]
-            r = f.line("x", "y", source=self.wall[i], line_color=color, line_width=2.5,
+            r = f.line("x", "saved", source=self.wall[i], line_color=color, line_width=2.5,
                        line_dash=st["dash"])
             g.step("x", "y", source=self.ks[i], mode="after", line_color=color,
                    line_width=2.2, line_dash=st["dash"])
@@ -279,14 +290,27 @@ class RaceCharts:
     def update(self, s: FinePrint) -> None:
         for i, run in enumerate(s.runs):
             written = np.concatenate([[0], np.cumsum(run.tokens)])
-            self.wall[i].data = dict(x=written.tolist(), y=[0.0, *run.wall.tolist()])
+            wall = np.concatenate([[0.0], run.wall])
+            self.wall[i].data = dict(x=written.tolist(), y=wall.tolist(), saved=(written - wall).tolist())
             # Step after each round's start; end the line where the stream ends.
             self.ks[i].data = dict(x=[*run.start.tolist(), len(s.stream)],
                                    y=[*run.k.tolist(), int(run.k[-1])])
-        top = max(len(s.stream), *(r.total_cost for r in s.runs))
-        self.y_wall.end = top * 1.02
+        lo, hi = race_extent(s.runs)
+        span = max(hi - lo, 1.0)
+        self.y_wall.start, self.y_wall.end = lo - 0.05 * span, hi + 0.16 * span
         for lab in self.genre_labels:
-            lab.y = top * 0.95
+            lab.y = hi + 0.06 * span
+
+
+def race_extent(runs) -> tuple[float, float]:
+    """The lowest and highest passes saved by any policy at any round of the race (0 included:
+    plain decoding's line)."""
+    lo, hi = 0.0, 0.0
+    for run in runs:
+        written = np.concatenate([[0], np.cumsum(run.tokens)])
+        saved = written - np.concatenate([[0.0], run.wall])
+        lo, hi = min(lo, float(saved.min())), max(hi, float(saved.max()))
+    return lo, hi
 
 
 def _swatch(st: dict) -> str:
@@ -298,7 +322,7 @@ def _swatch(st: dict) -> str:
 def key_html(s: FinePrint) -> str:
     """The charts' key: each policy's line (colour and dash) and name."""
     items = ['<span class="ep6-ki"><span class="ep6-sw plain" aria-hidden="true"></span>'
-             'plain decoding (fine dots)</span>']
+             'plain decoding: none saved (fine dots)</span>']
     for run, st in zip(s.runs, POLICY_STYLE):
         items.append(f'<span class="ep6-ki">{_swatch(st)}{esc(run.label)} '
                      f'({esc(st["dash_name"])})</span>')
@@ -382,7 +406,58 @@ def race_story_html(s: FinePrint) -> str:
                   f"({parts}) and {how} “{esc(est.label)}”.")
     return (f'<p class="sdp-lede ep6-story"><strong>In this race</strong> (seed {s.race_seed}, '
             f"c = {s.c:.2f}), {overall} Fewest passes on each text: {'; '.join(per)}. "
-            f"{adapt} {switch}</p>")
+            f"{adapt} {switch}</p><p class=\"sdp-lede ep6-story\">{race_why_html(s)}</p>")
+
+
+def text_best_k(s: FinePrint) -> list[tuple[str, float, int, float]]:
+    """For each text of the race: its name, its measured mean acceptance rate q, the draft length
+    theory finds fastest at that q and the race's c (up to the policies' cap), and that k's
+    theoretical speedup."""
+    out = []
+    for label, a, b in s.stream.segments:
+        q = float(s.stream.q[a:b].mean())
+        k = theory.best_k(q, s.c, k_max=adaptive.K_CAP)
+        out.append((_GENRE.get(label, label), q, k, float(theory.expected_speedup(q, k, s.c))))
+    return out
+
+
+def _the(genre: str) -> str:
+    return genre if genre in _BARE else f"the {genre}"
+
+
+def race_why_html(s: FinePrint) -> str:
+    """Why the race came out as it did, from theory at each text's measured acceptance rate: the
+    fastest k there, what the fixed policy drafts against it, and where even that k loses."""
+    best = text_best_k(s)
+    fixed = s.runs[0]
+    k_fixed = int(fixed.k[0])
+    ks = _join([f"{k} for {_the(g)} (q = {q:.2f}, theory {times(sp)})" for g, q, k, sp in best])
+    more = [g for g, _, k, _ in best if k_fixed > k]
+    fewer = [g for g, _, k, _ in best if k_fixed < k]
+    if not more and not fewer:
+        fix = f"“{esc(fixed.label)}” drafts exactly that on every text"
+    else:
+        parts = []
+        if more:
+            parts.append(f"more than that on {_join([_the(g) for g in more])}, so it pays for guesses "
+                         "after the first miss that are thrown away")
+        if fewer:
+            parts.append(f"fewer on {_join([_the(g) for g in fewer])}, so it leaves right guesses "
+                         "undrafted")
+        fix = f"“{esc(fixed.label)}” drafts {k_fixed}: " + "; ".join(parts)
+    losing = [g for g, _, _, sp in best if versus_one(sp) < 0]
+    if losing:
+        off = (f" On {_join([_the(g) for g in losing])} even the best k is slower than plain "
+               "decoding: there the right number of guesses is none, which is what the off switch "
+               "is for.")
+    else:
+        off = (" On every text the best k beats plain decoding, so switching off can only cost "
+               "time here (its probes too).")
+    return (f"<strong>Why:</strong> at c = {s.c:.2f}, theory’s fastest k is {ks}. {fix}.{off}")
+
+
+def _join(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def race_html(s: FinePrint) -> str:

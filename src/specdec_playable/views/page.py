@@ -123,6 +123,13 @@ def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = 
     return '<nav class="sdp-nav" aria-label="Episodes">' + "".join(links) + "</nav>"
 
 
+def steps_html(steps: Sequence[str]) -> str:
+    """An episode's "Try this" steps (trusted package HTML) as a numbered list."""
+    if len(steps) == 1:
+        return steps[0]
+    return '<ol class="sdp-steps">' + "".join(f"<li>{s}</li>" for s in steps) + "</ol>"
+
+
 def _lede(text: str) -> str:
     return f'<p class="sdp-lede">{text}</p>'
 

@@ -84,3 +84,22 @@ def versus_one(x: float, digits: int = 2) -> int:
 def faster_or_slower(x: float, digits: int = 2) -> str:
     """"faster", "slower" or "as fast" for a speedup ``x`` shown with ``digits`` decimals."""
     return {1: "faster", 0: "as fast", -1: "slower"}[versus_one(x, digits)]
+
+
+# --- the series' notation ----------------------------------------------------------------
+#: The two next-token distributions, as every page writes them in HTML (plain text, where
+#: no HTML can go, such as a chart's hover: ``p_big``, ``p_draft``).
+P_BIG = "p<sub>big</sub>"
+P_DRAFT = "p<sub>draft</sub>"
+
+
+def notation(escaped: str) -> str:
+    """Escaped text with the distributions' plain names (``p_big``, ``p_draft``) written as the
+    pages write them, with subscripts.
+
+    Examples
+    --------
+    >>> notation("min(p_big(x), p_draft(x))")
+    'min(p<sub>big</sub>(x), p<sub>draft</sub>(x))'
+    """
+    return escaped.replace("p_big", P_BIG).replace("p_draft", P_DRAFT)

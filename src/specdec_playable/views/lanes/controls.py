@@ -46,6 +46,7 @@ class PlayerControls:
     ``rest_labels`` names the statuses whose boxes keep their labels in a finished run on a
     narrow figure (``lanes.js``: it then shows the end of the run, as much as fits them, and
     says so).
+    ``opens_at_start`` rests a new timeline at its start until the first Play or Step.
     """
 
     def __init__(self, src: LaneSources, fig, *, name: str, styles: Mapping[str, dict],
@@ -53,7 +54,7 @@ class PlayerControls:
                  speed: str | None = None, step_label: str | None = None,
                  frame_hook: str | None = None, frame_args: Mapping | None = None,
                  min_label_px: float = 0.0, cursor_label: bool = True, live: str = "",
-                 rest_labels: Sequence[str] = ()):
+                 rest_labels: Sequence[str] = (), opens_at_start: bool = False):
         speeds = dict(speeds or SPEEDS)
         speed = speed or (REAL_TIME if REAL_TIME in speeds else next(iter(speeds)))
         if speed not in speeds:
@@ -74,7 +75,8 @@ class PlayerControls:
                     follow_at=FOLLOW_AT, max_step_ms=MAX_STEP_MS, muted=theme.MUTED,
                     labels=dict(play=PLAY, pause=PAUSE), font=LABEL_FONT,
                     cursor_label=bool(cursor_label), live=str(live),
-                    rest_labels=[str(status) for status in rest_labels])
+                    rest_labels=[str(status) for status in rest_labels],
+                    open_at_start=bool(opens_at_start))
         self.script = callback = CustomJS(
             args=dict(bars=src.bars, clocks=src.clocks, cursor=src.cursor, stops=src.stops,
                       view=src.view, xr=src.x_range, fig=fig, play=self.play, step=self.step,

@@ -12,6 +12,7 @@ from .figure import LaneSources, lanes_figure
 from .timeline import (
     Lane,
     Timeline,
+    at_time_zero,
     bar_columns,
     clock_columns,
     cursor_columns,
@@ -52,6 +53,10 @@ class LanePlayer:
         Statuses whose boxes keep their labels in the finished run on a figure too narrow
         to show them all (a phone): it then shows the end of the run, as much as fits them,
         with a note that the lanes drag sideways to the rest.
+    opens_at_start : bool
+        Until the visitor first plays or steps, a new timeline rests at its start (empty lanes,
+        clocks at zero) instead of its end, so the page does not give the run's result away
+        before Play. Afterwards a new timeline shows its end state, as without this flag.
     speeds, speed, step_label, frame_hook, frame_args
         See :class:`PlayerControls`.
     """
@@ -64,7 +69,7 @@ class LanePlayer:
                  styles: Mapping[str, dict] | None = None,
                  frame_hook: str | None = None, frame_args: Mapping | None = None,
                  min_label_px: float = 0, cursor_label: bool = True, live: str = "",
-                 rest_labels: Sequence[str] = ()):
+                 rest_labels: Sequence[str] = (), opens_at_start: bool = False):
         self.lanes = tuple(lanes)
         self.name = name
         self.label_size = label_size
@@ -79,16 +84,19 @@ class LanePlayer:
             self.sources, self.figure, name=name, styles=self.styles, hatches=hatches,
             speeds=speeds, speed=speed, step_label=step_label, frame_hook=frame_hook,
             frame_args=frame_args, min_label_px=min_label_px, cursor_label=cursor_label,
-            live=live, rest_labels=rest_labels)
+            live=live, rest_labels=rest_labels, opens_at_start=opens_at_start)
         #: The row of buttons and the speed choice, to place on the page.
         self.controls = self.buttons.row
 
-    def show(self, timeline: Timeline) -> None:
-        """Replace the timeline, drawn at its end state (Play replays it)."""
+    def show(self, timeline: Timeline, *, at_start: bool = False) -> None:
+        """Replace the timeline, drawn at its end state (Play replays it), or at its start with
+        ``at_start`` (the page's first timeline when the player opens at the start)."""
         src = self.sources
         x_end = timeline.axis_end
         data = bar_columns(timeline, self.styles, label_size=self.label_size,
                            min_label_px=self.min_label_px)
+        if at_start:
+            data = at_time_zero(data)
         # The browser applies these in order. What the data hook reads (range, view, stops)
         # goes before the bars, whose arrival runs the hook; the clocks and the cursor go
         # last, so whoever waits for them (a test, say) sees the new bars too.
@@ -97,8 +105,13 @@ class LanePlayer:
         src.view.data = dict(x_end=[x_end], window=[float(timeline.window_ms or 0.0)])
         src.stops.data = dict(t=timeline.stop_times)
         src.bars.data = data
-        src.clocks.data = clock_columns(self.lanes, timeline.lane_end, x_end)
-        src.cursor.data = cursor_columns(timeline.total, label=self.cursor_label)
+        clocks = clock_columns(self.lanes, timeline.lane_end, x_end)
+        if at_start:
+            clocks = dict(clocks, x=[0.0] * len(self.lanes), ms=[0.0] * len(self.lanes),
+                          text=["0 ms"] * len(self.lanes), align=["left"] * len(self.lanes),
+                          color=[theme.MUTED] * len(self.lanes))
+        src.clocks.data = clocks
+        src.cursor.data = cursor_columns(0.0 if at_start else timeline.total, label=self.cursor_label)
 
     def fit_on_ready(self, doc) -> None:
         """Have the browser fit the labels to the laid-out figure as soon as ``doc`` is shown.

@@ -199,6 +199,20 @@ def bar_columns(timeline: Timeline, styles: Mapping[str, dict], *, label_size: s
     return data
 
 
+def at_time_zero(data: dict) -> dict:
+    """:func:`bar_columns`' columns redrawn at time 0: every box still to come (no width, no
+    outline, no label, no hatch), as the browser draws the start of a run."""
+    out = dict(data)
+    start = np.asarray(data["start"], dtype=float)
+    out["right"] = start.copy()
+    out["alpha"] = np.zeros(len(start))
+    out["label_alpha"] = np.zeros(len(start))
+    for key in data:
+        if key[:2] in ("hb", "ht") and key[2:].isdigit():
+            out[key] = np.asarray(data["y"], dtype=float).copy()
+    return out
+
+
 def empty_bar_columns(styles: Mapping[str, dict]) -> dict:
     """The bars source's columns with no rows (the same columns as :func:`bar_columns`)."""
     empty = Timeline(())

@@ -19,7 +19,8 @@
 //             styles {status: {fill, line, hatch}}, hatches [pattern of overlay j],
 //             min_label_px, flip_at, follow_at, max_step_ms, muted,
 //             labels {play, pause}, font (the labels' font family), cursor_label (draw the
-//             cursor's time), live (the key of the page's live fields, or '')
+//             cursor's time), live (the key of the page's live fields, or ''),
+//             open_at_start (a new timeline rests at its start until the first Play or Step)
 // Live fields: inside the element [data-sdp-live="<opts.live>"] (anywhere on the page, also
 // in a shadow root), an element with data-clock="<ms>" shows the clock, stopped at that
 // many ms; one with data-after="<ms>" shows only from then on, data-before="<ms>" only until.
@@ -38,7 +39,8 @@
 
 /* global bars, clocks, cursor, stops, view, xr, fig, play, step, restart, speed, opts, cb_obj, sdp_frame */
 
-const state = bars.__sdp || (bars.__sdp = {t: 0, playing: false, last: null, raf: null, until: 0});
+const state = bars.__sdp || (bars.__sdp = {t: 0, playing: false, last: null, raf: null, until: 0,
+  played: false});
 const reduce = window.matchMedia && window.matchMedia('(prefers-reduced-motion: reduce)').matches;
 const EPS = 1e-6;
 const FIT_TRIES = 300;   // animation frames (about 5 s) to wait for the figure's layout
@@ -296,6 +298,7 @@ function run(until) {
 
 function onPlay() {
   const total = sdp_total();
+  state.played = true;
   if (state.playing) {            // Pause
     halt();
     render(state.t);
@@ -307,6 +310,7 @@ function onPlay() {
 
 function onStep() {
   const total = sdp_total();
+  state.played = true;
   if (state.playing) halt();
   if (state.t >= total) { state.t = 0; render(0); }
   let next = total;
@@ -321,12 +325,13 @@ function onRestart() {
 }
 
 // The server replaced the timeline: stop, and show the new run's end state (the server
-// drew it already; drawing it again resets the frame hook's elements too). Play then
-// replays it from zero.
+// drew it already; drawing it again resets the frame hook's elements too), or its start
+// while the player opens at the start and nothing was played yet. Play then plays it from
+// zero.
 function onNewTimeline() {
   halt();
   state.whole = false;
-  state.t = sdp_total();
+  state.t = opts.open_at_start && !state.played ? 0 : sdp_total();
   render(state.t);
 }
 

@@ -1,0 +1,154 @@
+"""State tier: the "Check yourself" questions. Each answer is computed from the state at the
+question's setting, and says what its numbers say; the page's Check moves the controls there.
+
+Statistical answers (Episode 3's measured rounds, Episode 6's chi-square, the race) are
+checked over several seeds, as stated. No browser.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+from specdec_playable.episodes import Exercise, ep1, ep2, ep3, ep5, ep6, ep8
+from specdec_playable.sim import theory
+from specdec_playable.state.ep1 import WritingVsChecking
+from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
+from specdec_playable.state.ep3 import QualityDial
+from specdec_playable.state.ep5 import BreakEvenMap
+from specdec_playable.state.ep6 import FinePrint
+from specdec_playable.state.ep8 import BusyAndTrees
+from specdec_playable.views import exercises, words
+
+STATES = {ep1: WritingVsChecking, ep2: Relay, ep3: QualityDial, ep5: BreakEvenMap, ep6: FinePrint,
+          ep8: BusyAndTrees}
+
+
+def plain(markup: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", markup))).strip()
+
+
+def at(module, i: int, **kw):
+    """A fresh state moved to question ``i``'s setting, and the answer there."""
+    ex = module.EXERCISES[i]
+    s = STATES[module](**kw)
+    s.param.update(**ex.settings)
+    right, why = ex.answer(s)
+    return s, ex, right, plain(why)
+
+
+@pytest.mark.parametrize("module", list(STATES))
+def test_each_episode_asks_two_or_three_well_formed_questions(module):
+    exs = module.EXERCISES
+    assert 2 <= len(exs) <= 3 and all(isinstance(e, Exercise) for e in exs)
+    cls = STATES[module]
+    for ex in exs:
+        assert len(set(ex.choices)) == len(ex.choices) >= 2
+        for name in ex.settings:
+            assert name in cls.param and not cls.param[name].constant
+        # The answer is one of the choices at the question's setting, from any starting point.
+        for kw in ({}, {"rng": 3} if "rng" in cls.__init__.__code__.co_varnames else {}):
+            s = cls(**kw)
+            s.param.update(**ex.settings)
+            right, _ = ex.answer(s)
+            assert 0 <= right < len(ex.choices)
+
+
+def test_ep1_answers():
+    s, ex, right, why = at(ep1, 0)
+    assert ex.choices[right] == "The same: one pass" and s.comparison.parallel_ms == s.big_pass_ms
+    assert f"takes {words.ms(s.comparison.parallel_ms)}: 1 pass" in why
+    assert f"{words.ms(s.comparison.sequential_ms)}, {s.n_tokens}× as long" in why
+    s, ex, right, why = at(ep1, 1)
+    assert ex.choices[right] == words.ms(s.comparison.sequential_ms) == "6,000 ms"
+    assert why.endswith(f"= {words.ms(s.comparison.sequential_ms)}.")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 23, 999_999])
+def test_ep2_answers(seed):
+    s, ex, right, why = at(ep2, 0, seed=seed)
+    made = s.result.rounds["tokens"]
+    assert int(ex.choices[right]) == made.max() == s.k + 1
+    assert (f"the last round only {made[-1]}" in why) == (made[-1] < made.max())
+    assert f"{words.times(s.result.speedup)}" in why and s.result.speedup > 1
+    s, ex, right, why = at(ep2, 1, seed=seed)
+    assert ex.choices[right] == words.faster_or_slower(s.result.speedup) == "slower"
+    assert f"took {words.ms(s.result.wall_ms)}" in why and f"{words.ms(s.result.baseline_ms)}" in why
+    r = s.result
+    assert r.n_rounds == len(TOKENS) and (r.rounds["tokens"] == 1).all()  # one token a round
+    full = int((r.rounds["drafted"] == s.k).sum())
+    assert r.wall_ms == r.rounds["drafted"].sum() * DRAFT_STEP_MS + r.n_rounds * BIG_PASS_MS
+    assert f"{full} of its {words.plural(r.n_rounds, 'round')} paid {s.k} draft steps" in why
+    assert ("the last drafted fewer" in why) == (full < r.n_rounds)
+    assert f"pass, {words.ms(s.k * DRAFT_STEP_MS + BIG_PASS_MS)}" in why
+
+
+@pytest.mark.parametrize("rng", range(5))
+def test_ep3_answers(rng):
+    s, ex, right, why = at(ep3, 0, rng=rng)
+    by_k = theory.expected_speedup(0.5, np.arange(1, 17), 0.1)
+    assert ex.choices[right] == f"k = {int(np.argmax(by_k)) + 1}"
+    assert f"k = 1 gives {by_k[0]:.2f}×" in why and f"k = 8 {by_k[7]:.2f}×" in why
+    assert f"measured {s.result.speedup:.2f}×" in why
+    s, ex, right, why = at(ep3, 1, rng=rng)
+    assert ex.choices[right] == "slower" and s.theory_speedup < 1
+    assert s.result.ci_high < 1  # the page's own measurement agrees (2,000 rounds, 5 seeds)
+    assert f"{s.theory_tokens_per_round:.2f} tokens" in why and f"= {s.cost_per_round:.2f} passes" in why
+    assert f"interval {s.result.ci_low:.2f} to {s.result.ci_high:.2f}" in why
+
+
+def test_ep5_answers():
+    s, ex, right, why = at(ep5, 0)
+    q = s.break_even(4)
+    assert theory.expected_speedup(q, 4, s.c) == pytest.approx(1, abs=1e-6)
+    assert abs(float(ex.choices[right].split()[-1]) - q) == min(
+        abs(float(c.split()[-1]) - q) for c in ex.choices)
+    assert f"at q = {q:.2f}" in why
+    s, ex, right, why = at(ep5, 1)
+    before = BreakEvenMap(c=0.15).break_even(4)
+    assert ex.choices[right] == "at a higher q" and s.break_even(4) > before
+    assert f"q = {s.break_even(4):.2f}, against {before:.2f}" in why
+
+
+@pytest.mark.parametrize("rng", range(4))
+def test_ep6_answers(rng):
+    s, ex, right, why = at(ep6, 0, rng=rng)
+    fav = s.favourite - 1
+    assert ex.choices[right] == "the big model's"  # chi-square at N = 100,000, 4 seeds
+    assert f"{s.frequencies[fav]:.1%} were" in why and f"proposed it {s.p_draft[fav]:.1%}" in why
+    assert abs(s.frequencies[fav] - s.p_big[fav]) < 0.01 < abs(s.frequencies[fav] - s.p_draft[fav])
+    for seed in (1, 7, 42):
+        s, ex, right, why = at(ep6, 1, rng=rng, race_seed=seed)
+        costs = [r.total_cost for r in s.runs]
+        assert ex.choices[right] == s.runs[int(np.argmin(costs))].label == s.runs[3].label
+        assert f"took {min(costs):,.1f} passes" in why and "the fewer drafts the better" in why
+
+
+def test_ep8_answers():
+    s, ex, right, why = at(ep8, 0, rng=0)
+    assert ex.choices[right] == words.faster_or_slower(float(s.here.speedup)) == "slower"
+    assert f"give {float(s.here.speedup):.2f}×" in why
+    s, ex, right, why = at(ep8, 1, rng=0)
+    assert ex.choices[right] == "the chain" and s.chain_theory > s.tree_theory
+    assert f"decides {s.tree_theory:.2f} tokens" in why and f"{s.chain_theory:.2f};" in why
+    assert s.chain_sim.tokens_per_round > s.tree_sim.tokens_per_round
+
+
+def test_check_moves_the_controls_and_answers_from_the_state():
+    s = QualityDial(rng=0)
+    section = exercises.exercises_section(s, ep3.EXERCISES, name="ep3")
+    q2 = section.questions[1]
+    assert not q2.answer.visible and [b.label for b in q2.buttons] == list(ep3.EXERCISES[1].choices)
+    q2.buttons[0].clicks += 1  # "faster"
+    assert (s.q, s.k, s.c) == (0.5, 4, 0.3)  # the page moved to the question's setting
+    text = plain(q2.answer.object)
+    assert q2.answer.visible and text.startswith("✗ Not quite: you said faster; the answer is slower.")
+    assert f"Theory says {s.theory_speedup:.2f}×" in text
+    assert [b.button_type for b in q2.buttons] == ["primary", "default", "default"]
+    s.param.update(q=0.9, c=0.0)  # the learner moved on; a new guess moves the page back
+    q2.buttons[2].clicks += 1
+    assert (s.q, s.c) == (0.5, 0.3) and plain(q2.answer.object).startswith("✓ Right: slower.")
+    assert 'id="exercise-2"' in q2.head.object and "<h3>Question 2</h3>" in q2.head.object

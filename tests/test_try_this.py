@@ -1,0 +1,219 @@
+"""State tier: every episode's "Try this" steps, done in order on one state object, do what
+they promise.
+
+Each step starts where the one before left the page (``TryStep.settings`` applied in turn),
+so a step that speaks of "the cliff" is checked at the k the previous step set. Statistical
+promises state their seeds and tolerances. No browser.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+from specdec_playable.episodes import TryStep, ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8
+from specdec_playable.sim import adaptive, theory, trees
+from specdec_playable.state.ep1 import SENTENCE, WritingVsChecking
+from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
+from specdec_playable.state.ep3 import K_SLIDER_MAX, QualityDial
+from specdec_playable.state.ep4 import BoilerplateVsPoetry
+from specdec_playable.state.ep5 import BreakEvenMap
+from specdec_playable.state.ep6 import REPEATS, FinePrint, race_runs
+from specdec_playable.state.ep7 import RealText, recorded_runs
+from specdec_playable.state.ep8 import BATCH_MAX, BusyAndTrees
+from specdec_playable.views import ep6_fine_print
+
+
+def plain(markup: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", markup))).strip()
+
+
+def walk(state, steps):
+    """Apply each step's settings in turn; yield (step number, step, state) after each."""
+    for i, step in enumerate(steps, 1):
+        if step.settings:
+            state.param.update(**step.settings)
+        yield i, step, state
+
+
+@pytest.mark.parametrize("module", [ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8])
+def test_try_this_is_its_steps_in_order(module):
+    steps = module.TRY_STEPS
+    assert len(steps) >= 2 and all(isinstance(s, TryStep) for s in steps)
+    shown = plain(module.TRY_THIS)
+    at = [shown.find(plain(s.html)) for s in steps]
+    assert all(a >= 0 for a in at) and at == sorted(at)
+    # Every setting a step names is a control of the episode's state.
+    cls = {ep1: WritingVsChecking, ep2: Relay, ep3: QualityDial, ep4: BoilerplateVsPoetry,
+           ep5: BreakEvenMap, ep6: FinePrint, ep7: RealText, ep8: BusyAndTrees}[module]
+    for s in steps:
+        for name, value in s.settings.items():
+            p = cls.param[name]
+            assert not p.constant, name
+            if getattr(p, "bounds", None):
+                lo, hi = p.bounds
+                assert (lo is None or value >= lo) and (hi is None or value <= hi), (name, value)
+
+
+def test_ep1_steps():
+    s = WritingVsChecking()
+    for i, step, s in walk(s, ep1.TRY_STEPS):
+        comp = s.comparison
+        assert comp.parallel_ms == s.big_pass_ms  # checking: one pass
+        assert comp.sequential_ms == s.n_tokens * s.big_pass_ms
+        if i == 2:
+            assert s.n_tokens == len(SENTENCE) == 16
+            assert comp.ratio == pytest.approx(16)
+            assert f"Writing now takes {s.n_tokens} passes, {s.n_tokens}× as long" in step.html
+
+
+def test_ep2_steps():
+    # Step 1 at the page's run (seed 23): well ahead. Step 2, over seeds 0..399 at q = 0.3 and
+    # k = 8: at least 90% of runs slower than the big model alone, bad rounds more than 3x as
+    # many as at the start, and the text always the big model's.
+    s = Relay()
+    for i, step, s in walk(s, ep2.TRY_STEPS):
+        if i == 1:
+            assert s.result.speedup > 1.5
+        if i == 2:
+            assert (s.q, s.k) == (0.3, 8)
+            assert f"theory expects {ep2.TRY_THEORY:.2f}×" in step.html
+            runs = [Relay(q=s.q, k=s.k, seed=seed) for seed in range(400)]
+            assert np.mean([r.result.speedup < 1 for r in runs]) >= 0.9
+            assert all(r.guarantee.ok for r in runs)
+            start_bad = np.mean([Relay(seed=seed).progress.bad_rounds[-1] for seed in range(100)])
+            assert np.mean([r.progress.bad_rounds[-1] for r in runs[:100]]) > 3 * start_bad
+            assert ep2.TRY_THEORY == pytest.approx(
+                theory.expected_speedup(0.3, 8, DRAFT_STEP_MS / BIG_PASS_MS))
+
+
+def test_ep3_steps():
+    # Measured claims at 2,000 rounds each, seeded (rng=0); the verdict is the page's own.
+    s = QualityDial(rng=0)
+    for i, step, s in walk(s, ep3.TRY_STEPS):
+        if i == 1:
+            by_k = s.speedup_by_k
+            best = int(np.argmax(by_k)) + 1
+            assert best == ep3.TRY_BEST_K and f"starred k = {best}" in step.html
+            assert np.all(np.diff(by_k[:best]) > 0) and np.all(np.diff(by_k[best - 1:]) < 0)
+            assert s.k == K_SLIDER_MAX
+        if i == 2:
+            cliff = theory.break_even_q(s.k, s.c)
+            assert s.k == K_SLIDER_MAX and f"below q = {cliff:.2f}" in step.html
+            assert s.q < cliff and s.theory_speedup < 1
+            assert s.result.ci_high < 1  # measured: slower, beyond its 95% interval
+            above = QualityDial(q=round(cliff + 0.05, 2), k=s.k, c=s.c, rng=1)
+            assert above.result.ci_low > 1
+        if i == 3:
+            cliff = theory.break_even_q(s.k, s.c)
+            assert s.k == ep3.TRY_BEST_K and f"at q = {cliff:.2f}" in step.html
+            assert cliff < s.q and s.result.ci_low > 1
+    assert "0.25" not in ep3.TRY_THIS
+
+
+def test_ep4_steps():
+    # Seeds 0..99 at the page's settings: Python always ahead; after the switch to JavaScript the
+    # left side's mean speedup is within 10% of the big model alone and below Python's worst run.
+    from specdec_playable.data import measured
+
+    s = BoilerplateVsPoetry(seed=0)
+    py = np.array([BoilerplateVsPoetry(seed=seed).runs[0].speedup for seed in range(100)])
+    for i, step, s in walk(s, ep4.TRY_STEPS):
+        if i == 1:
+            assert (s.left, s.right) == ("py-account", "poem-kettle") and py.min() > 1
+        if i == 2:
+            means = measured.genre_means()
+            assert f"at {means[s.left]['alpha']:.0%} of its tokens instead of " \
+                   f"{means['py-account']['alpha']:.0%}" in step.html
+            assert means[s.left]["alpha"] < means["py-account"]["alpha"]
+            js = np.array([BoilerplateVsPoetry(left=s.left, seed=seed).runs[0].speedup
+                           for seed in range(100)])
+            assert abs(js.mean() - 1) < 0.1 and js.max() < py.min()
+
+
+def test_ep5_steps():
+    # Twelve points at the start (rng=5): at most 3 whiskers miss the curve (each misses with
+    # probability about 5%). Then every curve's break-even q is higher at the new c.
+    s = BreakEvenMap(rng=5)
+    before = {k: s.break_even(k) for k in s.curve_ks}
+    for i, step, s in walk(s, ep5.TRY_STEPS):
+        if i == 1:
+            for _ in range(12):
+                s.add_point()
+            assert len(s.points) == 12 and s.misses <= 3
+        if i == 2:
+            assert s.c == ep5.TRY_C > BreakEvenMap.param.c.default
+            assert s.points == []  # changing c clears the dots, as the chart note says
+            for k, q0 in before.items():
+                assert q0 < s.break_even(k) < 1
+
+
+def test_ep6_steps():
+    # Part 1 at N = 100,000 (rng 0..4): the output fits the big model (chi-square p >= 0.001)
+    # and not the draft (p < 1e-6). Part 2 over race seeds 0..29 at each step's settings.
+    s = FinePrint(rng=0, n_samples=100)
+    for i, step, s in walk(s, ep6.TRY_STEPS):
+        if i == 1:
+            fav = s.favourite - 1
+            assert s.p_draft[fav] == pytest.approx(ep6.TRY_SHARE)
+            assert f"{ep6.TRY_SHARE:.0%} of the time" in step.html
+            for rng in range(5):
+                t = FinePrint(rng=rng, bias=s.bias, n_samples=s.n_samples)
+                assert t.fit_big.p_value >= 1e-3 and t.fit_draft.p_value < 1e-6
+        races = [race_runs(REPEATS, s.fixed_k, s.c, seed) for seed in range(30)]
+        n = len(s.stream)
+        if i == 2:  # fixed k = 4 saves a few passes; the adaptive ones many more, every seed
+            assert s.fixed_k == 4
+            for fixed, plus, est, off in races:
+                assert fixed.total_cost > est.total_cost + 20 and fixed.total_cost > plus.total_cost + 10
+                assert n - fixed.total_cost < 0.5 * (n - est.total_cost)
+        if i == 3:  # the fixed k of 1 keeps up with the best adaptive one: within 1.5%
+            assert s.fixed_k == ep6.TRY_FIXED_K
+            for fixed, *adaptive_runs in races:
+                best = min(r.total_cost for r in adaptive_runs)
+                assert abs(fixed.total_cost - best) < 0.015 * n
+            assert {k for _, _, k, _ in ep6_fine_print.text_best_k(s)} <= {1, 2}
+        if i == 4:  # every policy behind plain decoding, the off switch least
+            assert s.c == ep6.TRY_C
+            be = theory.break_even_q(1, s.c)
+            assert f"needs q above {be:.2f}" in step.html
+            assert max(float(s.stream.q[a:b].mean()) for _, a, b in s.stream.segments) < be
+            lo, hi = ep6.early_exit_costs()
+            assert lo <= s.c <= hi and f"({lo:.2f} to {hi:.2f})" in step.html
+            for runs in races:
+                assert all(r.total_cost > n for r in runs)
+                assert min(runs, key=lambda r: r.total_cost) is runs[3]
+
+
+def test_ep7_steps():
+    # The recorded runs (the page's fallback and its table): prompt lookup has more of its
+    # guesses accepted on the table than on the explanation, and a higher speedup there.
+    runs = recorded_runs()
+    s = RealText()
+    for i, step, s in walk(s, ep7.TRY_STEPS):
+        if i == 1:
+            assert (s.task, s.draft) == ("table", "lookup")
+        if i == 2:
+            assert (s.task, s.draft) == ("sky", "lookup")
+            table, sky = runs[("table", "lookup")], runs[("sky", "lookup")]
+            assert table.spec.acceptance_rate > sky.spec.acceptance_rate + 0.3
+            assert table.spec.tokens_per_pass > sky.spec.tokens_per_pass
+
+
+def test_ep8_steps():
+    s = BusyAndTrees(rng=0)
+    one_user = s.here.speedup
+    for i, step, s in walk(s, ep8.TRY_STEPS):
+        if i == 1:
+            assert one_user > 1 and s.batch == BATCH_MAX and s.here.speedup < 1
+        if i == 2:
+            assert s.positions == ep8.TRY_W * ep8.TRY_D
+            assert s.tree_theory == pytest.approx(ep8.TRY_TREE)
+            assert s.chain_theory == pytest.approx(ep8.TRY_CHAIN)
+            assert f"decides {s.tree_theory:.2f} tokens per pass" in step.html
+            assert f"only {s.chain_theory:.2f}" in step.html and s.tree_theory > s.chain_theory
+            # The simulation agrees (N_ROUNDS rounds each, rng=0): tree ahead of chain.
+            assert s.tree_sim.tokens_per_round > s.chain_sim.tokens_per_round
