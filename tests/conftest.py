@@ -196,11 +196,17 @@ def console(page):
     return errors
 
 
+#: A glossary link inside a sentence (``a.sdp-term``) is read as part of the words around it.
 _DEEP_TEXT = """() => {
   const out = [];
+  let glue = false;
+  const push = (t, join) => { if (join && out.length) out[out.length - 1] += t; else out.push(t); };
   const walk = (node) => {
-    if (node.nodeType === Node.TEXT_NODE) { out.push(node.textContent); return; }
+    if (node.nodeType === Node.TEXT_NODE) { push(node.textContent, glue); glue = false; return; }
     if (node.nodeName === 'STYLE' || node.nodeName === 'SCRIPT') return;
+    if (node.nodeName === 'A' && node.classList.contains('sdp-term')) {
+      push(node.textContent, true); glue = true; return;
+    }
     if (node.shadowRoot) walk(node.shadowRoot);
     for (const child of node.childNodes) walk(child);
   };

@@ -138,6 +138,7 @@ function side(x, w, width, gap) {
 
 function drawBoxes(t) {
   const px_per_ms = opts.min_label_px > 0 ? pxPerMs() : null;
+  const frame_px = px_per_ms !== null ? figView().frame.bbox.width : 0;
   const d = bars.data;
   for (let i = 0; i < d.start.length; i++) {
     const s = d.start[i], e = d.end[i];
@@ -154,7 +155,8 @@ function drawBoxes(t) {
     let fits = true;                           // hide labels wider than their box
     if (px_per_ms !== null && d.label[i]) {
       const need = Math.max(opts.min_label_px, textWidth(d.label[i], d.label_size[i], 'bold') + LABEL_PAD_PX);
-      fits = (e - s) * px_per_ms >= need;
+      const at = (d.mid[i] - xr.start) * px_per_ms;     // and labels outside the frame
+      fits = (e - s) * px_per_ms >= need && at - need / 2 >= 0 && at + need / 2 <= frame_px;
     }
     d.label_alpha[i] = started && fits && t >= d.label_at[i] ? 1 : 0;
     for (let j = 0; j < opts.hatches.length; j++) {   // one overlay per hatch pattern
