@@ -122,7 +122,7 @@ function drawBoxes(t) {
     let fits = true;                           // hide labels wider than their box
     if (px_per_ms !== null && d.label[i]) {
       const need = Math.max(opts.min_label_px, textWidth(d.label[i], d.label_size[i], 'bold') + LABEL_PAD_PX);
-      fits = (e - s) * px_per_ms >= need;
+      fits = (d.label_end[i] - s) * px_per_ms >= need;   // the label's room: start..label_end
     }
     d.label_alpha[i] = started && fits && t >= d.label_at[i] ? 1 : 0;
     for (let j = 0; j < opts.hatches.length; j++) {   // one overlay per hatch pattern
