@@ -133,8 +133,8 @@ def test_the_recorded_runs_are_what_the_model_writes_now(model):
     from specdec_playable.state.ep7 import recorded_meta, recorded_runs
     from specdec_playable.lm.decode import generate
 
-    rec = recorded_runs()[("table", "lookup")]
-    now = generate(model, model.tokenizer.chat(PROMPTS["table"][1]), max_new=recorded_meta()["max_new"])
+    rec = recorded_runs()[("repeat", "lookup")]
+    now = generate(model, model.tokenizer.chat(PROMPTS["repeat"][1]), max_new=recorded_meta()["max_new"])
     assert now.tokens == rec.plain.tokens == rec.spec.tokens
 
 

@@ -33,17 +33,22 @@ from ..sim import theory
 from .. import lm
 from ..shipped import asset_path
 from ..lm.compare import Comparison, comparison_from_json
-from ..lm.prompts import PROMPTS
+from ..lm.prompts import PROMPTS, TASK_CHECKS
 
-#: The tasks, in the order the page offers them: key of lm.prompts.PROMPTS -> label.
+#: The tasks, in the order the page offers them: key of lm.prompts.PROMPTS -> label. Each is a
+#: task SmolLM2-135M really does (its greedy reply is checked: lm.prompts.TASK_CHECKS).
 TASKS = {
-    "code-edit": "Code edit: rename a function's names",
-    "extraction": "Extraction: people and their cities",
-    "json-reshape": "JSON reshape: the same record, keys in capitals",
-    "table": "Continue a table: planets and their moons",
-    "sky": "Explanation: why the sky is blue",
-    "poem": "Free-verse poem: an old kettle",
+    "repeat": "Copy: repeat a sentence exactly",
+    "json-person": "Copy: a person's details as JSON",
+    "where": "Extraction: where Jonas Berg works",
+    "sum-function": "Fresh writing: a Python sum function",
+    "sky": "Fresh writing: why the sky is blue",
 }
+#: Why prompt lookup's acceptance differs between the two kinds of task (shown with the prompt).
+COPY_LINE = ("A copy task: the reply repeats words of the prompt, and prompt lookup guesses by "
+             "copying what followed the same words in the prompt, so many of its guesses are right.")
+FRESH_LINE = ("Fresh writing: the reply’s words are not in the prompt, so prompt lookup has little to "
+              "copy and few of its guesses are right.")
 CUSTOM = "custom"
 #: The drafts the page offers: key of lm.compare.DRAFTS -> label.
 DRAFT_LABELS = {
@@ -55,6 +60,7 @@ DECODINGS = {"Greedy": "greedy", "Sampling": "sampling"}
 PROMPT_MAX_CHARS = 500
 K_MAX = 8
 MAX_NEW_MAX = 128
+MAX_NEW_DEFAULT = 64
 #: A run (both decodings, and the model's first load) stops after this long.
 JOB_BUDGET_S = 120.0
 #: What a visitor's run is doing, as the page says it.
@@ -97,6 +103,13 @@ class Settings:
                 f"up to {self.max_new} new tokens · {mode}")
 
 
+def kind_line(task: str) -> str:
+    """Whether a task is a copy task or fresh writing, and what that does to prompt lookup."""
+    if task not in TASK_CHECKS:
+        return ""
+    return COPY_LINE if TASK_CHECKS[task][1] else FRESH_LINE
+
+
 def check_prompt(text: str | None) -> str:
     """A typed prompt as it will be sent, or ValueError saying why not."""
     text = "" if text is None else str(text)
@@ -115,7 +128,7 @@ class RealText(param.Parameterized):
     """
 
     task = param.Selector(
-        default="table", objects={**{v: k for k, v in TASKS.items()}, "Your own prompt": CUSTOM},
+        default="repeat", objects={**{v: k for k, v in TASKS.items()}, "Your own prompt": CUSTOM},
         label="Task", doc="A prepared task (each one computed once on this server and shared), "
                           "or your own prompt (run live, for you alone).")
     prompt = param.String(
@@ -128,7 +141,7 @@ class RealText(param.Parameterized):
         default=4, bounds=(1, K_MAX), label="Draft length k",
         doc="Most tokens the draft guesses before one pass of the model checks them.")
     max_new = param.Integer(
-        default=64, bounds=(1, MAX_NEW_MAX), label="New tokens (at most)",
+        default=MAX_NEW_DEFAULT, bounds=(1, MAX_NEW_MAX), label="New tokens (at most)",
         doc="The token budget of each run; a run also ends when the model ends its reply.")
     decoding = param.Selector(
         default="greedy", objects=DECODINGS, label="Decoding",
@@ -299,8 +312,8 @@ def cost_words(cost: float) -> str:
 
 def interval_words(f) -> str:
     """The bootstrap interval of a fair speedup, in words."""
-    return (f"{f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}×, bootstrap over "
-            f"{_n(f.n_rounds, 'round')}, {f.n_resamples:,} resamples")
+    return (f"{f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}× (bootstrap over "
+            f"{_n(f.n_rounds, 'round')}, {f.n_resamples:,} resamples)")
 
 
 def verdict(c: Comparison) -> str:
@@ -313,11 +326,11 @@ def verdict(c: Comparison) -> str:
                 "(the interval needs at least two); run more new tokens.")
     shown = f"{f.speedup:.2f}×"
     if f.verdict == "faster":
-        return f"Speculative decoding was faster: {shown} plain decoding’s speed ({interval_words(f)})."
+        return f"Speculative decoding was faster: {shown} plain decoding’s speed, {interval_words(f)}."
     if f.verdict == "slower":
-        return (f"Speculative decoding was slower: {shown} plain decoding’s speed ({interval_words(f)}); "
+        return (f"Speculative decoding was slower: {shown} plain decoding’s speed, {interval_words(f)}; "
                 f"plain decoding was {1 / f.speedup:.2f}× as fast.")
-    return (f"No measurable difference: {shown} plain decoding’s speed, but the {interval_words(f)} "
+    return (f"No measurable difference: {shown} plain decoding’s speed, but its {interval_words(f)} "
             "includes 1.")
 
 
@@ -511,7 +524,16 @@ def recorded_meta() -> dict:
 
 @lru_cache(maxsize=1)
 def recorded_runs() -> dict[tuple[str, str], Comparison]:
-    """(task, draft) -> the recorded Comparison (empty if no recording ships)."""
+    """(task, draft) -> the recorded Comparison, the repeat with the median speedup (empty if no
+    recording ships)."""
     if not _has_recording():
         return {}
-    return {(r["task"], r["draft"]): comparison_from_json(r["run"]) for r in _recording()["runs"]}
+    return {(r["task"], r["draft"]): comparison_from_json(r["run"]) for r in _recording()["runs"]
+            if r["task"] in TASKS}
+
+
+def recorded_repeats() -> dict[tuple[str, str], tuple[dict, ...]]:
+    """(task, draft) -> every repeat's ``speedup, low, high, work_speedup, verdict, load_average``."""
+    if not _has_recording():
+        return {}
+    return {(r["task"], r["draft"]): tuple(r.get("repeats", ())) for r in _recording()["runs"]}

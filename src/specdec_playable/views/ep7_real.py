@@ -34,8 +34,8 @@ from ..sim.events import Events
 from ..lm.compare import WRITTEN, Comparison, token_texts
 from ..lm.decode import Generation
 from ..sim.relay import RelayResult
-from ..state.ep7 import (CUSTOM, PROMPT_MAX_CHARS, RealText, check_words, cost_words, map_words,
-                         ratio_words, status_line, verdict, why)
+from ..state.ep7 import (CUSTOM, PROMPT_MAX_CHARS, RealText, check_words, cost_words, kind_line,
+                         map_words, ratio_words, status_line, verdict, why)
 from . import theme
 from .ep2_relay import STYLES, relay_timeline, token_span
 from .lanes import Box, Lane, LanePlayer, Timeline
@@ -393,9 +393,12 @@ def status_html(state: RealText) -> str:
     return out
 
 
-def prompt_html(text: str) -> str:
-    """A task's prompt as the model gets it (inside the chat template), as plain text."""
-    return f'<div class="ep7-prompt-box"><h3>The prompt</h3><pre class="ep7-prompt">{esc(text)}</pre></div>'
+def prompt_html(text: str, kind: str = "") -> str:
+    """A task's prompt as the model gets it (inside the chat template), as plain text, and
+    whether it is a copy task or fresh writing."""
+    line = f'<p class="ep7-kind">{esc(kind)}</p>' if kind else ""
+    return (f'<div class="ep7-prompt-box"><h3>The prompt</h3><pre class="ep7-prompt">{esc(text)}</pre>'
+            f"{line}</div>")
 
 
 def counter_text(text: str | None) -> str:
@@ -420,16 +423,19 @@ def legend_html() -> str:
     return f'<div class="ep2-legend" aria-label="Legend">{spans}</div>'
 
 
-def recorded_html(rows: list[tuple[str, str, float, float, float]], date: str) -> str:
-    """The recorded runs as a table: task, draft, acceptance, tokens per pass, measured speedup."""
+def recorded_html(rows: list[tuple], date: str) -> str:
+    """The recorded runs as a table: task, draft, acceptance, tokens per pass, the work-based
+    figure, and the measured speedup (median of the repeats, with their range and verdict)."""
     body = "".join(
         f"<tr><td>{esc(task)}</td><td>{esc(draft)}</td><td class=\"n\">{share(acc)}</td>"
-        f"<td class=\"n\">{tpp:.2f}</td><td class=\"n\">{sp:.2f}×</td></tr>"
-        for task, draft, acc, tpp, sp in rows)
-    return (f'<div class="ep7-wrap"><table class="ep7-table"><caption>Recorded on {esc(date)}</caption>'
+        f"<td class=\"n\">{tpp:.2f}</td><td class=\"n\">{work:.2f}×</td>"
+        f"<td class=\"n\">{sp:.2f}×</td><td class=\"n\">{lo:.2f}–{hi:.2f}×</td><td>{esc(said)}</td></tr>"
+        for task, draft, acc, tpp, work, sp, lo, hi, said in rows)
+    return (f'<div class="ep7-wrap"><table class="ep7-table"><caption>{esc(date)}</caption>'
             "<thead><tr><th>task</th><th>draft</th><th class=\"n\">guesses accepted</th>"
-            "<th class=\"n\">tokens per pass</th>"
-            f"<th class=\"n\">speedup</th></tr></thead><tbody>{body}</tbody></table></div>")
+            "<th class=\"n\">tokens per pass</th><th class=\"n\">by the work</th>"
+            "<th class=\"n\">speedup (median)</th><th class=\"n\">the repeats</th>"
+            f"<th>median run’s verdict</th></tr></thead><tbody>{body}</tbody></table></div>")
 
 
 # --- the view ------------------------------------------------------------------------------------
@@ -495,7 +501,7 @@ class RealTextView(StateView):
         self.prompt_input.visible = self.counter.visible = custom
         self.prompt_view.visible = not custom
         if not custom:
-            self.prompt_view.object = prompt_html(self.state.settings().prompt)
+            self.prompt_view.object = prompt_html(self.state.settings().prompt, kind_line(self.state.task))
 
     def _show_sampling(self, *_):
         self.temperature.visible = self.seed.visible = self.state.decoding == "sampling"
@@ -541,7 +547,8 @@ class RealTextView(StateView):
         """The lane player and its legend, the first time a finished run is drawn."""
         self.player = LanePlayer(
             LANES, name="ep7", height=300, y_pad=(0.62, 0.55),
-            x_label="wall clock (measured ms; each run from its own start)", speeds=SPEEDS,
+            x_label="wall clock (measured ms; each run’s own passes end to end, from its own start)",
+            speeds=SPEEDS,
             step_label="Step one pass", lane_clocks=False, styles=STYLES,
             frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rows, uid=self.uid), min_label_px=6)
         self.lanes.objects = [
@@ -600,7 +607,8 @@ class RealTextView(StateView):
             self.temperature, self.seed,
             pn.Row(self.run_button, self.cancel_button),
             self.prompt_view,
-            name="ep7-controls", width=CONTROLS_PX, styles={"flex": f"0 1 {CONTROLS_PX}px"},
+            name="ep7-controls", sizing_mode="stretch_width", min_width=280, max_width=CONTROLS_PX,
+            styles={"flex": f"0 1 {CONTROLS_PX}px"},
         )
         notice = prose(f'<p class="sdp-notice">{esc(self.notice)}</p>', name="ep7-notice") \
             if self.notice else None
