@@ -13,6 +13,7 @@ import numpy as np
 from specdec_playable.sim.events import Event, Events
 from specdec_playable.lm.compare import Comparison
 from specdec_playable.lm.decode import Generation
+from specdec_playable.lm.race import Turns
 
 
 def _text(pos: int) -> str:
@@ -85,10 +86,42 @@ def fake_plain(n_tokens: int, *, prefill_ms=200.0, step_ms=40.0, texts=_text, pr
         accepted=0, rejected=0, accept_at=np.zeros(0), stopped=stopped)
 
 
+def fake_turns(spec: Generation, plain: Generation) -> Turns:
+    """The turns a race of these two runs takes: each speculative round, then plain steps until
+    the plain run has caught up (as ``lm.race`` schedules them), timed from the runs' events."""
+
+    def per_round(run):
+        ms, tok, pos = {}, {}, {}
+        for lane, kind, rnd, s, e in zip(run.events.lane.tolist(), run.events.kind.tolist(),
+                                         run.events.round.tolist(), run.events.start_ms.tolist(),
+                                         run.events.end_ms.tolist()):
+            if kind in ("generate", "verify", "draft"):
+                ms[rnd] = ms.get(rnd, 0.0) + (e - s)
+            if kind == "draft":
+                pos[rnd] = pos.get(rnd, 1) + 1
+            if kind in ("generate", "accepted", "correction", "bonus"):
+                tok[rnd] = tok.get(rnd, 0) + 1
+        return [(r, ms[r], tok.get(r, 0), 0 if r == 0 else pos.get(r, 1)) for r in sorted(ms)]
+
+    srounds, prounds = per_round(spec), per_round(plain)
+    rows = [("spec", *srounds[0]), ("plain", *prounds[0])]
+    written = {"spec": srounds[0][2], "plain": prounds[0][2]}
+    si, pi = 1, 1
+    while si < len(srounds) or pi < len(prounds):
+        me = "spec" if pi >= len(prounds) or (si < len(srounds) and written["spec"] <= written["plain"]) \
+            else "plain"
+        r = srounds[si] if me == "spec" else prounds[pi]
+        rows.append((me, *r))
+        written[me] += r[2]
+        si, pi = (si + 1, pi) if me == "spec" else (si, pi + 1)
+    return Turns.from_rows(rows)
+
+
 def fake_comparison(rounds, *, verify_ms=90.0, step_ms=40.0, guess_ms=0.05, k=4, texts=_text,
-                    temperature=0.0, phase="done") -> Comparison:
-    """A finished comparison whose plain run wrote the same tokens, one pass each."""
+                    temperature=0.0, phase="done", turns=True) -> Comparison:
+    """A finished comparison whose plain run wrote the same tokens, one pass each, with the turns
+    a race of the two takes (``turns=False``: a comparison recorded before the race)."""
     spec = fake_spec(rounds, verify_ms=verify_ms, guess_ms=guess_ms, step_idle_ms=step_ms, k=k,
                      texts=texts, temperature=temperature)
     plain = fake_plain(len(spec.tokens), step_ms=step_ms, texts=texts, temperature=temperature)
-    return Comparison(phase, spec, plain)
+    return Comparison(phase, spec, plain, fake_turns(spec, plain) if turns else None)

@@ -45,9 +45,9 @@ _SHOWN = """() => {
 
 @pytest.fixture(scope="module")
 def expected_text() -> str:
-    """What the model writes alone for the code edit, greedy, NEW tokens (computed in this process)."""
+    """What the model writes alone for the sentence to repeat, greedy, NEW tokens (computed in this process)."""
     model = lm.get_model()
-    run = generate(model, model.tokenizer.chat(PROMPTS["code-edit"][1]), max_new=NEW)
+    run = generate(model, model.tokenizer.chat(PROMPTS["repeat"][1]), max_new=NEW)
     return run.text
 
 
@@ -69,11 +69,11 @@ def tokens_per_s(label: str) -> float:
 
 def test_a_task_runs_end_to_end_with_marks_clocks_and_the_check(page, site, console, artifacts,
                                                                 expected_text):
-    shown = run_task(page, site, f"task=code-edit&draft=lookup&k=4&max_new={NEW}")
+    shown = run_task(page, site, f"task=repeat&draft=lookup&k=4&max_new={NEW}")
     page.screenshot(path=artifacts / "ep7-run-1280.png", full_page=True)
     # The speculative text, the plain text and the model's own greedy text are one text.
     assert shown["kept"].strip() and shown["kept"] == shown["plain"] == expected_text
-    # Episode 2's marks: prompt lookup on a code edit has accepted guesses, and every verify round
+    # Episode 2's marks: prompt lookup on a sentence to repeat has accepted guesses, and every verify round
     # ends with the model's token at a miss or a bonus token.
     assert shown["accepted"] > 0 and shown["fixes"] + shown["bonus"] > 0
     # Two measured clocks, and the speedup shown is the ratio of the two speeds shown.
@@ -175,3 +175,67 @@ def test_a_closed_tab_stops_its_run(browser, site):
             break
     else:
         raise AssertionError("the model process kept working after its page was closed")
+
+
+_FIRST_SCREEN = """() => {
+  const find = (root, sel) => {
+    const out = [...root.querySelectorAll(sel)];
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) out.push(...find(el.shadowRoot, sel));
+    return out;
+  };
+  const box = el => { const r = el.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+  const selects = find(document, 'select');
+  const ctx = document.createElement('canvas').getContext('2d');
+  const fits = selects.map(s => {
+    const cs = getComputedStyle(s);
+    ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = s.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+    return [...s.options].map(o => [o.text, ctx.measureText(o.text).width <= room]);
+  });
+  const run = find(document, 'button').filter(b => b.textContent.trim() === 'Run')[0];
+  const result = find(document, '.ep7-status')[0] || null;
+  return {selects: selects.map(box), fits, run: run ? box(run) : null,
+          status: result ? box(result) : null, height: window.innerHeight};
+}"""
+
+
+def test_the_first_screen_shows_task_draft_and_run_with_the_result_beside(page, site, console,
+                                                                          artifacts):
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{site.url}{URL}")
+    wait_for_bokeh(page)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.wait_for_timeout(300)
+    page.screenshot(path=artifacts / "ep7-first-screen-1280x900.png")
+    shown = page.evaluate(_FIRST_SCREEN)
+    task, draft = shown["selects"][:2]
+    run = shown["run"]
+    assert run is not None
+    for what, b in (("task", task), ("draft", draft), ("Run", run)):
+        assert 0 <= b["top"] and b["bottom"] <= shown["height"], (what, b)
+    # The result (status line, then clocks and texts) is beside the controls, not below them.
+    status = shown["status"]
+    assert status["left"] >= task["right"] and status["top"] < run["bottom"], shown
+    # The task select shows every task's whole name.
+    assert all(ok for _, ok in shown["fits"][0]), shown["fits"][0]
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=artifacts / "ep7-first-screen-390.png", full_page=True)
+    assert_clean(page, console)
+
+
+def test_the_lanes_labels_are_not_covered(page, site, console, artifacts):
+    run_task(page, site, f"task=repeat&draft=lookup&k=4&max_new={NEW}")
+    page.screenshot(path=artifacts / "ep7-lanes-1280.png", full_page=True)
+    bars = page.evaluate("""() => { const d = Bokeh.documents[0].get_model_by_name('ep7-bars').data;
+        const out = []; for (let i = 0; i < d.start.length; i++) out.push({status: d.status[i],
+        start: d.start[i], end: d.end[i], label_end: d.label_end[i], mid: d.mid[i], y: d.y[i],
+        shown: d.label_alpha[i], label: d.label[i]}); return out; }""")
+    verify = [b for b in bars if b["status"] == "verify"]
+    own = [b for b in bars if b["status"] in ("correction", "bonus")]
+    assert verify and len(own) == len(verify)
+    for p in verify:
+        covers = [g for g in own if g["y"] == p["y"] and g["start"] < p["end"] and g["end"] > p["start"]]
+        for g in covers:
+            # The label sits in start..label_end, which ends where the gold box begins.
+            assert p["label_end"] <= g["start"] + 1e-6 and p["mid"] < g["start"], (p, g)
+    assert_clean(page, console)

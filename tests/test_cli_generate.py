@@ -30,6 +30,12 @@ def test_greedy_json_matches_plain_decoding(capsys, draft):
     assert out["plain_wall_ms"] > 0 and out["spec_wall_ms"] > 0 and out["speedup"] > 0
     assert len(out["accept_at"]) == 3
     assert out["proposed"] >= out["accepted"]
+    assert out["verdict"] in ("faster", "slower", "no measurable difference", "too few rounds")
+    if out["speedup_low"] is not None:
+        assert out["speedup_low"] <= out["speedup"] <= out["speedup_high"]
+        assert (out["verdict"] == "no measurable difference") == (
+            out["speedup_low"] <= 1.0 <= out["speedup_high"])
+    assert out["n_resamples"] == 2000 and out["interval_level"] == 0.95
 
 
 def test_sampling_is_reproducible_with_a_seed(capsys):
@@ -45,7 +51,8 @@ def test_text_output_marks_the_drafts_and_reports_both_clocks(capsys):
     text = capsys.readouterr().out
     assert "\u27e6" in text  # at least one accepted run on a copying prompt
     for needle in ("acceptance", "tokens per pass", "plain       :", "speculative :",
-                   "measured speedup", "output matches plain greedy decoding: yes"):
+                   "measured speedup", "took turns, pass by pass", "by the work:",
+                   "output matches plain greedy decoding: yes"):
         assert needle in text
 
 

@@ -1,5 +1,6 @@
-"""lm.compare with the real model: a speculative run and a plain run of one prompt, what a poller
-sees while they write (Live snapshots), cancellation, and the JSON round trip of a finished run."""
+"""lm.compare with the real model: a speculative run and a plain run of one prompt, raced turn by
+turn, what a poller sees while they write (Live snapshots), cancellation, and the JSON round trip
+of a finished run."""
 
 from __future__ import annotations
 
@@ -50,50 +51,67 @@ def test_greedy_speculation_writes_the_plain_runs_tokens(watched):
 
 def test_snapshots_grow_pass_by_pass_and_end_at_the_result(watched):
     c, snaps = watched
-    phases = [s.phase for s in snaps]
-    assert phases[0] == "speculative" and phases[-1] == "plain"
-    assert phases == sorted(phases, key=("speculative", "plain").index)  # never back
-    spec_snaps = [s for s in snaps if s.phase == "speculative"]
-    lengths = [len(s.spec.tokens) for s in spec_snaps]
-    assert lengths[0] == 0 and lengths == sorted(lengths)
-    for s in spec_snaps[1:]:
-        n = len(s.spec.tokens)
-        assert s.spec.tokens == c.spec.tokens[:n] and s.spec.stopped == "running"
-        assert s.spec.text == c.spec.text[:len(s.spec.text)]
-    plain_snaps = [s for s in snaps if s.phase == "plain"]
-    assert all(s.spec is not None and s.spec.tokens == c.spec.tokens for s in plain_snaps)
+    assert {s.phase for s in snaps} == {"running"}
+    for run in ("spec", "plain"):
+        lengths = [len(getattr(s, run).tokens) for s in snaps]
+        assert lengths[0] == 0 and lengths == sorted(lengths)
+        final = getattr(c, run)
+        for s in snaps[1:]:
+            part = getattr(s, run)
+            assert part.tokens == final.tokens[:len(part.tokens)] and part.stopped == "running"
+            assert part.text == final.text[:len(part.text)]
+        assert getattr(snaps[-1], run).tokens == final.tokens
+    # The runs take turns: neither is ever more than a round (k + 1 tokens) ahead of the other.
+    assert all(abs(len(s.spec.tokens) - len(s.plain.tokens)) <= 5 for s in snaps)
     # The plain run reports after each pass: its prompt's pass writes the first token.
-    assert [len(s.plain.tokens) for s in plain_snaps] == list(range(1, NEW + 1))
-    assert plain_snaps[-1].plain.tokens == c.plain.tokens
-    # The counts a snapshot shows are the finished run's when it is complete.
-    last_spec = spec_snaps[-1].spec
+    plain_lengths = sorted({len(s.plain.tokens) for s in snaps})
+    assert plain_lengths == list(range(0, NEW + 1))
+    last_spec = snaps[-1].spec
     assert (last_spec.proposed, last_spec.accepted, last_spec.rejected) == \
         (c.spec.proposed, c.spec.accepted, c.spec.rejected)
 
 
+def test_a_finished_run_carries_its_turns_and_a_fair_speedup(watched):
+    c, _ = watched
+    t = c.turns
+    assert t is not None and len(t) == c.spec.passes + c.plain.passes + 2
+    # Each run's clock is its own turns laid end to end.
+    for run, name in ((c.spec, "spec"), (c.plain, "plain")):
+        mine = (t.run == name) & (t.round > 0)
+        assert run.decode_ms == pytest.approx(float(t.ms[mine].sum()), rel=1e-9)
+    f = c.fair
+    assert c.speedup == f.speedup == pytest.approx(c.spec.tokens_per_second / c.plain.tokens_per_second)
+    assert f.low <= f.speedup <= f.high and f.n_rounds == c.spec.passes
+
+
 def test_a_snapshot_is_built_once_per_pass():
     class _Rec:
-        updates = [1]
-        calls = 0
+        def __init__(self):
+            self.updates = [1]
+            self.calls = 0
 
-        def so_far(self):
+        def __call__(self, update):
+            self.updates.append(update)
+
+        def so_far(self, ups=None):
             self.calls += 1
             return None
 
-    rec = _Rec()
-    live = Live(rec)
+    spec, plain = _Rec(), _Rec()
+    live = Live(spec, plain)
     a, b = live.snapshot(), live.snapshot()
-    assert a is b and rec.calls == 1
-    rec.updates.append(2)
+    assert a is b and spec.calls == plain.calls == 1
+    live.add("plain", 2)
     live.snapshot()
-    assert rec.calls == 2
+    assert spec.calls == plain.calls == 2
 
 
-def test_cancel_before_start_returns_no_plain_run(model, ids):
+def test_cancel_before_start_stops_both_runs(model, ids):
     stop = threading.Event()
     stop.set()
     c = compare(model, ids, "lookup", 4, max_new=NEW, cancel=stop)
-    assert c.finished and c.plain is None and c.spec.stopped == "cancelled"
+    assert c.finished and c.spec.stopped == c.plain.stopped == "cancelled"
+    assert c.spec.tokens == c.plain.tokens == ()
 
 
 def test_a_finished_run_survives_json(watched):
@@ -103,7 +121,7 @@ def test_a_finished_run_survives_json(watched):
         assert a.tokens == b.tokens and a.text == b.text and a.marks == b.marks
         assert a.events.to_dict() == b.events.to_dict()
         assert np.array_equal(a.accept_at, b.accept_at, equal_nan=True)
-    assert back.speedup == c.speedup
+    assert back.speedup == c.speedup and back.fair.low == c.fair.low
 
 
 def test_unknown_draft_is_refused():
@@ -115,8 +133,8 @@ def test_the_recorded_runs_are_what_the_model_writes_now(model):
     from specdec_playable.state.ep7 import recorded_meta, recorded_runs
     from specdec_playable.lm.decode import generate
 
-    rec = recorded_runs()[("table", "lookup")]
-    now = generate(model, model.tokenizer.chat(PROMPTS["table"][1]), max_new=recorded_meta()["max_new"])
+    rec = recorded_runs()[("repeat", "lookup")]
+    now = generate(model, model.tokenizer.chat(PROMPTS["repeat"][1]), max_new=recorded_meta()["max_new"])
     assert now.tokens == rec.plain.tokens == rec.spec.tokens
 
 
@@ -134,13 +152,13 @@ def test_a_run_in_a_model_process_is_mirrored_pass_by_pass(model, ids):
                               report=lambda live: snaps.append(live.snapshot()))
         assert there.spec.tokens == here.spec.tokens and there.plain.tokens == here.plain.tokens
         assert there.spec.prompt == tuple(ids)
-        assert snaps[0].phase == "speculative" and len(snaps[0].spec.tokens) == 0
-        assert snaps[-1].phase == "plain" and snaps[-1].plain.tokens == there.plain.tokens
+        assert snaps[0].phase == "running" and len(snaps[0].spec.tokens) == 0
+        assert snaps[-1].plain.tokens == there.plain.tokens and there.turns is not None
         assert all(s.spec.tokens == there.spec.tokens[:len(s.spec.tokens)] for s in snaps)
         stop = threading.Event()
         stop.set()
         cancelled = child.compare(text, "early-exit", 4, max_new=64, max_seconds=120, cancel=stop)
-        assert cancelled.spec.stopped == "cancelled" and cancelled.plain is None
+        assert cancelled.spec.stopped == cancelled.plain.stopped == "cancelled"
         again = child.compare(text, "lookup", 4, max_new=NEW, max_seconds=120)
         assert again.spec.tokens == here.spec.tokens and child.alive
     finally:

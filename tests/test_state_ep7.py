@@ -33,7 +33,7 @@ def gated_work(gate: threading.Event, result: Comparison, calls: list):
     def make(settings):
         def work(ctx):
             calls.append(settings)
-            ctx.report(_Snap(Comparison("speculative", result.spec, None)))
+            ctx.report(_Snap(Comparison("running", result.spec, None)))
             while not gate.wait(0.01):
                 if ctx.stopped:
                     return None
@@ -60,10 +60,17 @@ def queue():
     q.shutdown()
 
 
-def test_tasks_are_six_real_prompts_and_the_controls_are_bounded():
-    assert len(st.TASKS) >= 6
-    kinds = {PROMPTS[t][0] for t in st.TASKS}
-    assert {"code", "extraction", "json", "table", "explain", "poem"} <= kinds
+def test_tasks_are_checked_prompts_of_both_kinds_and_the_controls_are_bounded():
+    from specdec_playable.lm.prompts import TASK_CHECKS
+
+    assert set(st.TASKS) == set(TASK_CHECKS)
+    copies = {t for t in st.TASKS if TASK_CHECKS[t][1]}
+    assert copies and copies != set(st.TASKS)
+    # The page says which kind each task is, and the label agrees.
+    for t, label in st.TASKS.items():
+        assert st.kind_line(t) == (st.COPY_LINE if t in copies else st.FRESH_LINE)
+        assert label.startswith("Copy:" if t in copies and t != "where" else
+                                ("Extraction:" if t == "where" else "Fresh writing:"))
     s = RealText()
     assert s.param.k.bounds == (1, 8)
     assert s.param.max_new.bounds == (1, 128)
@@ -72,14 +79,14 @@ def test_tasks_are_six_real_prompts_and_the_controls_are_bounded():
 
 
 def test_a_task_run_is_shared_and_a_typed_prompt_is_not():
-    s = RealText(task="poem", draft="lookup", k=3, max_new=20)
+    s = RealText(task="sky", draft="lookup", k=3, max_new=20)
     key = s.settings().key
-    assert key is not None and RealText(task="poem", draft="lookup", k=3, max_new=20).settings().key == key
-    assert RealText(task="poem", draft="lookup", k=4, max_new=20).settings().key != key
+    assert key is not None and RealText(task="sky", draft="lookup", k=3, max_new=20).settings().key == key
+    assert RealText(task="sky", draft="lookup", k=4, max_new=20).settings().key != key
     # The seed matters only when sampling.
-    assert RealText(task="poem", k=3, max_new=20, seed=99).settings().key == key
-    samp = RealText(task="poem", k=3, max_new=20, decoding="sampling")
-    assert samp.settings().key != RealText(task="poem", k=3, max_new=20, decoding="sampling",
+    assert RealText(task="sky", k=3, max_new=20, seed=99).settings().key == key
+    samp = RealText(task="sky", k=3, max_new=20, decoding="sampling")
+    assert samp.settings().key != RealText(task="sky", k=3, max_new=20, decoding="sampling",
                                            seed=99).settings().key
     assert RealText(task=CUSTOM, prompt="hello").settings().key is None
 
@@ -104,16 +111,16 @@ def test_a_refused_prompt_never_reaches_the_queue(queue):
 def test_a_run_goes_queued_running_done_and_shows_partial_text(queue):
     gate, calls = threading.Event(), []
     result = fake_comparison([(4, 4), (4, 2), (0, 0), (3, 0)])
-    s = RealText(queue=queue, work=gated_work(gate, result, calls), task="table", max_new=32)
+    s = RealText(queue=queue, work=gated_work(gate, result, calls), task="repeat", max_new=32)
     s.run()
     assert s.active
     assert wait_for(lambda: s.poll() and s.status == "running" and s.comparison is not None)
-    assert s.comparison.phase == "speculative" and s.comparison.plain is None
-    assert s.shown.task == "table" and s.shown.max_new == 32
+    assert s.comparison.phase == "running" and s.comparison.plain is None
+    assert s.shown.task == "repeat" and s.shown.max_new == 32
     gate.set()
     assert wait_for(lambda: not s.poll())
     assert s.status == "done" and s.comparison is result and s.message == ""
-    assert calls and calls[0].prompt == PROMPTS["table"][1]
+    assert calls and calls[0].prompt == PROMPTS["repeat"][1]
 
 
 def test_a_second_visitor_waits_in_line_with_its_position_and_can_cancel(queue):
@@ -149,13 +156,13 @@ def test_closing_a_session_stops_its_worker(queue):
 def test_two_visitors_share_one_preset_run(queue):
     gate, calls = threading.Event(), []
     work = gated_work(gate, fake_comparison([(4, 4)]), calls)
-    a, b = (RealText(queue=queue, work=work, task="code-edit") for _ in range(2))
+    a, b = (RealText(queue=queue, work=work, task="json-person") for _ in range(2))
     a.run()
     b.run()
     gate.set()
     assert wait_for(lambda: not a.poll() and not b.poll())
     assert a.comparison is b.comparison and len(calls) == 1
-    c = RealText(queue=queue, work=work, task="code-edit")
+    c = RealText(queue=queue, work=work, task="json-person")
     c.run()
     assert c.shared and c.status == "done" and c.comparison is a.comparison and len(calls) == 1
 
@@ -189,17 +196,34 @@ def test_sampling_states_what_is_guaranteed():
                                               ([(4, 2), (0, 0), (4, 4)], 70.0)])
 def test_sentences_agree_with_the_numbers(rounds, verify_ms):
     c = fake_comparison(rounds, verify_ms=verify_ms, step_ms=40.0)
+    f = c.fair
     sp = c.speedup
-    assert math.isfinite(sp)
+    assert math.isfinite(sp) and sp == f.speedup
     words = st.verdict(c)
     assert f"{sp:.2f}×" in words
-    assert ("faster" in words) == (sp > 1 and f"{sp:.2f}" != "1.00")
-    assert ("slower" in words) == (sp < 1 and f"{sp:.2f}" != "1.00")
+    assert ("faster" in words) == (f.low > 1)
+    assert ("slower" in words) == (f.high < 1)
+    assert ("No measurable difference" in words) == (f.low <= 1 <= f.high)
+    assert f"interval {f.low:.2f}× to {f.high:.2f}×" in words and f"{f.n_rounds} rounds" in words
     spec = c.spec
     assert f"accepted {spec.accepted} of the {spec.accepted + spec.rejected}" in st.why(c, 4)
     assert f"{c.verify_cost:.1f}× a plain step" in st.why(c, 4)
+    work = st.work_words(c)
+    assert f"{f.tokens_per_pass:.2f} tokens per pass" in work and f"{f.work_speedup:.2f}×" in work
+    assert f"cost {f.cost_of(f.common_size):.1f}× a plain step" in work
     m = st.map_words(c, 4)
     assert f"q = {spec.acceptance_rate:.2f}" in m and f"measured {sp:.2f}×" in m
+
+
+def test_an_interval_that_includes_one_says_no_measurable_difference():
+    # Verify passes of 5 positions at 2x a step, 1 or 3 tokens each: as fast as plain decoding.
+    c = fake_comparison([(4, 0), (4, 2)] * 5, verify_ms=80.0, step_ms=40.0)
+    assert c.fair.low <= 1.0 <= c.fair.high
+    assert st.verdict(c).startswith("No measurable difference: 1.00×")
+    few = fake_comparison([(4, 4)], verify_ms=60.0)
+    assert st.verdict(few).startswith("Too few rounds")
+    old = fake_comparison([(4, 4)] * 3, verify_ms=60.0, turns=False)
+    assert old.fair is None and st.verdict(old) == f"On this run speculative decoding was {st.ratio_words(old.speedup)}."
 
 
 def test_measured_numbers_of_a_fake_run():
@@ -214,14 +238,62 @@ def test_measured_numbers_of_a_fake_run():
 
 
 def test_status_lines():
-    assert "position 2" in st.status_line("queued", 2, None, workers=2, running=2, model_loaded=True)
-    assert "2 are running" in st.status_line("queued", 1, None, workers=2, running=2, model_loaded=True)
+    busy = dict(workers=2, running=2, model_loaded=True, running_elapsed_s=(10.0, 30.0),
+                recent_run_s=(20.0, 40.0, 30.0))
+    line = st.status_line("queued", 2, None, **busy)
+    assert "position 2" in line and "All 2 workers are busy" in line
     assert "Loading the model" in st.status_line("running", 0, None, workers=1, running=1,
                                                  model_loaded=False)
     spec = fake_spec([(4, 4)])
-    line = st.status_line("running", 0, Comparison("speculative", spec, None), workers=1, running=1,
-                          model_loaded=True)
-    assert f"{len(spec.tokens)} tokens" in line
+    line = st.status_line("running", 0, Comparison("running", spec, fake_plain(3, stopped="running")),
+                          workers=1, running=1, model_loaded=True)
+    assert f"speculative {len(spec.tokens)} tokens" in line and "plain 3 tokens" in line
+
+
+def test_position_one_with_a_free_worker_does_not_say_none_are_running():
+    line = st.status_line("queued", 1, None, workers=2, running=0, model_loaded=True)
+    assert "position 1" in line and "A worker is free" in line and "0 are running" not in line
+
+
+def test_the_estimated_wait_comes_from_the_measured_run_times():
+    # Two workers, runs of 30 s (median of the last three), running for 10 s and 25 s.
+    elapsed, recent = (10.0, 25.0), (20.0, 30.0, 40.0)
+    assert st.estimated_wait_s(1, 2, elapsed, recent) == pytest.approx(5.0)   # the 25 s one ends
+    assert st.estimated_wait_s(2, 2, elapsed, recent) == pytest.approx(20.0)  # then the 10 s one
+    assert st.estimated_wait_s(3, 2, elapsed, recent) == pytest.approx(35.0)  # then the first again
+    assert st.estimated_wait_s(1, 2, elapsed, ()) is None
+    line = st.status_line("queued", 3, None, workers=2, running=2, model_loaded=True,
+                          running_elapsed_s=elapsed, recent_run_s=recent)
+    assert "in about 35 s" in line and "the last 3 runs here took 30 s each (median)" in line
+    none_yet = st.status_line("queued", 1, None, workers=1, running=1, model_loaded=True)
+    assert "No run has finished on this server yet" in none_yet
+
+
+def test_the_queue_measures_run_times_for_the_estimate(queue):
+    gate, calls = threading.Event(), []
+    s = RealText(queue=queue, work=gated_work(gate, fake_comparison([(4, 4)]), calls), task=CUSTOM,
+                 prompt="x")
+    s.run()
+    assert wait_for(lambda: queue.running_elapsed_s() != ())
+    gate.set()
+    assert wait_for(lambda: not s.poll())
+    (took,) = queue.recent_run_s()
+    assert 0 < took < 5
+
+
+def test_cancel_says_so_and_no_stale_waiting_text(queue):
+    from specdec_playable.views.ep7_real import text_html
+
+    gate, calls = threading.Event(), []
+    s = RealText(queue=queue, work=gated_work(gate, fake_comparison([(4, 4)]), calls),
+                 task=CUSTOM, prompt="hi")
+    s.run()
+    assert wait_for(lambda: s.poll() and s.comparison is not None)
+    s.cancel()
+    assert s.status == "cancelled" and s.message == st.CANCELLED_LINE
+    html = text_html(s.comparison, "u")
+    assert "Waiting" not in html and "Waiting" not in st.status_line(
+        s.status, s.position, s.comparison, workers=1, running=0, model_loaded=True)
 
 
 def test_while_the_plain_run_writes_the_check_covers_what_it_has_written():
@@ -229,7 +301,7 @@ def test_while_the_plain_run_writes_the_check_covers_what_it_has_written():
     partial_plain = fake_plain(4, stopped="running")
     s = RealText()
     with st.unlocked(s):
-        s.comparison = Comparison("plain", done.spec, partial_plain)
+        s.comparison = Comparison("running", done.spec, partial_plain)
     g = s.guarantee
     assert g.ok and g.n_tokens == 4
     kind, sentence = st.check_words(s.comparison, g)
@@ -240,10 +312,10 @@ def test_without_the_model_a_task_shows_its_recorded_run(monkeypatch):
     runs = st.recorded_runs()
     assert {(t, d) for t in st.TASKS for d in st.DRAFT_LABELS} <= set(runs)
     monkeypatch.setattr(st.lm, "is_installed", lambda: False)
-    s = RealText(task="json-reshape", draft="lookup")
+    s = RealText(task="json-person", draft="lookup")
     s.run()
     assert s.status == "recorded" and not s.active
-    assert s.comparison is runs[("json-reshape", "lookup")]
+    assert s.comparison is runs[("json-person", "lookup")]
     assert "recorded on" in s.message and "Live runs need the server" in s.message
     assert s.shown.k == st.recorded_meta()["k"] and s.shown.max_new == st.recorded_meta()["max_new"]
     custom = RealText(task=CUSTOM, prompt="hello")
@@ -260,26 +332,36 @@ def test_recorded_greedy_runs_keep_the_guarantee():
 
 def test_the_lessons_claims_hold_for_the_recorded_runs():
     from specdec_playable.episodes import ep7 as page
+    from specdec_playable.lm.prompts import TASK_CHECKS
 
     runs = st.recorded_runs()
     spec = {key: c.spec for key, c in runs.items()}
-    # "when the reply repeats the prompt ... most of its guesses are right"
-    for task in ("code-edit", "extraction", "json-reshape", "table"):
-        assert spec[(task, "lookup")].acceptance_rate > 0.5, task
+    copies = [t for t in st.TASKS if TASK_CHECKS[t][1]]
+    fresh = [t for t in st.TASKS if not TASK_CHECKS[t][1]]
+    # "when the reply repeats the prompt ... many of its guesses are right; ... fresh writing ...
+    # little to copy": every copy task's lookup acceptance beats every fresh task's.
+    assert min(spec[(t, "lookup")].acceptance_rate for t in copies) > \
+        max(spec[(t, "lookup")].acceptance_rate for t in fresh)
     for task in st.TASKS:
         # "on a chat reply it rarely has a guess": a guess at fewer than half of the passes
         assert spec[(task, "learned")].proposed < 0.5 * spec[(task, "learned")].passes, task
         # "without training it is almost never right"
         assert spec[(task, "early-exit")].acceptance_rate <= 0.1, task
     summary = page.recorded_summary(runs)
-    best = max(("code-edit", "extraction", "json-reshape", "table", "sky", "poem"),
-               key=lambda t: spec[(t, "lookup")].acceptance_rate)
+    best = max(st.TASKS, key=lambda t: spec[(t, "lookup")].acceptance_rate)
     assert (f"prompt lookup had {spec[(best, 'lookup')].acceptance_rate:.0%} of its guesses accepted "
             f"on the {page.TASK_NAMES[best]}") in summary
-    idle = [c.speedup for (t, d), c in runs.items() if c.spec.accepted == 0 and d != "early-exit"]
-    assert all(c.draft_cost < page.CHEAP for (t, d), c in runs.items() if d != "early-exit")
-    assert all(c.draft_cost > page.CHEAP for (t, d), c in runs.items() if d == "early-exit")
-    assert f"{min(idle):.2f}× to {max(idle):.2f}×" in page.noise_sentence(runs)
+    rows = page.recorded_rows(runs, st.recorded_repeats())
+    for (t, d), row in zip(runs, rows):
+        reps = st.recorded_repeats()[(t, d)]
+        assert len(reps) == st.recorded_meta()["repeats"] == 3
+        speeds = sorted(r["speedup"] for r in reps)
+        assert row[5] == pytest.approx(speeds[1]) and (row[6], row[7]) == (speeds[0], speeds[-1])
+        assert row[8] == runs[(t, d)].fair.verdict
+    worst = max(r[7] - r[6] for r in rows)
+    assert f"moved by at most {worst:.2f}" in page.spread_sentence(rows)
+    meta = st.recorded_meta()
+    assert f"load average {meta['load_average_before'][0]:.1f} at the start" in page.recorded_caption(meta)
 
 
 def test_the_first_run_tells_the_story():
@@ -289,13 +371,4 @@ def test_the_first_run_tells_the_story():
     best = max(st.TASKS, key=lambda t: runs[(t, "lookup")].spec.tokens_per_pass)
     assert (s.task, s.draft, s.decoding) == (best, "lookup", "greedy")
     from specdec_playable.episodes import ep7 as page
-    assert "continues a table with prompt lookup" in page.TRY_THIS and best == "table"
-
-
-def test_a_speedup_the_tokens_per_pass_cannot_explain_is_called_noise():
-    # Verify passes measured faster than plain steps: only a change of load can do that.
-    noisy = fake_comparison([(4, 0)] * 6, verify_ms=20.0, step_ms=40.0)
-    assert noisy.speedup > 1.05 * noisy.spec.tokens_per_pass
-    assert "more than its 1.00 tokens per pass allow" in st.why(noisy, 4)
-    fair = fake_comparison([(4, 4)] * 6, verify_ms=90.0, step_ms=40.0)
-    assert fair.speedup <= fair.spec.tokens_per_pass and st.noisy_clock_words(fair) == ""
+    assert "repeats a sentence with prompt lookup" in page.TRY_THIS and best == "repeat"

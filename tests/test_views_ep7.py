@@ -89,3 +89,24 @@ def test_episode_5_link_carries_this_runs_q_k_c():
 def test_the_counter_counts_and_warns():
     assert v.counter_text("abc") == "3 of 500 characters"
     assert "too long" in v.counter_text("x" * 501)
+
+
+def test_the_pass_labels_are_not_under_the_models_own_token():
+    """A verify pass's "+n" label is centred in the part of the pass the gold box leaves open,
+    and shown only where it fits there (real passes are short: the gold box is 20% of one)."""
+    from specdec_playable.views import theme
+    from specdec_playable.views.lanes.timeline import bar_columns, resolve_styles
+    from specdec_playable.views.ep2_relay import STYLES
+
+    c = fake_comparison([(4, 4), (4, 2), (4, 0), (2, 2)], verify_ms=80.0, step_ms=40.0)
+    boxes = v.real_timeline(c).boxes
+    verify = [b for b in boxes if b.status == "verify"]
+    own = [b for b in boxes if b.status in ("correction", "bonus")]
+    assert len(verify) == len(own) == 4
+    for p, g in zip(verify, own):
+        assert p.end == g.end and p.start < p.label_end <= g.start
+        assert g.end - g.start <= 0.2 * (p.end - p.start) + 1e-9
+    cols = bar_columns(v.real_timeline(c), resolve_styles({**theme.STATUS, **STYLES}), label_size="11px", min_label_px=6)
+    for i, status in enumerate(cols["status"]):
+        if status == "verify":
+            assert cols["mid"][i] == pytest.approx((cols["start"][i] + cols["label_end"][i]) / 2)

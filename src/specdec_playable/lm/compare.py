@@ -1,34 +1,33 @@
-"""One prompt, two runs: speculative decoding, then plain decoding of the same prompt, both timed.
+"""One prompt, two runs: speculative and plain decoding of the same prompt, raced fairly.
 
 :func:`compare` is what a page's worker runs. It writes the prompt's reply speculatively (the
-draft guesses, one target pass checks the guesses), then again the plain way (one target pass
-per token), and returns a :class:`Comparison` of the two: their texts, marks and measured events,
-the measured speedup and draft cost. While it runs it reports a :class:`Live` object, whose
-snapshot is a :class:`Comparison` of what each run has written so far.
+draft guesses, one target pass checks the guesses) and the plain way (one target pass per
+token) at the same time, taking turns pass by pass in one process (:func:`.race.race`), so a
+change of the machine's load hits both runs alike. It returns a :class:`Comparison` of the two:
+their texts, marks and measured events (each run's clock as if it had run alone), every turn's
+time, and the fair speedup with its interval (:attr:`Comparison.fair`). While it runs it
+reports a :class:`Live` object, whose snapshot is a :class:`Comparison` of what each run has
+written so far.
 
-The speculative run goes first, so a visitor sees speculation at work at once; the plain run then
-writes the same reply (greedy) or another draw from the same distribution (sampling).
-
-Also here: the draft registry (:data:`DRAFTS`) and this CPU's measured cost of one target pass
-over ``n`` positions (:func:`cpu_pass_cost`, from ``assets/pass_cost_cpu.csv``).
+Also here: the draft registry (:data:`DRAFTS`).
 """
 
 from __future__ import annotations
 
-import csv
 import math
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from ..sim.acceptance import Acceptance
 from ..sim.events import Event, Events
-from .decode import Generation, Update, draft_cost, generate, speculate, speedup
+from .decode import Generation, Update, draft_cost, speedup
 from .drafts import EarlyExit, PromptLookup
 from .ngram import NgramDraft
+from .race import FairSpeedup, Turns, fair_speedup, race
 
 #: Draft name -> a fresh draft object (the names :class:`Generation.draft` carries).
 DRAFTS: dict[str, Callable[[], object]] = {
@@ -36,10 +35,10 @@ DRAFTS: dict[str, Callable[[], object]] = {
     "learned": NgramDraft,
     "early-exit": EarlyExit,
 }
-#: Share of the time budget the speculative run may use; the plain run gets the rest.
-SPEC_SHARE = 0.5
-#: Phases of a comparison: which run is writing, or done.
-PHASES = ("speculative", "plain", "done")
+#: Phases of a comparison: both runs writing, or done.
+PHASES = ("running", "done")
+#: Seed of the bootstrap behind every interval shown (the same run gives the same interval).
+BOOTSTRAP_SEED = 7
 
 
 def make_draft(name: str):
@@ -49,11 +48,6 @@ def make_draft(name: str):
     return DRAFTS[name]()
 
 
-def _cpu_pass_table() -> dict[int, float]:
-    with open(asset_path(CPU_PASS_COSTS), newline="") as fh:
-        return {int(r["n_positions"]): float(r["median_ms"]) for r in csv.DictReader(fh)}
-
-
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """A speculative run and a plain run of the same prompt, finished or so far.
@@ -61,10 +55,14 @@ class Comparison:
     Attributes
     ----------
     phase : str
-        ``"speculative"`` or ``"plain"`` (that run is writing) or ``"done"``.
+        ``"running"`` (both runs are writing, taking turns) or ``"done"``.
     spec, plain : Generation or None
-        The two runs. While a run is writing it is its part so far (``stopped == "running"``,
-        ``text`` joined from the tokens' texts); a run not started yet is None.
+        The two runs, each clock as if it had run alone. While a run is writing it is its part
+        so far (``stopped == "running"``, ``text`` joined from the tokens' texts); None if the
+        run never started.
+    turns : Turns or None
+        Every turn of the race, in order (None for a run so far, and for runs recorded before
+        the race).
 
     Examples
     --------
@@ -77,10 +75,18 @@ class Comparison:
     phase: str
     spec: Generation | None
     plain: Generation | None
+    turns: Turns | None = None
 
     @property
     def finished(self) -> bool:
         return self.phase == "done"
+
+    @cached_property
+    def fair(self) -> FairSpeedup | None:
+        """The race's speedup with its bootstrap interval and work-based figure (None without turns)."""
+        if self.turns is None or not self.finished:
+            return None
+        return fair_speedup(self.turns, rng=BOOTSTRAP_SEED)
 
     @property
     def greedy(self) -> bool:
@@ -89,9 +95,15 @@ class Comparison:
 
     @property
     def speedup(self) -> float:
-        """Speculative over plain tokens per second (prompt pass excluded); NaN until both end."""
+        """Speculative over plain tokens per second (prompt pass excluded); NaN until both end.
+
+        With turns, the race's figure (:attr:`fair`): plain time per token over speculative
+        time per token, the same ratio as the two compacted clocks give.
+        """
         if not self.finished or self.spec is None or self.plain is None:
             return math.nan
+        if self.fair is not None:
+            return self.fair.speedup
         return speedup(self.plain, self.spec)
 
     @property
@@ -162,8 +174,8 @@ class _Recorder:
     def __call__(self, update: Update) -> None:
         self.updates.append(update)
 
-    def so_far(self) -> Generation:
-        ups = self.updates
+    def so_far(self, ups: list[Update] | None = None) -> Generation:
+        ups = self.updates if ups is None else ups
         tokens = tuple(t for u in ups for t in u.tokens)
         events = Events.of([e for u in ups for e in u.events.records()])
         accept_at = Acceptance.rate_by_position([len(u.proposed) for u in ups],
@@ -193,25 +205,24 @@ class Live:
     visitors polling one shared run build it once per pass between them.
     """
 
-    def __init__(self, spec: _Recorder) -> None:
+    def __init__(self, spec: _Recorder, plain: _Recorder) -> None:
         self._lock = threading.Lock()
-        self._spec: _Recorder | _Finished = spec
-        self._plain: _Recorder | None = None
-        self._phase = "speculative"
+        self._spec, self._plain = spec, plain
         self._cached: tuple[tuple, Comparison] | None = None
 
-    def _start_plain(self, spec: Generation, plain: _Recorder) -> None:
+    def add(self, run: str, update: Update) -> None:
+        """Record one pass of ``run`` (``"spec"`` or ``"plain"``)."""
         with self._lock:
-            self._spec, self._plain, self._phase = _Finished(spec), plain, "plain"
+            (self._spec if run == "spec" else self._plain)(update)
 
     def snapshot(self) -> Comparison:
-        """The runs so far, as a :class:`Comparison` (``phase`` is the run now writing)."""
+        """The runs so far, as a :class:`Comparison` in phase ``"running"``."""
         with self._lock:
-            spec, plain, phase = self._spec, self._plain, self._phase
-            key = (phase, len(spec.updates), len(plain.updates) if plain is not None else -1)
+            key = (len(self._spec.updates), len(self._plain.updates))
             if self._cached is not None and self._cached[0] == key:
                 return self._cached[1]
-        snap = Comparison(phase, spec.so_far(), plain.so_far() if plain is not None else None)
+            spec_ups, plain_ups = list(self._spec.updates), list(self._plain.updates)
+        snap = Comparison("running", self._spec.so_far(spec_ups), self._plain.so_far(plain_ups))
         with self._lock:
             self._cached = (key, snap)
         return snap
@@ -222,7 +233,7 @@ def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
             cancel=None, max_seconds: float | None = None,
             report: Callable[[Live], None] | None = None,
             stream: Callable[[str, object], None] | None = None) -> Comparison:
-    """Write the reply to ``prompt`` speculatively, then plainly, and compare the two runs.
+    """Write the reply to ``prompt`` speculatively and plainly, taking turns, and compare the runs.
 
     Parameters
     ----------
@@ -240,63 +251,40 @@ def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
     seed : int, optional
         Seeds the two runs' independent random streams (sampling only).
     cancel : threading.Event, optional
-        Set to stop; the run in progress returns what it has, the other does not start.
+        Set to stop; both runs return what they have at their next pass.
     max_seconds : float, optional
-        Time budget of both runs together: the speculative run may use :data:`SPEC_SHARE` of
-        it, the plain run the rest. A run that hits its share stops with ``stopped == "time"``;
-        the plain run then writes no more tokens than the speculative one did.
+        Time budget of the race (both runs share the same span of time). A run that hits it
+        stops with ``stopped == "time"``.
     report : callable, optional
         Called with the run's :class:`Live` before the first pass and after every pass; its
         :meth:`Live.snapshot` is the comparison so far.
     stream : callable, optional
         Called as the runs go with what another process needs to mirror them (see
-        :class:`Mirror`): ``("spec", update)`` after each pass of the speculative run,
-        ``("spec_done", generation)`` when it ends, ``("plain", update)`` after each plain pass.
+        :class:`Mirror`): ``("spec", update)`` or ``("plain", update)`` after each pass.
 
     Returns
     -------
     Comparison
-        ``phase == "done"``; ``plain`` is None if the run was cancelled before it started.
+        ``phase == "done"``, with the race's :attr:`Comparison.turns`.
     """
     make_draft(draft)  # validates the name before any work
     model.tokenizer.token_text(0)  # the token text table is built once, outside the timed runs
-    t0 = time.perf_counter()
-    spec_rng, plain_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
-    sampling = dict(temperature=temperature, top_p=top_p)
+    live = Live(_Recorder(prompt, draft, k, temperature, top_p),
+                _Recorder(prompt, "none", 0, temperature, top_p))
 
-    def budget(share: float) -> float | None:
-        if max_seconds is None:
-            return None
-        left = max_seconds - (time.perf_counter() - t0)
-        return max(share * left, 1e-3)
-
-    spec_rec = _Recorder(prompt, draft, k, temperature, top_p)
-    live = Live(spec_rec)
-
-    def tell(recorder, phase):
-        def on_update(update):
-            recorder(update)
-            if stream is not None:
-                stream(phase, update)
-            if report is not None:
-                report(live)
-        return on_update
+    def on_update(run: str, update: Update) -> None:
+        live.add(run, update)
+        if stream is not None:
+            stream(run, update)
+        if report is not None:
+            report(live)
 
     if report is not None:
         report(live)
-    spec = speculate(model, prompt, make_draft(draft), k, max_new=max_new, rng=spec_rng,
-                     progress=tell(spec_rec, "spec"), cancel=cancel, max_seconds=budget(SPEC_SHARE),
-                     **sampling)
-    if spec.stopped == "cancelled":
-        return Comparison("done", spec, None)
-    if stream is not None:
-        stream("spec_done", spec)
-    plain_rec = _Recorder(prompt, "none", 0, temperature, top_p)
-    live._start_plain(spec, plain_rec)
-    plain_max = len(spec.tokens) if spec.stopped == "time" and spec.tokens else max_new
-    plain = generate(model, prompt, max_new=plain_max, rng=plain_rng, progress=tell(plain_rec, "plain"),
-                     cancel=cancel, max_seconds=budget(1.0), **sampling)
-    return Comparison("done", spec, plain)
+    r = race(model, prompt, make_draft(draft), k, max_new=max_new, temperature=temperature,
+             top_p=top_p, rng=np.random.SeedSequence(seed), progress=on_update, cancel=cancel,
+             max_seconds=max_seconds)
+    return Comparison("done", r.spec, r.plain, r.turns)
 
 
 class Mirror:
@@ -308,34 +296,13 @@ class Mirror:
 
     def __init__(self, prompt: Sequence[int], draft: str, k: int, temperature: float,
                  top_p: float = 1.0) -> None:
-        self._args = (tuple(int(t) for t in prompt), temperature, top_p)
-        self._spec = _Recorder(prompt, draft, k, temperature, top_p)
-        self._plain: _Recorder | None = None
-        self.live = Live(self._spec)
+        self.live = Live(_Recorder(prompt, draft, k, temperature, top_p),
+                         _Recorder(prompt, "none", 0, temperature, top_p))
 
     def feed(self, kind: str, value) -> None:
-        if kind == "spec":
-            self._spec(value)
-        elif kind == "spec_done":
-            prompt, temperature, top_p = self._args
-            self._plain = _Recorder(prompt, "none", 0, temperature, top_p)
-            self.live._start_plain(value, self._plain)
-        elif kind == "plain" and self._plain is not None:
-            self._plain(value)
-        else:
+        if kind not in ("spec", "plain"):
             raise ValueError(f"unexpected stream item {kind!r}")
-
-
-class _Finished:
-    """A finished run standing in for a recorder (its :meth:`so_far` is the run itself)."""
-
-    updates = ()
-
-    def __init__(self, run: Generation) -> None:
-        self._run = run
-
-    def so_far(self) -> Generation:
-        return self._run
+        self.live.add(kind, value)
 
 
 # --- runs as JSON (recorded runs ship as an asset) ------------------------------------------
@@ -364,9 +331,14 @@ def generation_from_json(d: dict) -> Generation:
 
 def comparison_to_json(c: Comparison) -> dict:
     """A finished comparison as plain JSON types."""
-    return {"phase": c.phase, "spec": generation_to_json(c.spec), "plain": generation_to_json(c.plain)}
+    out = {"phase": c.phase, "spec": generation_to_json(c.spec), "plain": generation_to_json(c.plain)}
+    if c.turns is not None:
+        out["turns"] = c.turns.to_dict()
+    return out
 
 
 def comparison_from_json(d: dict) -> Comparison:
     """The inverse of :func:`comparison_to_json`."""
-    return Comparison(d["phase"], generation_from_json(d["spec"]), generation_from_json(d["plain"]))
+    turns = Turns.from_dict(d["turns"]) if "turns" in d else None
+    return Comparison(d["phase"], generation_from_json(d["spec"]), generation_from_json(d["plain"]),
+                      turns)

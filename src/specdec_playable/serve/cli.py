@@ -106,7 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--json", action="store_true", help="print one JSON object")
     g = sub.add_parser("generate", help="run the real model: plain and speculative decoding, side by side",
                        description="Write a reply with SmolLM2-135M twice, plainly and with a draft, "
-                                   "and compare the two runs.")
+                                   "taking turns pass by pass so that both meet the same load, and "
+                                   "compare the two runs (speedup with a bootstrap interval).")
     g.add_argument("--prompt", required=True, type=_prompt, metavar="TEXT",
                    help="the user's message (sent with the model's chat template)")
     g.add_argument("--draft", choices=DRAFT_CHOICES, default="lookup",
@@ -209,7 +210,10 @@ def _generate(args) -> int:
     import math
 
     from ..lm import ModelNotInstalled, get_model
-    from ..lm.decode import draft_cost, generate, speculate, speedup
+    from ..lm.decode import draft_cost
+    from ..lm.race import fair_speedup, race
+
+    BOOTSTRAP_SEED = 7  # the interval is repeatable for the same run
 
     try:
         model = get_model()
@@ -225,10 +229,11 @@ def _generate(args) -> int:
         return 2
     temperature = 0.0 if args.temperature is None else args.temperature
     kw = dict(max_new=args.max_new, temperature=temperature, top_p=args.top_p)
-    plain = generate(model, ids, rng=args.seed, **kw)
-    spec = speculate(model, ids, _make_draft(args.draft), args.k, rng=args.seed, **kw)
+    r = race(model, ids, _make_draft(args.draft), args.k, rng=args.seed, **kw)
+    plain, spec = r.plain, r.spec
+    fair = fair_speedup(r.turns, rng=BOOTSTRAP_SEED)
     matched = spec.tokens == plain.tokens
-    gain = speedup(plain, spec)
+    gain = fair.speedup
     c = draft_cost(plain, spec) if spec.proposed else 0.0
 
     def num(x):
@@ -245,17 +250,22 @@ def _generate(args) -> int:
         plain_passes=plain.passes, prefill_ms=spec.prefill_ms, plain_wall_ms=plain.wall_ms,
         spec_wall_ms=spec.wall_ms, plain_tokens_per_s=plain.tokens_per_second,
         spec_tokens_per_s=spec.tokens_per_second, speedup=num(gain), draft_cost_c=c,
-        stopped=spec.stopped,
+        stopped=spec.stopped, speedup_low=num(fair.low), speedup_high=num(fair.high),
+        interval_level=fair.level, n_resamples=fair.n_resamples, rounds=fair.n_rounds,
+        verdict=fair.verdict, work_speedup=num(fair.work_speedup),
     )
     if args.json:
         print(json.dumps(out))
     else:
-        _print_generation(tok, plain, spec, args=args, out=out)
+        _print_generation(tok, plain, spec, fair, args=args, out=out)
     return 0
 
 
-def _print_generation(tok, plain, spec, *, args, out: dict) -> None:
-    """The human-readable report of ``generate``: the marked text, then the two runs."""
+def _print_generation(tok, plain, spec, fair, *, args, out: dict) -> None:
+    """The human-readable report of ``generate``: the marked text, the two runs, the race's
+    speedup with its interval and the work-based figure."""
+    import math
+
     texts = [tok.token_text(t) for t in spec.tokens]
     print(marked_text(texts, spec.marks))
     print()
@@ -265,12 +275,21 @@ def _print_generation(tok, plain, spec, *, args, out: dict) -> None:
     print(f"draft {args.draft}, k={args.k}: acceptance {rate} "
           f"({spec.accepted} of {spec.accepted + spec.rejected} judged, {spec.proposed} proposed), "
           f"{spec.tokens_per_pass:.2f} tokens per pass, draft cost c={out['draft_cost_c']:.3f}")
+    print("the two runs took turns, pass by pass; each clock counts only its own passes")
     print(f"plain       : {len(plain.tokens)} tokens in {plain.wall_ms / 1e3:.2f} s "
           f"({plain.tokens_per_second:.1f} tokens/s after a {plain.prefill_ms / 1e3:.2f} s prompt pass)")
     print(f"speculative : {len(spec.tokens)} tokens in {spec.wall_ms / 1e3:.2f} s "
           f"({spec.tokens_per_second:.1f} tokens/s after a {spec.prefill_ms / 1e3:.2f} s prompt pass)")
     gain = float("nan") if out["speedup"] is None else out["speedup"]
-    print(f"measured speedup: {gain:.2f}x (tokens per second, prompt pass excluded)")
+    if math.isfinite(fair.low):
+        print(f"measured speedup: {gain:.2f}x, {fair.level:.0%} interval {fair.low:.2f}x-{fair.high:.2f}x "
+              f"(bootstrap over {fair.n_rounds} rounds, {fair.n_resamples} resamples): {fair.verdict}")
+    else:
+        print(f"measured speedup: {gain:.2f}x ({fair.verdict}: an interval needs two rounds)")
+    if math.isfinite(fair.work_speedup):
+        n = fair.common_size
+        print(f"by the work: {fair.tokens_per_pass:.2f} tokens per pass, a pass over {n} positions cost "
+              f"{fair.cost_of(n):.1f}x a step (medians) -> {fair.work_speedup:.2f}x on an idle machine")
     if out["temperature"] == 0:
         print("output matches plain greedy decoding: " + ("yes" if out["matched_plain"] else "NO"))
     else:

@@ -186,6 +186,7 @@ class JobQueue:
         self._by_key: collections.OrderedDict[Any, Job] = collections.OrderedDict()
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._durations: collections.deque[float] = collections.deque(maxlen=RECENT_RUNS)
 
     # -- public -----------------------------------------------------------------------------
 
@@ -235,6 +236,18 @@ class JobQueue:
     def running(self) -> int:
         with self._lock:
             return len(self._running)
+
+    def recent_run_s(self) -> tuple[float, ...]:
+        """How long the last runs that finished took (seconds from start to end, newest last;
+        at most :data:`RECENT_RUNS`): what an estimated wait is computed from."""
+        with self._lock:
+            return tuple(self._durations)
+
+    def running_elapsed_s(self) -> tuple[float, ...]:
+        """Seconds each running job has been running so far."""
+        now = time.monotonic()
+        with self._lock:
+            return tuple(now - j.started_at for j in self._running if j.started_at is not None)
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Cancel everything and stop the workers (for tests and process exit)."""
@@ -311,6 +324,8 @@ class JobQueue:
             with self._lock:
                 self._running.discard(job)
                 job._finish(state)
+                if state == DONE:
+                    self._durations.append(job.finished_at - job.started_at)
                 # Only a whole result is shared: a failed, cancelled or cut-short run is not.
                 partial = state != DONE or job.timed_out
                 if partial and job.key is not None and self._by_key.get(job.key) is job:
@@ -326,6 +341,8 @@ def lower_priority(nice: int) -> None:
         log.info("could not set a worker thread's niceness; it runs at the process's priority")
 
 
+#: Finished runs whose durations a queue keeps for estimating waits.
+RECENT_RUNS = 20
 #: Runs that may wait in the shared queue behind the running ones.
 SHARED_MAX_WAITING = 32
 #: Threads of one matrix product in a model process (see :func:`shared_queue`).

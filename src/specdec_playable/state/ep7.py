@@ -2,8 +2,9 @@
 
 The visitor picks a task (or types a prompt), a draft, k, a token budget and greedy or sampling
 decoding, and presses Run. The run goes to the process's one worker queue
-(:func:`serve.jobs.shared_queue`): a speculative run and a plain run of the same prompt
-(:func:`lm.compare.compare`), made in the worker's own model process
+(:func:`serve.jobs.shared_queue`): a speculative run and a plain run of the same prompt, taking
+turns pass by pass so that both meet the same load (:func:`lm.compare.compare`, :mod:`lm.race`),
+made in the worker's own model process
 (:mod:`serve.model_process`), off the server's event loop and out of its interpreter lock. A task's run with given settings
 is computed once per process and shared (its job has a key); a typed prompt runs for its visitor
 alone.
@@ -32,17 +33,22 @@ from ..sim import theory
 from .. import lm
 from ..shipped import asset_path
 from ..lm.compare import Comparison, comparison_from_json
-from ..lm.prompts import PROMPTS
+from ..lm.prompts import PROMPTS, TASK_CHECKS
 
-#: The tasks, in the order the page offers them: key of lm.prompts.PROMPTS -> label.
+#: The tasks, in the order the page offers them: key of lm.prompts.PROMPTS -> label. Each is a
+#: task SmolLM2-135M really does (its greedy reply is checked: lm.prompts.TASK_CHECKS).
 TASKS = {
-    "code-edit": "Code edit: rename a function's names",
-    "extraction": "Extraction: people and their cities",
-    "json-reshape": "JSON reshape: the same record, keys in capitals",
-    "table": "Continue a table: planets and their moons",
-    "sky": "Explanation: why the sky is blue",
-    "poem": "Free-verse poem: an old kettle",
+    "repeat": "Copy: repeat a sentence exactly",
+    "json-person": "Copy: a person's details as JSON",
+    "where": "Extraction: where Jonas Berg works",
+    "sum-function": "Fresh writing: a Python sum function",
+    "sky": "Fresh writing: why the sky is blue",
 }
+#: Why prompt lookup's acceptance differs between the two kinds of task (shown with the prompt).
+COPY_LINE = ("A copy task: the reply repeats words of the prompt, and prompt lookup guesses by "
+             "copying what followed the same words in the prompt, so many of its guesses are right.")
+FRESH_LINE = ("Fresh writing: the reply’s words are not in the prompt, so prompt lookup has little to "
+              "copy and few of its guesses are right.")
 CUSTOM = "custom"
 #: The drafts the page offers: key of lm.compare.DRAFTS -> label.
 DRAFT_LABELS = {
@@ -55,11 +61,15 @@ PROMPT_MAX_CHARS = 500
 #: The longest draft Episode 7 offers (the real decoders take up to lm.decode.LM_K_MAX).
 REAL_K_SLIDER_MAX = 8
 MAX_NEW_MAX = 128
+MAX_NEW_DEFAULT = 64
 #: A run (both decodings, and the model's first load) stops after this long.
 JOB_BUDGET_S = 120.0
 #: What a visitor's run is doing, as the page says it.
 STATUSES = ("idle", "queued", "running", "done", "cancelled", "failed", "refused", "recorded")
 RECORDED = "lm/ep7_recorded.json.gz"
+#: What the page says once a run is cancelled (what both runs wrote stays on the page).
+CANCELLED_LINE = ("Cancelled: both runs stop at their next pass. What they wrote so far is shown; "
+                  "no speedup is measured from a cancelled run.")
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,13 @@ class Settings:
                 f"up to {self.max_new} new tokens · {mode}")
 
 
+def kind_line(task: str) -> str:
+    """Whether a task is a copy task or fresh writing, and what that does to prompt lookup."""
+    if task not in TASK_CHECKS:
+        return ""
+    return COPY_LINE if TASK_CHECKS[task][1] else FRESH_LINE
+
+
 def check_prompt(text: str | None) -> str:
     """A typed prompt as it will be sent, or ValueError saying why not."""
     text = "" if text is None else str(text)
@@ -112,7 +129,7 @@ class RealText(param.Parameterized):
     """
 
     task = param.Selector(
-        default="table", objects={**{v: k for k, v in TASKS.items()}, "Your own prompt": CUSTOM},
+        default="repeat", objects={**{v: k for k, v in TASKS.items()}, "Your own prompt": CUSTOM},
         label="Task", doc="A prepared task (each one computed once on this server and shared), "
                           "or your own prompt (run live, for you alone).")
     prompt = param.String(
@@ -125,7 +142,7 @@ class RealText(param.Parameterized):
         default=4, bounds=(1, REAL_K_SLIDER_MAX), label="Draft length k",
         doc="Most tokens the draft guesses before one pass of the model checks them.")
     max_new = param.Integer(
-        default=64, bounds=(1, MAX_NEW_MAX), label="New tokens (at most)",
+        default=MAX_NEW_DEFAULT, bounds=(1, MAX_NEW_MAX), label="New tokens (at most)",
         doc="The token budget of each run; a run also ends when the model ends its reply.")
     decoding = param.Selector(
         default="greedy", objects=DECODINGS, label="Decoding",
@@ -226,7 +243,7 @@ class RealText(param.Parameterized):
                       message=stopped_line(job.result))
         elif state == jobs.CANCELLED:
             self._set(status="cancelled", position=0, comparison=_latest(job),
-                      message="Cancelled: the worker stopped this run.")
+                      message=CANCELLED_LINE)
         else:
             self._set(status="failed", position=0, message=job.error or "The run failed.")
         return False
@@ -238,7 +255,7 @@ class RealText(param.Parameterized):
             return
         handle.cancel()
         self._set(status="cancelled", position=0, comparison=_latest(handle.job),
-                  message="Cancelled.")
+                  message=CANCELLED_LINE)
 
     def close(self) -> None:
         """The visitor left (tab closed): cancel the run, if any."""
@@ -294,9 +311,41 @@ def cost_words(cost: float) -> str:
     return f"{cost:.3f}" if cost >= 0.0005 else "under 0.001"
 
 
+def interval_words(f) -> str:
+    """The bootstrap interval of a fair speedup, in words."""
+    return (f"{f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}× (bootstrap over "
+            f"{_n(f.n_rounds, 'round')}, {f.n_resamples:,} resamples)")
+
+
 def verdict(c: Comparison) -> str:
-    """The run's headline, from its measured speedup."""
-    return f"On this run speculative decoding was {ratio_words(c.speedup)}."
+    """The run's headline: faster, slower or no measurable difference, from the fair interval."""
+    f = c.fair
+    if f is None:
+        return f"On this run speculative decoding was {ratio_words(c.speedup)}."
+    if f.verdict == "too few rounds":
+        return (f"Too few rounds to measure a speedup: {_n(f.n_rounds, 'round')} "
+                "(the interval needs at least two); run more new tokens.")
+    shown = f"{f.speedup:.2f}×"
+    if f.verdict == "faster":
+        return f"Speculative decoding was faster: {shown} plain decoding’s speed, {interval_words(f)}."
+    if f.verdict == "slower":
+        return (f"Speculative decoding was slower: {shown} plain decoding’s speed, {interval_words(f)}; "
+                f"plain decoding was {1 / f.speedup:.2f}× as fast.")
+    return (f"No measurable difference: {shown} plain decoding’s speed, but its {interval_words(f)} "
+            "includes 1.")
+
+
+def work_words(c: Comparison) -> str:
+    """The work-based figure: tokens per pass against this run's measured cost of a pass."""
+    f = c.fair
+    if f is None or not math.isfinite(f.work_speedup):
+        return ""
+    n = f.common_size
+    cost = f.cost_of(n)
+    return (f"By the work alone, what an idle machine would show: {f.tokens_per_pass:.2f} tokens "
+            f"per pass, and a pass over {n} position{'' if n == 1 else 's'} cost {cost:.1f}× a plain "
+            f"step in this run (medians of {_n(int(f.size_counts.max()), 'pass', 'passes')} and "
+            f"{_n(int(c.plain.passes), 'step')}), so {f.work_speedup:.2f}×.")
 
 
 def why(c: Comparison, k: int) -> str:
@@ -309,7 +358,7 @@ def why(c: Comparison, k: int) -> str:
                      f"({s.acceptance_rate:.0%}), so each pass wrote {s.tokens_per_pass:.2f} tokens")
         if math.isfinite(c.verify_cost):
             parts.append(f"but a verify pass over up to {k + 1} positions cost {c.verify_cost:.1f}× a "
-                         f"plain step ({c.verify_ms:,.0f} ms against {c.step_ms:,.0f} ms)")
+                         f"plain step on average ({c.verify_ms:,.0f} ms against {c.step_ms:,.0f} ms)")
         if math.isfinite(c.draft_cost):
             parts.append(f"and each guess cost {cost_words(c.draft_cost)} of a step to make "
                          f"({s.draft_ms_per_token:.2f} ms)")
@@ -320,25 +369,8 @@ def why(c: Comparison, k: int) -> str:
     if s.proposed and idle:
         text += (f" The draft had no guess at {idle} of the {s.passes} passes; those were plain "
                  "decode steps.")
-    return text + noisy_clock_words(c)
-
-
-#: A measured speedup this far above what the tokens per pass allow is said to be the clock's noise.
-NOISE_MARGIN = 1.05
-
-
-def noisy_clock_words(c: Comparison) -> str:
-    """A warning when the measured speedup is more than the tokens per pass allow (else empty).
-
-    A pass of the model over several positions never costs less than a plain step over one, so
-    speculation can be at most ``tokens_per_pass`` times as fast as plain decoding.
-    """
-    tpp, sp = c.spec.tokens_per_pass, c.speedup
-    if not (math.isfinite(tpp) and math.isfinite(sp)) or sp <= NOISE_MARGIN * tpp:
-        return ""
-    return (f" But {sp:.2f}× is more than its {tpp:.2f} tokens per pass allow (a pass never costs "
-            "less than a plain step): the two runs ran one after the other, and this shared "
-            "server's load changed in between. Run it again to see how much its clocks move.")
+    work = work_words(c)
+    return text + (" " + work if work else "")
 
 
 def map_words(c: Comparison, k: int) -> str | None:
@@ -392,24 +424,59 @@ def stopped_line(c: Comparison | None) -> str:
     return ""
 
 
+def estimated_wait_s(position: int, workers: int, running_elapsed_s, recent_run_s) -> float | None:
+    """Seconds until a run at ``position`` in line starts, from the measured run times.
+
+    Each run ahead is taken to last the median of ``recent_run_s`` (the last runs that finished
+    on this server); a running one has that minus what it has already run (at least 0). The
+    runs ahead go to whichever worker frees first. None when no run has finished yet.
+    """
+    if not recent_run_s or position < 1:
+        return None
+    typical = float(sorted(recent_run_s)[len(recent_run_s) // 2])
+    free = sorted([max(typical - e, 0.0) for e in running_elapsed_s][:workers]
+                  + [0.0] * max(workers - len(running_elapsed_s), 0))
+    for _ in range(position - 1):
+        free[0] += typical
+        free.sort()
+    return free[0]
+
+
+def wait_words(position: int, workers: int, running_elapsed_s, recent_run_s) -> str:
+    """The estimated wait in a sentence, with what it was computed from."""
+    wait = estimated_wait_s(position, workers, running_elapsed_s, recent_run_s)
+    if wait is None:
+        return "No run has finished on this server yet, so there is no measured time to estimate the wait from."
+    typical = float(sorted(recent_run_s)[len(recent_run_s) // 2])
+    runs = _n(len(recent_run_s), "run")
+    when = "in a moment" if wait < 1 else f"in about {_seconds(wait)}"
+    return f"Estimated start {when}: the last {runs} here took {_seconds(typical)} each (median)."
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
+
+
 def status_line(status: str, position: int, c: Comparison | None, *, workers: int, running: int,
-                model_loaded: bool) -> str:
+                model_loaded: bool, running_elapsed_s=(), recent_run_s=()) -> str:
     """What the visitor's run is doing, in one line (plain text)."""
     if status == "queued":
-        return (f"Waiting in line: position {position}. The server runs at most {workers} at once "
-                f"(one per core); {running} {'is' if running == 1 else 'are'} running now.")
+        if running < workers:
+            return (f"Waiting in line: position {position}. A worker is free, so this run starts "
+                    "in a moment.")
+        return (f"Waiting in line: position {position}. All {workers} workers are busy (one run per "
+                f"core). " + wait_words(position, workers, running_elapsed_s, recent_run_s))
     if status == "running":
         if c is None or c.spec is None:
             return ("Loading the model on the server (once per worker process)…" if not model_loaded
                     else "Starting…")
-        if c.phase == "speculative":
-            return (f"Speculative run: {_n(len(c.spec.tokens), 'token')} in {c.spec.wall_ms / 1e3:.1f} s "
-                    f"so far ({_n(c.spec.passes, 'pass', 'passes')} after the prompt’s).")
-        n = len(c.plain.tokens) if c.plain else 0
-        return (f"Plain run of the same prompt: {_n(n, 'token')} in "
-                f"{(c.plain.wall_ms if c.plain else 0) / 1e3:.1f} s so far.")
+        n_plain = len(c.plain.tokens) if c.plain is not None else 0
+        return (f"Racing, pass by pass: speculative {_n(len(c.spec.tokens), 'token')} "
+                f"({_n(c.spec.passes, 'pass', 'passes')} after the prompt’s), plain "
+                f"{_n(n_plain, 'token')} so far.")
     if status == "idle":
-        return "Press Run: the server writes the reply twice, speculatively and then plainly."
+        return ("Press Run: the server writes the reply twice, speculatively and plainly, taking turns "
+                "pass by pass so that both meet the same load.")
     return ""
 
 
@@ -458,7 +525,16 @@ def recorded_meta() -> dict:
 
 @lru_cache(maxsize=1)
 def recorded_runs() -> dict[tuple[str, str], Comparison]:
-    """(task, draft) -> the recorded Comparison (empty if no recording ships)."""
+    """(task, draft) -> the recorded Comparison, the repeat with the median speedup (empty if no
+    recording ships)."""
     if not _has_recording():
         return {}
-    return {(r["task"], r["draft"]): comparison_from_json(r["run"]) for r in _recording()["runs"]}
+    return {(r["task"], r["draft"]): comparison_from_json(r["run"]) for r in _recording()["runs"]
+            if r["task"] in TASKS}
+
+
+def recorded_repeats() -> dict[tuple[str, str], tuple[dict, ...]]:
+    """(task, draft) -> every repeat's ``speedup, low, high, work_speedup, verdict, load_average``."""
+    if not _has_recording():
+        return {}
+    return {(r["task"], r["draft"]): tuple(r.get("repeats", ())) for r in _recording()["runs"]}

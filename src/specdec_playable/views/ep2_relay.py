@@ -30,8 +30,11 @@ DRAFT_Y, BIG_Y, BAND_Y = 1.2, 0.0, 0.6
 BOX_H = 0.56
 #: Height of a bad round's band: it spans both lanes.
 BAND_H = 1.95
-#: The big model's own token is drawn as the last part of its pass, this long at most.
+#: The big model's own token is drawn as the last part of its pass, this long at most, and at
+#: most this share of the pass, so the pass's "+n" label (at its middle) stays in the open
+#: (Episode 2's 600 ms passes: 120 ms either way; Episode 7's real passes are far shorter).
 OWN_TOKEN_MS = 120.0
+OWN_TOKEN_SHARE = 0.2
 #: While playing, the time axis follows the clock over this many rounds, so a draft step is
 #: wide enough to read; at the end it shows the whole run.
 ROUNDS_IN_VIEW = 3.5
@@ -154,10 +157,12 @@ def _verify_passes(res: RelayResult) -> list[Box]:
     for r, s, e in zip(verify.round.tolist(), verify.start_ms.tolist(), verify.end_ms.tolist()):
         d, a, made = (int(rounds[c][r]) for c in ("drafted", "accepted", "tokens"))
         extra = own.get(r)
+        own_start = e - min(OWN_TOKEN_MS, OWN_TOKEN_SHARE * (e - s))
         how = ("" if extra is None else
                " + the big model's own token" if extra[0] == "correction" else " + a bonus token")
         out.append(Box(
             "big", s, e, BIG_Y, BOX_H, f"+{made}", "verify", label_size="11px",
+            label_end=own_start if extra is not None else e,
             tip=(f"round {r + 1}: one pass checks {plural(d, 'draft')} at once → {a} accepted{how} = "
                  f"{plural(made, 'token')}")))
         if extra is not None:
@@ -165,7 +170,7 @@ def _verify_passes(res: RelayResult) -> list[Box]:
             what = ("its own token at the first miss" if kind == "correction"
                     else "a bonus token: every draft was right, so the same pass adds one more")
             out.append(Box(
-                "big", e - min(OWN_TOKEN_MS, e - s), e, BIG_Y, BOX_H, theme.STATUS[kind]["mark"], kind,
+                "big", own_start, e, BIG_Y, BOX_H, theme.STATUS[kind]["mark"], kind,
                 shown=e, label_size="14px",
                 tip=f"round {r + 1}: the big model writes “{txt.strip()}”, {what}"))
     return out

@@ -33,8 +33,8 @@ from ..sim.events import Events
 from ..lm.compare import WRITTEN, Comparison, token_texts
 from ..lm.decode import Generation
 from ..sim.relay import RelayResult
-from ..state.ep7 import (CUSTOM, PROMPT_MAX_CHARS, RealText, check_words, cost_words, map_words,
-                         ratio_words, status_line, verdict, why)
+from ..state.ep7 import (CUSTOM, PROMPT_MAX_CHARS, RealText, check_words, cost_words, kind_line,
+                         map_words, ratio_words, status_line, verdict, why)
 from . import theme
 from .ep2_relay import STYLES, relay_timeline, token_span
 from .lanes import Box, Lane, LanePlayer, Timeline
@@ -42,6 +42,8 @@ from .page import StateView, esc, page_css, prose, share
 
 DRAFT_Y, BIG_Y, PLAIN_Y = 1.2, 0.0, -1.2
 BOX_H = 0.56
+#: Width of the controls' column (px): the task select shows every task's whole name.
+CONTROLS_PX = 380
 #: How often a session polls its running job (ms).
 POLL_MS = 300
 #: A run whose page has had no connection this long is cancelled before the session ends.
@@ -161,10 +163,17 @@ def _written_by(run: Generation) -> tuple[np.ndarray, np.ndarray]:
     return t, n
 
 
-def _speedup_label(speedup: float) -> str:
-    words = ratio_words(speedup)
-    return "measured: " + words.split(":")[0] if words.startswith("slower") else \
-        "measured speedup, tokens per second (prompt pass excluded)"
+def _speedup_label(c: Comparison) -> str:
+    """The caption under the speedup: the fair verdict and its interval (or the old ratio)."""
+    f = c.fair
+    if f is None:
+        words = ratio_words(c.speedup)
+        return "measured: " + words.split(":")[0] if words.startswith("slower") else \
+            "measured speedup, tokens per second (prompt pass excluded)"
+    if f.verdict == "too few rounds":
+        return "measured speedup: too few rounds for an interval"
+    what = {"faster": "faster", "slower": "slower"}.get(f.verdict, "no measurable difference")
+    return f"{what}: {f.level:.0%} interval {f.low:.2f}–{f.high:.2f}× over {f.n_rounds} rounds"
 
 
 def clock_rows(c: Comparison) -> dict:
@@ -185,11 +194,11 @@ def clock_rows(c: Comparison) -> dict:
             rows[f"{who}_label"].append(_run_label(run, n, finished))
         both = all(done)
         rows["speedup"].append(f"{c.speedup:.2f}×" if both and math.isfinite(c.speedup) else "…")
-        rows["speedup_label"].append(_speedup_label(c.speedup) if both else
+        rows["speedup_label"].append(_speedup_label(c) if both else
                                      "measured speedup: once both runs have ended")
         rows["when"].append("Both runs have ended." if both else
-                            f"{t / 1e3:.2f} s into each run (they ran one after the other; "
-                            "each clock starts at its own run’s start)")
+                            f"{t / 1e3:.2f} s into each run’s own time (the two took turns, pass "
+                            "by pass; each clock counts only its own passes)")
     return rows
 
 
@@ -280,11 +289,10 @@ def text_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
     """Both texts, the speculative one with Episode 2's marks. ``timed``: replayable by the hook."""
     spec_live, spec_ghost = _spec_spans(c.spec, timed) if c is not None and c.spec is not None else ([], [])
     plain_live, plain_ghost = _plain_spans(c.plain, timed) if c is not None and c.plain is not None else ([], [])
-    waiting = "Waiting for the speculative run to finish…"
     return (f'<div class="ep7-texts" data-sdp="{esc(uid)}-text">'
             + _textbox("Speculative decoding", spec_live, spec_ghost, "ep7-spec", "Nothing written yet.")
             + _textbox("Plain decoding, same prompt", plain_live, plain_ghost, "ep7-plain",
-                       waiting if c is not None and c.plain is None else "Nothing written yet.")
+                       "Nothing written yet.")
             + "</div>")
 
 
@@ -310,7 +318,7 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
     finished = c is not None and c.finished and plain is not None
     sp = c.speedup if finished else math.nan
     big.append(_stat(f"{sp:.2f}×" if math.isfinite(sp) else "…",
-                     _speedup_label(sp) if math.isfinite(sp) else "measured speedup: once both runs have ended",
+                     _speedup_label(c) if math.isfinite(sp) else "measured speedup: once both runs have ended",
                      keys=("speedup", "speedup_label") if timed else None))
     small = ""
     if spec is not None:
@@ -325,6 +333,9 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
             + _stat(cost_words(cost) if math.isfinite(cost) else "–",
                     "draft cost c: one guess over one plain step")
             + _stat(f"{vcost:.1f}×" if math.isfinite(vcost) else "–", "one verify pass over one plain step")
+            + (_stat(f"{c.fair.work_speedup:.2f}×", "by the work: tokens per pass over the pass’s "
+                     "measured cost (an idle machine)")
+               if c.fair is not None and math.isfinite(c.fair.work_speedup) else "")
             + "</div>")
     when = ('<p class="when" data-k="when">Both runs have ended.</p>' if timed else "")
     return (f'<div class="ep2-clocks ep7-clocks" data-sdp="{esc(uid)}-clocks">'
@@ -367,7 +378,8 @@ def status_html(state: RealText) -> str:
     """The run's place in line or progress, and any message, in a line or two."""
     queue = state.queue
     line = status_line(state.status, state.position, state.comparison, workers=queue.workers,
-                       running=queue.running, model_loaded=interface.model_ready())
+                       running=queue.running, model_loaded=interface.model_ready(),
+                       running_elapsed_s=queue.running_elapsed_s(), recent_run_s=queue.recent_run_s())
     out = ""
     if line:
         out += f'<p class="ep7-status" role="status">{esc(line)}</p>'
@@ -380,9 +392,12 @@ def status_html(state: RealText) -> str:
     return out
 
 
-def prompt_html(text: str) -> str:
-    """A task's prompt as the model gets it (inside the chat template), as plain text."""
-    return f'<div class="ep7-prompt-box"><h3>The prompt</h3><pre class="ep7-prompt">{esc(text)}</pre></div>'
+def prompt_html(text: str, kind: str = "") -> str:
+    """A task's prompt as the model gets it (inside the chat template), as plain text, and
+    whether it is a copy task or fresh writing."""
+    line = f'<p class="ep7-kind">{esc(kind)}</p>' if kind else ""
+    return (f'<div class="ep7-prompt-box"><h3>The prompt</h3><pre class="ep7-prompt">{esc(text)}</pre>'
+            f"{line}</div>")
 
 
 def counter_text(text: str | None) -> str:
@@ -407,16 +422,19 @@ def legend_html() -> str:
     return f'<div class="ep2-legend" aria-label="Legend">{spans}</div>'
 
 
-def recorded_html(rows: list[tuple[str, str, float, float, float]], date: str) -> str:
-    """The recorded runs as a table: task, draft, acceptance, tokens per pass, measured speedup."""
+def recorded_html(rows: list[tuple], date: str) -> str:
+    """The recorded runs as a table: task, draft, acceptance, tokens per pass, the work-based
+    figure, and the measured speedup (median of the repeats, with their range and verdict)."""
     body = "".join(
         f"<tr><td>{esc(task)}</td><td>{esc(draft)}</td><td class=\"n\">{share(acc)}</td>"
-        f"<td class=\"n\">{tpp:.2f}</td><td class=\"n\">{sp:.2f}×</td></tr>"
-        for task, draft, acc, tpp, sp in rows)
-    return (f'<div class="ep7-wrap"><table class="ep7-table"><caption>Recorded on {esc(date)}</caption>'
+        f"<td class=\"n\">{tpp:.2f}</td><td class=\"n\">{work:.2f}×</td>"
+        f"<td class=\"n\">{sp:.2f}×</td><td class=\"n\">{lo:.2f}–{hi:.2f}×</td><td>{esc(said)}</td></tr>"
+        for task, draft, acc, tpp, work, sp, lo, hi, said in rows)
+    return (f'<div class="ep7-wrap"><table class="ep7-table"><caption>{esc(date)}</caption>'
             "<thead><tr><th>task</th><th>draft</th><th class=\"n\">guesses accepted</th>"
-            "<th class=\"n\">tokens per pass</th>"
-            f"<th class=\"n\">speedup</th></tr></thead><tbody>{body}</tbody></table></div>")
+            "<th class=\"n\">tokens per pass</th><th class=\"n\">by the work</th>"
+            "<th class=\"n\">speedup (median)</th><th class=\"n\">the repeats</th>"
+            f"<th>median run’s verdict</th></tr></thead><tbody>{body}</tbody></table></div>")
 
 
 # --- the view ------------------------------------------------------------------------------------
@@ -482,7 +500,7 @@ class RealTextView(StateView):
         self.prompt_input.visible = self.counter.visible = custom
         self.prompt_view.visible = not custom
         if not custom:
-            self.prompt_view.object = prompt_html(self.state.settings().prompt)
+            self.prompt_view.object = prompt_html(self.state.settings().prompt, kind_line(self.state.task))
 
     def _show_sampling(self, *_):
         self.temperature.visible = self.seed.visible = self.state.decoding == "sampling"
@@ -528,7 +546,8 @@ class RealTextView(StateView):
         """The lane player and its legend, the first time a finished run is drawn."""
         self.player = LanePlayer(
             LANES, name="ep7", height=300, y_pad=(0.62, 0.55),
-            x_label="wall clock (measured ms; each run from its own start)", speeds=SPEEDS,
+            x_label="wall clock (measured ms; each run’s own passes end to end, from its own start)",
+            speeds=SPEEDS,
             step_label="Step one pass", lane_clocks=False, styles=STYLES,
             frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rows, uid=self.uid), min_label_px=6)
         self.lanes.objects = [
@@ -573,6 +592,8 @@ class RealTextView(StateView):
             self.check.object = check_html(kind, sentence, self.uid, ep6_href=self.ep6_href)
 
     def layout(self):
+        """The first screen: the controls, and beside them the run's status, clocks, texts and
+        check (the result); the run's notes and lanes below."""
         s = self.state
         wide = dict(sizing_mode="stretch_width")
         controls = pn.Column(
@@ -584,15 +605,17 @@ class RealTextView(StateView):
             pn.widgets.RadioButtonGroup.from_param(s.param.decoding, **wide),
             self.temperature, self.seed,
             pn.Row(self.run_button, self.cancel_button),
-            name="ep7-controls", width=330, styles={"flex": "0 1 330px"},
+            self.prompt_view,
+            name="ep7-controls", sizing_mode="stretch_width", min_width=280, max_width=CONTROLS_PX,
+            styles={"flex": f"0 1 {CONTROLS_PX}px"},
         )
         notice = prose(f'<p class="sdp-notice">{esc(self.notice)}</p>', name="ep7-notice") \
             if self.notice else None
+        result = pn.Column(self.status, self.clocks, self.text, self.check, **wide,
+                           styles={"flex": "1 1 420px"}, min_width=280, name="ep7-result")
         return pn.Column(
             *([notice] if notice else []),
-            pn.FlexBox(controls, pn.Column(self.prompt_view, self.status, **wide,
-                                           styles={"flex": "1 1 340px"}, min_width=280),
-                       flex_wrap="wrap", gap="8px 28px", **wide),
-            self.clocks, self.text, self.check, self.notes, self.lanes,
+            pn.FlexBox(controls, result, flex_wrap="wrap", gap="8px 28px", **wide),
+            self.notes, self.lanes,
             sizing_mode="stretch_width",
         )

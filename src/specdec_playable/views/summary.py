@@ -42,7 +42,7 @@ LINKS: dict[int, dict[str, object]] = {
     4: {"left": _EP4.left.default, "right": _EP4.right.default},
     5: {"k": 4, "c": 0.15},
     6: {"bias": 0.9, "n_samples": 100_000},
-    7: {"task": "table", "draft": "lookup", "k": 4},
+    7: {"task": "repeat", "draft": "lookup", "k": 4},
     8: {"batch": 1},
 }
 
@@ -103,9 +103,9 @@ def sentences() -> Mapping[int, str]:
     r_gpu = float(gpu.time_ms(5) / gpu.time_ms(1))
     run = recorded_runs().get((LINKS[7]["task"], LINKS[7]["draft"]))
     rec = ("" if run is None or not run.finished else
-           f" In the run recorded on {recorded_meta()['date']}, prompt lookup on a table was "
+           f" In the run recorded on {recorded_meta()['date']}, prompt lookup on repeating a sentence was "
            f"{_x(run.speedup)} as fast as plain decoding.")
-    out[7] = (f"A real model on this server's CPU, where a pass over 5 positions costs {_x(r_cpu)} a "
+    out[7] = (f"A real model on a CPU, where a pass over 5 positions costs {_x(r_cpu)} a "
               f"one-position step (on the H200, {_x(r_gpu)}), so a draft must be right often to pay."
               + rec)
     busy = BusyAndTrees(**LINKS[8])

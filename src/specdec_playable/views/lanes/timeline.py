@@ -53,7 +53,9 @@ class Box:
     and ``tip_before``; it appears at ``shown`` and its label at ``label_at``.
     Left unset, ``shown`` and ``judged`` are the box's start, ``label_at`` its end,
     ``tip`` its label, and the "before" fields the judged ones; ``label_size`` and
-    ``label_color`` (None) are the player's and the status's.
+    ``label_color`` (None) are the player's and the status's. ``label_end`` (the box's end
+    when unset) is where the label's room ends: the label is centred in ``start..label_end`` and
+    hidden when it does not fit there (a box drawn over the box's last part leaves it clear).
     """
 
     lane: str
@@ -73,9 +75,11 @@ class Box:
     label_before: str | None = None
     tip_before: str | None = None
     opacity: float = 1.0
+    label_end: float | None = None
 
     def __post_init__(self):
         fill = dict(shown=self.start, judged=self.start, label_at=self.end, tip=self.label,
+                    label_end=self.end,
                     status_before=self.status, label_before=self.label)
         for name, value in fill.items():
             if getattr(self, name) is None:
@@ -172,11 +176,13 @@ def bar_columns(timeline: Timeline, styles: Mapping[str, dict], *, label_size: s
     tip_a = [str(b.tip) for b in boxes]
     tip_b = [str(b.tip_before) for b in boxes]
     sizes = [b.label_size or label_size for b in boxes]
+    label_end = np.array([b.label_end for b in boxes], dtype=float)
     opacity = np.array([b.opacity for b in boxes], dtype=float)
     bottom, top = y - h / 2, y + h / 2
     data = dict(
         lane=[b.lane for b in boxes], status=status, status_before=before,
-        start=start, end=end, right=end.copy(), mid=(start + end) / 2, y=y, bottom=bottom, top=top,
+        start=start, end=end, right=end.copy(), mid=(start + label_end) / 2, label_end=label_end,
+        y=y, bottom=bottom, top=top,
         shown=np.array([b.shown for b in boxes], dtype=float),
         judged=np.array([b.judged for b in boxes], dtype=float),
         label_at=np.array([b.label_at for b in boxes], dtype=float),
@@ -193,7 +199,7 @@ def bar_columns(timeline: Timeline, styles: Mapping[str, dict], *, label_size: s
         data[f"hb{j}"] = np.where(on, bottom, y)
         data[f"ht{j}"] = np.where(on, top, y)
     if min_label_px > 0:
-        ok = _label_width_ok(start, end, label_a, sizes, min_label_px,
+        ok = _label_width_ok(start, label_end, label_a, sizes, min_label_px,
                              ASSUMED_PLOT_PX / timeline.axis_end)
         data["label_alpha"] = ok.astype(float)
     return data

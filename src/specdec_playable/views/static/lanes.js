@@ -156,7 +156,8 @@ function drawBoxes(t) {
     if (px_per_ms !== null && d.label[i]) {
       const need = Math.max(opts.min_label_px, textWidth(d.label[i], d.label_size[i], 'bold') + LABEL_PAD_PX);
       const at = (d.mid[i] - xr.start) * px_per_ms;     // and labels outside the frame
-      fits = (e - s) * px_per_ms >= need && at - need / 2 >= 0 && at + need / 2 <= frame_px;
+      fits = (d.label_end[i] - s) * px_per_ms >= need   // the label's room: start..label_end
+        && at - need / 2 >= 0 && at + need / 2 <= frame_px;
     }
     d.label_alpha[i] = started && fits && t >= d.label_at[i] ? 1 : 0;
     for (let j = 0; j < opts.hatches.length; j++) {   // one overlay per hatch pattern

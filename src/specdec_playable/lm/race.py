@@ -1,0 +1,451 @@
+"""A fair race: plain and speculative decoding of one prompt, interleaved in one process.
+
+Two runs timed one after the other measure the machine twice: if its load changes in between
+(another visitor's run, another program), the load decides the speedup, not the draft.
+:func:`race` runs both at once instead, taking turns: each run has its own KV cache and its own
+thread, and only one holds the turn at a time, so the two never compete for the cores. After
+every pass the run that has written fewer tokens goes next (the speculative run on a tie), so
+a speculative round is followed by about as many plain steps as it wrote tokens, and a change of
+load hits both runs within the same moments.
+
+Every turn is timed (:class:`Turns`). :func:`fair_speedup` groups them into rounds (one
+speculative round and the plain steps that ran next to it), reports the speedup as plain time
+per token over speculative time per token, with a bootstrap interval over rounds, and the
+work-based figure beside it: tokens per pass against the measured cost of each pass size (the
+median turn of each size over the median plain step, in the same run), i.e. what the speedup
+would be on an idle machine. Where the interval includes 1, there is no measurable difference.
+
+Both runs are :func:`.decode.generate` and :func:`.decode.speculate` themselves, so greedy
+speculative output is plain greedy output token for token. The generations returned have
+their clocks compacted: the time a run waited for the other's turns is taken out, so each
+reads as if it had run alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..sim import validate as _v
+from ..sim.events import Events
+from .decode import Generation, Update, generate, speculate
+
+SPEC, PLAIN = "spec", "plain"
+RUNS = (SPEC, PLAIN)
+#: Resamples of the bootstrap over rounds, and the interval's coverage.
+N_RESAMPLES = 2000
+LEVEL = 0.95
+#: Verdicts of :class:`FairSpeedup`.
+VERDICTS = ("faster", "slower", "no measurable difference", "too few rounds")
+
+
+@dataclass(frozen=True, eq=False)
+class Turns:
+    """Every turn of a race, in the order the turns ran.
+
+    Attributes
+    ----------
+    run : numpy.ndarray of str
+        ``"spec"`` or ``"plain"``.
+    round : numpy.ndarray of int
+        The run's pass number (0 is its prompt's pass).
+    ms : numpy.ndarray of float
+        Wall time of the turn: the pass and its bookkeeping (for the speculative run, the
+        draft's guesses too).
+    tokens : numpy.ndarray of int
+        Tokens the turn added to its run's output.
+    positions : numpy.ndarray of int
+        Positions the pass scored: 1 for a plain step, 1 + the guesses for a verify pass,
+        0 for a prompt pass.
+
+    Examples
+    --------
+    >>> t = Turns.from_rows([("spec", 1, 80.0, 3, 5), ("plain", 1, 40.0, 1, 1)])
+    >>> t.run.tolist(), float(t.ms.sum())
+    (['spec', 'plain'], 120.0)
+    """
+
+    run: np.ndarray
+    round: np.ndarray
+    ms: np.ndarray
+    tokens: np.ndarray
+    positions: np.ndarray
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple]) -> "Turns":
+        cols = list(zip(*rows)) if rows else [(), (), (), (), ()]
+        return cls(run=np.array(cols[0], dtype="<U5"), round=np.array(cols[1], np.int64),
+                   ms=np.array(cols[2], float), tokens=np.array(cols[3], np.int64),
+                   positions=np.array(cols[4], np.int64))
+
+    def __len__(self) -> int:
+        return int(self.run.size)
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name).tolist() for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Turns":
+        return cls.from_rows(list(zip(d["run"], d["round"], d["ms"], d["tokens"], d["positions"])))
+
+
+@dataclass(frozen=True, eq=False)
+class Race:
+    """A finished race: both runs (clocks compacted) and every turn."""
+
+    spec: Generation
+    plain: Generation
+    turns: Turns
+
+
+@dataclass(frozen=True, eq=False)
+class FairSpeedup:
+    """The speedup of a race, with its interval, and what the work alone predicts.
+
+    Attributes
+    ----------
+    speedup : float
+        Plain ms per token over speculative ms per token, over all rounds (prompt passes excluded).
+    low, high : float
+        The bootstrap percentile interval over rounds (NaN with fewer than two rounds).
+    level : float
+        Its coverage (0.95).
+    n_resamples : int
+        Bootstrap resamples.
+    n_rounds : int
+        Rounds: a speculative round and the plain steps that ran after it.
+    plain_ms_per_token, spec_ms_per_token : float
+    tokens_per_pass : float
+        Speculative tokens per pass (1 for plain decoding).
+    step_ms : float
+        Median plain step of this race.
+    sizes, size_ms, size_counts : numpy.ndarray
+        Each pass size the speculative run used (positions scored), the median turn at that
+        size, and how many turns it had.
+    work_speedup : float
+        What the speedup would be on an idle machine: the speculative tokens over the passes'
+        cost counted in plain steps (each pass at its size's median over the median step).
+
+    Examples
+    --------
+    >>> t = Turns.from_rows([("spec", 1, 90.0, 3, 5), ("plain", 1, 40.0, 1, 1), ("plain", 2, 40.0, 1, 1),
+    ...                      ("plain", 3, 40.0, 1, 1), ("spec", 2, 90.0, 3, 5), ("plain", 4, 40.0, 1, 1),
+    ...                      ("plain", 5, 40.0, 1, 1), ("plain", 6, 40.0, 1, 1)])
+    >>> f = fair_speedup(t, rng=0)
+    >>> round(f.speedup, 3), round(f.work_speedup, 3), f.verdict
+    (1.333, 1.333, 'faster')
+    """
+
+    speedup: float
+    low: float
+    high: float
+    level: float
+    n_resamples: int
+    n_rounds: int
+    plain_ms_per_token: float
+    spec_ms_per_token: float
+    tokens_per_pass: float
+    step_ms: float
+    sizes: np.ndarray
+    size_ms: np.ndarray
+    size_counts: np.ndarray
+    work_speedup: float
+
+    @property
+    def verdict(self) -> str:
+        """``faster`` or ``slower`` when the interval excludes 1; else no measurable difference."""
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return "too few rounds"
+        if self.low > 1.0:
+            return "faster"
+        if self.high < 1.0:
+            return "slower"
+        return "no measurable difference"
+
+    def cost_of(self, n_positions: int) -> float:
+        """Median turn over ``n_positions`` over the median plain step (NaN if never used)."""
+        hit = np.flatnonzero(self.sizes == n_positions)
+        return float(self.size_ms[hit[0]] / self.step_ms) if hit.size else math.nan
+
+    @property
+    def common_size(self) -> int:
+        """The pass size the speculative run used most (0 if it had no pass)."""
+        return int(self.sizes[np.argmax(self.size_counts)]) if self.sizes.size else 0
+
+
+def rounds_of(turns: Turns) -> np.ndarray:
+    """Per round, ``(spec ms, spec tokens, plain ms, plain tokens)``: shape (n_rounds, 4).
+
+    A round starts at each speculative turn and takes the plain turns that follow it; plain
+    turns before the first speculative turn join the first round, and turns of a run that
+    went on alone after the other ended join the round they follow. Prompt passes are left out.
+    """
+    keep = turns.round > 0
+    run, ms, tok = turns.run[keep], turns.ms[keep], turns.tokens[keep]
+    is_spec = run == SPEC
+    if not is_spec.any():
+        return np.zeros((0, 4))
+    block = np.maximum(np.cumsum(is_spec) - 1, 0)
+    n = int(block.max()) + 1
+    out = np.zeros((n, 4))
+    np.add.at(out[:, 0], block[is_spec], ms[is_spec])
+    np.add.at(out[:, 1], block[is_spec], tok[is_spec])
+    np.add.at(out[:, 2], block[~is_spec], ms[~is_spec])
+    np.add.at(out[:, 3], block[~is_spec], tok[~is_spec])
+    return out
+
+
+def _ratio(r: np.ndarray) -> np.ndarray:
+    """Speedup of rounds ``r`` (..., n, 4) summed over the rounds axis."""
+    s = r.sum(axis=-2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (s[..., 2] / s[..., 3]) / (s[..., 0] / s[..., 1])
+
+
+def _check_fair(n_resamples, level) -> tuple[int, float]:
+    return (_v.integer("n_resamples", n_resamples, 1, 1_000_000),
+            _v.real("level", level, 0.0, 1.0, lo_open=True))
+
+
+def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
+                 level: float = LEVEL) -> FairSpeedup:
+    """The speedup of a race with a bootstrap interval over rounds, and the work-based figure.
+
+    Parameters
+    ----------
+    turns : Turns
+    rng : numpy.random.Generator, int or None
+        Draws the bootstrap's resamples (seed it for a repeatable interval).
+    n_resamples : int
+        In [1, 1000000].
+    level : float
+        Coverage of the percentile interval, in (0, 1].
+
+    Returns
+    -------
+    FairSpeedup
+    """
+    n_resamples, level = _check_fair(n_resamples, level)
+    rng = _v.generator(rng)
+    r = rounds_of(turns)
+    n = r.shape[0]
+    point = float(_ratio(r)) if n else math.nan
+    low = high = math.nan
+    if n >= 2 and math.isfinite(point):
+        idx = rng.integers(0, n, size=(n_resamples, n))
+        boot = _ratio(r[idx])
+        boot = boot[np.isfinite(boot)]
+        if boot.size:
+            tail = 100 * (1 - level) / 2
+            low, high = (float(x) for x in np.percentile(boot, [tail, 100 - tail]))
+    s = r.sum(axis=0) if n else np.zeros(4)
+    decode = turns.round > 0
+    plain = decode & (turns.run == PLAIN)
+    spec = decode & (turns.run == SPEC)
+    step = float(np.median(turns.ms[plain])) if plain.any() else math.nan
+    sizes, counts = np.unique(turns.positions[spec], return_counts=True)
+    size_ms = np.array([np.median(turns.ms[spec & (turns.positions == z)]) for z in sizes], float)
+    spec_tokens = int(turns.tokens[spec].sum())
+    if spec.any() and math.isfinite(step) and step > 0:
+        cost = dict(zip(sizes.tolist(), (size_ms / step).tolist()))
+        work = spec_tokens / sum(cost[z] for z in turns.positions[spec].tolist())
+    else:
+        work = math.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        plain_mpt = float(s[2] / s[3]) if s[3] else math.nan
+        spec_mpt = float(s[0] / s[1]) if s[1] else math.nan
+    for a in (sizes, size_ms, counts):
+        a.setflags(write=False)
+    return FairSpeedup(
+        speedup=point, low=low, high=high, level=level, n_resamples=n_resamples, n_rounds=n,
+        plain_ms_per_token=plain_mpt, spec_ms_per_token=spec_mpt,
+        tokens_per_pass=spec_tokens / int(spec.sum()) if spec.any() else 1.0, step_ms=step,
+        sizes=sizes.astype(np.int64), size_ms=size_ms, size_counts=counts.astype(np.int64),
+        work_speedup=float(work))
+
+
+def two_clock_speedup(spec: Generation, plain: Generation, *, rng=None,
+                      n_resamples: int = N_RESAMPLES, level: float = LEVEL) -> tuple[float, float, float]:
+    """The old method, for comparison: two runs timed one after the other, each pass resampled
+    on its own clock. Returns ``(speedup, low, high)``; its interval cannot see a load change
+    between the runs."""
+    n_resamples, level = _check_fair(n_resamples, level)
+    rng = _v.generator(rng)
+
+    def per_pass(run: Generation) -> tuple[np.ndarray, np.ndarray]:
+        ev = run.events.where((run.events.lane == "big") & (run.events.round > 0))
+        ms, tok = {}, {}
+        for kind, rnd, s, e in zip(ev.kind.tolist(), ev.round.tolist(), ev.start_ms.tolist(),
+                                   ev.end_ms.tolist()):
+            if kind in ("generate", "verify"):
+                ms[rnd] = ms.get(rnd, 0.0) + (e - s)
+            if kind in ("generate", "accepted", "correction", "bonus"):
+                tok[rnd] = tok.get(rnd, 0) + 1
+        dr = run.events.of_kind("draft")
+        for rnd, s, e in zip(dr.round.tolist(), dr.start_ms.tolist(), dr.end_ms.tolist()):
+            ms[rnd] = ms.get(rnd, 0.0) + (e - s)
+        keys = sorted(ms)
+        return np.array([ms[k] for k in keys]), np.array([tok.get(k, 0) for k in keys], float)
+
+    (sm, st), (pm, pt) = per_pass(spec), per_pass(plain)
+    point = (pm.sum() / pt.sum()) / (sm.sum() / st.sum())
+    i = rng.integers(0, sm.size, (n_resamples, sm.size))
+    j = rng.integers(0, pm.size, (n_resamples, pm.size))
+    boot = (pm[j].sum(1) / pt[j].sum(1)) / (sm[i].sum(1) / st[i].sum(1))
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(boot, [tail, 100 - tail])
+    return float(point), float(low), float(high)
+
+
+class _Turnstile:
+    """Lets one run at a time go; after each turn, the run with fewer tokens goes next."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self.turn = SPEC
+        self.done = {SPEC: False, PLAIN: False}
+        self.tokens = {SPEC: 0, PLAIN: 0}
+        self.rows: list[tuple] = []
+        self.spans: dict[str, dict[int, tuple[float, float]]] = {SPEC: {}, PLAIN: {}}
+        self.first: dict[str, float] = {}
+
+    def _other(self, me: str) -> str:
+        return PLAIN if me == SPEC else SPEC
+
+    def _next(self) -> str:
+        if self.done[SPEC]:
+            return PLAIN
+        if self.done[PLAIN]:
+            return SPEC
+        return PLAIN if self.tokens[PLAIN] < self.tokens[SPEC] else SPEC
+
+    def wait_turn(self, me: str) -> float:
+        """Block until it is ``me``'s turn (or the other run has ended); the time it starts."""
+        with self._cv:
+            while self.turn != me and not self.done[self._other(me)]:
+                self._cv.wait()
+        now = time.perf_counter()
+        self.first.setdefault(me, now)
+        return now
+
+    def end_turn(self, me: str, update: Update, start: float) -> None:
+        end = time.perf_counter()
+        positions = (len(update.proposed) + 1) if update.round > 0 else 0
+        with self._cv:
+            self.rows.append((me, update.round, (end - start) * 1e3, len(update.tokens), positions))
+            self.spans[me][update.round] = (start, end)
+            self.tokens[me] = update.total_tokens
+            self.turn = self._next()
+            self._cv.notify_all()
+
+    def finish(self, me: str) -> None:
+        with self._cv:
+            self.done[me] = True
+            self.turn = self._other(me)
+            self._cv.notify_all()
+
+
+def _compact(run: Generation, first: float, spans: dict[int, tuple[float, float]]) -> Generation:
+    """``run`` on a clock of its own turns laid end to end: the prompt's pass from 0, then each
+    decode turn right after the one before, so its decode time is the sum of its turns.
+
+    An event belongs to its round's turn and keeps its offset within it; the run's own clock
+    (``ms since its start``) started within microseconds of ``first``.
+    """
+    ev = run.events
+    prefill = ev.where(ev.round == 0)
+    lead = float(prefill.start_ms.min()) if len(prefill) else 0.0
+    rounds = sorted(r for r in spans if r > 0)
+    begin, t = {}, run.prefill_ms
+    for r in rounds:
+        begin[r] = t
+        t += (spans[r][1] - spans[r][0]) * 1e3
+    wall = t
+
+    def place(times: np.ndarray) -> np.ndarray:
+        out = np.empty_like(times)
+        for i, (rnd, x) in enumerate(zip(ev.round.tolist(), times.tolist())):
+            if rnd in begin:
+                s, e = spans[rnd]
+                within = min(max(first + x / 1e3 - s, 0.0), e - s) * 1e3
+                out[i] = begin[rnd] + within
+            else:
+                out[i] = min(max(x - lead, 0.0), wall)
+        return out
+
+    events = Events(lane=ev.lane, kind=ev.kind, round=ev.round, token=ev.token, text=ev.text,
+                    start_ms=place(ev.start_ms), end_ms=place(ev.end_ms))
+    return dataclasses.replace(run, events=events, wall_ms=wall)
+
+
+def race(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
+         temperature: float = 0.0, top_p: float = 1.0, rng=None,
+         progress: Callable[[str, Update], None] | None = None, cancel=None,
+         max_seconds: float | None = None) -> Race:
+    """Plain and speculative decoding of ``prompt``, taking turns pass by pass.
+
+    Parameters are those of :func:`.decode.speculate`, except:
+
+    rng : numpy.random.Generator, int or None
+        Spawns the two runs' independent streams (sampling only).
+    progress : callable, optional
+        Called as ``progress(run, update)`` after every pass of either run (``run`` is
+        ``"spec"`` or ``"plain"``); calls never overlap.
+    max_seconds : float, optional
+        Wall-time budget of the race (both runs run over the same span of time).
+
+    Returns
+    -------
+    Race
+        Both generations, their clocks compacted (the other's turns taken out), and every turn.
+
+    Examples
+    --------
+    >>> m = get_model()                                                          # doctest: +SKIP
+    >>> r = race(m, m.tokenizer.chat("Hi"), PromptLookup(), 4, max_new=16)      # doctest: +SKIP
+    >>> r.spec.tokens == r.plain.tokens, fair_speedup(r.turns, rng=0).verdict    # doctest: +SKIP
+    (True, 'no measurable difference')
+    """
+    spec_rng, plain_rng = _v.generator(rng).spawn(2)
+    gate = _Turnstile()
+    results: dict[str, Generation] = {}
+    errors: list[BaseException] = []
+    common = dict(max_new=max_new, temperature=temperature, top_p=top_p, cancel=cancel,
+                  max_seconds=max_seconds)
+
+    def runner(me: str, call: Callable[..., Generation]) -> None:
+        try:
+            start = gate.wait_turn(me)
+
+            def on_update(update: Update) -> None:
+                nonlocal start
+                if progress is not None:
+                    progress(me, update)
+                gate.end_turn(me, update, start)
+                start = gate.wait_turn(me)
+
+            results[me] = call(progress=on_update)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+        finally:
+            gate.finish(me)
+
+    calls = {SPEC: lambda **kw: speculate(model, prompt, draft, k, rng=spec_rng, **common, **kw),
+             PLAIN: lambda **kw: generate(model, prompt, rng=plain_rng, **common, **kw)}
+    threads = [threading.Thread(target=runner, args=(me, calls[me]), name=f"race-{me}", daemon=True)
+               for me in RUNS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    turns = Turns.from_rows(gate.rows)
+    return Race(spec=_compact(results[SPEC], gate.first[SPEC], gate.spans[SPEC]),
+                plain=_compact(results[PLAIN], gate.first[PLAIN], gate.spans[PLAIN]), turns=turns)
