@@ -13,18 +13,21 @@ import re
 import numpy as np
 import pytest
 
-from specdec_playable.episodes import Exercise, ep1, ep2, ep3, ep5, ep6, ep8
+from specdec_playable.data import measured
+from specdec_playable.episodes import Exercise, ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8
 from specdec_playable.sim import theory
 from specdec_playable.state.ep1 import WritingVsChecking
 from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
 from specdec_playable.state.ep3 import QualityDial
+from specdec_playable.state.ep4 import BoilerplateVsPoetry
 from specdec_playable.state.ep5 import BreakEvenMap
 from specdec_playable.state.ep6 import FinePrint
+from specdec_playable.state.ep7 import RealText, recorded_runs
 from specdec_playable.state.ep8 import BusyAndTrees
-from specdec_playable.views import exercises, words
+from specdec_playable.views import exercises, page, words
 
-STATES = {ep1: WritingVsChecking, ep2: Relay, ep3: QualityDial, ep5: BreakEvenMap, ep6: FinePrint,
-          ep8: BusyAndTrees}
+STATES = {ep1: WritingVsChecking, ep2: Relay, ep3: QualityDial, ep4: BoilerplateVsPoetry,
+          ep5: BreakEvenMap, ep6: FinePrint, ep7: RealText, ep8: BusyAndTrees}
 
 
 def plain(markup: str) -> str:
@@ -152,3 +155,34 @@ def test_check_moves_the_controls_and_answers_from_the_state():
     q2.buttons[2].clicks += 1
     assert (s.q, s.c) == (0.5, 0.3) and plain(q2.answer.object).startswith("✓ Right: slower.")
     assert 'id="exercise-2"' in q2.head.object and "<h3>Question 2</h3>" in q2.head.object
+
+
+def test_ep4_answers_are_the_measured_means():
+    means = measured.genre_means()
+    s, ex, right, why = at(ep4, 0)
+    a, b = means["py-account"]["alpha"], means["poem-kettle"]["alpha"]
+    assert ex.choices[right] == ("the Python code" if a > b + 0.02 else
+                                 "the poem" if b > a + 0.02 else "about the same")
+    assert f"{a:.3f}" in why and f"{b:.3f}" in why
+    s, ex, right, why = at(ep4, 1)
+    a, b = means["js-loop"]["p_token"], means["poem-kettle"]["p_token"]
+    assert (s.left, s.right) == ("js-loop", "poem-kettle")
+    assert ex.choices[right] == ("the JavaScript" if a > b + 0.02 else
+                                 "the poem" if b > a + 0.02 else "about the same")
+    assert f"{a:.2f}" in why and f"{b:.2f}" in why
+
+
+def test_ep7_answers_are_the_recorded_races():
+    runs = recorded_runs()
+    s, ex, right, why = at(ep7, 0)
+    copy, fresh = runs[("repeat", "lookup")].spec, runs[("sky", "lookup")].spec
+    assert (s.task, s.draft) == ("repeat", "lookup")
+    assert right == (2 if abs(copy.acceptance_rate - fresh.acceptance_rate) < 0.05 else
+                     0 if copy.acceptance_rate > fresh.acceptance_rate else 1)
+    assert page.share(copy.acceptance_rate) in why and page.share(fresh.acceptance_rate) in why
+    s, ex, right, why = at(ep7, 1)
+    f = runs[("repeat", "early-exit")].fair
+    assert ex.choices[right] == {"faster": "faster", "slower": "slower"}.get(
+        f.verdict, "no measurable difference")
+    if f.verdict != "too few rounds":
+        assert f"{f.speedup:.2f}×" in why and f"{f.low:.2f}×" in why and f"{f.high:.2f}×" in why

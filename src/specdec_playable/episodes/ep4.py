@@ -15,13 +15,14 @@ import json
 
 import panel as pn
 
-from . import TryStep, neighbours
+from . import Exercise, TryStep, neighbours
 from ..data import measured, texts
 from ..shipped import asset_path
 from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
 from ..views.deferred import after_first_paint
 from ..views.ep4_measured import genre_story, genre_table_html
 from ..views.ep4_texts import BoilerplateVsPoetryView
+from ..views.exercises import exercises_section
 from ..views.page import episode_shell, esc, prose, steps_html
 from ..views.urlstate import bind_url
 
@@ -141,6 +142,40 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _answer_draft_best(s: BoilerplateVsPoetry):
+    """Which of the two texts on screen the learned draft is accepted on more, as measured."""
+    means = measured.genre_means()
+    a, b = means[s.left]["alpha"], means[s.right]["alpha"]
+    right = 2 if abs(a - b) < 0.02 else (0 if a > b else 1)
+    name = {i: measured.measured_text(i).title for i in (s.left, s.right)}
+    return right, (f"Measured acceptance q: {a:.3f} on {esc(name[s.left])}, {b:.3f} on "
+                   f"{esc(name[s.right])}. The learned draft is a table counted from Python "
+                   "source: how often it guesses the model's token depends on the text and on what "
+                   "the draft learned from.")
+
+
+def _answer_big_model(s: BoilerplateVsPoetry):
+    """How predictable each text is to the big model itself: its mean p of the real token."""
+    means = measured.genre_means()
+    a, b = means[s.left]["p_token"], means[s.right]["p_token"]
+    right = 2 if abs(a - b) < 0.02 else (0 if a > b else 1)
+    name = {i: measured.measured_text(i).title for i in (s.left, s.right)}
+    return right, (f"The big model's mean p<sub>big</sub> of the real next token: {a:.2f} on "
+                   f"{esc(name[s.left])}, {b:.2f} on {esc(name[s.right])}. Code is written to a "
+                   "pattern; a poem avoids the expected word, whatever the draft.")
+
+
+EXERCISES = (
+    Exercise("Left: Python code; right: the poem. On which does the learned draft get more of its "
+             "guesses accepted?", ("the Python code", "the poem", "about the same"),
+             {"left": "py-account", "right": "poem-kettle"}, _answer_draft_best),
+    Exercise("Now forget the draft: which of the two texts does the big model itself find more "
+             "predictable, left JavaScript or right the poem?",
+             ("the JavaScript", "the poem", "about the same"),
+             {"left": "js-loop", "right": "poem-kettle"}, _answer_big_model),
+)
+
+
 def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
     """A fresh Episode 4 page (one per session or notebook cell)."""
     state = state or BoilerplateVsPoetry()
@@ -150,5 +185,7 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
         name="ep4-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep4",
-        lede=LEDE, try_this=_try_this(), body=[notice, view, prose(_explain_html(), "ep4.css")],
+        lede=LEDE, try_this=_try_this(),
+        body=[notice, view, prose(_explain_html(), "ep4.css"),
+              exercises_section(state, EXERCISES, name="ep4")],
     )

@@ -13,7 +13,7 @@ import sys
 
 import panel as pn
 
-from . import TryStep, ep5, ep6, neighbours
+from . import Exercise, TryStep, ep5, ep6, neighbours
 from .. import lm
 from ..data.hardware import load_pass_costs
 from ..data.hardware import cpu_pass_cost
@@ -22,6 +22,7 @@ from ..state.ep7 import (DRAFT_LABELS, TASKS, RealText, recorded_meta, recorded_
                          recorded_runs)
 from ..views.deferred import after_first_paint
 from ..views.ep7_real import RealTextView, recorded_html
+from ..views.exercises import exercises_section
 from ..views.page import episode_shell, prose, share, steps_html
 from ..views.urlstate import bind_url
 
@@ -186,6 +187,41 @@ more often before it pays.</p>
 """
 
 
+def _answer_copy_or_fresh(s: RealText):
+    """Prompt lookup's recorded acceptance on the copy task against the fresh one."""
+    runs = recorded_runs()
+    copy, fresh = runs[("repeat", s.draft)].spec, runs[("sky", s.draft)].spec
+    a, b = copy.acceptance_rate, fresh.acceptance_rate
+    right = 2 if abs(a - b) < 0.05 else (0 if a > b else 1)
+    return right, (f"In the recorded runs {share(a)} of prompt lookup's guesses were accepted when "
+                   f"the model repeated a sentence, and {share(b)} when it explained the sky: a copy "
+                   "task's reply repeats the prompt's words, which is exactly what prompt lookup "
+                   "guesses, while fresh writing rarely repeats them.")
+
+
+def _answer_early_exit(s: RealText):
+    """The early exit's fair verdict on the copy task, from the recorded race."""
+    c = recorded_runs()[(s.task, s.draft)]
+    f = c.fair
+    right = {"faster": 0, "slower": 1}.get(f.verdict, 2)
+    how = (f"{f.speedup:.2f}× as fast, {f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}×"
+           if f.verdict != "too few rounds" else "too few rounds to tell")
+    return right, (f"Recorded race: {how}, with {share(c.spec.acceptance_rate)} of its guesses "
+                   "accepted. Each guess runs a fifth of the model, so it costs real time, and "
+                   "without training the guesses are rarely the model's own choice.")
+
+
+EXERCISES = (
+    Exercise("With prompt lookup as the draft, on which task will more of its guesses be accepted?",
+             ("repeating a sentence", "explaining why the sky is blue", "about the same"),
+             {"task": "repeat", "draft": "lookup"}, _answer_copy_or_fresh),
+    Exercise("The early exit drafts with the model's own first 6 of its 30 blocks. On the copy "
+             "task, does it make decoding faster or slower?",
+             ("faster", "slower", "no measurable difference"),
+             {"task": "repeat", "draft": "early-exit"}, _answer_early_exit),
+)
+
+
 def page(state: RealText | None = None) -> pn.Column:
     """A fresh Episode 7 page (one per session or notebook cell). The model loads on the first Run."""
     state = state or RealText()
@@ -197,5 +233,6 @@ def page(state: RealText | None = None) -> pn.Column:
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep7",
         lede=LEDE, try_this=TRY_THIS,
-        body=[notice, view, prose(lesson_html(), "ep7.css"), prose(NOTE), prose(OUTRO)],
+        body=[notice, view, prose(lesson_html(), "ep7.css"), prose(NOTE), prose(OUTRO),
+              exercises_section(state, EXERCISES, name="ep7")],
     )
