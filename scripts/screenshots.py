@@ -90,7 +90,7 @@ def _scroll_through(page) -> None:
         page.wait_for_timeout(400)
     # Then wait until no part still holds its loading mark (a slot of class sdp-near whose first
     # child is the mark, a component with a ``near`` flag).
-    page.wait_for_function("""() => !Bokeh.documents[0].all_models.some(m =>
+    page.wait_for_function("""() => ![...Bokeh.documents[0].all_models].some(m =>
         (m.css_classes || []).includes('sdp-near') && m.children && m.children[0]
         && m.children[0].data && typeof m.children[0].data.near === 'boolean')""", timeout=60_000)
     page.wait_for_load_state("networkidle")

@@ -128,9 +128,9 @@ def test_cancel_stops_a_live_run(page, site, console):
     cancel = page.get_by_role("button", name="Cancel")
     cancel.wait_for(state="visible", timeout=10_000)
     # Queued or running: the page says which, with the place in line when waiting.
-    assert re.search(r"Waiting in line: position \d|Loading the model|Starting…|Speculative run:",
+    assert re.search(r"Waiting in line: position \d|Loading the model|Starting…|Racing, pass by pass",
                      page_text(page))
-    wait_for_text(page, "Speculative run:", timeout=RUN_TIMEOUT_S)
+    wait_for_text(page, "Racing, pass by pass", timeout=RUN_TIMEOUT_S)
     cancel.click()
     wait_for_text(page, "Cancelled", timeout=30)
     cancel.wait_for(state="hidden", timeout=10_000)
@@ -159,7 +159,7 @@ def test_a_closed_tab_stops_its_run(browser, site):
     wait_for_bokeh(page)
     page.locator("textarea").fill("Write a long story about a lighthouse keeper and a cat.")
     page.get_by_role("button", name="Run").click()
-    wait_for_text(page, "Speculative run:", timeout=RUN_TIMEOUT_S)
+    wait_for_text(page, "Racing, pass by pass", timeout=RUN_TIMEOUT_S)
     before = _children_cpu_s(site.proc.pid)
     page.wait_for_timeout(2000)
     assert _children_cpu_s(site.proc.pid) - before > 0.5  # the model process is writing
