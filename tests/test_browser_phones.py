@@ -105,9 +105,19 @@ def _ep2_rest(page):
     }""")
 
 
+def _play_to_the_end(page) -> None:
+    """The page opens at the run's start (nothing given away before Play); with reduced motion,
+    Play jumps straight to the finished run."""
+    page.get_by_role("button", name="Play").click()
+    page.wait_for_function(
+        "() => Bokeh.documents[0].get_model_by_name('ep2-play').label === 'Play'", timeout=20_000)
+
+
 def test_ep2_finished_run_keeps_its_labels_on_a_phone(phone, site, console, artifacts):
+    phone.emulate_media(reduced_motion="reduce")
     phone.goto(f"{site.url}/{ep2.SLUG}")
     wait_for_bokeh(phone, "ep2-bars", timeout=60_000)
+    _play_to_the_end(phone)
     phone.wait_for_function("""() => { const f = Bokeh.documents[0].get_model_by_name('ep2-figure');
                                         return f.x_range.start > 0; }""", timeout=15_000)
     rest = _ep2_rest(phone)
@@ -123,8 +133,10 @@ def test_ep2_finished_run_keeps_its_labels_on_a_phone(phone, site, console, arti
 
 def test_ep2_finished_run_is_shown_whole_on_a_desktop(page, site, console):
     page.set_viewport_size({"width": 1280, "height": 900})
+    page.emulate_media(reduced_motion="reduce")
     page.goto(f"{site.url}/{ep2.SLUG}")
     wait_for_bokeh(page, "ep2-bars")
+    _play_to_the_end(page)
     page.wait_for_timeout(500)
     rest = _ep2_rest(page)
     assert rest["start"] == 0 and rest["more"] is False

@@ -61,7 +61,7 @@ function restRange(full) {
   const d = bars.data;
   let need = 0;                                // screen px per ms the kept labels need
   for (let i = 0; i < d.start.length; i++) {
-    const w = d.end[i] - d.start[i];
+    const w = d.label_end[i] - d.start[i];           // the label's room: start..label_end
     if (w <= 0 || !d.label_a[i] || !opts.rest_labels.includes(d.status[i])) continue;
     const px = Math.max(opts.min_label_px, textWidth(d.label_a[i], d.label_size[i], 'bold') + LABEL_PAD_PX);
     need = Math.max(need, px / w);
