@@ -142,27 +142,30 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _compare_sides(s: BoilerplateVsPoetry, column: str):
+    """The two texts on screen by one measured mean: ``(right choice, left value, right value,
+    left title, right title)``; choices are left, right, about the same (within 0.02)."""
+    means = measured.genre_means()
+    a, b = means[s.left][column], means[s.right][column]
+    right = 2 if abs(a - b) < 0.02 else (0 if a > b else 1)
+    return (right, a, b, esc(measured.measured_text(s.left).title),
+            esc(measured.measured_text(s.right).title))
+
+
 def _answer_draft_best(s: BoilerplateVsPoetry):
     """Which of the two texts on screen the learned draft is accepted on more, as measured."""
-    means = measured.genre_means()
-    a, b = means[s.left]["alpha"], means[s.right]["alpha"]
-    right = 2 if abs(a - b) < 0.02 else (0 if a > b else 1)
-    name = {i: measured.measured_text(i).title for i in (s.left, s.right)}
-    return right, (f"Measured acceptance q: {a:.3f} on {esc(name[s.left])}, {b:.3f} on "
-                   f"{esc(name[s.right])}. The learned draft is a table counted from Python "
-                   "source: how often it guesses the model's token depends on the text and on what "
-                   "the draft learned from.")
+    right, a, b, left, other = _compare_sides(s, "alpha")
+    return right, (f"Measured acceptance q: {a:.3f} on {left}, {b:.3f} on {other}. The learned "
+                   "draft is a table counted from Python source: how often it guesses the model's "
+                   "token depends on the text and on what the draft learned from.")
 
 
 def _answer_big_model(s: BoilerplateVsPoetry):
     """How predictable each text is to the big model itself: its mean p of the real token."""
-    means = measured.genre_means()
-    a, b = means[s.left]["p_token"], means[s.right]["p_token"]
-    right = 2 if abs(a - b) < 0.02 else (0 if a > b else 1)
-    name = {i: measured.measured_text(i).title for i in (s.left, s.right)}
+    right, a, b, left, other = _compare_sides(s, "p_token")
     return right, (f"The big model's mean p<sub>big</sub> of the real next token: {a:.2f} on "
-                   f"{esc(name[s.left])}, {b:.2f} on {esc(name[s.right])}. Code is written to a "
-                   "pattern; a poem avoids the expected word, whatever the draft.")
+                   f"{left}, {b:.2f} on {other}. Code is written to a pattern; a poem avoids the "
+                   "expected word, whatever the draft.")
 
 
 EXERCISES = (
