@@ -35,8 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from specdec_playable.data.texts import KIND_ORDER, PASTE_MAX_CHARS, Text, check_paste
-from specdec_playable.sim import validate as _v
-from specdec_playable.sim.adaptive import REPEATS_MAX, Stream
+from specdec_playable.sim.adaptive import Stream, stream_of
 
 #: The acceptance probability ``q`` of each tier, most to least predictable. The tier names are
 #: the vocabulary of the rule in ``tests/fixtures/texts/README.md``.
@@ -540,22 +539,9 @@ def make_stream(ids=DEFAULT_TEXT_IDS, repeats: int = 1) -> Stream:
     >>> [seg[0] for seg in s.segments]
     ['code', 'poem']
     """
-    repeats = _v.integer("repeats", repeats, 1, REPEATS_MAX)
     if isinstance(ids, str) or not ids:
         raise ValueError(f"ids must be a non-empty sequence of text ids; got {ids!r}")
-    tokens: list[str] = []
-    qs: list[np.ndarray] = []
-    segments = []
-    for tid in ids:
-        t = load_text(tid)
-        start = len(tokens)
-        for _ in range(repeats):
-            tokens.extend(t.tokens)
-            qs.append(t.q)
-        segments.append((t.kind, start, len(tokens)))
-    q = np.concatenate(qs)
-    q.setflags(write=False)
-    return Stream(tuple(tokens), q, tuple(segments))
+    return stream_of([load_text(tid) for tid in ids], repeats)
 
 
 # ---------------------------------------------------------------------------

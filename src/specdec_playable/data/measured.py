@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..sim import validate as _v
-from ..sim.adaptive import REPEATS_MAX, Stream
+from ..sim.adaptive import Stream, stream_of
 from ..shipped import asset_path
 from .texts import Text
 
@@ -247,18 +247,9 @@ def measured_stream(ids: tuple[str, ...], repeats: int = 1) -> Stream:
     >>> [seg[0] for seg in s.segments]
     ['code', 'poem']
     """
-    repeats = _v.integer("repeats", repeats, 1, REPEATS_MAX)
     if isinstance(ids, str) or not ids:
         raise ValueError(f"ids must be a non-empty sequence of text ids; got {ids!r}")
-    tokens, qs, segments = [], [], []
-    for tid in ids:
-        t = measured_text(tid)
-        start = len(tokens)
-        for _ in range(repeats):
-            tokens.extend(t.tokens)
-            qs.append(t.q)
-        segments.append((t.kind, start, len(tokens)))
-    return Stream(tuple(tokens), _ro(np.concatenate(qs)), tuple(segments))
+    return stream_of([measured_text(tid) for tid in ids], repeats)
 
 
 def context(text: str) -> Context:

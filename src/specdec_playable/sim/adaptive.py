@@ -77,6 +77,24 @@ class Stream:
         return len(self.tokens)
 
 
+def stream_of(texts, repeats: int = 1) -> Stream:
+    """Texts (each with ``tokens``, per-token ``q`` and a ``kind``) back to back, each ``repeats``
+    times, as one read-only :class:`Stream` with a segment per text."""
+    repeats = _v.integer("repeats", repeats, 1, REPEATS_MAX)
+    tokens: list[str] = []
+    qs: list[np.ndarray] = []
+    segments = []
+    for t in texts:
+        start = len(tokens)
+        for _ in range(repeats):
+            tokens.extend(t.tokens)
+            qs.append(t.q)
+        segments.append((t.kind, start, len(tokens)))
+    q = np.concatenate(qs)
+    q.setflags(write=False)
+    return Stream(tuple(tokens), q, tuple(segments))
+
+
 def plus_two_minus_one(k: int, drafted: int, accepted: int, k_max: int = K_CAP) -> int:
     """Next k of the +2/-1 heuristic: ``k + 2`` if all drafts were kept, else ``k - 1``; in [1, k_max].
 
