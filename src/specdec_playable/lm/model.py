@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .kernel import matmul_t
 from .source import model_file
 from .tokenizer import Tokenizer
 
@@ -171,27 +172,16 @@ class Pass:
     captured: dict = field(default_factory=dict)
 
 
-#: Up to this many positions, a product runs as matrix-vector products over row blocks of the
-#: weight (each block read from memory once, then from cache for the other positions). OpenBLAS's
-#: matrix-matrix product packs the whole weight first, which on this CPU costs about twice a
-#: matrix-vector product for 2..16 positions (see benchmarks/bench_lm.py).
-GEMV_MAX_N = 6
-GEMV_ROWS = 1024
-
-
 def linear(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``x @ w.T`` for activations ``x`` (n, in) and a weight ``w`` stored (out, in)."""
-    n = x.shape[0]
-    if n == 1:
-        return (w @ x[0])[None, :]
-    if n > GEMV_MAX_N:
-        return x @ w.T
-    out = np.empty((n, w.shape[0]), F32)
-    for s in range(0, w.shape[0], GEMV_ROWS):
-        block = w[s:s + GEMV_ROWS]
-        for j in range(n):
-            np.dot(block, x[j], out=out[j, s:s + GEMV_ROWS])
-    return out
+    """``x @ w.T`` for activations ``x`` (n, in) and a weight ``w`` stored (out, in).
+
+    Decoding is memory-bound: for up to :data:`.kernel.MAX_N` positions the product runs in
+    :func:`.kernel.matmul_t`, which reads each weight row from memory once and multiplies it by
+    every position while it is in cache, so a pass over 5 positions streams the weights once, as a
+    single decoding step does. More positions (a long prompt's prefill) use BLAS's matrix-matrix
+    product.
+    """
+    return matmul_t(x, w)
 
 
 def rms_norm(x: np.ndarray, eps: float) -> np.ndarray:
