@@ -52,15 +52,17 @@ def artifacts() -> Path:
 
 
 class Server:
-    """A `specdec-playable serve` subprocess on a free loopback port."""
+    """A `specdec-playable serve` subprocess on a free loopback port (by default without loading
+    the model at start: a test that runs the model loads it on its first run)."""
 
-    def __init__(self, *extra: str, log_path: Path):
+    def __init__(self, *extra: str, log_path: Path, model_at_start: bool = False):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self._log = open(log_path, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "specdec_playable", "serve", "--port", str(self.port), *extra],
+            [sys.executable, "-m", "specdec_playable", "serve", "--port", str(self.port), *extra,
+             *(() if model_at_start else ("--no-model-at-start",))],
             stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )

@@ -138,15 +138,27 @@ def test_the_recorded_runs_are_what_the_model_writes_now(model):
     assert now.tokens == rec.plain.tokens == rec.spec.tokens
 
 
-def test_a_run_in_a_model_process_is_mirrored_pass_by_pass(model, ids):
+def test_a_run_in_a_model_process_is_mirrored_pass_by_pass(model, ids, monkeypatch):
     """The same comparison made in a child process: same tokens, snapshots here as they grow, and a
-    cancelled run leaves the child ready for the next one."""
-    from specdec_playable.serve.model_process import ModelProcess
+    cancelled run leaves the child ready for the next one. As it loads, the child times its own
+    passes (bounded by SDP_CALIBRATE_S) and this process keeps the result."""
+    from specdec_playable.lm.calibrate import CALIBRATION_NS
+    from specdec_playable.serve import interface
+    from specdec_playable.serve.model_process import CALIBRATE_ENV, ModelProcess
 
     text = PROMPTS["json-reshape"][1]
     here = compare(model, ids, "lookup", 4, max_new=NEW)
+    from specdec_playable.serve import model_process
+
+    monkeypatch.setenv(CALIBRATE_ENV, "1.5")
+    monkeypatch.setattr(model_process, "_calibration", [None])  # this test's own, undone after it
     child = ModelProcess()
     try:
+        times = child.load()
+        assert times is not None and interface.server_pass_times() is times
+        assert times.n_positions == CALIBRATION_NS and times.repeats >= 3
+        assert times.seconds < 1.5 + 3 * 3.0  # the budget, plus at most the rounds it must finish
+        assert all(ms > 0 for ms in times.median_ms) and times.kernel in ("numba", "numpy")
         snaps = []
         there = child.compare(text, "lookup", 4, max_new=NEW, max_seconds=120,
                               report=lambda live: snaps.append(live.snapshot()))

@@ -162,7 +162,8 @@ def test_tree_picture_layout():
 def test_cpu_sentences_follow_the_numbers(q, k, c, batch):
     s = BusyAndTrees(rng=0, q=q, k=k, c=c, batch=batch)
     html = v.cpu_html(s)
-    cpu = hardware.cpu_curve()
+    cpu = s.cpu_curve  # this server's measurement once a model process made one, else the shipped
+    assert s.cpu_source in html
     ratio = float(cpu.time_ms(k + 1) / cpu.time_ms(1))
     assert f"<strong>{ratio:.2f}×</strong>" in html
     assert ("not free even for a single user" in html) == (ratio >= 1.1)
@@ -170,7 +171,10 @@ def test_cpu_sentences_follow_the_numbers(q, k, c, batch):
     assert f"give {speed:.2f}× here" in html
     assert ("interpolated" in html) == (k + 1 not in cpu.n_positions.tolist())
     q_star = s.cpu_break_even_q
-    if np.isfinite(q_star):
+    if np.isfinite(q_star) and q_star <= 0.0:  # a measured curve can dip below one step
+        assert "even a draft that is never right breaks even" in html
+        assert float(batching.batch_costs(0.0, k, c, 1, cpu).speedup[()]) >= 1.0 - 1e-9
+    elif np.isfinite(q_star):
         assert f"at least q = {q_star:.2f}" in html
         assert float(batching.batch_costs(q_star, k, c, 1, cpu).speedup[()]) == pytest.approx(1.0, abs=1e-9)
     else:

@@ -16,14 +16,15 @@ import panel as pn
 from . import Exercise, TryStep, ep5, ep6, neighbours
 from .. import lm
 from ..data.hardware import load_pass_costs
-from ..data.hardware import cpu_pass_cost
+from ..sim import theory
+from ..state.cpu import cpu_passes
 from ..data.machine import this_machine
 from ..state.ep7 import (DRAFT_LABELS, TASKS, RealText, recorded_meta, recorded_repeats,
                          recorded_runs)
 from ..views.deferred import after_first_paint
 from ..views.ep7_real import RealTextView, recorded_html
 from ..views.exercises import exercises_section
-from ..views.page import episode_shell, prose, share, steps_html
+from ..views.page import episode_shell, esc, prose, share, steps_html
 from ..views.urlstate import bind_url
 
 NUMBER = 7
@@ -66,19 +67,28 @@ def _names(keys) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _break_even_gloss(ratio: float) -> str:
+    """The acceptance rate a free draft needs at k = 4 when a pass over 5 costs ``ratio`` steps:
+    E(q, 4) >= ratio, i.e. Leviathan's break-even with k c = ratio - 1."""
+    if not 1.0 < ratio < 5.0:
+        return "" if ratio <= 1.0 else ": no draft can, at k = 4"
+    q = float(theory.break_even_q(4, (ratio - 1.0) / 4))
+    return f": even a draft that costs nothing must have its guesses accepted at a rate of at least q = {q:.2f}"
+
+
 def lesson_html() -> str:
     """Why checking is not free here (measured pass costs), and what the recorded runs showed."""
-    r5 = cpu_pass_cost(5)
+    cpu = cpu_passes()
+    r5 = cpu.ratio(5)
     h200 = load_pass_costs()[("llama-8b-shape", "gemm-cudagraph")]
     h5 = h200.at(5) / h200.at(1)
     out = [f"""
 <h2>Which drafts pay off here, and why</h2>
 <p class="sdp-lede">On a GPU, checking five tokens in one pass costs about what writing one does
 ({h5:.2f}× on an H200), so every accepted guess is nearly free time. This server is
-{this_machine().describe()}; on the quiet machine that measured the shipped pass costs, one pass over 5
-positions took {r5:.1f}× a single decode step (each run above measures its own, beside its speedup). So at k = 4 a verify pass
-has to write more than {r5:.1f} tokens just to break even: the draft must be right most of the
-time.</p>
+{esc(this_machine().describe())}; one pass over 5 positions takes {r5:.2f}× a single decode step here
+({esc(cpu.source)}; each run above measures its own, beside its speedup). So at k = 4 a verify pass
+has to write more than {r5:.2f} tokens just to break even{_break_even_gloss(r5)}.</p>
 <ul class="sdp-lede">
 <li><strong>Prompt lookup</strong> copies what followed the last few tokens earlier in the prompt or the
 reply. It costs almost nothing, and when the reply repeats the prompt (the copy tasks: a sentence to

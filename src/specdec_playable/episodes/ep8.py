@@ -129,7 +129,8 @@ def part3_note() -> str:
 prompts (64 new tokens each, greedy), with SmolLM2-135M-Instruct in numpy on the project's
 {cores}-core development machine; assets/lm/tree_vs_chain.csv and its .meta.json record when and how. Tokens per pass do not
 depend on the machine. A pass's cost in plain steps prices the root and the candidates it checked
-with this CPU's measured pass times (assets/pass_cost_cpu.csv, the orange curve of Part 1). A
+with this CPU's measured float32 pass times (the solid orange curve of Part 1, whose source the
+sentence under it names). A
 shape's verified positions are its size: a real tree can be smaller, where the draft knows no
 continuation. The
 drawn step is stored in assets/lm/tree_step_example.json by

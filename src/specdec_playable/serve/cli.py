@@ -77,7 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Speculative Decoding, Playable: serve the explainer or run its simulation.",
                      epilog=SERVE_EPILOG)
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    _serve_parser(sub)
+    _simulate_parser(sub)
+    _generate_parser(sub)
+    e = sub.add_parser("export", help="write a static Pyodide build of every episode plus an index")
+    e.add_argument("dest", metavar="DIR", help="folder to write (created if missing)")
+    e.add_argument("--episode", action="append", default=None, metavar="SLUG",
+                   help="export only this episode (repeatable)")
+    e.add_argument("--wheel", default=None,
+                   help="a prebuilt specdec_playable wheel (default: build one from this checkout)")
+    return parser
 
+
+def _serve_parser(sub) -> None:
     s = sub.add_parser("serve", help="serve the index and every episode (default)")
     s.add_argument("--port", type=_port, default=5006, help="port to listen on (default 5006)")
     s.add_argument("--address", default="127.0.0.1",
@@ -86,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="HOST:PORT",
                    help="also accept pages served from this origin (repeatable), e.g. a course site")
     s.add_argument("--show", action="store_true", help="open the site in a browser")
+    s.add_argument("--no-model-at-start", action="store_true",
+                   help="load the model on the first run instead of at start (the pages then price "
+                        "a CPU pass with the shipped measurement until a run has loaded it)")
     s.add_argument("--use-xheaders", action="store_true",
                    help="trust X-Forwarded-* headers (only behind a reverse proxy)")
     s.add_argument("--unused-session-lifetime", type=_int_in(100, 86_400_000), default=15000,
@@ -95,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="MS",
                    help="how often to look for sessions to free (default 17000)")
 
+
+def _simulate_parser(sub) -> None:
     m = sub.add_parser("simulate", help="Monte-Carlo speedup beside the closed-form theory")
     m.add_argument("--q", type=float, required=True, help="draft acceptance probability, in [0, 1]")
     m.add_argument("--k", type=int, required=True, help="tokens drafted per round, in [1, 64]")
@@ -104,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=None,
                    help="seed for a reproducible run (default: fresh randomness)")
     m.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _generate_parser(sub) -> None:
     g = sub.add_parser("generate", help="run the real model: plain and speculative decoding, side by side",
                        description="Write a reply with SmolLM2-135M twice, plainly and with a draft, "
                                    "taking turns pass by pass so that both meet the same load, and "
@@ -124,13 +144,6 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=_int_in(0, 2**63 - 1), default=None, metavar="N",
                    help="seed for sampling (default: fresh randomness)")
     g.add_argument("--json", action="store_true", help="print one JSON object")
-    e = sub.add_parser("export", help="write a static Pyodide build of every episode plus an index")
-    e.add_argument("dest", metavar="DIR", help="folder to write (created if missing)")
-    e.add_argument("--episode", action="append", default=None, metavar="SLUG",
-                   help="export only this episode (repeatable)")
-    e.add_argument("--wheel", default=None,
-                   help="a prebuilt specdec_playable wheel (default: build one from this checkout)")
-    return parser
 
 
 def _export(args) -> int:
@@ -305,7 +318,7 @@ def _serve(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     print(f"Serving Speculative Decoding, Playable at http://{args.address}:{args.port}/", flush=True)
     serve(port=args.port, address=args.address, allow_websocket_origin=args.allow_websocket_origin,
-          show=args.show, use_xheaders=args.use_xheaders,
+          show=args.show, use_xheaders=args.use_xheaders, model_at_start=not args.no_model_at_start,
           unused_session_lifetime_milliseconds=args.unused_session_lifetime,
           check_unused_sessions_milliseconds=args.check_unused_sessions)
     return 0

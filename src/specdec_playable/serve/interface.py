@@ -7,7 +7,8 @@ whether the model is there. Nothing else of :mod:`specdec_playable.serve` is for
   :data:`DONE`, :data:`CANCELLED`, :data:`FAILED`), a ``position``, ``progress`` and ``result``;
   ``handle.cancel()`` stops it. A full line raises :class:`QueueFull`.
 * :func:`generation_work` and :func:`scoring_work` are the work the pages submit.
-* :func:`model_ready` says whether a model process of this server has loaded the model;
+* :func:`model_ready` says whether a model process of this server has loaded the model, and
+  :func:`server_pass_times` what its passes measured as it loaded (None before);
   :func:`tab_abandoned` whether a visitor's tab has been gone a while.
 * :func:`shared` caches a pure function's frozen results for every session of the process.
 """
@@ -16,13 +17,14 @@ from __future__ import annotations
 
 from .jobs import (CANCELLED, DONE, FAILED, QUEUED, RUNNING, Handle, JobContext, JobQueue,
                    QueueFull, shared_queue)
+from .model_process import calibration as server_pass_times
 from .model_process import model_ready
 from .shared import shared
 from .workers import generation_work, scoring_work
 
 __all__ = ["CANCELLED", "DONE", "FAILED", "QUEUED", "RUNNING", "Handle", "JobContext", "JobQueue",
-           "QueueFull", "generation_work", "model_ready", "scoring_work", "shared", "shared_queue",
-           "tab_abandoned"]
+           "QueueFull", "generation_work", "model_ready", "scoring_work", "server_pass_times", "shared",
+           "shared_queue", "tab_abandoned"]
 
 
 def tab_abandoned(session_context, after_ms: float) -> bool:

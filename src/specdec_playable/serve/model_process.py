@@ -12,7 +12,9 @@ interpreter (not a fork of the threaded server, and not ``multiprocessing``'s sp
 would re-run the server's ``__main__``).
 
 The child runs at a lower CPU priority and with one BLAS thread per product, like the queue's
-workers. Cancelling sets an event the child's runs check at every pass; a child that does not
+workers. As it loads the model it times forward passes of 1 to 32 positions
+(:func:`.calibrate.measure_pass_times`, a few seconds); :func:`calibration` gives the latest such
+measurement of any child of this server, which the pages use to price a pass on this machine. Cancelling sets an event the child's runs check at every pass; a child that does not
 answer within its time budget (plus a margin) is terminated and replaced on the next run.
 """
 
@@ -36,13 +38,37 @@ log = logging.getLogger("specdec_playable")
 GRACE_S = 10.0
 #: Seconds a fresh child may take to import and load the model before its first run starts.
 LOAD_S = 180.0
+#: Environment variable: seconds the child's start-up calibration may take (0 skips it).
+CALIBRATE_ENV = "SDP_CALIBRATE_S"
 
 _ready = threading.Event()
+_calibration: list = [None]  # the latest PassTimes of any child (an immutable value)
 
 
 def model_ready() -> bool:
     """Whether a child process of this server has loaded the model (the first load is slow)."""
     return _ready.is_set()
+
+
+def calibration():
+    """The latest :class:`.calibrate.PassTimes` measured by a child of this server as it loaded
+    the model, or None before any child has loaded (or with calibration switched off)."""
+    return _calibration[0]
+
+
+def _calibrate(model, cancel: threading.Event):  # pragma: no cover - runs in the child
+    """The child's start-up measurement of its own pass times (None when switched off)."""
+    from ..lm import kernel
+    from ..lm.calibrate import BUDGET_S, measure_pass_times
+
+    kernel.warmup()
+    try:
+        budget = float(os.environ.get(CALIBRATE_ENV, BUDGET_S))
+    except ValueError:
+        budget = BUDGET_S
+    if not budget > 0:
+        return None
+    return measure_pass_times(model, budget_s=min(budget, 30.0), stopped=cancel.is_set)
 
 
 def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
@@ -69,7 +95,7 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     if nice:
         lower_priority(nice)
     model = get_model()  # the BLAS thread limit came with the environment (jobs.blas_env)
-    replies.send(("ready", None))
+    replies.send(("ready", _calibrate(model, cancel)))
     while True:
         try:
             run, request = requests.recv()
@@ -175,11 +201,21 @@ class ModelProcess:
 
     def _wait_loaded(self, cancel: threading.Event | None) -> None:
         if not self._loaded:
-            kind, _ = self._receive(time.monotonic() + LOAD_S, cancel)
+            kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
             if kind != "ready":
                 raise RuntimeError(f"the model process sent {kind!r} before it was ready")
             self._loaded = True
+            if times is not None:
+                _calibration[0] = times
+                log.info("model process %s: passes of %s positions take %s ms", self._proc.pid,
+                         times.n_positions, times.median_ms)
             _ready.set()
+
+    def load(self, cancel: threading.Event | None = None):
+        """Wait until the child has loaded the model and timed its passes; return that timing
+        (a :class:`.calibrate.PassTimes`, or None if calibration is switched off)."""
+        self._wait_loaded(cancel)
+        return calibration()
 
     def measure(self, text: str, *, cancel: threading.Event | None = None, max_seconds: float,
                 report: Callable[[object], None] | None = None):
@@ -256,4 +292,5 @@ def stop_thread_process() -> None:
         _local.proc = None
 
 
-__all__ = ["ModelProcess", "model_ready", "thread_process", "stop_thread_process"]
+__all__ = ["CALIBRATE_ENV", "ModelProcess", "calibration", "model_ready", "thread_process",
+           "stop_thread_process"]

@@ -174,12 +174,26 @@ def prepare_process() -> None:
     log.info("measured the episodes' times: %s minutes", ", ".join(str(t.minutes) for t in times))
 
 
+def load_model_at_start() -> None:
+    """Queue one job that starts a worker's model process and waits for it to load the model and
+    time its passes (``serve.workers.loading_work``): from then on the pages price a CPU pass with
+    this machine's own measurement. It runs on a worker thread, never on the event loop."""
+    from .jobs import shared_queue
+    from .model_process import LOAD_S
+    from .workers import loading_work
+
+    shared_queue().submit(loading_work(), budget_s=LOAD_S + 60, label="loading the model")
+    log.info("loading the model in a model process (its passes are timed as it loads)")
+
+
 def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origin=(),
-          show: bool = False, threaded: bool = False, **kwargs):
+          show: bool = False, threaded: bool = False, model_at_start: bool = False, **kwargs):
     """Serve the index and every built episode from one process.
 
     Websocket connections are accepted only from the served address unless
-    ``allow_websocket_origin`` names more ``host:port`` origins.
+    ``allow_websocket_origin`` names more ``host:port`` origins. With ``model_at_start`` a model
+    process loads the model (and times its passes) as the server starts
+    (:func:`load_model_at_start`); otherwise the first run loads it.
     """
     origins = [f"{address}:{port}"]
     if address in ("127.0.0.1", "localhost"):
@@ -191,6 +205,8 @@ def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origi
                 liveness=True, admin=False, autoreload=False, extra_patterns=extra, **kwargs)
     apps = applications()
     prepare_process()
+    if model_at_start:
+        load_model_at_start()
     if threaded:  # for tests and notebooks: the server runs on its own thread
         return pn.serve(apps, threaded=True, **opts)
     server = pn.serve(apps, start=False, **opts)

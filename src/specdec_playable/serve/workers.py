@@ -51,3 +51,15 @@ def scoring_work(source: str) -> Callable[[jobs.JobContext], Any]:
         return child.measure(source, **budget)
 
     return lambda ctx: _in_child(ctx, call, lambda result: result.complete)
+
+
+def loading_work() -> Callable[[jobs.JobContext], Any]:
+    """Start this worker's model process and wait until it has loaded the model and timed its
+    passes (:func:`.model_process.calibration`). A server submits it as it starts, so the pages
+    price a pass on this machine and the first visitor's run does not wait for the load."""
+
+    def work(ctx):
+        child = model_process.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
+        return child.load(ctx.cancel_event)
+
+    return work

@@ -314,19 +314,23 @@ def effective_cost(k, c, batch, curve: PassTimeCurve):
 def break_even_q(k, c, batch, curve: PassTimeCurve) -> float:
     """Smallest acceptance rate at which speculation at this batch is no slower than plain decoding.
 
-    NaN when no q in [0, 1] breaks even (the effective cost is above 1).
+    NaN when no q in [0, 1] breaks even (the effective cost is above 1); 0 when the verify pass
+    and the drafts together cost no more than a plain step (a measured curve can dip: then every q
+    breaks even).
 
     Examples
     --------
     >>> flat = fit_roofline([1, 10_000], [1.0, 1.0])
     >>> round(break_even_q(4, 0.15, 1, flat), 2)           # Episode 5's 0.38
     0.38
+    >>> break_even_q(1, 0.0, 1, fit_roofline([1, 2, 4], [10.0, 9.0, 12.0]))
+    0.0
     """
     c_eff = float(effective_cost(k, c, batch, curve))
     k = _v.draft_length(k)
     if c_eff > 1.0:
         return float("nan")
-    return float(theory.break_even_q(k, c_eff))
+    return float(theory.break_even_q(k, max(c_eff, 0.0)))
 
 
 def break_even_batch(q, k, c, curve: PassTimeCurve, batch_max: int = 256) -> int | None:

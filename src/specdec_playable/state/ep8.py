@@ -16,6 +16,7 @@ import numpy as np
 import param
 
 from . import K_SLIDER_MAX, unlocked
+from .cpu import cpu_passes
 from ..data import hardware
 from ..sim import batching, theory, trees
 
@@ -39,10 +40,10 @@ def h200_curve() -> batching.PassTimeCurve:
     return hardware.measured_curve("llama-8b-shape", "gemm-cudagraph")
 
 
-@lru_cache(maxsize=1)
 def cpu_curve() -> batching.PassTimeCurve:
-    """The real model's pass times on this server's CPU, read once and shared."""
-    return hardware.cpu_curve()
+    """The real model's pass times on this CPU: this server's own measurement once its model
+    process has made it, else the shipped one (:func:`.cpu.cpu_passes`)."""
+    return cpu_passes().curve
 
 
 def real_tree_table():
@@ -125,6 +126,7 @@ class BusyAndTrees(param.Parameterized):
     def __init__(self, *, rng=None, **params):
         super().__init__(**params)
         self._rng = np.random.default_rng(rng)
+        self._cpu = cpu_passes()  # one curve for the session's whole page
         self._simulate_trees()
 
     # --- part 1: the busy accelerator ---------------------------------------------------------
@@ -135,7 +137,12 @@ class BusyAndTrees(param.Parameterized):
 
     @property
     def cpu_curve(self) -> batching.PassTimeCurve:
-        return cpu_curve()
+        return self._cpu.curve
+
+    @property
+    def cpu_source(self) -> str:
+        """Where this CPU's pass times were measured (see :attr:`.cpu.CpuPasses.source`)."""
+        return self._cpu.source
 
     @property
     def costs(self) -> batching.BatchCosts:
@@ -167,17 +174,17 @@ class BusyAndTrees(param.Parameterized):
     @property
     def cpu(self) -> batching.BatchCosts:
         """The same q, k, c for one user, priced with the real model's measured CPU pass times."""
-        return batching.batch_costs(self.q, self.k, self.c, 1, cpu_curve())
+        return batching.batch_costs(self.q, self.k, self.c, 1, self.cpu_curve)
 
     @property
     def cpu_measured(self) -> bool:
         """Whether a pass over k + 1 positions was measured on the CPU (else it is interpolated)."""
-        return bool(np.isin(self.k + 1, cpu_curve().n_positions))
+        return bool(np.isin(self.k + 1, self.cpu_curve.n_positions))
 
     @property
     def cpu_break_even_q(self) -> float:
         """The acceptance rate the CPU needs at this k and c just to break even (NaN: none does)."""
-        return batching.break_even_q(self.k, self.c, 1, cpu_curve())
+        return batching.break_even_q(self.k, self.c, 1, self.cpu_curve)
 
     # --- part 2: chains and trees -------------------------------------------------------------
 

@@ -105,9 +105,10 @@ def sentences() -> Mapping[int, str]:
     rec = ("" if run is None or not run.finished else
            f" In the run recorded on {recorded_meta()['date']}, prompt lookup on repeating a sentence was "
            f"{_x(run.speedup)} as fast as plain decoding.")
+    need = (f", so even a free draft pays at k = 4 only if its guesses are accepted at a rate of at "
+            f"least q = {float(theory.break_even_q(4, (r_cpu - 1) / 4)):.2f}" if 1 < r_cpu < 5 else "")
     out[7] = (f"A real model on a CPU, where a pass over 5 positions costs {_x(r_cpu)} a "
-              f"one-position step (on the H200, {_x(r_gpu)}), so a draft must be right often to pay."
-              + rec)
+              f"one-position step (on the H200, {_x(r_gpu)}){need}." + rec)
     busy = BusyAndTrees(**LINKS[8])
     b = busy.break_even_batch
     chain, tree = busy.chain_theory, busy.tree_theory

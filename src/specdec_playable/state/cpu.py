@@ -1,0 +1,77 @@
+"""The CPU pass costs a page states, and where they were measured.
+
+A server's model process times its own forward passes as it loads the model
+(``lm.calibrate``; ``serve.interface.server_pass_times``). Until one has, and wherever the model
+is absent (a notebook without the model, an exported page), the pages use the shipped measurement
+(``assets/pass_cost_cpu.csv``), made on the machine that built the package. Every sentence that
+prices a CPU pass says which of the two it is (:attr:`CpuPasses.source`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..data import hardware
+from ..data.machine import this_machine
+from ..serve import interface
+from ..sim.batching import PassTimeCurve, fit_roofline
+
+HERE = "measured on this server at start-up"
+SHIPPED = "measured on the machine that built this page"
+
+
+@dataclass(frozen=True, eq=False)
+class CpuPasses:
+    """This CPU's pass-time curve for the real model, and its provenance.
+
+    Attributes
+    ----------
+    curve : PassTimeCurve
+        Median pass time per number of positions (1 to 32 here, 1 to 64 shipped).
+    here : bool
+        True when measured by this server's own model process.
+    machine : str
+        The machine measured, as a phrase ("a 2-core AMD EPYC").
+    threads : int
+        Threads each product used.
+    """
+
+    curve: PassTimeCurve
+    here: bool
+    machine: str
+    threads: int
+
+    def ratio(self, n: int) -> float:
+        """A pass over ``n`` positions over one decoding step."""
+        return float(self.curve.time_ms(n) / self.curve.time_ms(1))
+
+    @property
+    def source(self) -> str:
+        """``"measured on this server at start-up (a 2-core AMD EPYC, 1 thread per run)"`` or the
+        shipped equivalent."""
+        threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        return (f"{HERE if self.here else SHIPPED} ({self.machine}, {threads} per run)")
+
+
+@lru_cache(maxsize=4)
+def _from_server(times) -> CpuPasses:
+    curve = fit_roofline(times.n_positions, times.median_ms,
+                         label=f"SmolLM2-135M, float32 ({HERE})")
+    return CpuPasses(curve, True, this_machine().describe(), int(times.threads))
+
+
+@lru_cache(maxsize=1)
+def _shipped() -> CpuPasses:
+    meta = hardware.load_cpu_meta()
+    machine = f"a {meta.get('cores', '?')}-core {meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')}"
+    return CpuPasses(hardware.cpu_curve(), False, machine, int(meta.get("threads", 1)))
+
+
+def cpu_passes() -> CpuPasses:
+    """This server's own measurement once a model process has made it, else the shipped one."""
+    times = interface.server_pass_times()
+    return _shipped() if times is None else _from_server(times)
+
+
+__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes"]
