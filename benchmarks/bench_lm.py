@@ -4,6 +4,17 @@ Run from a checkout after ``bash scripts/bootstrap.sh``:
 
     .venv/bin/python benchmarks/bench_lm.py               # every table
     .venv/bin/python benchmarks/bench_lm.py --only step,passes --repeats 30
+    .venv/bin/python benchmarks/bench_lm.py --only passes --llama   # beside llama.cpp (below)
+
+``passes`` times the forward pass over 1..64 new positions three ways in one interleaved loop:
+through ``lm.kernel`` (what the model uses), through the numpy path it replaced
+(``kernel.matmul_t_numpy``), and the weight-stream floor (one numpy matrix-vector product per
+weight matrix: every float32 weight read once). With ``--llama``, and ``llama-cpp-python``
+importable, llama.cpp evaluates the same GGUF file (its 4-bit weights as stored) with the same
+thread count in the same loop. llama-cpp-python is not a dependency: on this project's CPU build it
+with ``CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" pip install
+--no-cache-dir llama-cpp-python`` (about 7 minutes; a native build or a wheel cached from another
+machine can die with "Illegal instruction").
 
 Prints tables (and, with ``--write-csv``, writes ``assets/pass_cost_cpu.csv``). The machine may be
 shared: every ratio is taken within one run, each figure is a median of repeats, and the load
@@ -31,7 +42,7 @@ from specdec_playable.lm import model as model_mod
 from specdec_playable.lm.model import linear
 
 ROOT = Path(__file__).resolve().parents[1]
-PASS_NS = (1, 2, 4, 5, 8, 16, 32, 64)
+PASS_NS = (1, 2, 4, 5, 8, 9, 16, 32, 64)
 CONTEXT = 128  # cached positions before the timed pass (a prompt plus some output)
 
 
@@ -109,136 +120,223 @@ def _interleaved(fns: dict, repeats: int) -> dict:
             for name, v in times.items()}
 
 
-def _gemm_only(fn):
+def _with_numpy_products(fn):
+    """``fn`` with the model's products on the numpy path the kernel replaced."""
+    from specdec_playable.lm import kernel
+
     def run():
-        saved = model_mod.GEMV_MAX_N
-        model_mod.GEMV_MAX_N = 1  # every product of 2+ positions as one matrix-matrix product
+        saved = model_mod.matmul_t
+        model_mod.matmul_t = kernel.matmul_t_numpy
         try:
             fn()
         finally:
-            model_mod.GEMV_MAX_N = saved
+            model_mod.matmul_t = saved
     return run
 
 
-def bench_passes(model, repeats: int, write_csv: bool) -> list[dict]:
-    fns = {}
-    for n in PASS_NS:
-        fns[("pass", n)] = _pass(model, n)
-        fns[("matmul", n)] = _matmuls(model, n)
-        fns[("gemm", n)] = _gemm_only(_pass(model, n))
-    got = _interleaved(fns, repeats)
+def _floor(model):
+    """Every weight matrix read once: one numpy matrix-vector product each (the memory floor)."""
+    w = model.weights
+    d, f = model.config.d_model, model.config.d_ff
+    vd, vf = np.ones(d, np.float32), np.ones(f, np.float32)
+
+    def run():
+        for b in w.blocks:
+            b.wqkv @ vd, b.wo @ vd, b.wgu @ vd, b.wdown @ vf
+        w.embed @ vd
+    return run
+
+
+def _llama_pass(threads: int):
+    """llama.cpp's pass over n new positions after a short prompt (None without llama-cpp-python)."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        print("\n(--llama: llama-cpp-python is not installed; skipping its rows)")
+        return None
+    from specdec_playable.lm.source import model_file
+
+    llm = Llama(model_path=str(model_file()), n_threads=threads, n_threads_batch=threads,
+                logits_all=True, n_ctx=CONTEXT + max(PASS_NS) + 8, n_batch=512, verbose=False)
+    ids = [int(t) for t in (np.arange(CONTEXT + max(PASS_NS)) * 7919 + 1000) % llm.n_vocab()]
+    llm.reset()
+    llm.eval(ids[:CONTEXT])
+
+    def make(n):
+        def run():
+            llm._ctx.kv_cache_seq_rm(-1, CONTEXT, -1)  # back to the cached prefix
+            llm.n_tokens = CONTEXT
+            llm.eval(ids[CONTEXT:CONTEXT + n])
+        return run
+    return make
+
+
+def _pass_rows(got: dict, llama: bool) -> list[dict]:
     rows = []
     for n in PASS_NS:
-        med, p10, p90 = got[("pass", n)]
-        rows.append(dict(n_positions=n, median_ms=med, p10_ms=p10, p90_ms=p90,
-                         matmul_ms=got[("matmul", n)][0], gemm_ms=got[("gemm", n)][0],
-                         gemm_p10=got[("gemm", n)][1]))
-    print("\n## One pass scoring n new positions (%d cached), full vocabulary head at each" % CONTEXT)
-    print("| n | pass ms (median) | p10 | p90 | matmuls alone | pass(n)/pass(1) median | p10 ratio "
-          "| ms per position | with OpenBLAS gemm only (median) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    base, base10 = rows[0]["median_ms"], rows[0]["p10_ms"]
-    for r in rows:
-        print("| %d | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f |" % (
-            r["n_positions"], r["median_ms"], r["p10_ms"], r["p90_ms"], r["matmul_ms"],
-            r["median_ms"] / base, r["p10_ms"] / base10, r["median_ms"] / r["n_positions"],
-            r["gemm_ms"]))
-    five = next(r for r in rows if r["n_positions"] == 5)
-    print(f"\npass(5)/pass(1) = **{five['median_ms'] / base:.2f}x** (p10: {five['p10_ms'] / base10:.2f}x; "
-          f"gemm only: {five['gemm_ms'] / base:.2f}x; H200, 8B shape: {4.839 / 4.8036:.3f}x)")
-    if write_csv:
-        path = ROOT / "assets" / "pass_cost_cpu.csv"
-        with path.open("w", newline="") as fh:
-            out = csv.writer(fh)
-            out.writerow(["model", "impl", "n_positions", "median_ms", "p10_ms", "p90_ms",
-                          "matmul_ms", "gemm_only_ms", "context"])
-            for r in rows:
-                out.writerow(["smollm2-135m", "numpy-float32-kvcache", r["n_positions"],
-                              f"{r['median_ms']:.3f}", f"{r['p10_ms']:.3f}", f"{r['p90_ms']:.3f}",
-                              f"{r['matmul_ms']:.3f}", f"{r['gemm_ms']:.3f}", CONTEXT])
-        meta = dict(cpu=_cpu_name(), cores=os.cpu_count(), numpy=np.__version__,
-                    python=platform.python_version(),
-                    date_utc=_dt.datetime.now(_dt.UTC).date().isoformat(),
-                    load_average=round(os.getloadavg()[0], 2), repeats=repeats, blas=_blas(),
-                    gemv_max_n=model_mod.GEMV_MAX_N, gemv_rows=model_mod.GEMV_ROWS)
-        (ROOT / "assets" / "pass_cost_cpu.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-        print(f"wrote {path.relative_to(ROOT)} and its .meta.json")
+        r = dict(n_positions=n, median_ms=got[("pass", n)][0], p10_ms=got[("pass", n)][1],
+                 p90_ms=got[("pass", n)][2], numpy_ms=got[("numpy", n)][0],
+                 matmul_ms=got[("matmul", n)][0])
+        if llama:
+            r.update(llama_ms=got[("llama", n)][0], llama_p10=got[("llama", n)][1],
+                     llama_p90=got[("llama", n)][2])
+        rows.append(r)
     return rows
 
 
-def _drafts():
-    from specdec_playable.lm.drafts import EarlyExit, PromptLookup
-    from specdec_playable.lm.ngram import NgramDraft
+def _print_passes(rows: list[dict], floor: tuple, llama: bool) -> None:
+    print("\n## One pass scoring n new positions (%d cached), full vocabulary head at each, "
+          "interleaved" % CONTEXT)
+    print(f"weight-stream floor (every float32 weight read once by numpy matrix-vector products): "
+          f"median {floor[0]:.1f} ms, p10 {floor[1]:.1f} ms")
+    head = "| n | kernel pass ms | p10 | ÷ floor | ÷ decode(1) | numpy pass ms | ÷ numpy decode(1) |"
+    line = "|---|---|---|---|---|---|---|"
+    if llama:
+        head += " llama.cpp 4-bit ms | ÷ its decode(1) | kernel ÷ llama.cpp |"
+        line += "---|---|---|"
+    print(head)
+    print(line)
+    b, nb = rows[0]["median_ms"], rows[0]["numpy_ms"]
+    for r in rows:
+        out = (f"| {r['n_positions']} | {r['median_ms']:.1f} | {r['p10_ms']:.1f} "
+               f"| {r['median_ms'] / floor[0]:.2f} | {r['median_ms'] / b:.2f} | {r['numpy_ms']:.1f} "
+               f"| {r['numpy_ms'] / nb:.2f} |")
+        if llama:
+            out += (f" {r['llama_ms']:.1f} | {r['llama_ms'] / rows[0]['llama_ms']:.2f} "
+                    f"| {r['median_ms'] / r['llama_ms']:.2f} |")
+        print(out)
+    at = {r["n_positions"]: r for r in rows}
+    print(f"\nTargets: decode(1) ÷ floor = **{b / floor[0]:.2f}** (<= 1.15); pass(5) ÷ decode(1) = "
+          f"**{at[5]['median_ms'] / b:.2f}** (<= 1.25); pass(9) ÷ decode(1) = "
+          f"**{at[9]['median_ms'] / b:.2f}** (<= 1.4); before (numpy path, same run): "
+          f"{at[5]['numpy_ms'] / nb:.2f} and {at[9]['numpy_ms'] / nb:.2f}")
+    if llama:
+        print(f"pass(5): kernel {at[5]['median_ms']:.1f} ms vs llama.cpp {at[5]['llama_ms']:.1f} ms "
+              f"(target: no slower)")
 
-    return {"lookup": PromptLookup(), "learned": NgramDraft(), "early-exit m=6": EarlyExit(6)}
+
+def bench_passes(model, repeats: int, write_csv: bool, llama: bool = False) -> list[dict]:
+    from specdec_playable.lm import kernel
+
+    fns = {("floor", 0): _floor(model)}
+    make_llama = _llama_pass(kernel.threads()) if llama else None
+    for n in PASS_NS:
+        fns[("pass", n)] = _pass(model, n)
+        fns[("numpy", n)] = _with_numpy_products(_pass(model, n))
+        fns[("matmul", n)] = _matmuls(model, n)
+        if make_llama is not None:
+            fns[("llama", n)] = make_llama(n)
+    got = _interleaved(fns, repeats)
+    rows = _pass_rows(got, make_llama is not None)
+    _print_passes(rows, got[("floor", 0)], make_llama is not None)
+    if write_csv:
+        _write_pass_csv(rows, repeats, got[("floor", 0)][0], make_llama is not None, model)
+    return rows
+
+
+def _write_pass_csv(rows: list[dict], repeats: int, floor_ms: float, llama: bool, model) -> None:
+    from specdec_playable.lm import kernel
+
+    path = ROOT / "assets" / "pass_cost_cpu.csv"
+    with path.open("w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["model", "impl", "n_positions", "median_ms", "p10_ms", "p90_ms",
+                      "matmul_ms", "numpy_path_ms", "context"])
+        for r in rows:
+            out.writerow(["smollm2-135m", "float32-kernel-kvcache", r["n_positions"],
+                          f"{r['median_ms']:.3f}", f"{r['p10_ms']:.3f}", f"{r['p90_ms']:.3f}",
+                          f"{r['matmul_ms']:.3f}", f"{r['numpy_ms']:.3f}", CONTEXT])
+    meta = dict(cpu=_cpu_name(), cores=os.cpu_count(), threads=kernel.threads(),
+                kernel="numba" if kernel.HAVE_NUMBA else "numpy", numpy=np.__version__,
+                python=platform.python_version(),
+                date_utc=_dt.datetime.now(_dt.UTC).date().isoformat(),
+                load_average=round(os.getloadavg()[0], 2), repeats=repeats, blas=_blas(),
+                floor_ms=round(floor_ms, 2), weight_bytes=int(model.weights.nbytes),
+                command="benchmarks/bench_lm.py --only passes --write-csv")
+    (ROOT / "assets" / "pass_cost_cpu.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"wrote {path.relative_to(ROOT)} and its .meta.json")
+    if llama:
+        import llama_cpp
+
+        path = ROOT / "assets" / "pass_cost_cpu_llamacpp.csv"
+        with path.open("w", newline="") as fh:
+            out = csv.writer(fh)
+            out.writerow(["model", "impl", "n_positions", "median_ms", "p10_ms", "p90_ms", "context"])
+            for r in rows:
+                out.writerow(["smollm2-135m", "llama.cpp-q4_1", r["n_positions"], f"{r['llama_ms']:.3f}",
+                              f"{r['llama_p10']:.3f}", f"{r['llama_p90']:.3f}", CONTEXT])
+        from specdec_playable.lm.source import model_file
+
+        meta.update(llama_cpp_python=llama_cpp.__version__, weights="the same GGUF file, Q4_1 as stored",
+                    file_bytes=os.path.getsize(model_file()),
+                    command="benchmarks/bench_lm.py --only passes --llama --write-csv")
+        (ROOT / "assets" / "pass_cost_cpu_llamacpp.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        print(f"wrote {path.relative_to(ROOT)} and its .meta.json")
+
+
+def _drafts():
+    from specdec_playable.lm.compare import make_draft
+
+    return {"lookup": lambda: make_draft("lookup"), "learned": lambda: make_draft("learned")}
 
 
 def bench_speed(model, repeats: int, k: int, max_new: int) -> dict:
-    """Plain vs speculative tokens per second on the four benchmark prompts, interleaved runs."""
-    from specdec_playable.lm.decode import draft_cost, generate, speculate
-    from specdec_playable.lm.prompts import PROMPTS
+    """Plain vs speculative on Episode 7's tasks, each pair raced (``lm.race``: the two runs take
+    turns pass by pass in one process, so the machine's load hits both alike)."""
+    from specdec_playable.lm.prompts import PROMPTS, TASK_CHECKS
+    from specdec_playable.lm.race import fair_speedup, race
 
-    names = ("code-edit", "extraction", "json-reshape", "poem")
     drafts = _drafts()
-    res = {(n, d): [] for n in names for d in ["plain", *drafts]}
-    info = {}
+    res = {(n, d): [] for n in TASK_CHECKS for d in drafts}
     for _ in range(repeats):
-        for n in names:
+        for n in TASK_CHECKS:
             ids = model.tokenizer.chat(PROMPTS[n][1])
-            plain = generate(model, ids, max_new=max_new)
-            res[(n, "plain")].append(plain)
             for dname, draft in drafts.items():
-                spec = speculate(model, ids, draft, k, max_new=max_new)
-                assert spec.tokens == plain.tokens
-                res[(n, dname)].append(spec)
-    print(f"\n## Tokens per second, plain vs speculative, greedy, k={k}, up to {max_new} new tokens "
-          f"(median of {repeats} interleaved runs; prompt pass excluded)")
-    print("| prompt | tokens | plain tok/s | draft | spec tok/s | speedup | acceptance | tokens/pass "
-          "| draft cost c |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for n in names:
-        plains = res[(n, "plain")]
-        p_tps = float(np.median([p.tokens_per_second for p in plains]))
+                r = race(model, ids, draft(), k, max_new=max_new)
+                assert r.spec.tokens == r.plain.tokens
+                res[(n, dname)].append((r, fair_speedup(r.turns, rng=7)))
+    print(f"\n## Tokens per second, plain vs speculative, Episode 7's tasks, greedy, k={k}, up to "
+          f"{max_new} new tokens (each pair raced; median of {repeats} races; prompt pass excluded)")
+    print("| task | copy-heavy | tokens | draft | plain tok/s | spec tok/s | speedup [95% interval] "
+          "| idle-machine (work) figure | acceptance | tokens/pass |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    info = {}
+    for n, (_, copy_heavy) in TASK_CHECKS.items():
         for i, dname in enumerate(drafts):
-            specs = res[(n, dname)]
-            s_tps = float(np.median([s.tokens_per_second for s in specs]))
-            ratio = float(np.median([s.tokens_per_second / p.tokens_per_second
-                                     for s, p in zip(specs, plains)]))
-            cs = [draft_cost(p, s) for s, p in zip(specs, plains) if s.proposed]
-            s0 = specs[0]
-            acc = "-" if np.isnan(s0.acceptance_rate) else f"{s0.acceptance_rate:.2f}"
-            print(f"| {n if i == 0 else ''} | {len(plains[0].tokens) if i == 0 else ''} "
-                  f"| {f'{p_tps:.1f}' if i == 0 else ''} | {dname} | {s_tps:.1f} | {ratio:.2f}x "
-                  f"| {acc} | {s0.tokens_per_pass:.2f} | {np.median(cs) if cs else 0:.3f} |")
-            info[(n, dname)] = dict(speedup=ratio, acceptance=s0.acceptance_rate,
-                                    tokens_per_pass=s0.tokens_per_pass)
+            runs = res[(n, dname)]
+            mid = sorted(runs, key=lambda rf: rf[1].speedup)[len(runs) // 2]
+            r, f = mid
+            acc = "-" if np.isnan(r.spec.acceptance_rate) else f"{r.spec.acceptance_rate:.2f}"
+            print(f"| {n if i == 0 else ''} | {('yes' if copy_heavy else 'no') if i == 0 else ''} "
+                  f"| {len(r.plain.tokens) if i == 0 else ''} | {dname} "
+                  f"| {1e3 / f.plain_ms_per_token:.1f} | {1e3 / f.spec_ms_per_token:.1f} "
+                  f"| {f.speedup:.2f}x [{f.low:.2f}, {f.high:.2f}] | {f.work_speedup:.2f}x | {acc} "
+                  f"| {f.tokens_per_pass:.2f} |")
+            info[(n, dname)] = dict(speedup=f.speedup, work=f.work_speedup, low=f.low, high=f.high)
     return info
 
 
 def bench_ksweep(model, repeats: int, max_new: int) -> None:
-    """Prompt lookup on the code edit at every k: where verification cost meets acceptance."""
-    from specdec_playable.lm.decode import generate, speculate
+    """Prompt lookup on the copy task at every k: where verification cost meets acceptance."""
     from specdec_playable.lm.drafts import PromptLookup
     from specdec_playable.lm.prompts import PROMPTS
+    from specdec_playable.lm.race import fair_speedup, race
 
-    ids = model.tokenizer.chat(PROMPTS["code-edit"][1])
+    ids = model.tokenizer.chat(PROMPTS["repeat"][1])
     ks = (1, 2, 3, 4, 6, 8)
-    ratios = {k: [] for k in ks}
-    specs = {}
+    got = {k: [] for k in ks}
     for _ in range(repeats):
         for k in ks:
-            plain = generate(model, ids, max_new=max_new)
-            spec = speculate(model, ids, PromptLookup(), k, max_new=max_new)
-            assert spec.tokens == plain.tokens
-            ratios[k].append(spec.tokens_per_second / plain.tokens_per_second)
-            specs[k] = spec
-    print(f"\n## Prompt lookup on the code edit, by k (each run right after a plain run; median of "
-          f"{repeats})")
-    print("| k | acceptance | tokens per pass | speedup |")
-    print("|---|---|---|---|")
+            r = race(model, ids, PromptLookup(), k, max_new=max_new)
+            got[k].append((r, fair_speedup(r.turns, rng=7)))
+    print(f"\n## Prompt lookup on the sentence to repeat, by k (raced; median of {repeats})")
+    print("| k | acceptance | tokens per pass | pass(k+1) ÷ step | speedup [95% interval] | work figure |")
+    print("|---|---|---|---|---|---|")
     for k in ks:
-        print(f"| {k} | {specs[k].acceptance_rate:.2f} | {specs[k].tokens_per_pass:.2f} "
-              f"| {np.median(ratios[k]):.2f}x |")
+        r, f = sorted(got[k], key=lambda rf: rf[1].speedup)[len(got[k]) // 2]
+        print(f"| {k} | {r.spec.acceptance_rate:.2f} | {f.tokens_per_pass:.2f} "
+              f"| {f.cost_of(k + 1):.2f} | {f.speedup:.2f}x [{f.low:.2f}, {f.high:.2f}] "
+              f"| {f.work_speedup:.2f}x |")
 
 
 def _rss_mb() -> float:
@@ -319,7 +417,10 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="step,passes,speed,ksweep,memory",
                     help="comma-separated tables: step, passes, speed, ksweep, memory")
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--write-csv", action="store_true", help="write assets/pass_cost_cpu.csv")
+    ap.add_argument("--write-csv", action="store_true", help="write assets/pass_cost_cpu.csv "
+                    "(and, with --llama, assets/pass_cost_cpu_llamacpp.csv)")
+    ap.add_argument("--llama", action="store_true",
+                    help="time llama.cpp on the same file beside the passes (needs llama-cpp-python)")
     ap.add_argument("--k", type=int, default=4, help="draft length for the speed table")
     ap.add_argument("--max-new", type=int, default=64, help="tokens per run in the speed table")
     ap.add_argument("--sessions", type=int, default=4, help="concurrent sessions in the memory table")
@@ -336,7 +437,7 @@ def main(argv=None) -> int:
     if "step" in only:
         bench_step(model, args.repeats)
     if "passes" in only:
-        bench_passes(model, args.repeats, args.write_csv)
+        bench_passes(model, args.repeats, args.write_csv, args.llama)
     if "speed" in only:
         bench_speed(model, max(1, args.repeats // 7), args.k, args.max_new)
     if "ksweep" in only:

@@ -26,6 +26,8 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
+from ..data import hardware
+from ..data.machine import this_machine
 from ..sim import trees
 from ..state.ep8 import (
     ANCHORS, BATCH_MAX, BATCHES, K_SLIDER_MAX, N_ROUNDS, Q_GRID, BusyAndTrees, real_tree_step,
@@ -37,6 +39,7 @@ from .livehtml import LiveHTML
 from .inputs import control_help
 from .deferred import when_near
 from .ep8_real_tree import real_tree_part
+from .roofline import roofline_html
 from .words import faster_or_slower, noun, plural
 from .page import StateView, beside, esc, page_css, prose, slider, stat
 
@@ -57,7 +60,8 @@ COST_KEY = chart_key(
     "Cost of one pass against the positions it scores",
     swatch("dot", "big") + "H200, 8B shape",
     swatch("line", "dashed") + "H200, fit beyond 512",
-    swatch("dot", "ember") + "this server's CPU, real model",
+    swatch("dot", "ember") + "this server's CPU, real model, float32",
+    swatch("dot", "ember-open") + "same CPU and model, llama.cpp, 4-bit weights",
     glyph("▲", "draft") + "your plain step and verify pass",
 )
 SPLIT_KEY = chart_key(
@@ -173,13 +177,19 @@ def cpu_html(s: BusyAndTrees) -> str:
     how = faster_or_slower(speed)
     measured = "measured" if s.cpu_measured else "interpolated between measured points"
     q_star = s.cpu_break_even_q
-    need = (f"Here speculation needs an acceptance rate of at least q = {q_star:.2f} at k = {k} and "
-            f"c = {s.c:.3f} just to break even" if np.isfinite(q_star) else
-            f"Here no acceptance rate makes k = {k} at c = {s.c:.3f} pay")
+    if not np.isfinite(q_star):
+        need = f"Here no acceptance rate makes k = {k} at c = {s.c:.3f} pay"
+    elif q_star <= 0.0:
+        need = (f"Here even a draft that is never right breaks even at k = {k} and c = {s.c:.3f}: "
+                f"the verify pass and the drafts cost no more than a plain step")
+    else:
+        need = (f"Here speculation needs an acceptance rate of at least q = {q_star:.2f} at k = {k} "
+                f"and c = {s.c:.3f} just to break even")
     return (
         f'<p class="sdp-econ">On this server there is one user and no GPU: the real model of '
-        f"Episode 7 runs in numpy on two CPU cores. A pass over {k + 1} positions takes "
-        f"{float(h.verify_ms):.1f} ms against {float(h.plain_step_ms):.1f} ms for one ({measured}): "
+        f"Episode 7 runs on {esc(this_machine().describe())}. A pass over {k + 1} positions takes "
+        f"{float(h.verify_ms):.1f} ms against {float(h.plain_step_ms):.1f} ms for one ({measured}, "
+        f"{esc(s.cpu_source)}): "
         f"<strong>{ratio:.2f}×</strong>, where the H200 needs "
         f"{float(s.curve.time_ms(k + 1) / s.curve.time_ms(1)):.2f}×. "
         + ("Verification is not free even for a single user, so " if ratio >= 1.1 else
@@ -343,7 +353,8 @@ class CostChart:
         base = float(curve.time_ms(1))
         n = curve.n_positions.astype(float)
         fit_n = np.geomspace(curve.n_max, BATCH_MAX * 17, 24)
-        top = float(curve.fit_ms(fit_n[-1])) / float(curve.time_ms(1))
+        q4_top = float(hardware.llamacpp_curve().median_ms[-1] / hardware.llamacpp_curve().time_ms(1))
+        top = max(float(curve.fit_ms(fit_n[-1])) / float(curve.time_ms(1)), q4_top)
         self.marks = ColumnDataSource(dict(n=[1, 5], r=[1.0, 1.0], text=["", ""],
                                            align=["left", "left"], dx=[-4, -4]), name="ep8-marks")
         fig = figure(
@@ -368,7 +379,16 @@ class CostChart:
         cpu_dots = fig.scatter("n", "r", source=cpu_src, marker="square", size=7,
                                fill_color=theme.EMBER, line_color=theme.EMBER)
         fig.add_tools(HoverTool(renderers=[cpu_dots], tooltips=[
-            ("this CPU, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
+            ("this CPU, float32, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
+        q4 = hardware.llamacpp_curve()
+        q4_src = ColumnDataSource(dict(n=q4.n_positions.tolist(),
+                                       r=(q4.median_ms / float(q4.time_ms(1))).tolist(),
+                                       ms=q4.median_ms.tolist()), name="ep8-q4")
+        fig.line("n", "r", source=q4_src, line_color=theme.EMBER, line_width=2, line_dash="dotted")
+        q4_dots = fig.scatter("n", "r", source=q4_src, marker="square", size=7, line_width=2,
+                              fill_color=theme.PAPER, line_color=theme.EMBER)
+        fig.add_tools(HoverTool(renderers=[q4_dots], tooltips=[
+            ("llama.cpp 4-bit, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
         fig.scatter("n", "r", source=self.marks, marker="triangle", size=13,
                     fill_color=theme.DRAFT, line_color=theme.INK)
         # "plain" under its mark and "verify" over its own, so they never collide, even when
@@ -620,6 +640,7 @@ class BusyTreesView(StateView):
             prose(COST_KEY, KEYS_CSS, _CSS),
             pn.pane.Bokeh(self.cost_chart.figure, sizing_mode="stretch_width"),
             self.cpu_text,
+            prose(roofline_html(s.cpu_curve, s.cpu_source, s.curve), _CSS),
             prose(self.part1_note, _CSS),
             self.anchors_text,
             prose(self.part1_outro, _CSS),
