@@ -163,7 +163,7 @@ def test_cpu_sentences_follow_the_numbers(q, k, c, batch):
     s = BusyAndTrees(rng=0, q=q, k=k, c=c, batch=batch)
     html = v.cpu_html(s)
     cpu = s.cpu_curve  # this server's measurement once a model process made one, else the shipped
-    assert s.cpu_source in html
+    assert s.cpu_passes.where in html and s.cpu_passes.details in html
     ratio = float(cpu.time_ms(k + 1) / cpu.time_ms(1))
     assert f"<strong>{ratio:.2f}×</strong>" in html
     assert ("not free even for a single user" in html) == (ratio >= 1.1)

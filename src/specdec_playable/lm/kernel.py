@@ -95,6 +95,8 @@ try:
     if os.environ.get("SPECDEC_NO_NUMBA"):
         raise ImportError("numba disabled by SPECDEC_NO_NUMBA")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # a layer that may be entered from two Python threads at once (numba's workqueue may not)
+    os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
     import numba
     from numba import njit, prange
     HAVE_NUMBA = True

@@ -47,11 +47,20 @@ class CpuPasses:
         return float(self.curve.time_ms(n) / self.curve.time_ms(1))
 
     @property
+    def where(self) -> str:
+        """:data:`HERE` or :data:`SHIPPED`."""
+        return HERE if self.here else SHIPPED
+
+    @property
+    def details(self) -> str:
+        """``"a 2-core AMD EPYC, 1 thread per run"`` (the shipped one adds its date)."""
+        return f"{self.machine}, {self.threads} thread{'s' if self.threads != 1 else ''} per run"
+
+    @property
     def source(self) -> str:
         """``"measured on this server at start-up (a 2-core AMD EPYC, 1 thread per run)"`` or the
         shipped equivalent."""
-        threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
-        return (f"{HERE if self.here else SHIPPED} ({self.machine}, {threads} per run)")
+        return f"{self.where} ({self.details})"
 
 
 @lru_cache(maxsize=4)

@@ -140,9 +140,9 @@ class BusyAndTrees(param.Parameterized):
         return self._cpu.curve
 
     @property
-    def cpu_source(self) -> str:
-        """Where this CPU's pass times were measured (see :attr:`.cpu.CpuPasses.source`)."""
-        return self._cpu.source
+    def cpu_passes(self):
+        """This session's CPU pass times and where they were measured (:class:`.cpu.CpuPasses`)."""
+        return self._cpu
 
     @property
     def costs(self) -> batching.BatchCosts:

@@ -175,7 +175,9 @@ def cpu_html(s: BusyAndTrees) -> str:
     ratio = float(h.verify_ms / h.plain_step_ms)
     speed = float(h.speedup)
     how = faster_or_slower(speed)
-    measured = "measured" if s.cpu_measured else "interpolated between measured points"
+    cpu = s.cpu_passes
+    measured = (f"Both were {cpu.where} ({cpu.details})" if s.cpu_measured else
+                f"The pass over {k + 1} is interpolated between points {cpu.where} ({cpu.details})")
     q_star = s.cpu_break_even_q
     if not np.isfinite(q_star):
         need = f"Here no acceptance rate makes k = {k} at c = {s.c:.3f} pay"
@@ -188,10 +190,9 @@ def cpu_html(s: BusyAndTrees) -> str:
     return (
         f'<p class="sdp-econ">On this server there is one user and no GPU: the real model of '
         f"Episode 7 runs on {esc(this_machine().describe())}. A pass over {k + 1} positions takes "
-        f"{float(h.verify_ms):.1f} ms against {float(h.plain_step_ms):.1f} ms for one ({measured}, "
-        f"{esc(s.cpu_source)}): "
+        f"{float(h.verify_ms):.1f} ms against {float(h.plain_step_ms):.1f} ms for one: "
         f"<strong>{ratio:.2f}×</strong>, where the H200 needs "
-        f"{float(s.curve.time_ms(k + 1) / s.curve.time_ms(1)):.2f}×. "
+        f"{float(s.curve.time_ms(k + 1) / s.curve.time_ms(1)):.2f}×. {esc(measured)}. "
         + ("Verification is not free even for a single user, so " if ratio >= 1.1 else
            "Verification is nearly free here too, so ")
         + f"the same q, k and c give {speed:.2f}× here "
@@ -402,7 +403,7 @@ class CostChart:
         fig.add_tools(HoverTool(renderers=[dots], tooltips=[
             ("positions", "@n"), ("time", "@ms{0.00} ms"), ("relative", "@r{0.00}×")]))
         fig.xaxis.ticker = FixedTicker(ticks=[1, 4, 16, 64, 256, 1024, 4096])
-        fig.yaxis.ticker = FixedTicker(ticks=[1, 2, 4, 8, 16])
+        fig.yaxis.ticker = FixedTicker(ticks=[1, 2, 4, 8, 16, 32])
         theme.style_figure(fig)
         self.figure = fig
         self._curve, self._base = curve, base
@@ -640,7 +641,7 @@ class BusyTreesView(StateView):
             prose(COST_KEY, KEYS_CSS, _CSS),
             pn.pane.Bokeh(self.cost_chart.figure, sizing_mode="stretch_width"),
             self.cpu_text,
-            prose(roofline_html(s.cpu_curve, s.cpu_source, s.curve), _CSS),
+            prose(roofline_html(s.cpu_curve, s.curve), _CSS),
             prose(self.part1_note, _CSS),
             self.anchors_text,
             prose(self.part1_outro, _CSS),

@@ -22,8 +22,9 @@ def _times(curve: PassTimeCurve, n: int = N_CHECK) -> tuple[float, float]:
     return float(curve.time_ms(1)), float(curve.time_ms(n) / curve.time_ms(1))
 
 
-def roofline_html(cpu_curve: PassTimeCurve, cpu_source: str, h200: PassTimeCurve) -> str:
-    """Two paragraphs: this CPU's float32 pass against llama.cpp's 4-bit one, and the H200."""
+def roofline_html(cpu_curve: PassTimeCurve, h200: PassTimeCurve) -> str:
+    """Two paragraphs: this CPU's float32 pass against llama.cpp's 4-bit one, and the H200. (The
+    sentence above them on the page says where ``cpu_curve`` was measured.)"""
     meta, llama_meta = hardware.load_cpu_meta(), hardware.load_llamacpp_meta()
     f_bytes, q_bytes = int(meta["weight_bytes"]), int(llama_meta["file_bytes"])
     f1, f5 = _times(cpu_curve)
@@ -43,7 +44,7 @@ def roofline_html(cpu_curve: PassTimeCurve, cpu_source: str, h200: PassTimeCurve
         f'<p class="sdp-econ" id="roofline-words"><strong>Why checking is cheap with float32 '
         f"weights.</strong> "
         f"A decoding step reads every weight once: {f_bytes / 1e6:.0f} MB of float32 weights in "
-        f"{f1:.1f} ms here ({gbps:.0f} GB/s at least; {esc(cpu_source)}). Scoring more positions "
+        f"{f1:.1f} ms here, at least {gbps:.0f} GB/s. Scoring more positions "
         f"reuses each weight while it is in the processor's cache, 2 flops per position, so the "
         f"extra positions cost arithmetic but no extra reading: a pass over {N_CHECK} positions "
         f"takes {f5:.2f}× a step, {verdict}.</p>"
@@ -55,9 +56,9 @@ def roofline_html(cpu_curve: PassTimeCurve, cpu_source: str, h200: PassTimeCurve
 
 
 def _machine(meta: dict) -> str:
-    return (f"the machine that built this page (a {meta.get('cores', '?')}-core "
-            f"{meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')}, {meta.get('threads', 1)} "
-            f"threads, llama-cpp-python {meta.get('llama_cpp_python', '?')})")
+    return (f"the machine that built this page, a {meta.get('cores', '?')}-core "
+            f"{meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')} with {meta.get('threads', 1)} "
+            f"threads and llama-cpp-python {meta.get('llama_cpp_python', '?')}")
 
 
 __all__ = ["N_CHECK", "roofline_html"]
