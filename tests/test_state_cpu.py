@@ -34,7 +34,8 @@ def model_absent(monkeypatch):
 def test_without_a_model_process_the_shipped_curve_is_used_and_said(model_absent):
     p = cpu.cpu_passes()
     assert not p.here
-    assert np.array_equal(p.curve.median_ms, hardware.cpu_curve().median_ms)
+    shipped = hardware.cpu_curve().median_ms
+    assert np.array_equal(p.curve.median_ms, np.maximum.accumulate(shipped))
     meta = hardware.load_cpu_meta()
     assert p.source.startswith(cpu.SHIPPED)
     assert f"{meta['cores']}-core {meta['cpu']} on {meta['date_utc']}" in p.source
@@ -71,3 +72,10 @@ def test_episode7_lesson_says_where_its_ratio_was_measured(model_absent, monkeyp
     assert f"at least q = {q:.2f}" in html
     # the break-even claim holds: a free draft at that q writes 1.15 tokens per pass of 5
     assert float(theory.expected_tokens_per_round(q, 4)) == pytest.approx(1.15, abs=1e-6)
+
+
+def test_a_dip_in_a_measured_curve_is_taken_as_noise(monkeypatch):
+    dipping = PassTimes((1, 2, 4), (30.0, 21.0, 33.0), repeats=3, seconds=1.0, threads=1, kernel="numba")
+    monkeypatch.setattr(model_process, "_calibration", [dipping])
+    p = cpu.cpu_passes()
+    assert p.curve.median_ms.tolist() == [30.0, 30.0, 33.0] and p.ratio(2) == 1.0

@@ -5,12 +5,17 @@ A server's model process times its own forward passes as it loads the model
 is absent (a notebook without the model, an exported page), the pages use the shipped measurement
 (``assets/pass_cost_cpu.csv``), made on the machine that built the package. Every sentence that
 prices a CPU pass says which of the two it is (:attr:`CpuPasses.source`).
+
+A pass over more positions does all the work of a pass over fewer, so a curve that dips (a burst of
+load during one size's repeats) is noise: the curve used is the running maximum of the medians.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+
+import numpy as np
 
 from ..data import hardware
 from ..data.machine import this_machine
@@ -63,10 +68,15 @@ class CpuPasses:
         return f"{self.where} ({self.details})"
 
 
+def _monotone(n_positions, median_ms, label: str) -> PassTimeCurve:
+    order = np.argsort(np.asarray(n_positions))
+    ms = np.maximum.accumulate(np.asarray(median_ms, dtype=float)[order])
+    return fit_roofline(np.asarray(n_positions)[order], ms, label=label)
+
+
 @lru_cache(maxsize=4)
 def _from_server(times) -> CpuPasses:
-    curve = fit_roofline(times.n_positions, times.median_ms,
-                         label=f"SmolLM2-135M, float32 ({HERE})")
+    curve = _monotone(times.n_positions, times.median_ms, f"SmolLM2-135M, float32 ({HERE})")
     return CpuPasses(curve, True, this_machine().describe(), int(times.threads))
 
 
@@ -74,7 +84,9 @@ def _from_server(times) -> CpuPasses:
 def _shipped() -> CpuPasses:
     meta = hardware.load_cpu_meta()
     machine = f"a {meta.get('cores', '?')}-core {meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')}"
-    return CpuPasses(hardware.cpu_curve(), False, machine, int(meta.get("threads", 1)))
+    series = hardware.load_cpu_pass_costs()
+    curve = _monotone(series.n_positions, series.median_ms, f"SmolLM2-135M, float32 ({SHIPPED})")
+    return CpuPasses(curve, False, machine, int(meta.get("threads", 1)))
 
 
 def cpu_passes() -> CpuPasses:
