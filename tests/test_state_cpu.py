@@ -79,3 +79,17 @@ def test_a_dip_in_a_measured_curve_is_taken_as_noise(monkeypatch):
     monkeypatch.setattr(model_process, "_calibration", [dipping])
     p = cpu.cpu_passes()
     assert p.curve.median_ms.tolist() == [30.0, 30.0, 33.0] and p.ratio(2) == 1.0
+
+
+@pytest.mark.parametrize("times", [SERVER, PassTimes((1, 5, 9), (20.0, 40.0, 60.0), repeats=3,
+                                                     seconds=1.0, threads=2, kernel="numpy")])
+def test_episode7_outro_follows_the_pass_costs(monkeypatch, times):
+    from specdec_playable.episodes import ep7
+    from specdec_playable.sim import theory
+
+    monkeypatch.setattr(model_process, "_calibration", [times])
+    html = ep7.outro_html()
+    r5, r9 = times.ratio(5), times.ratio(9)
+    assert f"({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)" in html
+    assert ("is nearly one step too" in html) == (r5 < 1.3)
+    assert f"at least q = {float(theory.break_even_q(4, (r5 - 1) / 4)):.2f}" in html

@@ -186,14 +186,21 @@ def no_model_notice() -> str:
     return f"The model is not installed on this server; install it with: {lm.INSTALL_COMMAND}"
 
 
-OUTRO = """
+def outro_html() -> str:
+    """What the real run adds; the CPU's pass cost (where it was measured, said above) decides the
+    last sentence."""
+    cpu = cpu_passes()
+    r5, r9 = cpu.ratio(5), cpu.ratio(9)
+    grows = "is nearly one step too" if r5 < 1.3 else "grows with the positions"
+    hw = (f"on this CPU it {grows} ({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)"
+          + _break_even_gloss(r5))
+    return f"""
 <h2>What the real run adds</h2>
 <p class="sdp-lede">Everything Episode 2 simulated is here for real: the guesses are a real draft’s, a
 miss is the model disagreeing, and the clocks are this server’s. Two things the simulation hid come
 out. First, the text decides everything: the same draft flies on a reply that copies its prompt and
 stalls on one that does not. Second, the hardware decides what a verify pass costs: on a GPU it is
-nearly one step whatever k is; on this CPU it grows with every position, so a draft must be right far
-more often before it pays.</p>
+nearly one step whatever k is; {hw}.</p>
 """
 
 
@@ -243,6 +250,6 @@ def page(state: RealText | None = None) -> pn.Column:
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep7",
         lede=LEDE, try_this=TRY_THIS,
-        body=[notice, view, prose(lesson_html(), "ep7.css"), prose(NOTE), prose(OUTRO),
+        body=[notice, view, prose(lesson_html(), "ep7.css"), prose(NOTE), prose(outro_html()),
               exercises_section(state, EXERCISES, name="ep7")],
     )
