@@ -60,8 +60,8 @@ COST_KEY = chart_key(
     "Cost of one pass against the positions it scores",
     swatch("dot", "big") + "H200, 8B shape",
     swatch("line", "dashed") + "H200, fit beyond 512",
-    swatch("dot", "ember") + "this server's CPU, real model, float32",
-    swatch("dot", "ember-open") + "same CPU and model, llama.cpp, 4-bit weights",
+    swatch("dot", "ember") + "this CPU, real model, float32",
+    swatch("dot", "ember-open") + "same, llama.cpp, 4-bit",
     glyph("▲", "draft") + "your plain step and verify pass",
 )
 SPLIT_KEY = chart_key(

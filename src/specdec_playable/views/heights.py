@@ -23,8 +23,8 @@ RESERVED_PX: dict[str, int] = {
     "ep6-charts": 333,
     "ep6-part2": 2028,
     "ep7-view-slot": 560,
-    "ep8-view-slot": 6940,
-    "ep8-part1-rest": 1740,
+    "ep8-view-slot": 7563,
+    "ep8-part1-rest": 2177,
     "ep8-part2": 2000,
     "ep8-part3": 2060,
 }
