@@ -45,6 +45,23 @@ def pool():
     q.shutdown()
 
 
+def test_a_place_reads_state_position_and_running_at_one_instant():
+    # Jobs start and end all the time here; every place read must agree with itself.
+    q = jobs.JobQueue(workers=2, max_waiting=200)
+    try:
+        handles = [q.submit(lambda ctx: time.sleep(0.001)) for _ in range(150)]
+        places = []
+        while not all(h.job.finished for h in handles):
+            places += [h.job.place for h in handles]
+        for p in places:
+            assert (p.state == jobs.QUEUED) == (p.position >= 1), p
+            assert p.running <= p.workers == 2 and len(p.running_elapsed_s) <= p.running
+            if p.state == jobs.RUNNING:
+                assert p.running >= 1, p
+    finally:
+        q.shutdown()
+
+
 def test_at_most_workers_run_and_the_rest_wait_in_order(pool):
     gate = threading.Event()
     handles = [pool.submit(blocker(gate, value=i)) for i in range(5)]

@@ -281,6 +281,27 @@ def test_the_queue_measures_run_times_for_the_estimate(queue):
     assert 0 < took < 5
 
 
+def test_the_queued_line_is_read_at_one_instant(queue):
+    from specdec_playable.views.ep7_real import status_html
+
+    gate, calls = threading.Event(), []
+    work = gated_work(gate, fake_comparison([(4, 4)]), calls)
+    a = RealText(queue=queue, work=work, task=CUSTOM, prompt="a")
+    b = RealText(queue=queue, work=work, task=CUSTOM, prompt="b")
+    a.run()
+    assert wait_for(lambda: a.poll() and a.status == "running")
+    b.run()
+    line = b.line
+    assert b.status == "queued" and (line.state, line.position, line.running) == ("queued", 1, 1)
+    assert len(line.running_elapsed_s) == 1
+    gate.set()
+    assert wait_for(lambda: b._handle.job.finished) and queue.running == 0
+    # Until its next poll the page describes the line its last poll saw, not a mix of that place
+    # and the queue's figures now ("position 1" with "a worker is free").
+    assert "position 1. All 1 workers are busy" in status_html(b)
+    assert wait_for(lambda: not b.poll()) and b.status == "done"
+
+
 def test_cancel_says_so_and_no_stale_waiting_text(queue):
     from specdec_playable.views.ep7_real import text_html
 

@@ -24,6 +24,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("specdec_playable")
@@ -35,6 +36,34 @@ FINAL = (DONE, FAILED, CANCELLED)
 
 class QueueFull(RuntimeError):
     """Raised by :meth:`JobQueue.submit` when the waiting line is full."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """A job and its queue at one instant, read under the queue's lock, so that what a page says
+    of them agrees (a place in line taken before a worker picked the job up, and the running
+    count after, would say "position 1" and "all workers busy" of a run already starting).
+
+    Attributes
+    ----------
+    state : str
+        The job's state.
+    position : int
+        Its place in line (1 = next), 0 unless queued.
+    running, workers : int
+        Jobs running and the most that may run at once.
+    running_elapsed_s : tuple of float
+        Seconds each running job has run so far.
+    recent_run_s : tuple of float
+        How long the last finished runs took (see :meth:`JobQueue.recent_run_s`).
+    """
+
+    state: str
+    position: int
+    running: int
+    workers: int
+    running_elapsed_s: tuple[float, ...]
+    recent_run_s: tuple[float, ...]
 
 
 class JobContext:
@@ -123,6 +152,12 @@ class Job:
     def position(self) -> int:
         """Jobs waiting ahead of this one plus one (1 = next to start); 0 once it runs or ended."""
         return self._queue._position(self)
+
+    @property
+    def place(self) -> Place:
+        """The job's state and place in line with the queue's running jobs and run times, all
+        read at one instant."""
+        return self._queue._place(self)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job ends (for scripts and tests, never the event loop)."""
@@ -277,6 +312,19 @@ class JobQueue:
                                  daemon=True)
             self._threads.append(t)
             t.start()
+
+    def _place(self, job: Job) -> Place:
+        now = time.monotonic()
+        with self._lock:
+            try:
+                position = self._waiting.index(job) + 1 if job.state == QUEUED else 0
+            except ValueError:
+                position = 0
+            return Place(state=job.state, position=position, running=len(self._running),
+                         workers=self.workers,
+                         running_elapsed_s=tuple(now - j.started_at for j in self._running
+                                                 if j.started_at is not None),
+                         recent_run_s=tuple(self._durations))
 
     def _position(self, job: Job) -> int:
         with self._lock:

@@ -170,6 +170,7 @@ class RealText(param.Parameterized):
         self._queue = queue
         self._work = work
         self._handle: jobs.Handle | None = None
+        self.line = None  # the queue as the last poll of a queued run saw it (a jobs.Place)
 
     # -- settings ----------------------------------------------------------------------------
     def settings(self) -> Settings:
@@ -229,9 +230,11 @@ class RealText(param.Parameterized):
         if handle is None:
             return False
         job = handle.job
-        state = job.state
+        place = job.place  # state, place in line and the queue's figures, read at one instant
+        state = place.state
         if state == jobs.QUEUED:
-            self._set(status="queued", position=job.position)
+            self.line = place
+            self._set(status="queued", position=place.position)
             return True
         if state == jobs.RUNNING:
             progress = job.progress

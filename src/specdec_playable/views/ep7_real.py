@@ -376,10 +376,15 @@ def notes_html(c: Comparison, k: int, ep5_href: str) -> str:
 
 def status_html(state: RealText) -> str:
     """The run's place in line or progress, and any message, in a line or two."""
-    queue = state.queue
-    line = status_line(state.status, state.position, state.comparison, workers=queue.workers,
-                       running=queue.running, model_loaded=interface.model_ready(),
-                       running_elapsed_s=queue.running_elapsed_s(), recent_run_s=queue.recent_run_s())
+    p = state.line
+    if state.status == "queued" and p is not None:
+        # The line as the state's last poll saw it, every figure read at one instant.
+        figures = dict(workers=p.workers, running=p.running, running_elapsed_s=p.running_elapsed_s,
+                       recent_run_s=p.recent_run_s)
+    else:  # only a queued run's sentence speaks of the queue
+        figures = dict(workers=state.queue.workers, running=0)
+    line = status_line(state.status, state.position, state.comparison,
+                       model_loaded=interface.model_ready(), **figures)
     out = ""
     if line:
         out += f'<p class="ep7-status" role="status">{esc(line)}</p>'
