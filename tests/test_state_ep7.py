@@ -281,6 +281,49 @@ def test_the_queue_measures_run_times_for_the_estimate(queue):
     assert 0 < took < 5
 
 
+def test_a_full_line_refuses_with_a_clear_message_and_when_to_try_again():
+    q = jobs.JobQueue(workers=1, max_waiting=1)
+    try:
+        gate, calls = threading.Event(), []
+        work = gated_work(gate, fake_comparison([(4, 4)]), calls)
+        first = RealText(queue=q, work=work, task=CUSTOM, prompt="first")
+        first.run()
+        gate.set()
+        assert wait_for(lambda: not first.poll()) and first.status == "done"
+        gate.clear()
+        running, waiting, late = (RealText(queue=q, work=work, task=CUSTOM, prompt=p)
+                                  for p in ("a", "b", "c"))
+        running.run()
+        assert wait_for(lambda: running.poll() and running.status == "running")
+        waiting.run()
+        late.run()
+        assert waiting.status == "queued" and late.status == "refused" and not late.active
+        assert late.message.startswith("The line is full: 1 run already waiting")
+        # One run has finished, so the message says when the next one should start.
+        assert "Try again in" in late.message and "once a run has finished" not in late.message
+        assert q.waiting == 1 and [c.prompt for c in calls] == ["first", "a"]
+        assert "Try again once a run has finished." in st.full_line(3, 2, (), ())
+        assert "in about 5 s" in st.full_line(3, 2, (10.0, 25.0), (30.0,))  # the 25 s one ends
+    finally:
+        gate.set()
+        q.shutdown()
+
+
+def test_a_refused_run_does_not_call_the_earlier_run_this_run(queue):
+    from specdec_playable.views.ep7_real import status_html
+
+    gate, calls = threading.Event(), []
+    gate.set()
+    s = RealText(queue=queue, work=gated_work(gate, fake_comparison([(4, 4)]), calls), task=CUSTOM,
+                 prompt="hi")
+    s.run()
+    assert wait_for(lambda: not s.poll()) and "This run:" in status_html(s)
+    s.prompt = " "
+    s.run()
+    assert s.status == "refused"
+    assert "This run:" not in status_html(s) and "Shown below, your earlier run:" in status_html(s)
+
+
 def test_the_queued_line_is_read_at_one_instant(queue):
     from specdec_playable.views.ep7_real import status_html
 

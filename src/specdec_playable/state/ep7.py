@@ -216,8 +216,10 @@ class RealText(param.Parameterized):
         try:
             handle = self.queue.submit(self._work(settings), key=settings.key, budget_s=JOB_BUDGET_S,
                                        label=f"ep7 {settings.task} {settings.draft} k={settings.k}")
-        except jobs.QueueFull as exc:
-            self._set(status="refused", message=str(exc))
+        except jobs.QueueFull:
+            q = self.queue
+            self._set(status="refused", position=0, message=full_line(
+                q.waiting, q.workers, q.running_elapsed_s(), q.recent_run_s()))
             return
         self._handle = handle
         self._set(shown=settings, comparison=None, message="",
@@ -454,6 +456,17 @@ def wait_words(position: int, workers: int, running_elapsed_s, recent_run_s) -> 
     runs = _n(len(recent_run_s), "run")
     when = "in a moment" if wait < 1 else f"in about {_seconds(wait)}"
     return f"Estimated start {when}: the last {runs} here took {_seconds(typical)} each (median)."
+
+
+def full_line(waiting: int, workers: int, running_elapsed_s, recent_run_s) -> str:
+    """Why a Run was refused when the line is full, and when a place should free up (the next
+    run's estimated start, from the measured run times)."""
+    wait = estimated_wait_s(1, workers, running_elapsed_s, recent_run_s)
+    when = ("Try again once a run has finished." if wait is None else
+            "Try again in a moment." if wait < 1 else
+            f"Try again in about {_seconds(wait)}, when the next run should start.")
+    return (f"The line is full: {_n(waiting, 'run')} already waiting for the model on this server, "
+            f"the most it holds, so this one was not queued. {when}")
 
 
 def _seconds(s: float) -> str:

@@ -393,7 +393,9 @@ def status_html(state: RealText) -> str:
     if state.shown is not None and state.comparison is not None:
         how = " Computed earlier on this server for a visitor with the same settings, and shared." \
             if state.shared else ""
-        out += f'<p class="ep7-settings">This run: {esc(state.shown.describe())}.{esc(how)}</p>'
+        # After a refused Run the run on the page is the visitor's earlier one.
+        what = "Shown below, your earlier run" if state.status == "refused" else "This run"
+        out += f'<p class="ep7-settings">{what}: {esc(state.shown.describe())}.{esc(how)}</p>'
     return out
 
 
