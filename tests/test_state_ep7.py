@@ -265,6 +265,11 @@ def test_the_estimated_wait_comes_from_the_measured_run_times():
     line = st.status_line("queued", 3, None, workers=2, running=2, model_loaded=True,
                           running_elapsed_s=elapsed, recent_run_s=recent)
     assert "in about 35 s" in line and "the last 3 runs here took 30 s each (median)" in line
+    # Runs measured with every worker busy, as a run behind a line will be, come first.
+    crowded = st.status_line("queued", 3, None, workers=2, running=2, model_loaded=True,
+                             running_elapsed_s=elapsed, recent_run_s=recent, crowded_run_s=(50.0,))
+    assert "in about 75 s" in crowded and "the last 1 run here with every worker busy took 50 s" in crowded
+    assert "in about 25 s" in st.full_line(3, 2, elapsed, recent, (50.0,))
     none_yet = st.status_line("queued", 1, None, workers=1, running=1, model_loaded=True)
     assert "No run has finished on this server yet" in none_yet
 

@@ -380,7 +380,7 @@ def status_html(state: RealText) -> str:
     if state.status == "queued" and p is not None:
         # The line as the state's last poll saw it, every figure read at one instant.
         figures = dict(workers=p.workers, running=p.running, running_elapsed_s=p.running_elapsed_s,
-                       recent_run_s=p.recent_run_s)
+                       recent_run_s=p.recent_run_s, crowded_run_s=p.crowded_run_s)
     else:  # only a queued run's sentence speaks of the queue
         figures = dict(workers=state.queue.workers, running=0)
     line = status_line(state.status, state.position, state.comparison,
