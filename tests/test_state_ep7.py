@@ -255,6 +255,15 @@ def test_position_one_with_a_free_worker_does_not_say_none_are_running():
     assert "position 1" in line and "A worker is free" in line and "0 are running" not in line
 
 
+def test_a_free_worker_starts_only_the_head_of_the_line():
+    # One of two workers free: it takes the run in place 1; place 3 waits for a busy one.
+    recent = dict(model_loaded=True, running_elapsed_s=(2.0,), recent_run_s=(10.0,))
+    assert "A worker is free" in st.status_line("queued", 1, None, workers=2, running=1, **recent)
+    line = st.status_line("queued", 3, None, workers=2, running=1, **recent)
+    assert "A worker is free" not in line and "in a moment" not in line
+    assert "All 2 workers are busy or about to be" in line and "in about 10 s" in line
+
+
 def test_the_estimated_wait_comes_from_the_measured_run_times():
     # Two workers, runs of 30 s (median of the last three), running for 10 s and 25 s.
     elapsed, recent = (10.0, 25.0), (20.0, 30.0, 40.0)

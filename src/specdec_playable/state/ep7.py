@@ -486,11 +486,15 @@ def status_line(status: str, position: int, c: Comparison | None, *, workers: in
                 model_loaded: bool, running_elapsed_s=(), recent_run_s=(), crowded_run_s=()) -> str:
     """What the visitor's run is doing, in one line (plain text)."""
     if status == "queued":
-        if running < workers:
+        # Free workers take the runs at the head of the line (in the moment before they do, the
+        # line and a free worker are both seen); a run further back waits for a busy one.
+        if position <= workers - running:
             return (f"Waiting in line: position {position}. A worker is free, so this run starts "
                     "in a moment.")
-        return (f"Waiting in line: position {position}. All {workers} workers are busy (one run per "
-                f"core). " + wait_words(position, workers, running_elapsed_s, recent_run_s, crowded_run_s))
+        busy = "busy" if running >= workers else "busy or about to be"
+        return (f"Waiting in line: position {position}. All {workers} workers are {busy} (one run "
+                f"per core). " + wait_words(position, workers, running_elapsed_s, recent_run_s,
+                                            crowded_run_s))
     if status == "running":
         if c is None or c.spec is None:
             return ("Loading the model on the server (once per worker process)…" if not model_loaded
