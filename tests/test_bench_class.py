@@ -80,17 +80,23 @@ def test_intervals_overlap():
     assert bc.overlap(a, None) is None and bc.overlap(a, dict(speedup=1, low=math.nan, high=1)) is None
 
 
-def q(position, free=False, busy=2):
-    return dict(kind="queued", position=position, free=free, busy=None if free else busy, text="")
+def q(position, t=0.0, free=False, busy=2):
+    return dict(kind="queued", position=position, t=t, free=free, busy=None if free else busy, text="")
+
+
+def ran(t):
+    return dict(kind="running", t=t)
 
 
 def test_consistent_places_pass_and_contradictions_are_named():
-    run = dict(kind="running")
-    good = [[q(1, free=True), run], [q(1, free=True), run], [q(1), run], [q(3), q(2), q(1), run],
-            [q(2), q(1), run]]
+    good = [[q(1, free=True), ran(0.3)], [q(2, free=True), ran(0.3)], [q(1), ran(10.0)],
+            [q(3), q(2, 8.0), q(1, 15.0), ran(20.2)], [q(2), q(1, 10.0), ran(15.1)],
+            # the line moved while the class pressed: shown place 3 later than the one above
+            [q(3, 0.2), q(2, 15.0), q(1, 20.2), ran(25.0)]]
     assert bc.check_places(good, workers=2) == []
-    bad = bc.check_places([[q(1), q(2)], [q(1)], [q(5, free=True)], [q(2, busy=1)]], workers=2)
+    bad = bc.check_places([[q(1), q(2, 1.0)], [q(1), ran(20.0)], [q(2), ran(10.0)],
+                           [q(5, free=True)], [q(2, busy=1)]], workers=2)
     assert any("went up" in b for b in bad)
-    assert any("first places" in b for b in bad)  # 1, 1, 2 shown first with the workers busy
+    assert any("started 10.0 s before" in b for b in bad)  # place 2 ran before place 1
     assert any("a worker is free" in b for b in bad)
     assert any("1 of 2 workers" in b for b in bad)
