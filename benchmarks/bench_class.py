@@ -173,9 +173,10 @@ def overlap(a: dict | None, b: dict | None) -> bool | None:
     return a["low"] <= b["high"] and b["low"] <= a["high"]
 
 
-#: Seconds two visitors' starts may appear out of order: each page learns of its start at its
-#: next poll (``views.ep7_real.POLL_MS``, 300 ms), with some room for a busy event loop.
-START_SLACK_S = 0.6
+#: Seconds between two runs' starts for the places in line to have settled between them: each
+#: page learns of a start, and of its own new place, at its next poll (``views.ep7_real.POLL_MS``,
+#: 300 ms), with room for a busy event loop.
+SETTLED_S = 1.5
 
 
 def check_places(runs: list[list[dict]], workers: int) -> list[str]:
@@ -183,19 +184,19 @@ def check_places(runs: list[list[dict]], workers: int) -> list[str]:
 
     ``runs`` holds, per visitor, the statuses it saw in order (``read_status`` records, each with
     ``t``, seconds since its press; the visitors pressed within milliseconds of each other). A
-    visitor's place never goes up; the visitors who waited start in the order of the first places
-    they were shown (first in line, first to run; two shown the same place, as the line moves
-    while the class presses, in the order they were shown it); a place beyond the number of
-    workers never comes with "a worker is free"; a line with every worker busy names them all.
+    visitor's place never goes up; a place beyond the number of workers never comes with "a worker
+    is free"; a line with every worker busy names them all. And midway between two runs' starts
+    at least :data:`SETTLED_S` apart, what the waiting visitors' pages show is one line: places 1,
+    2, 3, ... once each, and the next to start is the one at place 1. (Places shown within
+    moments of a start cannot be compared: the line moves and each page polls in its own time.)
     """
     out = []
-    firsts = []
+    starts = []
     for i, seen in enumerate(runs):
         places = [s["position"] for s in seen if s["kind"] == "queued"]
-        busy = [s for s in seen if s["kind"] == "queued" and not s["free"]]
         start = next((s["t"] for s in seen if s["kind"] == "running"), None)
-        if busy and start is not None:
-            firsts.append((busy[0]["position"], busy[0]["t"], start, i))
+        if start is not None:
+            starts.append((start, i))
         if any(b > a for a, b in zip(places, places[1:])):
             out.append(f"visitor {i + 1}: place in line went up ({places})")
         for s in seen:
@@ -210,11 +211,21 @@ def check_places(runs: list[list[dict]], workers: int) -> list[str]:
             if not s["free"] and s["busy"] != workers:
                 out.append(f"visitor {i + 1}: place {s['position']} with {s['busy']} of {workers} "
                            "workers said busy")
-    firsts.sort()
-    for (p, _, a, i), (q, _, b, j) in zip(firsts, firsts[1:]):
-        if b < a - START_SLACK_S:
-            out.append(f"visitor {j + 1} (first shown place {q}) started {a - b:.1f} s before "
-                       f"visitor {i + 1} (place {p})")
+    starts.sort()
+    for (s0, _), (s1, nxt) in zip(starts, starts[1:]):
+        if s1 - s0 < SETTLED_S:
+            continue
+        t = (s0 + s1) / 2
+        shown = {}
+        for i, seen in enumerate(runs):
+            now = [s for s in seen if s["t"] <= t]
+            if now and now[-1]["kind"] == "queued":
+                shown[i] = now[-1]["position"]
+        places = sorted(shown.values())
+        if places != list(range(1, len(places) + 1)):
+            out.append(f"{t:.1f} s in, the waiting visitors showed places {places}")
+        if nxt in shown and shown[nxt] != 1:
+            out.append(f"{t:.1f} s in, visitor {nxt + 1} showed place {shown[nxt]} and started next")
     return out
 
 
@@ -300,7 +311,6 @@ class ClassVisitor:
                    else "no result")
         return dict(prompt=self.prompt, outcome=outcome, statuses=statuses,
                     first_place=queued[0][1]["position"] if queued else None,
-                    first_busy_place=next((s["position"] for _, s in queued if not s["free"]), None),
                     first_wait_s=first_wait, started_s=started, ended_s=self.ended,
                     estimates=[(t, s["wait_s"]) for t, s in queued if s["wait_s"] is not None],
                     result=read_result(self.result_text), result_text=self.result_text,
@@ -452,7 +462,6 @@ def analyse(out: dict) -> dict:
         other=len(outcomes) - outcomes.count("finished") - outcomes.count("refused"),
         refusals=sorted(set(refusals)), clear=all(REFUSED in t for t in refusals),
         places=check_places([r["statuses"] for r in runs], out["workers"]),
-        firsts=sorted(r["first_busy_place"] for r in runs if r["first_busy_place"] is not None),
         saw_place=sum(r["first_place"] is not None for r in runs),
         saw_wait=sum(r["first_wait_s"] is not None for r in runs), waited=waited, later=later,
         first_end_s=first_end, fair=fair,
@@ -501,10 +510,8 @@ def report(out: dict, a: dict) -> str:
     places = "yes" if not a["places"] else "NO: " + "; ".join(a["places"][:3])
     lines += [
         f"| saw a place in line / an estimated wait | {a['saw_place']} / {a['saw_wait']} |",
-        f"| first places shown with every worker busy (sorted) | "
-        f"{', '.join(map(str, a['firsts'])) or '–'} |",
-        f"| places in line consistent (never up, first in line first to run, no free worker "
-        f"behind the workers) | {places} |",
+        f"| places in line consistent (never up; between starts one line 1, 2, 3... with place 1 "
+        f"next to run; no free worker behind the workers) | {places} |",
     ]
     for key, what in (("waited", "waited / the first estimate shown"),
                       ("later", f"waited / the estimate shown once the first class run had ended "
