@@ -17,6 +17,13 @@ the CSS class ``sdp-near``) are built when a visitor scrolls near them, which
 :meth:`WsVisitor.reveal` does for all of them at once, as a browser does by setting each part's
 ``near`` mark, and times until every one has arrived (``revealed``).
 
+Beyond sliders, the visitor can act on any widget of the page as a browser does
+(:meth:`WsVisitor.change` sets a model's properties, :meth:`WsVisitor.click` presses a button),
+find models in what it was sent (:meth:`WsVisitor.models`), and follow what the server writes
+afterwards: every PATCH-DOC after the page is ready goes to each function in ``on_patch``
+(``bench_class.py`` reads Episode 7's queue messages that way; :func:`model_changes` picks out
+one property's new values).
+
 The visitor can leave from a given loopback address (``source_ip``, e.g. ``127.0.5.1``),
 so a proxy that keeps a visitor on one process by address (nginx's ``ip_hash``) spreads
 many local visitors as it would a class.
@@ -84,6 +91,12 @@ def near_marks(node) -> dict[str, str]:
     return out
 
 
+def model_changes(patch: dict, attr: str) -> dict[str, object]:
+    """Model id -> the new value of ``attr`` for every model a PATCH-DOC changes it on."""
+    return {(e.get("model") or {}).get("id"): e.get("new") for e in patch.get("events", [])
+            if e.get("kind") == "ModelChanged" and e.get("attr") == attr}
+
+
 def count_models(doc: dict) -> int:
     """How many distinct models a serialized document holds (each id once)."""
     ids = {m["id"] for m in find_models(doc, lambda n: "id" in n, [])}
@@ -118,6 +131,8 @@ class WsVisitor:
         self.near: dict[str, str] = {}  # part slot id -> its mark's data model id
         self._near_filled: set = set()
         self._revealed: asyncio.Event | None = None
+        self.doc: dict | None = None  # the document pulled when the page opened
+        self.on_patch: list = []  # called with each PATCH-DOC's content once the page is ready
 
     async def open(self, *, need_slider: bool = True) -> None:
         """Open the page as a browser would, up to a ready page (see the module doc)."""
@@ -136,7 +151,9 @@ class WsVisitor:
         match = TOKEN.search(page.body.decode())
         if not match:
             raise RuntimeError(f"no session token in {self.path}")
-        ws_url = self.base.replace("http://", "ws://") + self.path + "/ws"
+        # A query (``?task=...``) travels in the session token, as a page's does; the websocket
+        # is the app's path without it.
+        ws_url = self.base.replace("http://", "ws://") + self.path.split("?", 1)[0] + "/ws"
         req = HTTPRequest(ws_url, headers={"Origin": self.base}, request_timeout=OPEN_TIMEOUT_S,
                           network_interface=self.source_ip)
         self.ws = await websocket_connect(req, subprotocols=["bokeh", match.group(1)],
@@ -164,6 +181,7 @@ class WsVisitor:
             self._ready_id)
         # Look at the document while the server works (not timed: a browser renders here).
         self.doc_bytes = size
+        self.doc = content["doc"]
         self.n_models = count_models(content["doc"])
         self._slots = {m["id"] for m in find_models(content["doc"], _empty_slot, [])}
         self._check_ready("", {}, {})
@@ -229,6 +247,9 @@ class WsVisitor:
                     self._near_filled |= _given_children(content)
                     if set(self.near) <= self._near_filled:
                         self._revealed.set()
+                if kind == "PATCH-DOC" and self._ready.is_set():
+                    for fn in self.on_patch:
+                        fn(content)
                 if self._t0 is not None:
                     self._seen.append(kind + "(" + ",".join(
                         str(e.get("attr") or e.get("kind")) for e in content.get("events", [])) + ")")
@@ -251,6 +272,27 @@ class WsVisitor:
         """A recomputed chart or text, not the URL query or the slider's own value."""
         model = (event.get("model") or {}).get("id")
         return model != self.slider_id and event.get("attr") not in URL_ATTRS
+
+    def models(self, predicate) -> list[dict]:
+        """The models of the document as it opened (with the parts filled after the first
+        paint) for which ``predicate`` holds, in document order."""
+        out = find_models(self.doc, predicate, [])
+        for patch in self._opening_patches:
+            find_models(patch, predicate, out)
+        return out
+
+    async def change(self, model_id: str, **attrs) -> None:
+        """Set properties of one model, as BokehJS does when a visitor edits a widget."""
+        await self._send("PATCH-DOC", {"events": [
+            {"kind": "ModelChanged", "model": {"id": model_id}, "attr": attr, "new": new}
+            for attr, new in attrs.items()]})
+
+    async def click(self, model_id: str) -> None:
+        """Press a button: the ``button_click`` event a browser's click sends."""
+        await self._send("PATCH-DOC", {"events": [{
+            "kind": "MessageSent", "msg_type": "bokeh_event",
+            "msg_data": {"type": "event", "name": "button_click",
+                         "values": {"type": "map", "entries": [["model", {"id": model_id}]]}}}]})
 
     async def move(self, i: int) -> None:
         up = self.value + self.step

@@ -45,6 +45,49 @@ def pool():
     q.shutdown()
 
 
+def test_a_place_reads_state_position_and_running_at_one_instant():
+    # Jobs start and end all the time here; every place read must agree with itself.
+    q = jobs.JobQueue(workers=2, max_waiting=200)
+    try:
+        handles = [q.submit(lambda ctx: time.sleep(0.001)) for _ in range(150)]
+        places = []
+        while not all(h.job.finished for h in handles):
+            places += [h.job.place for h in handles]
+        for p in places:
+            assert (p.state == jobs.QUEUED) == (p.position >= 1), p
+            assert p.running <= p.workers == 2 and len(p.running_elapsed_s) <= p.running
+            if p.state == jobs.RUNNING:
+                assert p.running >= 1, p
+    finally:
+        q.shutdown()
+
+
+def test_run_times_leave_out_untypical_runs_and_mark_crowded_ones():
+    q = jobs.JobQueue(workers=2, max_waiting=4)
+    try:
+        def loading(ctx):  # a run that also waited for a model's load
+            ctx.untypical()
+        assert q.submit(loading).job.wait(WAIT)
+        alone = threading.Event()
+        assert q.submit(blocker(alone)).job.wait(0.05) is False
+        alone.set()
+        assert until(lambda: len(q.recent_run_s()) == 1)
+        assert q.recent_run_s(crowded=True) == ()  # it ran with a worker free throughout
+        first, second = threading.Event(), threading.Event()
+        a = q.submit(blocker(first))
+        assert until(lambda: q.running == 1)
+        b = q.submit(blocker(second))
+        assert until(lambda: q.running == 2)
+        first.set()  # a ends with every worker busy, b started with every worker busy
+        assert a.job.wait(WAIT)
+        second.set()
+        assert b.job.wait(WAIT) and until(lambda: len(q.recent_run_s()) == 3)
+        assert len(q.recent_run_s(crowded=True)) == 2
+        assert b.job.place.crowded_run_s == q.recent_run_s(crowded=True)
+    finally:
+        q.shutdown()
+
+
 def test_at_most_workers_run_and_the_rest_wait_in_order(pool):
     gate = threading.Event()
     handles = [pool.submit(blocker(gate, value=i)) for i in range(5)]

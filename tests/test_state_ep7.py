@@ -255,6 +255,15 @@ def test_position_one_with_a_free_worker_does_not_say_none_are_running():
     assert "position 1" in line and "A worker is free" in line and "0 are running" not in line
 
 
+def test_a_free_worker_starts_only_the_head_of_the_line():
+    # One of two workers free: it takes the run in place 1; place 3 waits for a busy one.
+    recent = dict(model_loaded=True, running_elapsed_s=(2.0,), recent_run_s=(10.0,))
+    assert "A worker is free" in st.status_line("queued", 1, None, workers=2, running=1, **recent)
+    line = st.status_line("queued", 3, None, workers=2, running=1, **recent)
+    assert "A worker is free" not in line and "in a moment" not in line
+    assert "All 2 workers are busy or about to be" in line and "in about 10 s" in line
+
+
 def test_the_estimated_wait_comes_from_the_measured_run_times():
     # Two workers, runs of 30 s (median of the last three), running for 10 s and 25 s.
     elapsed, recent = (10.0, 25.0), (20.0, 30.0, 40.0)
@@ -265,6 +274,11 @@ def test_the_estimated_wait_comes_from_the_measured_run_times():
     line = st.status_line("queued", 3, None, workers=2, running=2, model_loaded=True,
                           running_elapsed_s=elapsed, recent_run_s=recent)
     assert "in about 35 s" in line and "the last 3 runs here took 30 s each (median)" in line
+    # Runs measured with every worker busy, as a run behind a line will be, come first.
+    crowded = st.status_line("queued", 3, None, workers=2, running=2, model_loaded=True,
+                             running_elapsed_s=elapsed, recent_run_s=recent, crowded_run_s=(50.0,))
+    assert "in about 75 s" in crowded and "the last 1 run here with every worker busy took 50 s" in crowded
+    assert "in about 25 s" in st.full_line(3, 2, elapsed, recent, (50.0,))
     none_yet = st.status_line("queued", 1, None, workers=1, running=1, model_loaded=True)
     assert "No run has finished on this server yet" in none_yet
 
@@ -279,6 +293,70 @@ def test_the_queue_measures_run_times_for_the_estimate(queue):
     assert wait_for(lambda: not s.poll())
     (took,) = queue.recent_run_s()
     assert 0 < took < 5
+
+
+def test_a_full_line_refuses_with_a_clear_message_and_when_to_try_again():
+    q = jobs.JobQueue(workers=1, max_waiting=1)
+    try:
+        gate, calls = threading.Event(), []
+        work = gated_work(gate, fake_comparison([(4, 4)]), calls)
+        first = RealText(queue=q, work=work, task=CUSTOM, prompt="first")
+        first.run()
+        gate.set()
+        assert wait_for(lambda: not first.poll()) and first.status == "done"
+        gate.clear()
+        running, waiting, late = (RealText(queue=q, work=work, task=CUSTOM, prompt=p)
+                                  for p in ("a", "b", "c"))
+        running.run()
+        assert wait_for(lambda: running.poll() and running.status == "running")
+        waiting.run()
+        late.run()
+        assert waiting.status == "queued" and late.status == "refused" and not late.active
+        assert late.message.startswith("The line is full: 1 run already waiting")
+        # One run has finished, so the message says when the next one should start.
+        assert "Try again in" in late.message and "once a run has finished" not in late.message
+        assert q.waiting == 1 and [c.prompt for c in calls] == ["first", "a"]
+        assert "Try again once a run has finished." in st.full_line(3, 2, (), ())
+        assert "in about 5 s" in st.full_line(3, 2, (10.0, 25.0), (30.0,))  # the 25 s one ends
+    finally:
+        gate.set()
+        q.shutdown()
+
+
+def test_a_refused_run_does_not_call_the_earlier_run_this_run(queue):
+    from specdec_playable.views.ep7_real import status_html
+
+    gate, calls = threading.Event(), []
+    gate.set()
+    s = RealText(queue=queue, work=gated_work(gate, fake_comparison([(4, 4)]), calls), task=CUSTOM,
+                 prompt="hi")
+    s.run()
+    assert wait_for(lambda: not s.poll()) and "This run:" in status_html(s)
+    s.prompt = " "
+    s.run()
+    assert s.status == "refused"
+    assert "This run:" not in status_html(s) and "Shown below, your earlier run:" in status_html(s)
+
+
+def test_the_queued_line_is_read_at_one_instant(queue):
+    from specdec_playable.views.ep7_real import status_html
+
+    gate, calls = threading.Event(), []
+    work = gated_work(gate, fake_comparison([(4, 4)]), calls)
+    a = RealText(queue=queue, work=work, task=CUSTOM, prompt="a")
+    b = RealText(queue=queue, work=work, task=CUSTOM, prompt="b")
+    a.run()
+    assert wait_for(lambda: a.poll() and a.status == "running")
+    b.run()
+    line = b.line
+    assert b.status == "queued" and (line.state, line.position, line.running) == ("queued", 1, 1)
+    assert len(line.running_elapsed_s) == 1
+    gate.set()
+    assert wait_for(lambda: b._handle.job.finished) and queue.running == 0
+    # Until its next poll the page describes the line its last poll saw, not a mix of that place
+    # and the queue's figures now ("position 1" with "a worker is free").
+    assert "position 1. All 1 workers are busy" in status_html(b)
+    assert wait_for(lambda: not b.poll()) and b.status == "done"
 
 
 def test_cancel_says_so_and_no_stale_waiting_text(queue):

@@ -24,6 +24,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("specdec_playable")
@@ -35,6 +36,37 @@ FINAL = (DONE, FAILED, CANCELLED)
 
 class QueueFull(RuntimeError):
     """Raised by :meth:`JobQueue.submit` when the waiting line is full."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """A job and its queue at one instant, read under the queue's lock, so that what a page says
+    of them agrees (a place in line taken before a worker picked the job up, and the running
+    count after, would say "position 1" and "all workers busy" of a run already starting).
+
+    Attributes
+    ----------
+    state : str
+        The job's state.
+    position : int
+        Its place in line (1 = next), 0 unless queued.
+    running, workers : int
+        Jobs running and the most that may run at once.
+    running_elapsed_s : tuple of float
+        Seconds each running job has run so far.
+    recent_run_s : tuple of float
+        How long the last finished runs took (see :meth:`JobQueue.recent_run_s`).
+    crowded_run_s : tuple of float
+        The same for the runs among them that shared the machine with every worker busy.
+    """
+
+    state: str
+    position: int
+    running: int
+    workers: int
+    running_elapsed_s: tuple[float, ...]
+    recent_run_s: tuple[float, ...]
+    crowded_run_s: tuple[float, ...] = ()
 
 
 class JobContext:
@@ -67,6 +99,11 @@ class JobContext:
     def report(self, value: Any) -> None:
         """Publish a progress value (the latest one wins)."""
         self._job.progress = value
+
+    def untypical(self) -> None:
+        """Say that this run's time is not typical of a run (it also waited for a model to load):
+        it is left out of the run times that estimated waits come from."""
+        self._job.typical = False
 
     def cut_short(self) -> None:
         """Say that the result is incomplete (a budget inside the function stopped it early).
@@ -111,6 +148,8 @@ class Job:
         self.error: str | None = None
         self.progress: Any = None
         self.timed_out = False
+        self.typical = True
+        self.crowded = False  # every worker was busy at its start or at its end
         self.submitted_at = time.monotonic()
         self.started_at: float | None = None
         self.finished_at: float | None = None
@@ -123,6 +162,12 @@ class Job:
     def position(self) -> int:
         """Jobs waiting ahead of this one plus one (1 = next to start); 0 once it runs or ended."""
         return self._queue._position(self)
+
+    @property
+    def place(self) -> Place:
+        """The job's state and place in line with the queue's running jobs and run times, all
+        read at one instant."""
+        return self._queue._place(self)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the job ends (for scripts and tests, never the event loop)."""
@@ -186,7 +231,8 @@ class JobQueue:
         self._by_key: collections.OrderedDict[Any, Job] = collections.OrderedDict()
         self._threads: list[threading.Thread] = []
         self._closed = False
-        self._durations: collections.deque[float] = collections.deque(maxlen=RECENT_RUNS)
+        # (seconds, crowded) of the last typical runs that finished
+        self._durations: collections.deque[tuple[float, bool]] = collections.deque(maxlen=RECENT_RUNS)
 
     # -- public -----------------------------------------------------------------------------
 
@@ -237,11 +283,20 @@ class JobQueue:
         with self._lock:
             return len(self._running)
 
-    def recent_run_s(self) -> tuple[float, ...]:
+    def recent_run_s(self, *, crowded: bool = False) -> tuple[float, ...]:
         """How long the last runs that finished took (seconds from start to end, newest last;
-        at most :data:`RECENT_RUNS`): what an estimated wait is computed from."""
+        at most :data:`RECENT_RUNS`): what an estimated wait is computed from.
+
+        Runs a worker's :meth:`JobContext.untypical` marked (their time includes a model's load)
+        are left out. With ``crowded``, only the runs that had every worker busy at their start
+        or their end: on a machine whose runs contend for memory, a run takes longer when the
+        others run too, as every run behind a line does.
+        """
         with self._lock:
-            return tuple(self._durations)
+            return self._recent(crowded)
+
+    def _recent(self, crowded: bool) -> tuple[float, ...]:
+        return tuple(s for s, c in self._durations if c or not crowded)
 
     def running_elapsed_s(self) -> tuple[float, ...]:
         """Seconds each running job has been running so far."""
@@ -278,6 +333,19 @@ class JobQueue:
             self._threads.append(t)
             t.start()
 
+    def _place(self, job: Job) -> Place:
+        now = time.monotonic()
+        with self._lock:
+            try:
+                position = self._waiting.index(job) + 1 if job.state == QUEUED else 0
+            except ValueError:
+                position = 0
+            return Place(state=job.state, position=position, running=len(self._running),
+                         workers=self.workers,
+                         running_elapsed_s=tuple(now - j.started_at for j in self._running
+                                                 if j.started_at is not None),
+                         recent_run_s=self._recent(False), crowded_run_s=self._recent(True))
+
     def _position(self, job: Job) -> int:
         with self._lock:
             try:
@@ -312,6 +380,7 @@ class JobQueue:
                 self._running.add(job)
                 job.state = RUNNING
                 job.started_at = time.monotonic()
+                job.crowded = len(self._running) >= self.workers
             state = DONE
             try:
                 job.result = job._fn(JobContext(job))
@@ -322,10 +391,11 @@ class JobQueue:
                 job.error = "The run failed on the server; the error was logged."
                 state = FAILED
             with self._lock:
+                job.crowded = job.crowded or len(self._running) >= self.workers
                 self._running.discard(job)
                 job._finish(state)
-                if state == DONE:
-                    self._durations.append(job.finished_at - job.started_at)
+                if state == DONE and job.typical:
+                    self._durations.append((job.finished_at - job.started_at, job.crowded))
                 # Only a whole result is shared: a failed, cancelled or cut-short run is not.
                 partial = state != DONE or job.timed_out
                 if partial and job.key is not None and self._by_key.get(job.key) is job:

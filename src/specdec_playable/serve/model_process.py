@@ -164,6 +164,11 @@ class ModelProcess:
         self._loaded = False
 
     @property
+    def loaded(self) -> bool:
+        """Whether the child has loaded the model (its first run waits for the load)."""
+        return self._loaded
+
+    @property
     def alive(self) -> bool:
         return self._proc.poll() is None
 

@@ -22,6 +22,8 @@ MARGIN_S = 1.0
 def _in_child(ctx: jobs.JobContext, call: Callable[..., Any], complete: Callable[[Any], bool]):
     """Run ``call(child, cancel=..., max_seconds=..., report=...)`` in this worker's child."""
     child = model_process.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
+    if not child.loaded:  # this run also waits for the model's load: not a typical run time
+        ctx.untypical()
     left = ctx.deadline - time.monotonic() - MARGIN_S
     result = call(child, cancel=ctx.cancel_event, max_seconds=max(left, 0.01), report=ctx.report)
     if not complete(result):

@@ -170,6 +170,7 @@ class RealText(param.Parameterized):
         self._queue = queue
         self._work = work
         self._handle: jobs.Handle | None = None
+        self.line = None  # the queue as the last poll of a queued run saw it (a jobs.Place)
 
     # -- settings ----------------------------------------------------------------------------
     def settings(self) -> Settings:
@@ -215,8 +216,11 @@ class RealText(param.Parameterized):
         try:
             handle = self.queue.submit(self._work(settings), key=settings.key, budget_s=JOB_BUDGET_S,
                                        label=f"ep7 {settings.task} {settings.draft} k={settings.k}")
-        except jobs.QueueFull as exc:
-            self._set(status="refused", message=str(exc))
+        except jobs.QueueFull:
+            q = self.queue
+            self._set(status="refused", position=0, message=full_line(
+                q.waiting, q.workers, q.running_elapsed_s(), q.recent_run_s(),
+                q.recent_run_s(crowded=True)))
             return
         self._handle = handle
         self._set(shown=settings, comparison=None, message="",
@@ -229,9 +233,11 @@ class RealText(param.Parameterized):
         if handle is None:
             return False
         job = handle.job
-        state = job.state
+        place = job.place  # state, place in line and the queue's figures, read at one instant
+        state = place.state
         if state == jobs.QUEUED:
-            self._set(status="queued", position=job.position)
+            self.line = place
+            self._set(status="queued", position=place.position)
             return True
         if state == jobs.RUNNING:
             progress = job.progress
@@ -442,15 +448,34 @@ def estimated_wait_s(position: int, workers: int, running_elapsed_s, recent_run_
     return free[0]
 
 
-def wait_words(position: int, workers: int, running_elapsed_s, recent_run_s) -> str:
-    """The estimated wait in a sentence, with what it was computed from."""
-    wait = estimated_wait_s(position, workers, running_elapsed_s, recent_run_s)
+def wait_words(position: int, workers: int, running_elapsed_s, recent_run_s,
+               crowded_run_s=()) -> str:
+    """The estimated wait in a sentence, with what it was computed from.
+
+    A run behind a line will run with every worker busy, so the runs measured that way
+    (``crowded_run_s``) are used when there are any: where runs contend for the memory, as on
+    a CPU, they take longer than runs made alone (``benchmarks/bench_class.py``).
+    """
+    times = crowded_run_s or recent_run_s
+    wait = estimated_wait_s(position, workers, running_elapsed_s, times)
     if wait is None:
         return "No run has finished on this server yet, so there is no measured time to estimate the wait from."
-    typical = float(sorted(recent_run_s)[len(recent_run_s) // 2])
-    runs = _n(len(recent_run_s), "run")
+    typical = float(sorted(times)[len(times) // 2])
+    runs = _n(len(times), "run")
+    busy = " with every worker busy" if crowded_run_s else ""
     when = "in a moment" if wait < 1 else f"in about {_seconds(wait)}"
-    return f"Estimated start {when}: the last {runs} here took {_seconds(typical)} each (median)."
+    return f"Estimated start {when}: the last {runs} here{busy} took {_seconds(typical)} each (median)."
+
+
+def full_line(waiting: int, workers: int, running_elapsed_s, recent_run_s, crowded_run_s=()) -> str:
+    """Why a Run was refused when the line is full, and when a place should free up (the next
+    run's estimated start, from the measured run times, as :func:`wait_words` takes them)."""
+    wait = estimated_wait_s(1, workers, running_elapsed_s, crowded_run_s or recent_run_s)
+    when = ("Try again once a run has finished." if wait is None else
+            "Try again in a moment." if wait < 1 else
+            f"Try again in about {_seconds(wait)}, when the next run should start.")
+    return (f"The line is full: {_n(waiting, 'run')} already waiting for the model on this server, "
+            f"the most it holds, so this one was not queued. {when}")
 
 
 def _seconds(s: float) -> str:
@@ -458,14 +483,18 @@ def _seconds(s: float) -> str:
 
 
 def status_line(status: str, position: int, c: Comparison | None, *, workers: int, running: int,
-                model_loaded: bool, running_elapsed_s=(), recent_run_s=()) -> str:
+                model_loaded: bool, running_elapsed_s=(), recent_run_s=(), crowded_run_s=()) -> str:
     """What the visitor's run is doing, in one line (plain text)."""
     if status == "queued":
-        if running < workers:
+        # Free workers take the runs at the head of the line (in the moment before they do, the
+        # line and a free worker are both seen); a run further back waits for a busy one.
+        if position <= workers - running:
             return (f"Waiting in line: position {position}. A worker is free, so this run starts "
                     "in a moment.")
-        return (f"Waiting in line: position {position}. All {workers} workers are busy (one run per "
-                f"core). " + wait_words(position, workers, running_elapsed_s, recent_run_s))
+        busy = "busy" if running >= workers else "busy or about to be"
+        return (f"Waiting in line: position {position}. All {workers} workers are {busy} (one run "
+                f"per core). " + wait_words(position, workers, running_elapsed_s, recent_run_s,
+                                            crowded_run_s))
     if status == "running":
         if c is None or c.spec is None:
             return ("Loading the model on the server (once per worker process)…" if not model_loaded

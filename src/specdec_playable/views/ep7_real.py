@@ -376,10 +376,15 @@ def notes_html(c: Comparison, k: int, ep5_href: str) -> str:
 
 def status_html(state: RealText) -> str:
     """The run's place in line or progress, and any message, in a line or two."""
-    queue = state.queue
-    line = status_line(state.status, state.position, state.comparison, workers=queue.workers,
-                       running=queue.running, model_loaded=interface.model_ready(),
-                       running_elapsed_s=queue.running_elapsed_s(), recent_run_s=queue.recent_run_s())
+    p = state.line
+    if state.status == "queued" and p is not None:
+        # The line as the state's last poll saw it, every figure read at one instant.
+        figures = dict(workers=p.workers, running=p.running, running_elapsed_s=p.running_elapsed_s,
+                       recent_run_s=p.recent_run_s, crowded_run_s=p.crowded_run_s)
+    else:  # only a queued run's sentence speaks of the queue
+        figures = dict(workers=state.queue.workers, running=0)
+    line = status_line(state.status, state.position, state.comparison,
+                       model_loaded=interface.model_ready(), **figures)
     out = ""
     if line:
         out += f'<p class="ep7-status" role="status">{esc(line)}</p>'
@@ -388,7 +393,9 @@ def status_html(state: RealText) -> str:
     if state.shown is not None and state.comparison is not None:
         how = " Computed earlier on this server for a visitor with the same settings, and shared." \
             if state.shared else ""
-        out += f'<p class="ep7-settings">This run: {esc(state.shown.describe())}.{esc(how)}</p>'
+        # After a refused Run the run on the page is the visitor's earlier one.
+        what = "Shown below, your earlier run" if state.status == "refused" else "This run"
+        out += f'<p class="ep7-settings">{what}: {esc(state.shown.describe())}.{esc(how)}</p>'
     return out
 
 
