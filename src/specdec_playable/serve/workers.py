@@ -61,6 +61,7 @@ def loading_work() -> Callable[[jobs.JobContext], Any]:
     price a pass on this machine and the first visitor's run does not wait for the load."""
 
     def work(ctx):
+        ctx.untypical()  # a load is not a run: its time stays out of the estimated waits
         child = model_process.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
         return child.load(ctx.cancel_event)
 
