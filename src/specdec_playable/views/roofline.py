@@ -41,8 +41,7 @@ def roofline_html(cpu_curve: PassTimeCurve, h200: PassTimeCurve) -> str:
     else:
         bound = f"which here is no dearer than float32's {f5:.2f}×"
     return (
-        f'<p class="sdp-econ" id="roofline-words"><strong>Why checking is cheap with float32 '
-        f"weights.</strong> "
+        f'<p class="sdp-econ" id="roofline-words"><strong>Why the two CPU curves differ.</strong> '
         f"A decoding step reads every weight once: {f_bytes / 1e6:.0f} MB of float32 weights in "
         f"{f1:.1f} ms here, at least {gbps:.0f} GB/s. Scoring more positions "
         f"reuses each weight while it is in the processor's cache, 2 flops per position, so the "
@@ -57,8 +56,13 @@ def roofline_html(cpu_curve: PassTimeCurve, h200: PassTimeCurve) -> str:
 
 def _machine(meta: dict) -> str:
     return (f"the machine that built this page, a {meta.get('cores', '?')}-core "
-            f"{meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')} with {meta.get('threads', 1)} "
-            f"threads and llama-cpp-python {meta.get('llama_cpp_python', '?')}")
+            f"{meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')} with {_threads(meta)} "
+            f"and llama-cpp-python {meta.get('llama_cpp_python', '?')}")
+
+
+def _threads(meta: dict) -> str:
+    n = int(meta.get("threads", 1))
+    return f"{n} thread{'s' if n != 1 else ''}"
 
 
 __all__ = ["N_CHECK", "roofline_html"]
