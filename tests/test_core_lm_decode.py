@@ -266,10 +266,12 @@ def test_a_draft_can_observe_the_hidden_states_the_target_kept(model):
                     seen.append(hidden)
             return Run()
 
-    r = speculate(model, _ids(model, SHORT["copy"]), Watching(), 4, max_new=16)
-    assert len(seen) == r.passes
+    ids = _ids(model, SHORT["copy"])
+    r = speculate(model, ids, Watching(), 4, max_new=16)
+    assert len(seen) == r.passes + 1  # the prompt's prefill, then every verify pass
+    assert seen[0].shape[0] == len(ids)
     # Each pass keeps the pending token and the accepted drafts: one final-normed row each.
-    assert sum(h.shape[0] for h in seen) == r.passes + r.accepted
+    assert sum(h.shape[0] for h in seen[1:]) == r.passes + r.accepted
     assert all(h.dtype == np.float32 and h.shape[1] == model.config.d_model for h in seen)
 
 
