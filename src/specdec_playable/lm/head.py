@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -54,6 +54,8 @@ class HeadWeights:
     window: int
     rope_base: float
     eps: float
+    #: The readout rows per model embedding (see :func:`readout`), filled on first use.
+    readouts: list = field(default_factory=list, repr=False)
 
     @property
     def attention(self) -> bool:
@@ -114,21 +116,21 @@ def head_meta() -> dict:
                                f"with `python {SCRIPT}`") from None
 
 
-_READOUTS: dict = {}
-
-
 def readout(model, w: HeadWeights) -> np.ndarray:
-    """The rows of the target's tied head for the head's vocabulary (float32, shared, read-only)."""
-    key = (id(model.weights.embed), id(w))
-    r = _READOUTS.get(key)
-    if r is None:
-        with _LOCK:
-            r = _READOUTS.get(key)
-            if r is None:
-                r = np.ascontiguousarray(model.weights.embed[w.vocab])
-                r.setflags(write=False)
-                _READOUTS[key] = r
-    return r
+    """The rows of the target's tied head for the head's vocabulary (float32, shared, read-only),
+    kept with the weights they were made for."""
+    embed = model.weights.embed
+    for source, rows in w.readouts:
+        if source is embed:
+            return rows
+    with _LOCK:
+        for source, rows in w.readouts:
+            if source is embed:
+                return rows
+        rows = np.ascontiguousarray(embed[w.vocab])
+        rows.setflags(write=False)
+        w.readouts.append((embed, rows))
+        return rows
 
 
 # ---------------------------------------------------------------------------------- the layer
