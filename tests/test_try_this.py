@@ -201,6 +201,12 @@ def test_ep7_steps():
             copy, sky = runs[("repeat", "lookup")], runs[("sky", "lookup")]
             assert copy.spec.acceptance_rate > sky.spec.acceptance_rate + 0.3
             assert copy.spec.tokens_per_pass > sky.spec.tokens_per_pass
+        if i == 3:
+            # "the head has far more of its guesses accepted" than prompt lookup on this task
+            assert (s.task, s.draft) == ("sum-function", "head")
+            head, lookup = runs[("sum-function", "head")], runs[("sum-function", "lookup")]
+            assert head.spec.acceptance_rate > lookup.spec.acceptance_rate + 0.2
+            assert head.spec.tokens_per_pass > lookup.spec.tokens_per_pass
 
 
 def test_ep8_steps():
