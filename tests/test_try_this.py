@@ -115,23 +115,24 @@ def test_ep3_steps():
 
 
 def test_ep4_steps():
-    # Seeds 0..99 at the page's settings: Python always ahead; after the switch to JavaScript the
-    # left side's mean speedup is within 10% of the big model alone and below Python's worst run.
+    # Seeds 0..99 at each step's settings: each side's mean speedup is within 0.1 of the theory's
+    # at its text's mean measured acceptance, the number the step quotes.
     from specdec_playable.data import measured
 
     s = BoilerplateVsPoetry(seed=0)
-    py = np.array([BoilerplateVsPoetry(seed=seed).runs[0].speedup for seed in range(100)])
+    means = measured.genre_means()
     for i, step, s in walk(s, ep4.TRY_STEPS):
+        if i in (1, 2):
+            for side, tid in ((0, s.left), (1, s.right))[:2 if i == 1 else 1]:
+                runs = np.array([BoilerplateVsPoetry(left=s.left, seed=seed).runs[side].speedup
+                                 for seed in range(100)])
+                expect = ep4.theory_speedup(tid)
+                assert abs(runs.mean() - expect) < 0.1 and f"{expect:.2f}×" in step.html
         if i == 1:
-            assert (s.left, s.right) == ("py-account", "poem-kettle") and py.min() > 1
+            assert (s.left, s.right) == ("py-account", "poem-kettle")
         if i == 2:
-            means = measured.genre_means()
             assert f"at {means[s.left]['alpha']:.0%} of its tokens instead of " \
                    f"{means['py-account']['alpha']:.0%}" in step.html
-            assert means[s.left]["alpha"] < means["py-account"]["alpha"]
-            js = np.array([BoilerplateVsPoetry(left=s.left, seed=seed).runs[0].speedup
-                           for seed in range(100)])
-            assert abs(js.mean() - 1) < 0.1 and js.max() < py.min()
 
 
 def test_ep5_steps():
