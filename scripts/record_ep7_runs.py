@@ -12,6 +12,8 @@ machine measured, and change from run to run. Matrix products use the server's w
 thread count (``serve.jobs.BLAS_THREADS``), so the clocks are the page's.
 
 Run: ``python scripts/record_ep7_runs.py [--out assets/lm/ep7_recorded.json.gz]``.
+``--drafts head`` records only the drafts named and keeps every other run of the file as it was
+(the meta block then lists the addition with its own date and load average under ``added``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ OUT = Path(__file__).resolve().parents[1] / "assets" / "lm" / "ep7_recorded.json
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--drafts", nargs="+", choices=list(DRAFTS), default=list(DRAFTS),
+                    help="record only these drafts, keeping the file's other runs")
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
     # As the server's model processes run (serve.jobs.blas_env); a BLAS library reads its
@@ -57,7 +61,7 @@ def main(argv=None) -> int:
     print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
     for task in TASKS:
         ids = model.tokenizer.chat(PROMPTS[task][1])
-        for draft in DRAFTS:
+        for draft in args.drafts:
             done = []
             for _ in range(REPEATS):
                 load = os.getloadavg()[0]
@@ -85,6 +89,8 @@ def main(argv=None) -> int:
                 load_average_before=[round(x, 2) for x in load_before],
                 load_average_after=[round(x, 2) for x in os.getloadavg()],
                 script="scripts/record_ep7_runs.py")
+    if set(args.drafts) != set(DRAFTS):
+        meta, runs = merged(args.out, meta, runs, args.drafts)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(args.out, "wt", encoding="utf-8") as fh:
         json.dump(dict(meta=meta, runs=runs), fh, separators=(",", ":"),
@@ -92,6 +98,21 @@ def main(argv=None) -> int:
     print(f"\nwrote {args.out} ({args.out.stat().st_size:,} bytes); load average "
           f"{meta['load_average_before']} before, {meta['load_average_after']} after")
     return 0
+
+
+def merged(path: Path, meta: dict, runs: list, drafts) -> tuple[dict, list]:
+    """The file's runs with those of ``drafts`` replaced, in task then DRAFTS order; its meta
+    with this recording listed under ``added``."""
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        old = json.load(fh)
+    keep = [r for r in old["runs"] if r["draft"] not in drafts]
+    order = {(t, d): i for i, (t, d) in enumerate((t, d) for t in TASKS for d in DRAFTS)}
+    out = sorted(keep + runs, key=lambda r: order[(r["task"], r["draft"])])
+    added = [a for a in old["meta"].get("added", []) if not set(a["drafts"]) <= set(drafts)]
+    added.append(dict(drafts=list(drafts), date=meta["date"],
+                      load_average_before=meta["load_average_before"],
+                      load_average_after=meta["load_average_after"]))
+    return dict(old["meta"], added=added), out
 
 
 if __name__ == "__main__":

@@ -1,10 +1,17 @@
-"""Score Episode 4's texts and Episode 6's contexts with the real model and the learned draft.
+"""Score Episode 4's texts and Episode 6's contexts with the real model and the page's draft.
 
 For every bundled text, each token (a subword piece of SmolLM2's tokenizer) gets, teacher-forced on
-the real text before it: the acceptance probability sum(min(p, q)) of the target's p and the learned
+the real text before it: the acceptance probability sum(min(p, q)) of the target's p and the
 draft's q, whether greedy drafting is kept there, the target's probability of the token and the
-draft's top guess (``lm.measure.measure_text``). For each of Episode 6's contexts, the target's
-and the draft's most likely next tokens with their probabilities (``lm.measure.next_token``).
+draft's top guess (``lm.measure.measure_text``). Episode 4's draft is ``lm.measure.default_draft``
+(the trained draft head); the same columns for the n-gram table are kept under ``learned`` for
+Episode 6, whose contexts (the target's and the n-gram table's most likely next tokens with their
+probabilities, ``lm.measure.next_token``) are scored with it too.
+
+Beside it, per text, every draft of :data:`COMPARED` (the head, the n-gram table, prompt lookup)
+gets three summary numbers: mean sum(min(p, q)) at temperature 1, the share of tokens where its
+first greedy guess is kept, and tau, the tokens a greedy speculative round at k = 4 writes per
+target pass if it starts at each token (``lm.score.accepted_along``: a real verify pass per token).
 
 Writes ``assets/lm/measured_texts.json`` and its provenance ``assets/lm/measured_texts.meta.json``.
 Usage, from a checkout after ``bash scripts/bootstrap.sh``:
@@ -27,13 +34,32 @@ import numpy as np
 
 from specdec_playable.shipped import asset_path
 from specdec_playable.lm import get_model, model_file
+from specdec_playable.lm.drafts import PromptLookup
+from specdec_playable.lm.head import ASSET as HEAD_ASSET, DraftHead
 from specdec_playable.lm.measure import default_draft, measure_text, next_token
+from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.score import accepted_along
 from specdec_playable.data.measured import ASSET, CONTEXTS, DIGITS, META, python_text
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP = 8
 #: Draft tokens listed at most (a draft spreading q wider leaves the rest as 'everything else').
 DRAFT_TOP = 16
+#: Drafts measured on every text for the comparison rows (name -> draft), and the draft length.
+COMPARED = {"head": DraftHead(), "learned": NgramDraft(min_share=0.0), "lookup": PromptLookup()}
+TAU_K = 4
+
+
+def compare(model, source: str) -> dict:
+    """Per draft of COMPARED: mean alpha, greedy first-token acceptance and tau at k = TAU_K."""
+    tok = model.tokenizer
+    seq = np.concatenate([[tok.bos_id], tok.encode(source)]).astype(np.int64)
+    out = {}
+    for name, draft in COMPARED.items():
+        m = measure_text(model, source, draft=draft)
+        kept = accepted_along(model, seq, draft, TAU_K)
+        out[name] = dict(alpha=r(m.mean_alpha), greedy=r(m.greedy.mean()), tau=r(1 + kept.mean()))
+    return out
 
 
 def sha256(path: Path) -> str:
@@ -67,23 +93,29 @@ def main() -> None:
     model = get_model()
     load_s = time.perf_counter() - t0
     draft = default_draft()
+    ngram_draft = COMPARED["learned"]  # Episode 6 still plays the n-gram table's numbers
     records, contexts = [], []
     print(f"{'text':<16} {'kind':<12} {'tokens':>6} {'mean alpha':>10} {'greedy kept':>11} "
-          f"{'p(token)':>8} {'seconds':>7}")
+          f"{'p(token)':>8} {'seconds':>7}  per draft: greedy kept / tau at k={TAU_K} / mean alpha")
     t_score = time.perf_counter()
     for src in sources():
         t1 = time.perf_counter()
         m = measure_text(model, src["source"], draft=draft)
         assert "".join(m.pieces) == src["source"]
+        rows = compare(model, src["source"])
+        ng = measure_text(model, src["source"], draft=ngram_draft)
         secs = time.perf_counter() - t1
         records.append(dict(
             src, tokens=len(m), pieces=list(m.pieces), alpha=[r(a) for a in m.alpha],
             greedy=[int(g) for g in m.greedy], p_token=[r(p) for p in m.p_token],
-            guess=list(m.guess)))
+            guess=list(m.guess), compare=rows,
+            learned=dict(alpha=[r(a) for a in ng.alpha], greedy=[int(g) for g in ng.greedy],
+                         guess=list(ng.guess))))
         print(f"{src['id']:<16} {src['kind']:<12} {len(m):>6} {m.mean_alpha:>10.3f} "
-              f"{m.greedy.mean():>11.3f} {m.p_token.mean():>8.3f} {secs:>7.1f}")
+              f"{m.greedy.mean():>11.3f} {m.p_token.mean():>8.3f} {secs:>7.1f}  " + "  ".join(
+                  f"{n}: {v['greedy']:.3f} / {v['tau']:.2f} / {v['alpha']:.3f}" for n, v in rows.items()))
     for ctx in CONTEXTS:
-        nt = next_token(model, ctx, draft=draft, top=TOP, draft_top=DRAFT_TOP)
+        nt = next_token(model, ctx, draft=ngram_draft, top=TOP, draft_top=DRAFT_TOP)
         contexts.append(dict(
             context=ctx, target=[[t, r(p)] for t, p in nt.target], target_rest=r(nt.target_rest),
             draft=[[t, r(q), r(p)] for t, q, p in nt.draft], draft_rest=r(nt.draft_rest), alpha=r(nt.alpha)))
@@ -94,6 +126,7 @@ def main() -> None:
         return
 
     ngram = asset_path("lm/ngram_draft.npz")
+    head = asset_path(HEAD_ASSET)
     gguf = model_file()
     data = dict(texts=records, contexts=contexts)
     meta = dict(
@@ -101,12 +134,25 @@ def main() -> None:
              "contexts, measured with the real model and the learned draft (teacher-forced).",
         model=dict(name="SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32, this project's "
                         "numpy forward pass)", file=gguf.name, sha256=sha256(gguf)),
-        draft=dict(name=draft.name, description="token n-gram table trained on Python stdlib source "
-                   "(lm.ngram); q is its distribution over the continuations it keeps for the "
-                   "longest known 1-3 token context (NgramDraft.distribution, temperature 1), zero "
-                   "where no context is known",
-                   min_share=draft.min_share, file="assets/lm/ngram_draft.npz",
-                   sha256=sha256(ngram)),
+        draft=dict(name=draft.name, description="the trained draft head (lm.head, EAGLE-style): "
+                   "q is the softmax at temperature 1 of its logits over its vocabulary, predicted "
+                   "from the target's real feature at the token before and the token itself; zero "
+                   "at the first token (no feature before it)",
+                   file=f"assets/{HEAD_ASSET}", sha256=sha256(head)),
+        learned=dict(what="per token, the same columns for the n-gram table (min_share 0), which "
+                          "Episode 6 plays; Episode 6's contexts are scored with it too",
+                     file="assets/lm/ngram_draft.npz", sha256=sha256(ngram)),
+        compared=dict(
+            drafts={"head": "the draft above",
+                    "learned": "token n-gram table trained on Python stdlib source (lm.ngram, "
+                               f"min_share 0, assets/lm/ngram_draft.npz sha256 {sha256(ngram)}); "
+                               "q its distribution over the continuations it keeps",
+                    "lookup": "prompt lookup (lm.drafts.PromptLookup, 1-3 tokens): q one-hot on "
+                              "its proposal"},
+            columns="alpha: mean sum(min(p, q)) at temperature 1; greedy: share of tokens where "
+                    "the draft's first greedy guess is the target's greedy token; tau: 1 + mean "
+                    f"drafts kept by a greedy round at k = {TAU_K} starting at each token (one real "
+                    "verify pass each, lm.score.accepted_along)"),
         temperature=1.0,
         acceptance="alpha = sum(min(p, q)) per position; greedy = draft's top token equals the "
                    "target's top token; the first token is predicted from the start token (id 1)",

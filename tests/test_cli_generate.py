@@ -20,7 +20,7 @@ def _json(capsys, *argv):
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("draft", ["lookup", "learned", "early-exit"])
+@pytest.mark.parametrize("draft", ["lookup", "learned", "head", "early-exit"])
 def test_greedy_json_matches_plain_decoding(capsys, draft):
     out = _json(capsys, "--draft", draft, "--k", "3", "--max-new", "12")
     assert out["matched_plain"] is True and out["text"] == out["plain_text"]
@@ -36,6 +36,20 @@ def test_greedy_json_matches_plain_decoding(capsys, draft):
         assert (out["verdict"] == "no measurable difference") == (
             out["speedup_low"] <= 1.0 <= out["speedup_high"])
     assert out["n_resamples"] == 2000 and out["interval_level"] == 0.95
+
+
+def test_a_missing_draft_head_is_one_line_naming_its_script(capsys, monkeypatch):
+    from specdec_playable.lm import head as lmhead
+
+    def missing(name):
+        raise FileNotFoundError(name)
+
+    monkeypatch.setattr(lmhead, "asset_path", missing)
+    monkeypatch.setattr(lmhead, "_HEADS", {})
+    assert main(["generate", "--prompt", PROMPT, "--draft", "head", "--max-new", "4"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "scripts/train_draft_head.py" in err
+    assert main(["generate", "--prompt", PROMPT, "--draft", "lookup", "--max-new", "4"]) == 0
 
 
 def test_sampling_is_reproducible_with_a_seed(capsys):

@@ -17,6 +17,7 @@ from specdec_playable.lm import sampling
 from specdec_playable.sim.sampling import chi_square
 from specdec_playable.lm.decode import MARKS, generate, judge, speculate
 from specdec_playable.lm.drafts import EarlyExit, PromptLookup
+from specdec_playable.lm.head import DraftHead
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
 
@@ -26,6 +27,7 @@ DRAFTS = {
     "lookup": (PromptLookup(), MAX_NEW),
     "learned": (NgramDraft(min_share=0.0), MAX_NEW),  # 0: propose wherever it can, the harder case
     "early-exit": (EarlyExit(2), EARLY_MAX_NEW),
+    "head": (DraftHead(), MAX_NEW),  # the trained draft head, fed the target's features
 }
 
 
@@ -266,10 +268,12 @@ def test_a_draft_can_observe_the_hidden_states_the_target_kept(model):
                     seen.append(hidden)
             return Run()
 
-    r = speculate(model, _ids(model, SHORT["copy"]), Watching(), 4, max_new=16)
-    assert len(seen) == r.passes
+    ids = _ids(model, SHORT["copy"])
+    r = speculate(model, ids, Watching(), 4, max_new=16)
+    assert len(seen) == r.passes + 1  # the prompt's prefill, then every verify pass
+    assert seen[0].shape[0] == len(ids)
     # Each pass keeps the pending token and the accepted drafts: one final-normed row each.
-    assert sum(h.shape[0] for h in seen) == r.passes + r.accepted
+    assert sum(h.shape[0] for h in seen[1:]) == r.passes + r.accepted
     assert all(h.dtype == np.float32 and h.shape[1] == model.config.d_model for h in seen)
 
 

@@ -14,6 +14,7 @@ from specdec_playable.data import measured
 from specdec_playable.shipped import asset_path
 from specdec_playable.lm import get_model
 from specdec_playable.lm.measure import measure_text, next_token, token_pieces
+from specdec_playable.lm.ngram import NgramDraft
 
 #: Re-scoring matches the asset within this (it keeps 4 decimals; float32 passes over different
 #: chunkings differ in the last bits).
@@ -42,7 +43,8 @@ def test_provenance_names_model_draft_command_and_counts():
     meta = json.loads(asset_path(measured.META).read_text())
     m = measured.load_measured()
     assert len(meta["model"]["sha256"]) == 64 and meta["model"]["file"].endswith(".gguf")
-    assert meta["draft"]["file"] == "assets/lm/ngram_draft.npz" and len(meta["draft"]["sha256"]) == 64
+    assert meta["draft"]["file"] == "assets/lm/draft_head.npz" and len(meta["draft"]["sha256"]) == 64
+    assert meta["learned"]["file"] == "assets/lm/ngram_draft.npz" and len(meta["learned"]["sha256"]) == 64
     assert meta["command"] == "python scripts/score_texts.py" and meta["date"].startswith("20")
     assert meta["tokens"] == {i: len(t) for i, t in m.texts.items()}
     assert meta["seconds"]["score"] > 0
@@ -67,7 +69,7 @@ def test_a_context_rescored_matches_the_asset(model):
     ctx = measured.CONTEXTS[-1]
     rec = next(c for c in json.loads(asset_path(measured.ASSET).read_text())["contexts"]
                if c["context"] == ctx)
-    nt = next_token(model, ctx, top=len(rec["target"]))
+    nt = next_token(model, ctx, draft=NgramDraft(min_share=0.0), top=len(rec["target"]))
     assert [t for t, _ in nt.target] == [t for t, _ in rec["target"]]
     np.testing.assert_allclose([p for _, p in nt.target], [p for _, p in rec["target"]], atol=TOL)
     assert nt.alpha == pytest.approx(rec["alpha"], abs=TOL)

@@ -74,7 +74,7 @@ def test_the_race_is_shared_read_only_and_keyed_by_its_settings():
             assert not getattr(run, name).flags.writeable
         with pytest.raises(ValueError):
             run.wall[0] = 0.0
-    fresh = adaptive.race(measured.measured_stream(state6.RACE_TEXTS, state6.REPEATS),
+    fresh = adaptive.race(measured.measured_stream(state6.RACE_TEXTS, state6.REPEATS, draft="learned"),
                           adaptive.default_policies(a.fixed_k), a.c, rng=a.race_seed)
     for got, want in zip(a.runs, fresh):
         np.testing.assert_array_equal(got.wall, want.wall)

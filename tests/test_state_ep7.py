@@ -12,7 +12,7 @@ import pytest
 from ep7_fakes import fake_comparison, fake_plain, fake_spec
 from specdec_playable.serve import jobs
 from specdec_playable.lm.compare import Comparison
-from specdec_playable.lm.prompts import PROMPTS
+from specdec_playable.lm.prompts import PROMPTS, TASK_CHECKS
 from specdec_playable.state import ep7 as st
 from specdec_playable.state.ep7 import CUSTOM, RealText
 
@@ -84,11 +84,31 @@ def test_a_task_run_is_shared_and_a_typed_prompt_is_not():
     assert key is not None and RealText(task="sky", draft="lookup", k=3, max_new=20).settings().key == key
     assert RealText(task="sky", draft="lookup", k=4, max_new=20).settings().key != key
     # The seed matters only when sampling.
-    assert RealText(task="sky", k=3, max_new=20, seed=99).settings().key == key
+    assert RealText(task="sky", draft="lookup", k=3, max_new=20, seed=99).settings().key == key
     samp = RealText(task="sky", k=3, max_new=20, decoding="sampling")
     assert samp.settings().key != RealText(task="sky", k=3, max_new=20, decoding="sampling",
                                            seed=99).settings().key
     assert RealText(task=CUSTOM, prompt="hello").settings().key is None
+
+
+def test_each_task_starts_with_its_draft_unless_a_link_names_one():
+    # Copy tasks start with prompt lookup; fresh writing (and a typed prompt) with the draft head.
+    for task, (_, copy) in TASK_CHECKS.items():
+        assert RealText(task=task).draft == ("lookup" if copy else "head")
+        assert st.default_draft(task) == RealText(task=task).draft
+    assert st.default_draft(CUSTOM) == "head"
+    s = RealText()
+    s.task = "sky"
+    assert s.draft == "head"
+    s.draft = "learned"  # the visitor's own choice stays until the task changes
+    s.k = 3
+    assert s.draft == "learned"
+    s.task = "repeat"
+    assert s.draft == "lookup"
+    # A link restoring both keeps the draft it names, even the one already selected.
+    s.param.update(task="sum-function", draft="lookup")
+    assert (s.task, s.draft) == ("sum-function", "lookup")
+    assert RealText(task="sky", draft="learned").draft == "learned"
 
 
 def test_typed_prompts_are_bounded():

@@ -23,9 +23,10 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -77,6 +78,13 @@ class MeasuredText:
         The target's probability of each token.
     guess : tuple of str
         The draft's most likely token at each position ("" where it proposes nothing).
+    compare : dict
+        Per draft measured on the text (``head``, ``learned``, ``lookup``): ``alpha`` (mean
+        sum(min(p, q))), ``greedy`` (share where its first greedy guess is kept) and ``tau``
+        (tokens per target pass of a greedy round at k = 4 starting at each token).
+    learned : dict
+        The n-gram table's own ``alpha``, ``greedy`` and ``guess`` per token (Episode 6 plays
+        them), read-only.
     """
 
     id: str
@@ -89,6 +97,8 @@ class MeasuredText:
     greedy: np.ndarray
     p_token: np.ndarray
     guess: tuple[str, ...]
+    compare: dict = field(default_factory=dict)
+    learned: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.pieces)
@@ -126,6 +136,15 @@ class Measured:
     texts: dict
     contexts: dict
     meta: dict
+
+
+def _learned(rec: dict) -> dict:
+    n = len(rec["pieces"])
+    got = rec["learned"]
+    if any(len(got[k]) != n for k in ("alpha", "greedy", "guess")):
+        raise ValueError(f"{ASSET}: text {rec.get('id')!r} has inconsistent n-gram columns")
+    return dict(alpha=_ro(np.clip(got["alpha"], 0.0, 1.0)), greedy=_ro(got["greedy"], bool),
+                guess=tuple(got["guess"]))
 
 
 def _ro(values, dtype=float) -> np.ndarray:
@@ -171,7 +190,9 @@ def load_measured() -> Measured:
         out[rec["id"]] = MeasuredText(
             id=rec["id"], title=rec["title"], kind=rec["kind"], description=rec["description"],
             source=rec["source"], pieces=tuple(rec["pieces"]), alpha=alpha,
-            greedy=_ro(rec["greedy"], bool), p_token=_ro(rec["p_token"]), guess=tuple(rec["guess"]))
+            greedy=_ro(rec["greedy"], bool), p_token=_ro(rec["p_token"]), guess=tuple(rec["guess"]),
+            compare={d: dict(v) for d, v in rec.get("compare", {}).items()},
+            learned=_learned(rec) if "learned" in rec else {})
     rank = {k: i for i, k in enumerate(KIND_ORDER)}
     ordered = dict(sorted(out.items(), key=lambda kv: (rank.get(kv[1].kind, len(rank)), kv[0])))
     contexts = {rec["context"]: _context(rec) for rec in data["contexts"]}
@@ -201,13 +222,25 @@ def as_text(m, *, id: str | None = None, title: str | None = None, kind: str | N
         decoys=_decoys(m))
 
 
+#: The drafts a text's per-token numbers exist for: Episode 4's draft head, and the n-gram table
+#: Episode 6 plays.
+DRAFTS = ("head", "learned")
+
+
 @functools.lru_cache(maxsize=None)
-def measured_text(id: str) -> Text:
-    """A bundled text with its measured per-token acceptance, as a :class:`Text` (cached)."""
+def measured_text(id: str, draft: str = "head") -> Text:
+    """A bundled text with its measured per-token acceptance for ``draft`` (one of
+    :data:`DRAFTS`), as a :class:`Text` (cached)."""
     ids = text_ids()
     if id not in ids:
         raise ValueError(f"text id must be one of {list(ids)}; got {id!r}")
-    return as_text(load_measured().texts[id])
+    if draft not in DRAFTS:
+        raise ValueError(f"draft must be one of {DRAFTS}; got {draft!r}")
+    m = load_measured().texts[id]
+    if draft == "learned":
+        m = dataclasses.replace(m, alpha=m.learned["alpha"], greedy=m.learned["greedy"],
+                                guess=m.learned["guess"])
+    return as_text(m)
 
 
 def measured_texts() -> tuple[Text, ...]:
@@ -233,13 +266,14 @@ def histogram(alpha, bins: int = BINS) -> np.ndarray:
 def genre_means() -> dict[str, dict[str, float]]:
     """Per text: mean measured acceptance, share kept by greedy drafting, mean p of the token."""
     return {i: dict(kind=m.kind, tokens=len(m), alpha=m.mean_alpha, greedy=m.greedy_rate,
-                    p_token=float(m.p_token.mean()))
+                    p_token=float(m.p_token.mean()), compare=m.compare)
             for i, m in load_measured().texts.items()}
 
 
 @functools.lru_cache(maxsize=16)
-def measured_stream(ids: tuple[str, ...], repeats: int = 1) -> Stream:
-    """The measured texts ``ids`` back to back (each ``repeats`` times), for the adaptive race.
+def measured_stream(ids: tuple[str, ...], repeats: int = 1, draft: str = "head") -> Stream:
+    """The measured texts ``ids`` back to back (each ``repeats`` times), for the adaptive race,
+    each token's acceptance measured for ``draft``.
 
     Examples
     --------
@@ -249,7 +283,7 @@ def measured_stream(ids: tuple[str, ...], repeats: int = 1) -> Stream:
     """
     if isinstance(ids, str) or not ids:
         raise ValueError(f"ids must be a non-empty sequence of text ids; got {ids!r}")
-    return stream_of([measured_text(tid) for tid in ids], repeats)
+    return stream_of([measured_text(tid, draft) for tid in ids], repeats)
 
 
 def context(text: str) -> Context:

@@ -108,7 +108,8 @@ _RACE_NAMES = {"python": "Python code", "poem": "a poem", "json": "a JSON record
 @functools.cache
 def _race_means() -> tuple[tuple[str, float], ...]:
     """The race's texts (kinds) with their measured mean acceptance, in order."""
-    return tuple((measured.measured_text(t).kind, float(measured.measured_text(t).q.mean()))
+    return tuple((measured.measured_text(t, "learned").kind,
+                  float(measured.measured_text(t, "learned").q.mean()))
                  for t in RACE_TEXTS)
 
 

@@ -19,8 +19,9 @@ from ..data.hardware import load_pass_costs
 from ..sim import theory
 from ..state.cpu import cpu_passes
 from ..data.machine import this_machine
-from ..state.ep7 import (DRAFT_LABELS, TASKS, RealText, recorded_meta, recorded_repeats,
-                         recorded_runs)
+from ..lm.prompts import TASK_CHECKS
+from ..state.ep7 import (DRAFT_LABELS, TASKS, RealText, cost_words, recorded_meta,
+                         recorded_repeats, recorded_runs)
 from ..views.deferred import after_first_paint
 from ..views.ep7_real import RealTextView, recorded_html
 from ..views.exercises import exercises_section
@@ -43,7 +44,12 @@ TRY_STEPS = (
             "the underlined guesses pile up."),
     TryStep("Then pick a fresh-writing task (why the sky is blue), run it with the same draft, and "
             "compare how many guesses the model accepts and what that does to the speedup.",
-            {"task": "sky"}),
+            {"task": "sky", "draft": "lookup"}),
+    TryStep("Last, pick the Python sum function: a fresh-writing task starts with the draft head, "
+            "which guesses by imitating the model instead of copying. Run it, then switch the draft "
+            "to prompt lookup and run again: the head has far more of its guesses accepted, and "
+            "the speedup says whether that pays for the longer verify passes on this machine.",
+            {"task": "sum-function"}),
 )
 TRY_THIS = steps_html([s.html for s in TRY_STEPS])
 
@@ -76,6 +82,24 @@ def _break_even_gloss(ratio: float) -> str:
     return f": even a draft that costs nothing must have its guesses accepted at a rate of at least q = {q:.2f}"
 
 
+def head_line() -> str:
+    """What the recorded runs say about the draft head (its guesses on fresh writing and copying)."""
+    runs = recorded_runs()
+    mine = {t: runs[(t, "head")].spec for t in TASKS if (t, "head") in runs}
+    if not mine:
+        return "It needs nothing to copy, so it guesses on fresh writing too."
+    fresh = [t for t in mine if not TASK_CHECKS[t][1]]
+    best = max(mine, key=lambda t: mine[t].tokens_per_pass)
+    text = (f"It needs nothing to copy: in the runs recorded below it wrote "
+            f"{mine[best].tokens_per_pass:.2f} tokens per pass on the {_names([best])}")
+    others = [t for t in fresh if t != best]
+    if others:
+        text += ", " + ", ".join(f"{mine[t].tokens_per_pass:.2f} on the {_names([t])}" for t in others)
+    cost = [runs[(t, "head")].draft_cost for t in mine]
+    return text + (f"; each guess cost about {cost_words(sorted(cost)[len(cost) // 2])} of a "
+                   "step.")
+
+
 def lesson_html() -> str:
     """Why checking is not free here (measured pass costs), and what the recorded runs showed."""
     cpu = cpu_passes()
@@ -96,6 +120,9 @@ repeat, a person’s details as JSON, the city in a passage) many of its guesses
 reply is fresh writing (a function, an explanation) there is little to copy.</li>
 <li><strong>The learned n-gram draft</strong> is just as cheap, but it learned from Python source; on a
 chat reply it rarely has a guess, and a wrong guess still makes the pass longer.</li>
+<li><strong>The draft head</strong> is one small layer trained on this machine to imitate the model:
+it reads the model’s own last-layer feature and the next token, predicts the feature the model would
+compute next, and reads it through the model’s own output head (EAGLE’s idea). {head_line()}</li>
 <li><strong>The early exit</strong> runs the model’s first 6 of its 30 blocks and its output head:
 each guess costs a real fraction of a step, and without training it is almost never right.</li>
 </ul>"""]
@@ -121,6 +148,8 @@ def recorded_summary(runs) -> str:
     for d, label in DRAFT_LABELS.items():
         name = label.split(" (")[0]
         mine = {t: c.spec for (t, dd), c in runs.items() if dd == d}
+        if not mine:
+            continue  # not recorded
         judged = {t: s for t, s in mine.items() if s.accepted + s.rejected > 0}
         silent = [t for t in mine if t not in judged]
         if not judged:

@@ -26,6 +26,7 @@ from ..sim.acceptance import Acceptance
 from ..sim.events import Event, Events
 from .decode import Generation, Update, draft_cost, speedup
 from .drafts import EarlyExit, PromptLookup
+from .head import DraftHead
 from .ngram import NgramDraft
 from .race import FairSpeedup, Turns, fair_speedup, race
 
@@ -33,6 +34,7 @@ from .race import FairSpeedup, Turns, fair_speedup, race
 DRAFTS: dict[str, Callable[[], object]] = {
     "lookup": PromptLookup,
     "learned": NgramDraft,
+    "head": DraftHead,
     "early-exit": EarlyExit,
 }
 #: Phases of a comparison: both runs writing, or done.

@@ -279,10 +279,13 @@ class RunLog:
             total_tokens=len(self.out), elapsed_ms=self.ms(time.perf_counter()),
             events=Events.of(self.events[first_event:]), tree=tree)
 
-    def prefill(self, cache) -> bool:
+    def prefill(self, cache, observe=None) -> bool:
+        """The prompt's pass; ``observe`` (a proposer's) gets the prompt's hidden states."""
         t = time.perf_counter()
-        logits = self.model.forward(self.context(), cache, logits="last").logits[-1]
-        tok = self.pick(logits)
+        fw = self.model.forward(self.context(), cache, logits="last")
+        if observe is not None:
+            observe(fw.hidden)
+        tok = self.pick(fw.logits[-1])
         t1 = time.perf_counter()
         self.prefill_ms = (t1 - t) * 1e3
         first = len(self.events)
@@ -388,7 +391,7 @@ def speculate(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
                  draft_name=str(getattr(draft, "name", type(draft).__name__)), k=k)
     cache = model.new_cache(capacity=ids.size + max_new + k + 2)
     proposer = draft.begin(model)
-    if run.should_stop() or run.prefill(cache):
+    if run.should_stop() or run.prefill(cache, getattr(proposer, "observe", None)):
         return run.result()
     while not run.should_stop():
         if speculative_round(run, cache, proposer):

@@ -79,7 +79,8 @@ class Draft(Protocol):
         this draft (:func:`.score.draft_distributions`); empty for most drafts.
 
     A proposer may also have ``observe(hidden)``, called with the target's final-normed hidden
-    states of the positions each verify pass kept, and ``candidates(context, w)`` for token trees.
+    states of the prompt (its prefill) and of the positions each verify pass kept, in order, and
+    ``candidates(context, w)`` for token trees.
     """
 
     name: str

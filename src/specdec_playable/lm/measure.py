@@ -1,4 +1,4 @@
-"""Measure how guessable each token of a real text is: the target's p against the learned draft's q.
+"""Measure how guessable each token of a real text is: the target's p against a draft's q.
 
 For a text, every token is scored teacher-forced (the real text before it is the context; the
 first token's context is the model's beginning-of-text token). At each token the target gives p,
@@ -30,10 +30,10 @@ CHARS_MAX = 20_000
 
 
 def default_draft():
-    """The learned draft the page measures with: the n-gram table, always proposing where it can."""
-    from .ngram import NgramDraft
+    """The draft the page measures with: the trained draft head (:mod:`.head`)."""
+    from .head import DraftHead
 
-    return NgramDraft(min_share=0.0)
+    return DraftHead()
 
 
 def token_pieces(tokenizer, ids) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import sampling
 from .drafts import EarlyExit, exit_logits
+from .head import DraftHead, head_logits, teacher_forced
 from .ngram import NgramDraft
 
 CHUNK = 128
@@ -73,24 +74,34 @@ def _check_temperature(temperature) -> float:
 
 
 def _passes(model, ids: np.ndarray, draft, chunk: int):
-    """One target pass per chunk of positions, appending to one cache: (start, stop, Pass)."""
+    """One target pass per chunk of positions, appending to one cache: (start, stop, Pass, features).
+
+    ``features`` is the target's final-normed hidden states of positions ``0 .. stop - 1`` when the
+    draft reads them (``draft.needs_features``), else None.
+    """
     chunk = int(chunk)
     if not 1 <= chunk <= 1024:
         raise ValueError(f"chunk must be in [1, 1024]; got {chunk}")
     n = ids.size - 1  # positions that predict a next token
     cache = model.new_cache(capacity=ids.size)
     capture = tuple(getattr(draft, "capture", ()))
+    keep = bool(getattr(draft, "needs_features", False))
+    seen = []
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
-        yield start, stop, model.forward(ids[start:stop], cache, logits="all", capture=capture)
+        fw = model.forward(ids[start:stop], cache, logits="all", capture=capture)
+        if keep:
+            seen.append(fw.hidden)
+        yield start, stop, fw, (np.concatenate(seen) if keep else None)
 
 
 @functools.singledispatch
 def draft_distributions(draft, model, tokens, start: int, stop: int, *, pass_,
-                        temperature: float) -> np.ndarray:
+                        temperature: float, features=None) -> np.ndarray:
     """The draft's p_draft rows (float32, ``(stop - start, vocab)``) at positions ``start .. stop``
     of ``tokens``, teacher-forced; ``pass_`` is the target's pass over them (with the residual
-    streams the draft's ``capture`` asked for).
+    streams the draft's ``capture`` asked for); ``features``, for a draft that reads them, the
+    target's final-normed hidden states of positions ``0 .. stop - 1``.
 
     Any :class:`.drafts.Draft`: one-hot on its first proposed token (a zero row: no proposal).
     """
@@ -106,7 +117,7 @@ def draft_distributions(draft, model, tokens, start: int, stop: int, *, pass_,
 
 @draft_distributions.register
 def _ngram(draft: NgramDraft, model, tokens, start: int, stop: int, *, pass_,
-           temperature: float) -> np.ndarray:
+           temperature: float, features=None) -> np.ndarray:
     run = draft.begin(model)
     ids = np.asarray(tokens, dtype=np.int64)
     out = np.zeros((stop - start, model.config.vocab_size), np.float32)
@@ -119,8 +130,20 @@ def _ngram(draft: NgramDraft, model, tokens, start: int, stop: int, *, pass_,
 
 @draft_distributions.register
 def _early_exit(draft: EarlyExit, model, tokens, start: int, stop: int, *, pass_,
-                temperature: float) -> np.ndarray:
+                temperature: float, features=None) -> np.ndarray:
     return sampling.probabilities(exit_logits(model, pass_.captured[draft.m]), temperature)
+
+
+@draft_distributions.register
+def _head(draft: DraftHead, model, tokens, start: int, stop: int, *, pass_,
+          temperature: float, features=None) -> np.ndarray:
+    """The head's q at each position from the target's real features before it (position 0, which
+    has none, gets a zero row: no proposal)."""
+    w = draft.weights()
+    pred = teacher_forced(model, w, tokens, features, start, stop)
+    q = sampling.probabilities(head_logits(model, w, pred), temperature)
+    q[:max(0, 1 - start)] = 0.0
+    return q
 
 
 @dataclass(frozen=True)
@@ -139,7 +162,7 @@ class WholeDistribution:
 
 @draft_distributions.register
 def _whole(draft: WholeDistribution, model, tokens, start: int, stop: int, *, pass_,
-           temperature: float) -> np.ndarray:
+           temperature: float, features=None) -> np.ndarray:
     ids = np.asarray(tokens, dtype=np.int64)
     vocab = model.config.vocab_size
     out = np.zeros((stop - start, vocab), np.float32)
@@ -163,12 +186,12 @@ def iter_distributions(model, tokens, *, draft=None, temperature: float = 1.0,
     """
     ids = _check_tokens(model, tokens)
     temperature = _check_temperature(temperature)
-    for start, stop, fw in _passes(model, ids, draft, chunk):
+    for start, stop, fw, feats in _passes(model, ids, draft, chunk):
         p_big = sampling.probabilities(fw.logits, temperature).astype(np.float32)
         p_draft = None
         if draft is not None:
             p_draft = draft_distributions(draft, model, ids, start, stop, pass_=fw,
-                                          temperature=temperature).astype(np.float32)
+                                          temperature=temperature, features=feats).astype(np.float32)
         yield start, p_big, p_draft
 
 
@@ -198,7 +221,7 @@ def score_text(model, tokens, *, draft=None, temperature: float = 1.0,
     target_top = np.empty(n, np.int64)
     draft_top = np.full(n, -1, np.int64)
     alpha = np.full(n, np.nan)
-    for start, stop, fw in _passes(model, ids, draft, chunk):
+    for start, stop, fw, feats in _passes(model, ids, draft, chunk):
         rows = np.arange(stop - start)
         z = fw.logits.astype(np.float64)
         z -= z.max(axis=1, keepdims=True)
@@ -208,9 +231,45 @@ def score_text(model, tokens, *, draft=None, temperature: float = 1.0,
         if draft is not None:
             p_big = sampling.probabilities(fw.logits, temperature)
             p_draft = draft_distributions(draft, model, ids, start, stop, pass_=fw,
-                                          temperature=temperature)
+                                          temperature=temperature, features=feats)
             has = p_draft.sum(axis=1) > 0
             alpha[start:stop] = np.minimum(p_big, p_draft).sum(axis=1)
             draft_top[start:stop] = np.where(has, p_draft.argmax(axis=1), -1)
     return TextScores(tokens=ids, logprob=logprob, target_top=target_top, draft_top=draft_top,
                       alpha=alpha)
+
+
+def accepted_along(model, tokens, draft, k: int, *, every: int = 1) -> np.ndarray:
+    """Greedy rounds along a text: drafts kept by a round that starts at each position.
+
+    At position ``t`` (every ``every``-th, from 0) the draft proposes up to ``k`` tokens after
+    ``tokens[:t + 1]`` and one target pass over ``[tokens[t], *drafts]`` judges them, exactly as a
+    speculative round with that context would: the count kept is the longest prefix equal to the
+    target's greedy tokens. The mean plus one is the draft's tokens per pass (tau) on this text.
+    A draft with ``observe`` is given the target's features of every position fed.
+
+    Returns
+    -------
+    numpy.ndarray of int64, one count in ``[0, k]`` per round
+    """
+    ids = _check_tokens(model, tokens)
+    every = int(every)
+    if not 1 <= every <= ids.size:
+        raise ValueError(f"every must be in [1, {ids.size}]; got {every}")
+    cache = model.new_cache(capacity=ids.size + k + 2)
+    proposer = draft.begin(model)
+    observe = getattr(proposer, "observe", None) or (lambda hidden: None)
+    out = []
+    for t in range(0, ids.size - 1, every):
+        if t > cache.length:
+            observe(model.forward(ids[cache.length:t], cache, logits="none").hidden)
+        drafts = [int(x) for x in proposer.propose(ids[:t + 1], k).tokens[:k]]
+        fw = model.forward([int(ids[t]), *drafts], cache, logits="all")
+        best = fw.logits.argmax(axis=1)
+        a = 0
+        while a < len(drafts) and drafts[a] == int(best[a]):
+            a += 1
+        observe(fw.hidden[:1])
+        cache.rollback(t + 1)
+        out.append(a)
+    return np.array(out, np.int64)

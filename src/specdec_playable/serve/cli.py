@@ -39,7 +39,7 @@ def _int_in(lo: int, hi: int):
     return parse
 
 
-DRAFT_CHOICES = ("lookup", "learned", "early-exit")
+DRAFT_CHOICES = ("lookup", "learned", "head", "early-exit")
 PROMPT_MAX_CHARS = 8000
 
 
@@ -131,7 +131,8 @@ def _generate_parser(sub) -> None:
     g.add_argument("--prompt", required=True, type=_prompt, metavar="TEXT",
                    help="the user's message (sent with the model's chat template)")
     g.add_argument("--draft", choices=DRAFT_CHOICES, default="lookup",
-                   help="what proposes tokens (default lookup)")
+                   help="what proposes tokens: lookup (copies from the prompt), learned (an n-gram "
+                        "table), head (the trained draft head), early-exit (default lookup)")
     g.add_argument("--k", type=_int_in(1, 16), default=4, help="most tokens drafted per round, 1-16 (default 4)")
     g.add_argument("--max-new", type=_int_in(1, 1024), default=64, metavar="N",
                    help="token budget, 1-1024 (default 64)")
@@ -192,9 +193,11 @@ def _simulate(args, parser) -> int:
 
 def _make_draft(name: str):
     from ..lm.drafts import EarlyExit, PromptLookup
+    from ..lm.head import DraftHead
     from ..lm.ngram import NgramDraft
 
-    return {"lookup": PromptLookup, "learned": NgramDraft, "early-exit": EarlyExit}[name]()
+    return {"lookup": PromptLookup, "learned": NgramDraft, "head": DraftHead,
+            "early-exit": EarlyExit}[name]()
 
 
 #: How the text marks what the draft got right: accepted drafts, the target's corrections, bonuses.
@@ -224,6 +227,7 @@ def _generate(args) -> int:
 
     from ..lm import ModelNotInstalled, get_model
     from ..lm.decode import draft_cost
+    from ..lm.head import HeadNotInstalled
     from ..lm.race import fair_speedup, race
 
     BOOTSTRAP_SEED = 7  # the interval is repeatable for the same run
@@ -242,7 +246,13 @@ def _generate(args) -> int:
         return 2
     temperature = 0.0 if args.temperature is None else args.temperature
     kw = dict(max_new=args.max_new, temperature=temperature, top_p=args.top_p)
-    r = race(model, ids, _make_draft(args.draft), args.k, rng=args.seed, **kw)
+    draft = _make_draft(args.draft)
+    try:
+        draft.begin(model)  # a draft with weights of its own loads them now (the head)
+    except HeadNotInstalled as exc:
+        print(f"specdec-playable generate: error: {exc}", file=sys.stderr)
+        return 1
+    r = race(model, ids, draft, args.k, rng=args.seed, **kw)
     plain, spec = r.plain, r.spec
     fair = fair_speedup(r.turns, rng=BOOTSTRAP_SEED)
     matched = spec.tokens == plain.tokens

@@ -2,7 +2,7 @@
 
 Each side of the page shows one text (a bundled one, or the visitor's own pasted text), cut into
 the real model's tokens. Each token's acceptance probability ``q`` is measured: the real model's p
-against the learned draft's q there, ``sum(min(p, q))`` (``data.measured`` reads the bundled texts'
+against the draft head's q there, ``sum(min(p, q))`` (``data.measured`` reads the bundled texts'
 numbers from the shipped asset; a pasted text is scored by the model live, on a queued worker).
 Every run samples acceptance per token from those probabilities with ``sim.relay.run``; the run's
 randomness comes from ``seed``, one independent stream per side, so a seed reproduces a run
@@ -194,7 +194,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         doc="How many tokens the small model drafts each round before the big model checks them "
             "(a count of tokens).")
     c = param.Number(
-        default=0.01, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
+        default=0.04, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
         doc=f"Time of one draft step, in big-model passes of {BIG_PASS_MS:,.0f} ms: 0.15 means "
             f"{0.15 * BIG_PASS_MS:,.0f} ms.")
     seed = seed_param(0, doc="Fixes the run's random draws: the same seed and settings give the same run.")

@@ -54,9 +54,18 @@ CUSTOM = "custom"
 DRAFT_LABELS = {
     "lookup": "Prompt lookup (copies from the prompt)",
     "learned": "Learned n-gram (trained on Python source)",
+    "head": "Draft head (trained to imitate the model)",
     "early-exit": "Early exit (the model's first 6 of 30 blocks, untrained)",
 }
 DECODINGS = {"Greedy": "greedy", "Sampling": "sampling"}
+
+
+def default_draft(task: str) -> str:
+    """The draft a task starts with: prompt lookup where the reply copies the prompt, else the
+    draft head (it imitates the model, so it needs nothing to copy)."""
+    copy = TASK_CHECKS.get(task, (None, False))[1]
+    return "lookup" if copy else "head"
+
 PROMPT_MAX_CHARS = 500
 #: The longest draft Episode 7 offers (the real decoders take up to lm.decode.LM_K_MAX).
 REAL_K_SLIDER_MAX = 8
@@ -166,11 +175,21 @@ class RealText(param.Parameterized):
                            doc="A one-line message: why a run was refused, failed or stopped early.")
 
     def __init__(self, *, queue: jobs.JobQueue | None = None, work=jobs.generation_work, **params):
+        if "draft" not in params:
+            params["draft"] = default_draft(params.get("task", self.param.task.default))
         super().__init__(**params)
+        self.param.watch(self._task_sets_its_draft, ["task", "draft"], onlychanged=False)
         self._queue = queue
         self._work = work
         self._handle: jobs.Handle | None = None
         self.line = None  # the queue as the last poll of a queued run saw it (a jobs.Place)
+
+    def _task_sets_its_draft(self, *events) -> None:
+        """A new task brings its default draft, unless the same change also set the draft (a
+        link restoring both)."""
+        names = {e.name for e in events}
+        if "task" in names and "draft" not in names:
+            self.draft = default_draft(self.task)
 
     # -- settings ----------------------------------------------------------------------------
     def settings(self) -> Settings:

