@@ -56,7 +56,7 @@ def early_exit_costs() -> tuple[float, float]:
 
 
 #: Part 2's steps: the fixed policy's k after step 3, and the draft cost of step 4.
-TRY_FIXED_K, TRY_C = 1, 0.30
+TRY_FIXED_K, TRY_C = 1, 0.35
 
 
 @functools.cache
