@@ -16,7 +16,6 @@ import panel as pn
 from . import Exercise, TryStep, ep5, ep6, neighbours
 from .. import lm
 from ..data.hardware import load_pass_costs
-from ..sim import theory
 from ..state.cpu import cpu_passes
 from ..data.machine import this_machine
 from ..lm.prompts import TASK_CHECKS
@@ -73,12 +72,12 @@ def _names(keys) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _break_even_gloss(ratio: float) -> str:
-    """The acceptance rate a free draft needs at k = 4 when a pass over 5 costs ``ratio`` steps:
-    E(q, 4) >= ratio, i.e. Leviathan's break-even with k c = ratio - 1."""
+def _break_even_gloss(cpu) -> str:
+    """The acceptance rate a free draft needs at k = 4 on this CPU (:meth:`.cpu.CpuPasses.free_draft_break_even`)."""
+    ratio = cpu.ratio(5)
     if not 1.0 < ratio < 5.0:
         return "" if ratio <= 1.0 else ": no draft can, at k = 4"
-    q = float(theory.break_even_q(4, (ratio - 1.0) / 4))
+    q = cpu.free_draft_break_even(4)
     return f": even a draft that costs nothing must have its guesses accepted at a rate of at least q = {q:.2f}"
 
 
@@ -112,7 +111,7 @@ def lesson_html() -> str:
 ({h5:.2f}× on an H200), so every accepted guess is nearly free time. This server is
 {esc(this_machine().describe())}; one pass over 5 positions takes {r5:.2f}× a single decode step here
 ({esc(cpu.source)}; each run above measures its own, beside its speedup). So at k = 4 a verify pass
-has to write more than {r5:.2f} tokens just to break even{_break_even_gloss(r5)}.</p>
+has to write more than {r5:.2f} tokens just to break even{_break_even_gloss(cpu)}.</p>
 <ul class="sdp-lede">
 <li><strong>Prompt lookup</strong> copies what followed the last few tokens earlier in the prompt or the
 reply. It costs almost nothing, and when the reply repeats the prompt (the copy tasks: a sentence to
@@ -222,7 +221,7 @@ def outro_html() -> str:
     r5, r9 = cpu.ratio(5), cpu.ratio(9)
     grows = "is nearly one step too" if r5 < 1.3 else "grows with the positions"
     hw = (f"on this CPU it {grows} ({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)"
-          + _break_even_gloss(r5))
+          + _break_even_gloss(cpu))
     return f"""
 <h2>What the real run adds</h2>
 <p class="sdp-lede">Everything Episode 2 simulated is here for real: the guesses are a real draft’s, a

@@ -20,6 +20,7 @@ import numpy as np
 from ..data import hardware
 from ..data.machine import this_machine
 from ..serve import interface
+from ..sim import theory
 from ..sim.batching import PassTimeCurve, fit_roofline
 
 HERE = "measured on this server at start-up"
@@ -50,6 +51,15 @@ class CpuPasses:
     def ratio(self, n: int) -> float:
         """A pass over ``n`` positions over one decoding step."""
         return float(self.curve.time_ms(n) / self.curve.time_ms(1))
+
+    def free_draft_break_even(self, k: int = 4) -> float:
+        """The acceptance rate a draft that costs nothing needs at ``k`` to pay here: E(q, k) equal
+        to a pass over ``k + 1`` in steps (Leviathan's break-even with k c = ratio - 1). NaN when no
+        q does (the pass costs ``k + 1`` steps or more); 0 when the pass costs no more than a step."""
+        extra = self.ratio(k + 1) - 1.0
+        if extra >= k:
+            return float("nan")
+        return float(theory.break_even_q(k, max(extra, 0.0) / k))
 
     @property
     def where(self) -> str:

@@ -354,7 +354,8 @@ class CostChart:
         base = float(curve.time_ms(1))
         n = curve.n_positions.astype(float)
         fit_n = np.geomspace(curve.n_max, BATCH_MAX * 17, 24)
-        q4_top = float(hardware.llamacpp_curve().median_ms[-1] / hardware.llamacpp_curve().time_ms(1))
+        q4 = hardware.llamacpp_curve()
+        q4_top = float(q4.median_ms[-1] / q4.time_ms(1))
         top = max(float(curve.fit_ms(fit_n[-1])) / float(curve.time_ms(1)), q4_top)
         self.marks = ColumnDataSource(dict(n=[1, 5], r=[1.0, 1.0], text=["", ""],
                                            align=["left", "left"], dx=[-4, -4]), name="ep8-marks")
@@ -381,7 +382,6 @@ class CostChart:
                                fill_color=theme.EMBER, line_color=theme.EMBER)
         fig.add_tools(HoverTool(renderers=[cpu_dots], tooltips=[
             ("this CPU, float32, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
-        q4 = hardware.llamacpp_curve()
         q4_src = ColumnDataSource(dict(n=q4.n_positions.tolist(),
                                        r=(q4.median_ms / float(q4.time_ms(1))).tolist(),
                                        ms=q4.median_ms.tolist()), name="ep8-q4")

@@ -22,7 +22,8 @@ from ..state.ep3 import QualityDial
 from ..state.ep4 import BoilerplateVsPoetry
 from ..state.ep6 import FinePrint
 from ..state.ep7 import recorded_meta, recorded_runs
-from ..state.ep8 import BusyAndTrees, cpu_curve, h200_curve
+from ..state.cpu import cpu_passes
+from ..state.ep8 import BusyAndTrees, h200_curve
 from . import words
 from .ep6_fine_print import RED_FLAG
 from .page import EpisodeRef, esc, site_shell
@@ -98,15 +99,15 @@ def sentences() -> Mapping[int, str]:
               f"p<sub>draft</sub>) is {fp.acceptance_theory:.2f} (unbiased: {unbiased:.2f}), and {fp.n_samples:,} "
               "draws "
               f"{verdict} (chi-square p-value {fit.p_value:.2f}).")
-    cpu, gpu = cpu_curve(), h200_curve()
-    r_cpu = float(cpu.time_ms(5) / cpu.time_ms(1))
+    cpu, gpu = cpu_passes(), h200_curve()
+    r_cpu = cpu.ratio(5)
     r_gpu = float(gpu.time_ms(5) / gpu.time_ms(1))
     run = recorded_runs().get((LINKS[7]["task"], LINKS[7]["draft"]))
     rec = ("" if run is None or not run.finished else
            f" In the run recorded on {recorded_meta()['date']}, prompt lookup on repeating a sentence was "
            f"{_x(run.speedup)} as fast as plain decoding.")
     need = (f", so even a free draft pays at k = 4 only if its guesses are accepted at a rate of at "
-            f"least q = {float(theory.break_even_q(4, (r_cpu - 1) / 4)):.2f}" if 1 < r_cpu < 5 else "")
+            f"least q = {cpu.free_draft_break_even(4):.2f}" if 1 < r_cpu < 5 else "")
     out[7] = (f"A real model on a CPU, where a pass over 5 positions costs {_x(r_cpu)} a "
               f"one-position step (on the H200, {_x(r_gpu)}){need}." + rec)
     busy = BusyAndTrees(**LINKS[8])
