@@ -121,3 +121,16 @@ def test_sampled_runs_with_the_head_are_reproducible(model):
     a = speculate(model, ids, DraftHead(), 3, max_new=12, temperature=0.8, rng=3)
     b = speculate(model, ids, DraftHead(), 3, max_new=12, temperature=0.8, rng=3)
     assert a.tokens == b.tokens and a.proposed > 0
+
+
+def test_one_head_run_moved_to_a_shorter_context_drafts_as_a_fresh_one(model):
+    """A run that drafted after a long context, asked about a shorter one (another prompt), keeps
+    only what the two share and drafts exactly as a fresh run does."""
+    long_ctx = np.array(model.tokenizer.chat(PROMPTS["sum-function"][1]) + [330, 1212, 314], np.int64)
+    short = np.array(model.tokenizer.chat(PROMPTS["sky"][1])[:20], np.int64)
+    reused = DraftHead().begin(model)
+    reused.propose(long_ctx, 3)
+    got = reused.propose(short, 3).tokens.tolist()
+    assert got == DraftHead().begin(model).propose(short, 3).tokens.tolist()
+    assert reused.propose(long_ctx, 3).tokens.tolist() == DraftHead().begin(model).propose(
+        long_ctx, 3).tokens.tolist()

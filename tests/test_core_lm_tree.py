@@ -285,3 +285,79 @@ def test_bad_trees_and_settings_raise_clear_errors(model):
         bad = tree_mask([-1, 0])
         bad[2, 2] = False
         model.forward([1, 2, 3], model.new_cache(), positions=[0, 1, 2], mask=bad)
+
+
+# ------------------------------------------------------------------------------- the draft head
+
+HEAD_CONFIGS = [(1, 4, "spine"), (2, 3, "spine"), (3, 2, "spine"), (2, 2, "full"), (2, 3, "full")]
+
+
+@pytest.mark.parametrize("width, depth, shape", HEAD_CONFIGS)
+def test_greedy_tree_speculation_with_the_head_writes_the_plain_greedy_tokens(model, plain, width,
+                                                                              depth, shape):
+    from specdec_playable.lm.head import DraftHead
+
+    for name in ("code-edit", "json-person", "sum-function", "sky"):
+        r = speculate_tree(model, _chat(model, name), DraftHead(), width, depth, shape=shape,
+                           max_new=MAX_NEW)
+        assert r.tokens == plain[name].tokens, (name, width, depth, shape)
+        # The head drafts the whole shape every round, cut only by the token budget.
+        for rd in r.rounds:
+            levels = min(depth, MAX_NEW - rd.position - 1)
+            want = len(trees.spine_tree(width, levels) if shape == "spine"
+                       else trees.full_tree(width, levels)) if levels else 0
+            assert len(rd.tree) == want, (name, rd.round)
+    assert r.accepted > 0
+
+
+def test_the_heads_width_one_tree_is_its_chain_round_for_round(model):
+    from specdec_playable.lm.head import DraftHead
+
+    for name in ("sum-function", "json-person"):
+        ids = _chat(model, name)
+        rounds = []
+        chain = speculate(model, ids, DraftHead(), 4, max_new=MAX_NEW, progress=rounds.append)
+        tree = speculate_tree(model, ids, DraftHead(), 1, 4, max_new=MAX_NEW)
+        assert tree.tokens == chain.tokens and tree.marks == chain.marks
+        assert [rd.tree.tokens.tolist() for rd in tree.rounds] == [list(u.proposed) for u in rounds[1:]]
+
+
+def test_each_head_node_has_the_children_its_own_path_would_draft(model, plain):
+    """A full tree's node: its children are the head's top-w after feeding that node's path as a
+    chain, in a fresh run (so saving and restoring each branch's keys and values is exact)."""
+    from specdec_playable.lm import head as lmhead
+    from specdec_playable.lm import sampling
+
+    w = lmhead.load_head()
+    ctx = np.array(_chat(model, "sum-function") + list(plain["sum-function"].tokens[:6]), np.int64)
+    tree = lmhead.DraftHead().begin(model).draft_tree(ctx, 2, 3, "full")
+    assert len(tree) == 2 + 4 + 8 and tree.probs.min() > 0
+    for node in range(len(tree)):
+        kids = np.flatnonzero(tree.parents == node)
+        if not kids.size:
+            continue
+        run = lmhead.DraftHead().begin(model)
+        f = run._sync(ctx)
+        for t in tree.tokens[tree.path_to(node)].tolist():
+            f = lmhead.head_forward(w, f, model.weights.embed[[t]], run.cache)
+        q = sampling.probabilities(run._logits(f), 1.0)
+        top = np.argsort(-q, kind="stable")[:2]
+        assert tree.tokens[kids].tolist() == w.vocab[top].tolist(), node
+        np.testing.assert_allclose(tree.probs[kids], q[top], rtol=1e-5)
+
+
+def test_a_head_tree_run_hands_the_head_the_features_of_its_own_passes(model, plain):
+    """The verify pass's kept rows feed the head (as the chain decoder does), so it never runs the
+    target a second time to find them."""
+    from specdec_playable.lm.head import DraftHead
+
+    runs = []
+
+    class Watched(DraftHead):
+        def begin(self, m):
+            runs.append(super().begin(m))
+            return runs[-1]
+
+    r = speculate_tree(model, _chat(model, "sum-function"), Watched(), 2, 3, max_new=MAX_NEW)
+    assert r.tokens == plain["sum-function"].tokens
+    assert runs[0].target_cache is None  # the fallback that computes features was never needed

@@ -303,12 +303,12 @@ class HeadRun:
                 break
             self._store(n, h, ctx)
         self.pending.clear()
-        n = len(self.toks)
-        known = np.asarray(self.toks, np.int64)
+        n = min(len(self.toks), ctx.size)  # a shorter context (another prompt) keeps at most itself
+        known = np.asarray(self.toks[:n], np.int64)
         diff = np.flatnonzero(known != ctx[:n]) if n else np.zeros(0, np.int64)
         if diff.size:
             n = int(diff[0])
-            del self.toks[n:]
+        del self.toks[n:]
         self.cache.length = min(self.cache.length, max(n - 1, 0))
         self.target_len = min(self.target_len, n)
 
@@ -378,3 +378,55 @@ class HeadRun:
         q = sampling.probabilities(self._logits(self._sync(ctx)), 1.0)
         top = np.argsort(-q, kind="stable")[:w]
         return self.w.vocab[top], q[top]
+
+    def draft_tree(self, context, width: int, depth: int, shape: str = "spine"):
+        """A tree of guesses after ``context`` from the head's top-``width`` tokens per level.
+
+        Each level's guesses are the head's ``width`` most likely tokens after their parent's path
+        (temperature 1, ``probs`` their q). A spine grows only under each level's best guess (so
+        width 1 is the chain :meth:`propose` drafts); a full tree grows under every guess. A node's
+        children come from the head fed its own path: its predicted features, with the attention
+        cache holding that path's keys and values only (saved per node and put back, since
+        branches share the head positions after the context).
+
+        Returns
+        -------
+        specdec_playable.lm.tree.DraftTree
+        """
+        from .tree import EMPTY_TREE, DraftTree, check_shape
+
+        shape, width, depth, _ = check_shape(shape, width, depth)
+        ctx = np.asarray(context, dtype=np.int64).reshape(-1)
+        if ctx.size < 2:
+            return EMPTY_TREE
+        f = self._sync(ctx)
+        cache, real, vocab = self.cache, self.cache.length, self.w.vocab
+        embed = self.model.weights.embed
+        parents: list[int] = []
+        tokens: list[int] = []
+        probs: list[float] = []
+        frontier = [(-1, f, [])]  # (node, the head's feature at it, its path's saved keys/values)
+        for level in range(depth):
+            grow = []
+            for node, feat, kv in frontier:
+                q = sampling.probabilities(self._logits(feat), 1.0)
+                for j, i in enumerate(np.argsort(-q, kind="stable")[:width].tolist()):
+                    parents.append(node)
+                    tokens.append(int(vocab[i]))
+                    probs.append(float(q[i]))
+                    if level + 1 < depth and (shape == "full" or j == 0):
+                        grow.append((len(tokens) - 1, feat, kv))
+            frontier = []
+            for child, feat, kv in grow:
+                cache.length = real
+                cache.reserve(len(kv) + 1)
+                for k_, v_ in kv:  # this path's head positions, in order
+                    cache.k[:, cache.length], cache.v[:, cache.length] = k_, v_
+                    cache.length += 1
+                at = cache.length
+                nf = head_forward(self.w, feat, embed[tokens[child:child + 1]], cache)
+                frontier.append((child, nf, kv + [(cache.k[:, at].copy(), cache.v[:, at].copy())]))
+        cache.length = real  # the drafted positions are the verifier's to keep
+        if not tokens:
+            return EMPTY_TREE
+        return DraftTree(np.array(parents, np.int64), np.array(tokens, np.int64), np.array(probs))

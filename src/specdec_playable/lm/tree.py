@@ -1,16 +1,18 @@
 """Token-tree speculative decoding with the real model: guess in branches, check them in one pass.
 
-A round drafts a tree of guesses from the learned draft's top-w candidates per level
-(:meth:`.ngram.NgramDraft.candidates`), in one of the shapes of :mod:`specdec_playable.sim.trees`:
+A round drafts a tree of guesses from a draft's top-w candidates per level (the n-gram table's
+:meth:`.ngram.NgramDraft.candidates`, or the draft head's own tree,
+:meth:`.head.HeadRun.draft_tree`), in one of the shapes of :mod:`specdec_playable.sim.trees`:
 
 * ``"spine"``: at each of ``depth`` levels, the draft's ``width`` best guesses, all hanging under
   the previous level's best guess (``width * depth`` nodes; width 1 is the chain of ``depth``);
 * ``"full"``: every node gets the draft's ``width`` best guesses after its own path
   (``width + ... + width^depth`` nodes).
 
-A level (or, in a full tree, a node's children) is drafted only where the draft's best guess clears
-its ``min_share`` (exactly where the chain draft :meth:`.ngram.NgramDraft.propose` would go on), and
-only where the draft knows the context; so a real tree may be smaller than its shape.
+With the n-gram table, a level (or, in a full tree, a node's children) is drafted only where the
+draft's best guess clears its ``min_share`` (exactly where the chain draft
+:meth:`.ngram.NgramDraft.propose` would go on), and only where the draft knows the context; so a
+real tree may be smaller than its shape. The draft head always drafts the whole shape.
 
 One target pass scores the root (the last committed token, not yet fed) and every node. Each node
 sits at the rotary position of its depth after the committed text, and attends to the committed
@@ -202,7 +204,7 @@ def judge_tree(tree: DraftTree, target: np.ndarray) -> tuple[tuple, np.ndarray]:
     return (tuple(tree.path_to(deepest)) if deepest >= 0 else ()), judged
 
 
-def verify_tree(model, cache, root: int, tree: DraftTree) -> Verdict:
+def verify_tree(model, cache, root: int, tree: DraftTree, observe=None) -> Verdict:
     """Score ``[root, *tree]`` in ONE target pass, accept the longest agreeing path, fix the cache.
 
     Parameters
@@ -215,6 +217,9 @@ def verify_tree(model, cache, root: int, tree: DraftTree) -> Verdict:
         The last committed token, not yet in the cache.
     tree : DraftTree
         From :func:`build_tree` or :func:`check_tree`.
+    observe : callable, optional
+        A proposer's ``observe``: given the target's hidden states of the rows kept (the root and
+        the accepted path), as the chain decoder gives a draft head its features.
 
     Returns
     -------
@@ -236,7 +241,10 @@ def verify_tree(model, cache, root: int, tree: DraftTree) -> Verdict:
         mark = "correction"
     else:
         mark = "bonus"
-    cache.compact(past, [0, *(i + 1 for i in path)])
+    kept = [0, *(i + 1 for i in path)]
+    if observe is not None:
+        observe(fw.hidden[kept])
+    cache.compact(past, kept)
     return Verdict(path=path, judged=judged, token=token, mark=mark, target=target, mask=mask,
                    positions=positions)
 
@@ -268,8 +276,9 @@ def build_tree(proposer, context, width: int, depth: int, *, shape: str = "spine
     Parameters
     ----------
     proposer
-        A run of the learned draft (``NgramDraft(...).begin(model)``): anything with
-        ``candidates(context, w) -> Candidates``.
+        A draft's run (``draft.begin(model)``): one with its own
+        ``draft_tree(context, width, depth, shape)`` (the draft head) is asked for the tree;
+        otherwise anything with ``candidates(context, w) -> Candidates`` (the n-gram table).
     context : sequence of int
         The committed text (prompt and output so far).
     width, depth : int
@@ -289,6 +298,8 @@ def build_tree(proposer, context, width: int, depth: int, *, shape: str = "spine
     [-1, -1, 0, 0]
     """
     shape, width, depth, _ = check_shape(shape, width, depth)
+    if callable(getattr(proposer, "draft_tree", None)):
+        return proposer.draft_tree(context, width, depth, shape)
     ctx = list(np.asarray(context, dtype=np.int64)[-3:])
     parents: list[int] = []
     tokens: list[int] = []
@@ -422,8 +433,9 @@ def speculate_tree(model, prompt: Sequence[int], draft, width: int, depth: int, 
     ----------
     model : Model
     prompt : sequence of int
-    draft : NgramDraft
-        Or any draft whose ``begin(model)`` returns a run with ``candidates(context, w)``.
+    draft : NgramDraft or DraftHead
+        Or any draft whose ``begin(model)`` returns a run with ``candidates(context, w)`` or
+        ``draft_tree(context, width, depth, shape)``.
     width, depth : int
         Candidates per level (1..8) and levels (1..16); at most 64 nodes in all. Width 1 is the
         chain :func:`.decode.speculate` drafts with ``k = depth``, round for round.
@@ -441,21 +453,26 @@ def speculate_tree(model, prompt: Sequence[int], draft, width: int, depth: int, 
     ids, max_new, _, _, max_seconds = check_run(model, prompt, max_new=max_new, temperature=0.0,
                                                 top_p=1.0, max_seconds=max_seconds, extra=size + 1)
     proposer = draft.begin(model)
-    if not callable(getattr(proposer, "candidates", None)):
-        raise ValueError(f"draft {getattr(draft, 'name', draft)!r} cannot give top-w candidates; "
-                         "use NgramDraft")
+    check_tree_draft(draft, proposer)
     run = RunLog(model, ids, max_new=max_new, temperature=0.0, top_p=1.0, rng=None,
                  progress=progress, cancel=cancel, max_seconds=max_seconds,
                  draft_name=str(getattr(draft, "name", type(draft).__name__)), k=depth)
     cache = model.new_cache(capacity=ids.size + max_new + size + 2)
     rounds: list[TreeRound] = []
-    if not (run.should_stop() or run.prefill(cache)):
+    if not (run.should_stop() or run.prefill(cache, getattr(proposer, "observe", None))):
         while not run.should_stop():
             record, ended = tree_round(run, cache, proposer, shape, width, depth)
             rounds.append(record)
             if ended:
                 break
     return _result(run, shape, width, depth, rounds)
+
+
+def check_tree_draft(draft, proposer) -> None:
+    """Raise ``ValueError`` unless ``proposer`` (``draft``'s run) can draft a tree."""
+    if not any(callable(getattr(proposer, m, None)) for m in ("draft_tree", "candidates")):
+        raise ValueError(f"draft {getattr(draft, 'name', draft)!r} cannot give top-w candidates; "
+                         "use the n-gram table (NgramDraft) or the draft head (DraftHead)")
 
 
 def tree_round(run: RunLog, cache, proposer, shape: str, width: int, depth: int):
@@ -470,7 +487,7 @@ def tree_round(run: RunLog, cache, proposer, shape: str, width: int, depth: int)
     run.draft_ms += (t1 - t) * 1e3
     root = run.out[-1]
     v0 = time.perf_counter()
-    verdict = verify_tree(run.model, cache, root, tree)
+    verdict = verify_tree(run.model, cache, root, tree, getattr(proposer, "observe", None))
     v1 = time.perf_counter()
     run.passes += 1
     last_text = _record_verdict(run, tree, texts, verdict, rnd, (run.ms(v0), run.ms(v1)))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..sim import validate as _v
-from .tree import NODES_MAX, check_shape, build_tree, verify_tree
+from .tree import NODES_MAX, build_tree, check_shape, check_tree_draft, verify_tree
 
 #: Most plain greedy tokens written before the step.
 AFTER_MAX = 256
@@ -152,8 +152,8 @@ def example_tree_step(model, prompt: str | Sequence[int], draft, width: int, dep
     prompt : str or sequence of int
         A user message (wrapped in the chat template with the default system turn) or token ids
         used as they are.
-    draft : NgramDraft
-        Or any draft whose ``begin(model)`` gives ``candidates(context, w)``.
+    draft : NgramDraft or DraftHead
+        Or any draft whose ``begin(model)`` gives ``candidates(context, w)`` or ``draft_tree``.
     width, depth : int
         As for :func:`.tree.build_tree` (1..8 and 1..16, at most 64 nodes).
     shape : {"spine", "full"}
@@ -185,9 +185,7 @@ def example_tree_step(model, prompt: str | Sequence[int], draft, width: int, dep
     if len(ids) + after + NODES_MAX + 2 > model.config.context:
         raise ValueError(f"prompt too long: {len(ids)} tokens")
     proposer = draft.begin(model)
-    if not callable(getattr(proposer, "candidates", None)):
-        raise ValueError(f"draft {getattr(draft, 'name', draft)!r} cannot give top-w candidates; "
-                         "use NgramDraft")
+    check_tree_draft(draft, proposer)
     cache = model.new_cache(capacity=len(ids) + after + 80)
     reply = [int(np.argmax(model.forward(ids, cache, logits="last").logits[-1]))]
     while len(reply) <= after and reply[-1] != tok.eos_id:
