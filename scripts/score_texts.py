@@ -5,8 +5,10 @@ the real text before it: the acceptance probability sum(min(p, q)) of the target
 draft's q, whether greedy drafting is kept there, the target's probability of the token and the
 draft's top guess (``lm.measure.measure_text``). Episode 4's draft is ``lm.measure.default_draft``
 (the trained draft head); the same columns for the n-gram table are kept under ``learned`` for
-Episode 6, whose contexts (the target's and the n-gram table's most likely next tokens with their
-probabilities, ``lm.measure.next_token``) are scored with it too.
+Episode 6's race. Episode 6's contexts are scored with the head: the target's 8 most likely next
+tokens and the head's 16 (``lm.measure.next_token``), the head's kept to those 16 and renormalised
+(``lm.measure.top_only``, so its acceptance there is exact), with the mass those 16 held and the
+whole head's acceptance beside it.
 
 Beside it, per text, every draft of :data:`COMPARED` (the head, the n-gram table, prompt lookup)
 gets three summary numbers: mean sum(min(p, q)) at temperature 1, the share of tokens where its
@@ -36,7 +38,7 @@ from specdec_playable.shipped import asset_path
 from specdec_playable.lm import get_model, model_file
 from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.head import ASSET as HEAD_ASSET, DraftHead
-from specdec_playable.lm.measure import default_draft, measure_text, next_token
+from specdec_playable.lm.measure import default_draft, measure_text, next_token, top_only
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.score import accepted_along
 from specdec_playable.data.measured import ASSET, CONTEXTS, DIGITS, META, python_text
@@ -93,7 +95,7 @@ def main() -> None:
     model = get_model()
     load_s = time.perf_counter() - t0
     draft = default_draft()
-    ngram_draft = COMPARED["learned"]  # Episode 6 still plays the n-gram table's numbers
+    ngram_draft = COMPARED["learned"]  # Episode 6's race still plays the n-gram table's numbers
     records, contexts = [], []
     print(f"{'text':<16} {'kind':<12} {'tokens':>6} {'mean alpha':>10} {'greedy kept':>11} "
           f"{'p(token)':>8} {'seconds':>7}  per draft: greedy kept / tau at k={TAU_K} / mean alpha")
@@ -115,12 +117,14 @@ def main() -> None:
               f"{m.greedy.mean():>11.3f} {m.p_token.mean():>8.3f} {secs:>7.1f}  " + "  ".join(
                   f"{n}: {v['greedy']:.3f} / {v['tau']:.2f} / {v['alpha']:.3f}" for n, v in rows.items()))
     for ctx in CONTEXTS:
-        nt = next_token(model, ctx, draft=ngram_draft, top=TOP, draft_top=DRAFT_TOP)
+        nt = next_token(model, ctx, draft=draft, top=TOP, draft_top=DRAFT_TOP)
+        kept, alpha = top_only(nt)
         contexts.append(dict(
             context=ctx, target=[[t, r(p)] for t, p in nt.target], target_rest=r(nt.target_rest),
-            draft=[[t, r(q), r(p)] for t, q, p in nt.draft], draft_rest=r(nt.draft_rest), alpha=r(nt.alpha)))
-        print(f"context {ctx!r}: target top {nt.target[0]}, draft top {nt.draft[:1]}, "
-              f"alpha {nt.alpha:.3f}")
+            draft=[[t, r(q), r(p)] for t, q, p in kept], draft_rest=0.0, alpha=r(alpha),
+            draft_top_mass=r(1.0 - nt.draft_rest), alpha_full=r(nt.alpha)))
+        print(f"context {ctx!r}: target top {nt.target[0]}, draft top {kept[:1]}, alpha {alpha:.3f} "
+              f"(its top {DRAFT_TOP} hold {1 - nt.draft_rest:.3f} of its q; whole q: {nt.alpha:.3f})")
     score_s = time.perf_counter() - t_score
     if args.no_write:
         return
@@ -131,7 +135,8 @@ def main() -> None:
     data = dict(texts=records, contexts=contexts)
     meta = dict(
         what="Per-token acceptance of Episode 4's texts and next-token distributions of Episode 6's "
-             "contexts, measured with the real model and the learned draft (teacher-forced).",
+             "contexts, measured with the real model and the draft head (teacher-forced); the n-gram "
+             "table's per-token columns under 'learned'.",
         model=dict(name="SmolLM2-135M-Instruct (Q4_1 GGUF, dequantised to float32, this project's "
                         "numpy forward pass)", file=gguf.name, sha256=sha256(gguf)),
         draft=dict(name=draft.name, description="the trained draft head (lm.head, EAGLE-style): "
@@ -140,7 +145,7 @@ def main() -> None:
                    "at the first token (no feature before it)",
                    file=f"assets/{HEAD_ASSET}", sha256=sha256(head)),
         learned=dict(what="per token, the same columns for the n-gram table (min_share 0), which "
-                          "Episode 6 plays; Episode 6's contexts are scored with it too",
+                          "Episode 6's race plays",
                      file="assets/lm/ngram_draft.npz", sha256=sha256(ngram)),
         compared=dict(
             drafts={"head": "the draft above",
@@ -153,6 +158,10 @@ def main() -> None:
                     "the draft's first greedy guess is the target's greedy token; tau: 1 + mean "
                     f"drafts kept by a greedy round at k = {TAU_K} starting at each token (one real "
                     "verify pass each, lm.score.accepted_along)"),
+        contexts=f"the target's {TOP} most likely next tokens; the draft head's {DRAFT_TOP}, its q "
+                 "renormalised over them (draft_top_mass: the share of its q they held), alpha the "
+                 "acceptance of that kept draft (exact: it proposes nothing else), alpha_full the "
+                 "whole head's",
         temperature=1.0,
         acceptance="alpha = sum(min(p, q)) per position; greedy = draft's top token equals the "
                    "target's top token; the first token is predicted from the start token (id 1)",

@@ -1,7 +1,8 @@
 """Train the draft head (lm.head) on SmolLM2-135M's own features, on this CPU, and ship it.
 
 EAGLE-style: the head takes the model's final-normed feature f_t and the embedding of token x_{t+1}
-and predicts f_{t+1}, read out through the model's tied head over its N most frequent tokens. Loss:
+and predicts f_{t+1}, read out through the model's tied head over the N tokens it writes most (its
+own greedy choices on the training text; ``--vocab-from corpus``: the corpus's most frequent). Loss:
 cross-entropy against the model's own next-token distribution (over those N tokens) plus
 ``--reg-weight`` x smooth-L1 on the feature; ``--unroll 2`` adds the same loss for a second step
 fed with the head's own predicted features (what drafting a second token does).
@@ -113,6 +114,38 @@ CHAT = (
     "Who wrote Pride and Prejudice?",
     "Write a product description for a waterproof hiking backpack.",
     "Write a short speech for a friend's birthday.",
+    # Added for the second training run: more of the kinds of reply Episode 7 races (code, JSON,
+    # short explanations), none of them one of its tasks.
+    "Write a Python function that reverses the words in a sentence.",
+    "Write a Python function that finds the largest value in a dictionary.",
+    "Write a Python function that converts Celsius to Fahrenheit.",
+    "Write a Python function that checks whether a number is prime.",
+    "Write a Python function that merges two sorted lists.",
+    "Write a Python function that counts how often each letter appears in a string.",
+    "Write a Python class for a bank account with deposit and withdraw methods.",
+    "Write a Python function that flattens a nested list.",
+    "Write a Python function that reads a JSON file and returns its keys.",
+    "Write a Python generator that yields the squares of the numbers up to n.",
+    "Write a JavaScript function that capitalises the first letter of every word.",
+    "Write a JavaScript function that returns the average of an array.",
+    "Write a JavaScript class for a simple to-do list.",
+    "Write a TypeScript interface for a blog post with a title, body and tags.",
+    "Write an HTML page with a heading and a button that shows an alert.",
+    "Write a CSS rule that centres a div on the page.",
+    "Give a JSON object describing a car with make, model, year and colour.",
+    "Give a JSON list of two books with their titles and authors.",
+    "Return a JSON object for a weather report with a temperature, humidity and wind speed.",
+    "Give a JSON object for an order with an id, a list of items and a total.",
+    "Write a YAML file for a service with a name, an image and two ports.",
+    "Explain what recursion is in two sentences.",
+    "Explain in two sentences why leaves change colour in autumn.",
+    "Explain in two sentences how a rainbow forms.",
+    "Explain what an API is to a beginner.",
+    "Explain in a short paragraph what a variable is in programming.",
+    "Why do we have seasons? Answer in two sentences.",
+    "Describe a cat in three sentences.",
+    "Write a short poem about a rainy afternoon.",
+    "Write a short thank-you note to a neighbour who watered the plants.",
 )
 
 
@@ -224,29 +257,69 @@ def pick_docs(docs: list[Doc], tok, budgets: dict, rng) -> tuple[list, list]:
 
 # ------------------------------------------------------------------------------ self-distillation
 
-def chat_docs(model, work: Path, prompts, *, max_new: int, seed: int) -> list[tuple[Doc, list]]:
-    """The model's greedy and sampled replies to the chat prompts (cached in ``work``)."""
+_WORKER_MODEL = None
+
+
+def _reply(job: tuple) -> tuple[str, list]:
+    """One reply, in a worker process (one model per worker, loaded on its first job)."""
     from specdec_playable.lm.decode import generate
 
+    global _WORKER_MODEL
+    if _WORKER_MODEL is None:
+        _WORKER_MODEL = get_model()
+    model = _WORKER_MODEL
+    key, prompt, mode, max_new, seed = job
+    ids = model.tokenizer.chat(prompt)
+    g = generate(model, ids, max_new=max_new, temperature=0.0 if mode == "greedy" else 0.8,
+                 top_p=0.95, rng=np.random.default_rng(seed))
+    return key, list(ids) + list(g.tokens) + [model.tokenizer.eos_id]
+
+
+def chat_docs(model, work: Path, prompts, *, max_new: int, seed: int,
+              workers: int = 1) -> list[tuple[Doc, list]]:
+    """The model's greedy and sampled replies to the chat prompts (cached in ``work``), written by
+    ``workers`` processes of one thread each (decoding one token at a time uses one core well)."""
     path = work / f"chat_{max_new}_{seed}.json"
     done = json.loads(path.read_text()) if path.is_file() else {}
+    jobs = [(f"{mode}|{p}", p, mode, max_new, [seed, i])
+            for i, p in enumerate(prompts) for mode in ("greedy", "sampled")
+            if f"{mode}|{p}" not in done]
     t0 = time.perf_counter()
-    for i, p in enumerate(prompts):
-        for mode in ("greedy", "sampled"):
-            key = f"{mode}|{p}"
-            if key in done:
-                continue
-            ids = model.tokenizer.chat(p)
-            g = generate(model, ids, max_new=max_new, temperature=0.0 if mode == "greedy" else 0.8,
-                         top_p=0.95, rng=np.random.default_rng([seed, i]))
-            done[key] = list(ids) + list(g.tokens) + [model.tokenizer.eos_id]
-            path.write_text(json.dumps(done))
-        print(f"  self-distillation {i + 1}/{len(prompts)} prompts, "
+
+    def record(key, ids):
+        done[key] = ids
+        path.write_text(json.dumps(done))
+        print(f"  self-distillation {len(done)}/{2 * len(prompts)} replies, "
               f"{sum(len(v) for v in done.values()):,} tokens, {time.perf_counter() - t0:.0f} s",
               flush=True)
+
+    if workers <= 1 or len(jobs) < 2:
+        global _WORKER_MODEL
+        _WORKER_MODEL = model
+        for job in jobs:
+            record(*_reply(job))
+    elif jobs:
+        import concurrent.futures
+        import multiprocessing
+
+        one = dict(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   NUMBA_NUM_THREADS="1")
+        saved = {k: os.environ.get(k) for k in one}
+        os.environ.update(one)  # the spawned workers read these as they start
+        try:
+            with concurrent.futures.ProcessPoolExecutor(
+                    workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                for key, ids in pool.map(_reply, jobs):
+                    record(key, ids)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
     lic = "model output (SmolLM2-135M-Instruct, Apache-2.0 model)"
     return [(Doc("chat", f"reply/{k.split('|')[0]}/{j}", lic, ""), v)
-            for j, (k, v) in enumerate(sorted(done.items()))]
+            for j, (k, v) in enumerate(sorted(done.items())) if k.split("|", 1)[1] in prompts]
 
 
 # ------------------------------------------------------------------------------------ features
@@ -331,13 +404,14 @@ def prepare(model, args) -> dict:
     assert_no_overlap(docs, prompts)
     train, held = pick_docs(docs, tok, budgets, rng)
     if prompts:
-        replies = chat_docs(model, work, prompts, max_new=args.chat_max_new, seed=args.seed)
+        replies = chat_docs(model, work, prompts, max_new=args.chat_max_new, seed=args.seed,
+                             workers=args.chat_workers)
         # Whole conversations are held out too: one prompt's two replies go to the same side.
         for doc, ids in replies:
             (held if hash_share(doc, ids) < HELD_OUT_SHARE * 2 else train).append((doc, ids))
     t_corpus = time.perf_counter() - t0
     (tr_chunks, _), (ho_chunks, ho_genres) = chunks_of(train, args.chunk), chunks_of(held, args.chunk)
-    tag = f"{args.seed}_{scale}_{args.chat_max_new}"
+    tag = f"{args.seed}_{scale}_{args.chat_max_new}_{len(prompts)}"
     t0 = time.perf_counter()
     data = collect(model, tr_chunks, work / f"train_{tag}", args.chunk)
     held_data = collect(model, ho_chunks, work / f"held_{tag}", args.chunk)
@@ -696,16 +770,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--train-fraction", type=float, default=1.0, help="train on this share of the chunks only")
     a("--no-chat", dest="chat", action="store_false", help="no self-distillation replies")
     a("--chat-max-new", type=int, default=160)
-    a("--chat-prompts", type=int, default=32, help=f"how many of the {len(CHAT)} chat prompts")
+    a("--chat-workers", type=int, default=min(2, os.cpu_count() or 1),
+      help="processes writing the self-distillation replies")
+    a("--chat-prompts", type=int, default=len(CHAT), help=f"how many of the {len(CHAT)} chat prompts")
     a("--chunk", type=int, default=CHUNK, help="tokens per context (and the head's window)")
     a("--block", choices=("attention", "mlp"), default="attention")
     a("--d-ff", type=int, default=1536)
     a("--n-heads", type=int, default=9)
-    a("--n-vocab", type=int, default=4096, help="tokens the head reads out (FR-Spec)")
-    a("--vocab-from", choices=("corpus", "model"), default="corpus",
+    a("--n-vocab", type=int, default=8192, help="tokens the head reads out (FR-Spec)")
+    a("--vocab-from", choices=("corpus", "model"), default="model",
       help="rank the vocabulary by corpus frequency (FR-Spec) or by the model's own greedy choices")
     a("--unroll", type=int, choices=(1, 2), default=1, help="training steps fed back per position")
-    a("--steps", type=int, default=450)
+    a("--steps", type=int, default=900)
     a("--batch", type=int, default=8, help="chunks per step")
     a("--lr", type=float, default=1e-3)
     a("--reg-weight", type=float, default=0.5)

@@ -1,6 +1,6 @@
 """Browser tier: Episode 6 served and driven in Chromium.
 
-Part 1: a real context's p against the learned draft's q; pick another context, push the
+Part 1: a real context's p against the draft head's q; pick another context, push the
 bias to the favourite to its end, pick 100,000 samples, draw; the browser's chart data follows
 the real p (checked against the state's own numbers) and the page reports the test.
 Part 2: change the draft cost and press "New randomness"; the four lines and the table

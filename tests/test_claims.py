@@ -508,6 +508,13 @@ def test_ep6_context_note_states_the_measured_distributions(context):
     assert f"{c.q[d]:.0%} of the time, and the big model gives that token {c.p[d]:.2%}" in text
     shown = f"{c.alpha:.{1 if c.alpha >= 0.01 else 2}%}"
     assert f"min(p big (x), p draft (x)) = {shown}" in text
+    assert c.alpha == pytest.approx(np.minimum(c.p, c.q).sum(), abs=2e-3)  # what the draws play
+    listed = int((c.q[:-1] > 0).sum())
+    if c.draft_top_mass < 0.995:
+        assert (f"the head's {listed} most likely tokens, which held {c.draft_top_mass:.0%} of its "
+                f"guesses; the whole head agrees with the big model on {c.alpha_full:.1%}") in text
+    else:
+        assert "most likely tokens, which held" not in text
 
 
 # --- Real hardware (Episode 1) ---------------------------------------------------------------

@@ -105,9 +105,15 @@ def test_the_shipped_example_is_a_real_step_and_reproduces(model):
     assert any(firsts[int(step.parents[i])] != i for i in step.path)
     assert step.tokens.size <= 16 and step.mask.shape[0] == step.tokens.size + 1
     _check_consistent(model, step, model.tokenizer.chat(message))
-    again = example_tree_step(model, message, NgramDraft(min_share=meta["draft"]["min_share"]),
-                              meta["width"], meta["depth"], shape=meta["shape"],
-                              after=meta["after"])
+    if meta["draft"].get("name") == "head":
+        from specdec_playable.lm import head as lmhead
+
+        assert meta["draft"]["sha256"] == lmhead.head_meta()["sha256"]  # drawn with the shipped head
+        draft = lmhead.DraftHead()
+    else:
+        draft = NgramDraft(min_share=meta["draft"]["min_share"])
+    again = example_tree_step(model, message, draft, meta["width"], meta["depth"],
+                              shape=meta["shape"], after=meta["after"])
     assert again.to_dict() == step.to_dict()
 
 

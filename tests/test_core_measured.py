@@ -13,8 +13,8 @@ import hand_texts as texts
 from specdec_playable.data import measured
 from specdec_playable.shipped import asset_path
 from specdec_playable.lm import get_model
-from specdec_playable.lm.measure import measure_text, next_token, token_pieces
-from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.head import DraftHead
+from specdec_playable.lm.measure import measure_text, next_token, token_pieces, top_only
 
 #: Re-scoring matches the asset within this (it keeps 4 decimals; float32 passes over different
 #: chunkings differ in the last bits).
@@ -69,10 +69,27 @@ def test_a_context_rescored_matches_the_asset(model):
     ctx = measured.CONTEXTS[-1]
     rec = next(c for c in json.loads(asset_path(measured.ASSET).read_text())["contexts"]
                if c["context"] == ctx)
-    nt = next_token(model, ctx, draft=NgramDraft(min_share=0.0), top=len(rec["target"]))
+    nt = next_token(model, ctx, draft=DraftHead(), top=len(rec["target"]),
+                    draft_top=len(rec["draft"]))
     assert [t for t, _ in nt.target] == [t for t, _ in rec["target"]]
     np.testing.assert_allclose([p for _, p in nt.target], [p for _, p in rec["target"]], atol=TOL)
-    assert nt.alpha == pytest.approx(rec["alpha"], abs=TOL)
+    kept, alpha = top_only(nt)
+    assert [t for t, _, _ in kept] == [t for t, _, _ in rec["draft"]]
+    np.testing.assert_allclose([q for _, q, _ in kept], [q for _, q, _ in rec["draft"]], atol=TOL)
+    assert alpha == pytest.approx(rec["alpha"], abs=TOL)
+    assert nt.alpha == pytest.approx(rec["alpha_full"], abs=TOL)
+    assert 1.0 - nt.draft_rest == pytest.approx(rec["draft_top_mass"], abs=TOL)
+
+
+def test_keeping_the_drafts_top_tokens_renormalises_and_scores_exactly():
+    from specdec_playable.lm.measure import NextToken
+
+    nt = NextToken("x", (("a", 0.6), ("b", 0.3)), (("b", 0.3, 0.3), ("c", 0.1, 0.0)), 0.1, 0.6, 0.3)
+    kept, alpha = top_only(nt)
+    assert [t for t, _, _ in kept] == ["b", "c"] and [p for _, _, p in kept] == [0.3, 0.0]
+    assert [q for _, q, _ in kept] == pytest.approx([0.75, 0.25]) and alpha == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="no token"):
+        top_only(NextToken("x", (("a", 1.0),), (), 0.0, 1.0, 0.0))
 
 
 def test_pieces_join_back_even_when_a_character_spans_tokens(model):
@@ -125,7 +142,7 @@ def test_contexts_are_distributions_with_the_real_alpha():
         assert c.labels[-1] == measured.REST and len(c.labels) == c.p.size == c.q.size
         assert c.p.sum() == pytest.approx(1.0) and c.q.sum() == pytest.approx(1.0)
         assert c.p[: c.n_target].tolist() == sorted(c.p[: c.n_target], reverse=True)
-        # The learned draft's q lives on listed tokens, so the grouped alpha is the real one.
+        # The draft is kept to its listed tokens, so the grouped alpha is the real one.
         assert np.minimum(c.p, c.q).sum() == pytest.approx(c.alpha, abs=TOL)
     with pytest.raises(ValueError):
         measured.context("not a context")

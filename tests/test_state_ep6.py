@@ -1,4 +1,4 @@
-"""State tier: Episode 6's derived values follow its parameters (real p, the learned draft's q)."""
+"""State tier: Episode 6's derived values follow its parameters (real p, the draft head's q)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_knobs_change_q_and_resample():
     before = s.samples
     s.param.update(favourite=4, bias=0.6)
     assert s.samples is not before
-    assert s.p_draft[3] >= 0.6 and s.favourite_label == s.labels[3]
+    assert s.p_draft[3] >= 0.6 - 1e-12 and s.favourite_label == s.labels[3]
     assert s.acceptance_theory == pytest.approx(np.minimum(s.p_big, s.p_draft).sum())
     s.bias = 0.0
     np.testing.assert_allclose(s.p_draft, measured.context(s.context).q)

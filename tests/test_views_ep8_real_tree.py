@@ -92,10 +92,27 @@ def test_pass_costs_price_the_candidates_checked_with_the_cpu_curve(table, cost)
 
     curve = cpu_curve()
     i = int(np.argmax(table.nodes_per_pass))
-    assert cost[i] == pytest.approx(curve.time_ms(table.nodes_per_pass[i] + 1) / curve.time_ms(1))
+    assert cost[i] == pytest.approx(curve.time_ms(table.nodes_per_pass[i] + 1) / curve.time_ms(1)
+                                    + table.draft_cost_vs_plain[i])
     assert (cost >= 1.0).all()                # a pass of more positions never costs less
+    passes = cost - table.draft_cost_vs_plain
     order = np.argsort(table.nodes_per_pass)
-    assert (np.diff(cost[order]) >= -1e-12).all()
+    assert (np.diff(passes[order]) >= -1e-12).all()
+    assert (table.draft_cost_vs_plain >= 0).all()
+
+
+@pytest.mark.parametrize("draft", ["the draft head", "the learned draft"])
+@pytest.mark.parametrize("q, gain, words", [
+    (0.1, 0.0, "so a chain rarely gets past its first guess"),
+    (0.5, 0.3, "and a tree's spare candidates catch some of the guesses the chain misses"),
+    (0.5, 0.0, "and spare candidates did not catch what the chain misses"),
+])
+def test_the_sentence_names_the_draft_and_follows_its_acceptance(table, cost, draft, q, gain, words):
+    tpp = np.where(table.width == 1, 1.5, 1.5 + gain)
+    t = replace(table, q=np.full(len(table), q), tokens_per_pass=tpp)
+    text = _plain(v.table_sentence(t, cost, draft))
+    assert f"{draft.capitalize()}'s top guess was accepted {q:.1%}" in text
+    assert words in text
 
 
 def test_the_shipped_verdict_matches_the_shipped_numbers(table, cost):
@@ -119,7 +136,8 @@ def test_per_prompt_table_bolds_exactly_each_prompts_best(table):
 
 
 def test_step_sentence_counts_what_the_step_holds(step):
-    text = _plain(v.step_sentence(step))
+    text = _plain(v.step_sentence(step, "the draft head"))
+    assert "the draft head offered" in text
     n = len(step.tokens)
     assert f"offered {n} candidate" in text
     assert f"one pass of {n + 1} positions" in text

@@ -1,10 +1,11 @@
 """The real model's measured numbers for Episodes 4 and 6, read from the shipped asset.
 
 ``scripts/score_texts.py`` scored every bundled text with SmolLM2-135M-Instruct (the target) and
-the learned n-gram draft, teacher-forced, and wrote ``assets/lm/measured_texts.json``: per token
-(a subword piece of the model's tokenizer) the acceptance probability ``sum(min(p, q))``, whether
-greedy drafting is kept, the target's probability of the token and the draft's guess; and, for a
-few contexts, both models' most likely next tokens. Provenance is in
+the draft head (and, for Episode 6's race, the learned n-gram draft), teacher-forced, and wrote
+``assets/lm/measured_texts.json``: per token (a subword piece of the model's tokenizer) the
+acceptance probability ``sum(min(p, q))``, whether greedy drafting is kept, the target's
+probability of the token and the draft's guess; and, for a few contexts, both models' most likely
+next tokens (the draft head's). Provenance is in
 ``assets/lm/measured_texts.meta.json``.
 
 This module needs no model: it turns the asset into :class:`data.texts.Text` records (each token's
@@ -52,12 +53,12 @@ PYTHON_LINES = 20
 
 
 def python_text() -> dict:
-    """The held-out Python text (code in the draft's own language, not in its training text)."""
+    """The held-out Python text (code like both drafts' training text, but not in it)."""
     lines = asset_path("lm/heldout_python.txt").read_text(encoding="utf-8").splitlines(True)
     return dict(
-        id="py-account", title="Python code (the draft's own language)", kind="python",
-        description="A small Python class, held out from the draft's training text: code in "
-                    "the one language the learned draft was trained on.",
+        id="py-account", title="Python code (held out)", kind="python",
+        description="A small Python class, held out from the drafts' training text: Python is "
+                    "the one language the learned draft was trained on, and one of the head's.",
         source="".join(lines[:PYTHON_LINES]), origin="assets/lm/heldout_python.txt")
 
 
@@ -118,9 +119,12 @@ class Context:
 
     ``labels`` are the target's top tokens (the first ``n_target``), then the draft's other tokens, then
     :data:`REST`; ``p`` and ``q`` are the target's and the draft's probabilities of each (read-only,
-    each summing to 1). Speculative sampling over these categories is the full-vocabulary
-    process with its output grouped: a drafted token is always a listed one, and a rejected draft
-    is replaced from ``max(p - q, 0)``, which gives the last category its whole mass ``p``.
+    each summing to 1). The draft is the draft head kept to its 16 most likely tokens
+    (renormalised; ``draft_top_mass`` is the share of its q they held), so speculative sampling
+    over these categories is the full-vocabulary process with its output grouped: a drafted token
+    is always a listed one, and a rejected draft is replaced from ``max(p - q, 0)``, which gives
+    the last category its whole mass ``p``. ``alpha`` is that draft's acceptance; ``alpha_full``
+    the whole head's.
     """
 
     context: str
@@ -129,6 +133,8 @@ class Context:
     q: np.ndarray
     alpha: float
     n_target: int
+    draft_top_mass: float = 1.0
+    alpha_full: float = float("nan")
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,7 +176,8 @@ def _context(rec: dict) -> Context:
     p_arr = np.array(p) / sum(p)
     q_arr = np.array(q) / sum(q)
     return Context(rec["context"], tuple(labels), _ro(p_arr), _ro(q_arr), float(rec["alpha"]),
-                   len(rec["target"]))
+                   len(rec["target"]), float(rec.get("draft_top_mass", 1.0)),
+                   float(rec.get("alpha_full", rec["alpha"])))
 
 
 @functools.lru_cache(maxsize=1)

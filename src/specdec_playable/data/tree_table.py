@@ -1,7 +1,7 @@
 """The measured chain-versus-tree table of the real model, read without the model.
 
 ``benchmarks/bench_trees.py --write-csv`` ran greedy speculative decoding with the real model
-and the learned draft on Episode 7's prompts, as a chain of k drafts and as trees with the same
+and a draft (the meta's ``draft``: the draft head or the n-gram table) on Episode 7's prompts, as a chain of k drafts and as trees with the same
 number of verified positions per pass, and wrote ``assets/lm/tree_vs_chain.csv`` (with its
 ``.meta.json``). :func:`load_tree_vs_chain` reads it into one frozen record of read-only columns.
 """
@@ -42,6 +42,8 @@ class TreeVsChain:
         Share of judged candidates the target accepted.
     pass_cost_vs_plain : numpy.ndarray
         A verify pass's measured time over a plain decode step's, on this CPU.
+    draft_cost_vs_plain : numpy.ndarray
+        The draft's measured time per round (building the tree) over a plain decode step's.
     """
 
     positions: np.ndarray
@@ -55,6 +57,7 @@ class TreeVsChain:
     nodes_per_pass: np.ndarray
     q: np.ndarray
     pass_cost_vs_plain: np.ndarray
+    draft_cost_vs_plain: np.ndarray
 
     def __post_init__(self):
         for f in fields(self):
@@ -75,7 +78,7 @@ class TreeVsChain:
 
 
 _INTS = ("positions", "width", "depth", "passes")
-_FLOATS = ("tokens_per_pass", "nodes_per_pass", "q", "pass_cost_vs_plain")
+_FLOATS = ("tokens_per_pass", "nodes_per_pass", "q", "pass_cost_vs_plain", "draft_cost_vs_plain")
 _TEXTS = ("label", "shape", "prompt")
 
 
@@ -96,3 +99,13 @@ def load_tree_vs_chain() -> TreeVsChain:
 def load_tree_vs_chain_meta() -> dict:
     """How, when and on what machine the table was measured."""
     return json.loads(asset_path(META_NAME).read_text())
+
+
+#: The draft a table was measured with (its meta's ``draft.name``), in the pages' words.
+DRAFT_WORDS = {"head": "the draft head", "learned": "the learned draft"}
+
+
+def tree_draft_words(meta: dict | None = None) -> str:
+    """``"the draft head"`` or ``"the learned draft"``: the draft of the shipped table."""
+    meta = load_tree_vs_chain_meta() if meta is None else meta
+    return DRAFT_WORDS[meta["draft"].get("name", "learned")]

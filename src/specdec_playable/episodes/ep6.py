@@ -90,9 +90,9 @@ def _try_this() -> str:
 PART1_INTRO = f"""<h2 class="ep6-part">Part 1: a biased draft, an unbiased result</h2>
 <p class="sdp-lede">Two distributions over the next token x. {P_BIG}(x) is the big model's: a real
 model, SmolLM2-135M-Instruct, after a real context, its most likely tokens and everything else as
-one bar. {P_DRAFT}(x) is the draft's: the learned draft (a token n-gram table trained on Python
-source), measured at the same place, which you can bend further with a temperature and a bias
-towards one token. How each token is made: the draft proposes a token x, drawn from its own
+one bar. {P_DRAFT}(x) is the draft's: the draft head of Episode 7 (one small layer trained to
+imitate the model), measured at the same place and kept to its 16 most likely tokens, which you can
+bend further with a temperature and a bias towards one token. How each token is made: the draft proposes a token x, drawn from its own
 {P_DRAFT}(x). The big model keeps it with probability min(1, {P_BIG}(x) / {P_DRAFT}(x)): always
 when the draft is not over-eager about x, and only sometimes when it is. After a refusal the big
 model draws a replacement from what is left of its distribution once the draft's is taken away,
@@ -169,8 +169,9 @@ its probe rounds cost time too.</p>
 Speculative Decoding” (ICML 2023); Chen, Borgeaud, Irving, Lespiau, Sifre and Jumper, “Accelerating
 Large Language Model Decoding with Speculative Sampling” (2023). The chi-square p-value is computed on
 this page from the regularized incomplete gamma function, over the tokens listed, with those expected
-fewer than 5 times pooled. Part 1's two distributions, and part 2's per-token acceptance, were measured once with
-the real model and the learned draft by <code>scripts/score_texts.py</code> (Episode 4 says how); part
+fewer than 5 times pooled. Part 1's two distributions were measured once with the real model and
+the draft head, part 2's per-token acceptance with the real model and the learned draft, by
+<code>scripts/score_texts.py</code> (Episode 4 says how); part
 2's wall clock is the simulation's own, counted in big-model passes, with each draft step costing c of
 one.</p>
 """

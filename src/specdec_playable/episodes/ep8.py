@@ -111,29 +111,43 @@ them, on its own models and GPUs.</p>
 """
 
 
-PART3_INTRO = """<h2>Part 3: a real tree, on this server</h2>
-<p class="sdp-lede">The same idea with the real model of Episode 7 instead of a dial. The learned
-draft (a table of which token most often follows the last one to three tokens, counted from Python
-source) offers its most frequent continuations at each level; one forward pass of the real model
-scores the whole tree, each candidate attending only to the text and its own ancestors, at the
-position it would have in the text. The model keeps the longest path it agrees with and writes its
-own next token after it. Greedy output is still exactly what plain decoding writes: the tests check
-it token by token.</p>
+_PART3_DRAFTS = {
+    "head": ("The draft head of Episode 7 (one small layer trained on this machine to imitate the "
+             "model from its own last-layer feature) offers its most likely next tokens at each "
+             "level, each level drafted from the guess above it"),
+    "learned": ("The learned draft (a table of which token most often follows the last one to three "
+                "tokens, counted from Python source) offers its most frequent continuations at each "
+                "level"),
+}
+
+
+def part3_intro() -> str:
+    """Part 3's opening, naming the draft its table was measured with."""
+    draft = load_tree_vs_chain_meta()["draft"].get("name", "learned")
+    return f"""<h2>Part 3: a real tree, on this server</h2>
+<p class="sdp-lede">The same idea with the real model of Episode 7 instead of a dial.
+{_PART3_DRAFTS[draft]}; one forward pass of the real model scores the whole tree, each candidate
+attending only to the text and its own ancestors, at the position it would have in the text. The
+model keeps the longest path it agrees with and writes its own next token after it. Greedy output
+is still exactly what plain decoding writes: the tests check it token by token.</p>
 """
 
 
 def part3_note() -> str:
     """Where Part 3's table was measured, from its own provenance."""
-    cores = load_tree_vs_chain_meta()["machine"]["cores"]
+    meta = load_tree_vs_chain_meta()
+    cores, max_new = meta["machine"]["cores"], meta["max_new"]
+    smaller = ("The draft head always drafts the whole shape, so a shape's verified positions are "
+               "its size." if meta["draft"].get("name") == "head" else
+               "A shape's verified positions are its size: a real tree can be smaller, where the "
+               "draft knows no continuation.")
     return f"""<p class="sdp-note">Measured by <code>benchmarks/bench_trees.py</code> on Episode 7's
-prompts (64 new tokens each, greedy), with SmolLM2-135M-Instruct in numpy on the project's
-{cores}-core development machine; assets/lm/tree_vs_chain.csv and its .meta.json record when and how. Tokens per pass do not
-depend on the machine. A pass's cost in plain steps prices the root and the candidates it checked
-with this CPU's measured float32 pass times (the solid orange curve of Part 1, whose source the
-sentence under it names). A
-shape's verified positions are its size: a real tree can be smaller, where the draft knows no
-continuation. The
-drawn step is stored in assets/lm/tree_step_example.json by
+prompts ({max_new} new tokens each, greedy), with SmolLM2-135M-Instruct in numpy on the project's
+{cores}-core development machine; assets/lm/tree_vs_chain.csv and its .meta.json record when and
+how. Tokens per pass do not depend on the machine. A round's cost in plain steps prices the root
+and the candidates it checked with this CPU's measured float32 pass times (the solid orange curve
+of Part 1, whose source the sentence under it names), plus the draft's own measured time to build
+the tree. {smaller} The drawn step is stored in assets/lm/tree_step_example.json by
 <code>scripts/make_tree_step_example.py</code>.</p>
 """
 
@@ -176,7 +190,7 @@ def page(state: BusyAndTrees | None = None) -> pn.Column:
     view = after_first_paint(
         lambda: BusyTreesView(state=state, part1_intro=PART1_INTRO, part1_note=PART1_NOTE,
                               part1_outro=PART1_OUTRO, part2_intro=PART2_INTRO,
-                              part2_note=PART2_NOTE, part3_intro=PART3_INTRO,
+                              part2_note=PART2_NOTE, part3_intro=part3_intro(),
                               part3_note=part3_note()),
         name="ep8-view-slot")
     return episode_shell(

@@ -233,6 +233,26 @@ def _top(tokenizer, dist: np.ndarray, top: int, nonzero: bool) -> tuple[tuple[st
     return tuple(("".join(token_pieces(tokenizer, [int(i)])), float(dist[i])) for i in order)
 
 
+def top_only(nt: NextToken) -> tuple[tuple[tuple[str, float, float], ...], float]:
+    """The draft of ``nt`` kept to its listed tokens: those renormalised (each
+    ``(piece, q, p)``) and the acceptance ``sum(min(p, q))`` of that draft, exact over the whole
+    vocabulary (it proposes nothing else). The draft of Episode 6's part 1 is this one: a chart
+    can list its every token, and speculative sampling over the listed tokens and one bar for the
+    rest is then the full-vocabulary process grouped.
+
+    Examples
+    --------
+    >>> nt = NextToken("x", (("a", 0.5),), (("a", 0.2, 0.5), ("b", 0.2, 0.1)), 0.5, 0.6, 0.3)
+    >>> top_only(nt)
+    ((('a', 0.5, 0.5), ('b', 0.5, 0.1)), 0.6)
+    """
+    kept = sum(q for _, q, _ in nt.draft)
+    if kept <= 0:
+        raise ValueError("the draft lists no token with nonzero probability")
+    draft = tuple((piece, q / kept, p) for piece, q, p in nt.draft)
+    return draft, float(sum(min(p, q) for _, q, p in draft))
+
+
 def next_token(model, context: str, *, draft=None, top: int = 8,
                draft_top: int | None = None) -> NextToken:
     """The next-token distributions of the target and the draft after ``context``."""

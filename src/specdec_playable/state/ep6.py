@@ -2,7 +2,7 @@
 
 Part 1: a real context (``data.measured.CONTEXTS``) and the real model's next-token distribution
 ``p_big`` there, over its most likely tokens and "everything else"; the draft's ``p_draft`` is the
-learned draft's real q there, bent by a temperature and a share of probability moved to one
+draft head's real q there (its 16 most likely tokens, renormalised), bent by a temperature and a share of probability moved to one
 favourite token. Every change draws ``n_samples`` fresh outputs by speculative sampling from the
 session's own generator and tests them against both distributions. (The page calls them p and q,
 as the papers do.)
@@ -22,7 +22,7 @@ from ..data import measured
 from ..sim.seeds import draw_seed
 from ..serve.interface import shared
 
-#: The texts of the race, in order: the draft's own language, a poem, JSON.
+#: The texts of the race, in order: Python (the learned draft's own language), a poem, JSON.
 RACE_TEXTS = ("py-account", "poem-kettle", "json-record")
 #: How many of the big model's most likely tokens may be the draft's favourite.
 FAVOURITE_MAX = 8
@@ -33,7 +33,7 @@ REPEATS = 2
 
 
 def draft_distribution(context: str, temperature: float, favourite: int, bias: float) -> np.ndarray:
-    """``p_draft``: the learned draft's q after ``context``, sharpened or flattened by
+    """``p_draft``: the draft head's q after ``context``, sharpened or flattened by
     ``temperature`` over the tokens it proposes, with a share ``bias`` of it moved to the big
     model's ``favourite``-th most likely token (1 = the most likely).
 
@@ -71,7 +71,7 @@ class FinePrint(param.Parameterized):
         doc="The text the next token continues; the charts show the big model's next-token distribution after it.")
     temperature = param.Number(
         default=1.0, bounds=(0.2, 4.0), step=0.05, label="Draft temperature",
-        doc="How spread out the learned draft's guesses are (no unit): its log-probabilities over "
+        doc="How spread out the draft head's guesses are (no unit): its log-probabilities over "
             "the tokens it proposes are divided by this. Above 1 it spreads its guesses more evenly, "
             "below 1 it piles them on its top guess, and 1 leaves the draft as measured.")
     favourite = param.Integer(

@@ -61,6 +61,15 @@ def real_tree_step():
     return load_tree_step_example()[0]
 
 
+def real_tree_drafts() -> tuple[str, str]:
+    """The drafts the real-tree table and the drawn step were measured with, in words."""
+    from ..data.tree_example import load_tree_step_example
+    from ..data.tree_table import DRAFT_WORDS, tree_draft_words
+
+    step_meta = load_tree_step_example()[1]
+    return tree_draft_words(), DRAFT_WORDS[step_meta["draft"].get("name", "learned")]
+
+
 @dataclass(frozen=True)
 class Anchor:
     """A published measurement of speculation at a batch size, with its source."""

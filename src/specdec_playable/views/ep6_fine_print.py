@@ -175,9 +175,20 @@ def context_html(s: FinePrint) -> str:
     guess = token_label(c.labels[d]) if c.labels[d] != REST else "a token outside this list"
     return (f'<p class="sdp-note ep6-context">After “{esc(c.context)}” the big model’s most likely '
             f'next token is “{esc(top)}” ({p_top:.1%}); it leaves {c.p[-1]:.0%} to the tokens not '
-            f'listed. The learned draft, unbent, proposes “{esc(guess)}” {c.q[d]:.0%} of the time, '
+            f'listed. The draft head, unbent, proposes “{esc(guess)}” {c.q[d]:.0%} of the time, '
             f'and the big model gives that token {c.p[d]:.2%}: the two agree on q = sum over x of '
-            f'min({P_BIG}(x), {P_DRAFT}(x)) = {c.alpha:.{1 if c.alpha >= 0.01 else 2}%} of the probability.</p>')
+            f'min({P_BIG}(x), {P_DRAFT}(x)) = {c.alpha:.{1 if c.alpha >= 0.01 else 2}%} of the probability.'
+            f'{_kept_words(c)}</p>')
+
+
+def _kept_words(c) -> str:
+    """How much of the head's own q its 16 listed tokens held, and its acceptance before the cut."""
+    if c.draft_top_mass >= 0.995 or not math.isfinite(c.alpha_full):
+        return ""
+    n = int((c.q[:-1] > 0).sum())
+    return (f" The draft here is the head's {n} most likely tokens, which held "
+            f"{c.draft_top_mass:.0%} of its guesses; the whole head agrees with the big model on "
+            f"{c.alpha_full:.1%}.")
 
 
 def sampling_html(s: FinePrint) -> str:

@@ -30,7 +30,8 @@ from ..data import hardware
 from ..data.machine import this_machine
 from ..sim import trees
 from ..state.ep8 import (
-    ANCHORS, BATCH_MAX, BATCHES, K_SLIDER_MAX, N_ROUNDS, Q_GRID, BusyAndTrees, real_tree_step,
+    ANCHORS, BATCH_MAX, BATCHES, K_SLIDER_MAX, N_ROUNDS, Q_GRID, BusyAndTrees, real_tree_drafts,
+    real_tree_step,
     real_tree_table,
 )
 from . import theme
@@ -593,7 +594,9 @@ class BusyTreesView(StateView):
             when_near(self._part1_rest, name="ep8-part1-rest"),
             when_near(self._part2, name="ep8-part2"),
             when_near(lambda: real_tree_part(real_tree_table(), real_tree_step(), s.cpu_curve,
-                                             intro=self.part3_intro, note=self.part3_note),
+                                             intro=self.part3_intro, note=self.part3_note,
+                                             **dict(zip(("draft", "step_draft"),
+                                                        real_tree_drafts()))),
                       name="ep8-part3"),
         )
 

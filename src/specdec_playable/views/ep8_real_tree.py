@@ -54,16 +54,20 @@ def best_tree(table: TreeVsChain, positions: int, prompt: str = "all") -> tuple[
 
 
 def pass_costs(table: TreeVsChain, curve) -> np.ndarray:
-    """Each row's verify pass in plain steps on this CPU: the root and the candidates it checked
-    on average, priced by the measured CPU pass-time curve (``assets/pass_cost_cpu.csv``)."""
-    return np.asarray(curve.time_ms(table.nodes_per_pass + 1.0)) / curve.time_ms(1)
+    """Each row's round in plain steps on this CPU: the verify pass over the root and the
+    candidates it checked on average, priced by the measured CPU pass-time curve
+    (``assets/pass_cost_cpu.csv`` or this server's), plus the draft's measured time to build the
+    tree (``draft_cost_vs_plain``)."""
+    passes = np.asarray(curve.time_ms(table.nodes_per_pass + 1.0)) / curve.time_ms(1)
+    return passes + table.draft_cost_vs_plain
 
 
 def table_html(table: TreeVsChain, cost: np.ndarray) -> str:
     """Every shape, pooled over the prompts: what a verify pass held, wrote and cost."""
     head = ('<tr><th class="l">verified positions</th><th class="l">shape</th>'
             "<th>candidates checked per pass</th>"
-            "<th>accepted share</th><th>tokens per pass</th><th>a pass costs (plain steps)</th></tr>")
+            "<th>accepted share</th><th>tokens per pass</th>"
+            "<th>a round costs (plain steps: pass + drafting)</th></tr>")
     body = []
     for n, ix in _pooled(table).items():
         for j, i in enumerate(ix):
@@ -92,9 +96,10 @@ def prompts_html(table: TreeVsChain, positions: int) -> str:
     return f'<div class="ep8-scroll"><table class="ep8-real">{head}{"".join(body)}</table></div>'
 
 
-def table_sentence(table: TreeVsChain, cost: np.ndarray) -> str:
+def table_sentence(table: TreeVsChain, cost: np.ndarray, draft: str = "the draft head") -> str:
     """What the table says: the tree against the chain, and whether either pays on this CPU
-    (``cost``: each row's pass in plain steps, :func:`pass_costs`)."""
+    (``cost``: each row's round in plain steps, :func:`pass_costs`; ``draft``: the table's draft
+    in words, :func:`specdec_playable.data.tree_table.tree_draft_words`)."""
     groups = sorted(_pooled(table))
     parts = []
     for n in groups:
@@ -109,24 +114,31 @@ def table_sentence(table: TreeVsChain, cost: np.ndarray) -> str:
                          f"{table.tokens_per_pass[chain]:.2f} tokens per pass")
     chain, _ = best_tree(table, groups[0])
     q = table.q[chain]
+    gains = [table.tokens_per_pass[b] - table.tokens_per_pass[c]
+             for c, b in (best_tree(table, n) for n in groups)]
     tpp = table.tokens_per_pass[table.rows()]
     cost = np.asarray(cost)[table.rows()]
     paying = tpp > cost
     if paying.all():
         pays = "Every shape wrote more tokens per pass than a pass costs in plain steps, so all of them pay here."
     elif not paying.any():
-        pays = (f"None pays on this CPU: a verify pass costs {cost.min():.2f} to {cost.max():.2f} plain "
+        pays = (f"None pays on this CPU: a round costs {cost.min():.2f} to {cost.max():.2f} plain "
                 f"steps and writes at most {tpp.max():.2f} tokens, so plain decoding is faster.")
     else:
         pays = (f"{int(paying.sum())} of {paying.size} shapes wrote more tokens per pass than a "
-                "pass costs in plain steps.")
-    return (f"Pooled over the prompts, {'; '.join(parts)}. The learned draft's top guess was "
-            f"accepted {q:.1%} of the times the big model checked it, so a chain rarely gets past "
-            "its first guess, and spare candidates at the first level are what a tree adds. "
-            f"{pays}")
+                "round costs in plain steps.")
+    if q < 0.25:
+        reach = ("so a chain rarely gets past its first guess, and spare candidates at the first "
+                 "level are what a tree adds")
+    elif max(round(g, 2) for g in gains) > 0:
+        reach = "and a tree's spare candidates catch some of the guesses the chain misses"
+    else:
+        reach = "and spare candidates did not catch what the chain misses"
+    return (f"Pooled over the prompts, {'; '.join(parts)}. {esc(draft).capitalize()}'s top guess "
+            f"was accepted {q:.1%} of the times the big model checked it, {reach}. {pays}")
 
 
-def step_sentence(step: TreeStep) -> str:
+def step_sentence(step: TreeStep, draft: str = "the draft head") -> str:
     """The drawn step in words: what was drafted, checked and kept."""
     n = len(step.tokens)
     kept = "".join(step.texts[i] for i in step.path)
@@ -139,7 +151,7 @@ def step_sentence(step: TreeStep) -> str:
                       f"({len(step.path)} drafted {noun(len(step.path), 'token')})")
     else:
         kept_words = "It agreed with none of the candidates"
-    return (f"After <code>{esc(token_label(step.root_text))}</code> the learned draft offered {n} "
+    return (f"After <code>{esc(token_label(step.root_text))}</code> {esc(draft)} offered {n} "
             f"{noun(n, 'candidate')} over {plural(levels, 'level')}, and the big model scored all "
             f"of them and the root in one pass of {n + 1} positions. {kept_words}, and wrote "
             f"<code>{esc(token_label(step.text))}</code>, {own}: "
@@ -238,21 +250,22 @@ class RealTreePicture:
         self.mask_figure = mfig
 
 
-def real_tree_part(table: TreeVsChain, step: TreeStep, curve, *, intro: str,
-                   note: str) -> pn.Column:
+def real_tree_part(table: TreeVsChain, step: TreeStep, curve, *, intro: str, note: str,
+                   draft: str = "the draft head", step_draft: str = "the draft head") -> pn.Column:
     """Part 3 of the page: the measured table, the per-prompt table and one real step drawn;
-    ``curve`` is this CPU's pass-time curve, which prices the passes."""
+    ``curve`` is this CPU's pass-time curve, which prices the passes; ``draft`` and
+    ``step_draft`` name the drafts the table and the step were measured with."""
     css = [page_css(_CSS)]
     cost = pass_costs(table, curve)
     pic = RealTreePicture(step)
     positions = max(int(p) for p in table.positions)
     return pn.Column(
         prose(intro),
-        pn.pane.HTML(f'<p class="sdp-econ">{table_sentence(table, cost)}</p>{table_html(table, cost)}'
+        pn.pane.HTML(f'<p class="sdp-econ">{table_sentence(table, cost, draft)}</p>{table_html(table, cost)}'
                      f'<p class="sdp-small">Tokens per pass for each prompt at {positions} verified '
                      f'positions (the best in bold):</p>{prompts_html(table, positions)}',
                      stylesheets=css, sizing_mode="stretch_width", name="ep8-real-table"),
-        pn.pane.HTML(f'<p class="sdp-econ">{step_sentence(step)}</p>', stylesheets=css,
+        pn.pane.HTML(f'<p class="sdp-econ">{step_sentence(step, step_draft)}</p>', stylesheets=css,
                      sizing_mode="stretch_width", name="ep8-real-step"),
         prose(REAL_TREE_KEY, KEYS_CSS, _CSS),
         pn.FlexBox(pn.pane.Bokeh(pic.figure, sizing_mode="stretch_width", styles={"flex": "2 1 320px"}),
