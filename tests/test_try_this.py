@@ -208,6 +208,15 @@ def test_ep7_steps():
             head, lookup = runs[("sum-function", "head")], runs[("sum-function", "lookup")]
             assert head.spec.acceptance_rate > lookup.spec.acceptance_rate + 0.2
             assert head.spec.tokens_per_pass > lookup.spec.tokens_per_pass
+        if i == 4:
+            # The head's guesses by place in the round, from its recorded run on this task.
+            assert (s.task, s.draft, s.k) == ("sum-function", "head", 2)
+            a = ep7.head_levels()
+            assert a == tuple(runs[("sum-function", "head")].spec.accept_at)
+            assert a[2] < min(a[1], 0.5)  # "its third only ...: guesses past the second mostly ..."
+            assert (f"kept {a[0]:.0%} of the times it was checked, its second {a[1]:.0%} and its "
+                    f"third only {a[2]:.0%}") in plain(step.html)
+    assert i == 4
 
 
 def test_ep8_steps():

@@ -8,6 +8,7 @@ it runs and replayed on Episode 2's lanes when it ends (``views/ep7_real.py``).
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 
@@ -38,19 +39,53 @@ URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed"
 LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this server, a real draft "
         "guesses its next tokens, one pass of the model checks the guesses, and both clocks are "
         "measured while you watch.")
-TRY_STEPS = (
+_FIRST_STEPS = (
     TryStep("Press <em>Run</em>: the model repeats a sentence with prompt lookup as its draft; watch "
             "the underlined guesses pile up."),
     TryStep("Then pick a fresh-writing task (why the sky is blue), run it with the same draft, and "
             "compare how many guesses the model accepts and what that does to the speedup.",
             {"task": "sky", "draft": "lookup"}),
-    TryStep("Last, pick the Python sum function: a fresh-writing task starts with the draft head, "
+    TryStep("Next, pick the Python sum function: a fresh-writing task starts with the draft head, "
             "which guesses by imitating the model instead of copying. Run it, then switch the draft "
             "to prompt lookup and run again: the head has far more of its guesses accepted, and "
             "the speedup says whether that pays for the longer verify passes on this machine.",
             {"task": "sum-function"}),
 )
-TRY_THIS = steps_html([s.html for s in TRY_STEPS])
+
+
+def head_levels() -> tuple[float, ...]:
+    """In the recorded run of the draft head on the sum function: the share of its 1st, 2nd, ...
+    guesses kept, of the times each was checked (``accept_at``; NaN where never checked)."""
+    run = recorded_runs().get(("sum-function", "head"))
+    return tuple(float(a) for a in run.spec.accept_at) if run is not None else ()
+
+
+@functools.cache
+def _try_steps() -> tuple[TryStep, ...]:
+    """The steps; the last is written from the head's recorded run (and left out if it would not
+    hold: its third guess kept less often than its second, and less than half the time)."""
+    a = head_levels()
+    if len(a) < 3 or not all(math.isfinite(x) for x in a[:3]) or not a[2] < min(a[1], 0.5):
+        return _FIRST_STEPS
+    return _FIRST_STEPS + (TryStep(
+        f"Last, switch back to the draft head, set k to 2 and run again. In the run recorded here the "
+        f"head's first guess in a round was kept {a[0]:.0%} of the times it was checked, its second "
+        f"{a[1]:.0%} and its third only {a[2]:.0%}: guesses past the second mostly make the verify "
+        "pass longer, so compare the two speedups.", {"draft": "head", "k": 2}),)
+
+
+def _try_this() -> str:
+    return steps_html([s.html for s in _try_steps()])
+
+
+#: Written from the recorded runs when first asked for (importing the module reads no file).
+_LAZY = {"TRY_STEPS": _try_steps, "TRY_THIS": _try_this}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 NOTE = ("<p class=\"sdp-note\">The marks are Episode 2’s: accepted guesses underlined, a rejected guess "
         "struck through with ✗, the model’s own token at a miss on gold with ★, a bonus token with +. "
@@ -277,7 +312,7 @@ def page(state: RealText | None = None) -> pn.Column:
         name="ep7-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep7",
-        lede=LEDE, try_this=TRY_THIS,
+        lede=LEDE, try_this=_try_this(),
         body=[notice, view, prose(lesson_html(), "ep7.css"), prose(NOTE), prose(outro_html()),
               exercises_section(state, EXERCISES, name="ep7")],
     )
