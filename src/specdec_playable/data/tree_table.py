@@ -101,11 +101,17 @@ def load_tree_vs_chain_meta() -> dict:
     return json.loads(asset_path(META_NAME).read_text())
 
 
-#: The draft a table was measured with (its meta's ``draft.name``), in the pages' words.
+#: The drafts a measurement may name (its meta's ``draft.name``), in the pages' words.
 DRAFT_WORDS = {"head": "the draft head", "learned": "the learned draft"}
 
 
-def tree_draft_words(meta: dict | None = None) -> str:
-    """``"the draft head"`` or ``"the learned draft"``: the draft of the shipped table."""
+def draft_name(meta: dict | None = None) -> str:
+    """``"head"`` or ``"learned"``: the draft a real-tree record (the shipped table's meta by
+    default, or the drawn step's) was measured with; records older than the head name none."""
     meta = load_tree_vs_chain_meta() if meta is None else meta
-    return DRAFT_WORDS[meta["draft"].get("name", "learned")]
+    return meta["draft"].get("name", "learned")
+
+
+def draft_words(meta: dict | None = None) -> str:
+    """``"the draft head"`` or ``"the learned draft"``: :func:`draft_name` in the pages' words."""
+    return DRAFT_WORDS[draft_name(meta)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import panel as pn
 
 from . import Exercise, TryStep, neighbours
-from ..data.tree_table import load_tree_vs_chain_meta
+from ..data.tree_table import draft_name, load_tree_vs_chain_meta
 from ..sim import trees
 from ..state.ep8 import BATCH_MAX, N_ROUNDS, BusyAndTrees
 from ..views.deferred import after_first_paint
@@ -123,10 +123,9 @@ _PART3_DRAFTS = {
 
 def part3_intro() -> str:
     """Part 3's opening, naming the draft its table was measured with."""
-    draft = load_tree_vs_chain_meta()["draft"].get("name", "learned")
     return f"""<h2>Part 3: a real tree, on this server</h2>
 <p class="sdp-lede">The same idea with the real model of Episode 7 instead of a dial.
-{_PART3_DRAFTS[draft]}; one forward pass of the real model scores the whole tree, each candidate
+{_PART3_DRAFTS[draft_name()]}; one forward pass of the real model scores the whole tree, each candidate
 attending only to the text and its own ancestors, at the position it would have in the text. The
 model keeps the longest path it agrees with and writes its own next token after it. Greedy output
 is still exactly what plain decoding writes: the tests check it token by token.</p>
@@ -138,7 +137,7 @@ def part3_note() -> str:
     meta = load_tree_vs_chain_meta()
     cores, max_new = meta["machine"]["cores"], meta["max_new"]
     smaller = ("The draft head always drafts the whole shape, so a shape's verified positions are "
-               "its size." if meta["draft"].get("name") == "head" else
+               "its size." if draft_name(meta) == "head" else
                "A shape's verified positions are its size: a real tree can be smaller, where the "
                "draft knows no continuation.")
     return f"""<p class="sdp-note">Measured by <code>benchmarks/bench_trees.py</code> on Episode 7's

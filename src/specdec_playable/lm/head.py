@@ -370,14 +370,20 @@ class HeadRun:
         return Proposal(np.array(tokens, np.int64), np.array(dists) if dists else None,
                         np.array(stamps))
 
+    def _top(self, f: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``w`` most likely entries of the head's vocabulary after predicted feature ``f``
+        (indices into it, most likely first) and their q at temperature 1."""
+        q = sampling.probabilities(self._logits(f), 1.0)
+        top = np.argsort(-q, kind="stable")[:w]
+        return top, q[top]
+
     def candidates_at(self, context, w: int) -> tuple[np.ndarray, np.ndarray]:
         """The head's ``w`` most likely next tokens after ``context`` and their q (temperature 1)."""
         ctx = np.asarray(context, dtype=np.int64).reshape(-1)
         if ctx.size < 2:
             return np.zeros(0, np.int64), np.zeros(0)
-        q = sampling.probabilities(self._logits(self._sync(ctx)), 1.0)
-        top = np.argsort(-q, kind="stable")[:w]
-        return self.w.vocab[top], q[top]
+        top, q = self._top(self._sync(ctx), w)
+        return self.w.vocab[top], q
 
     def draft_tree(self, context, width: int, depth: int, shape: str = "spine"):
         """A tree of guesses after ``context`` from the head's top-``width`` tokens per level.
@@ -409,11 +415,11 @@ class HeadRun:
         for level in range(depth):
             grow = []
             for node, feat, kv in frontier:
-                q = sampling.probabilities(self._logits(feat), 1.0)
-                for j, i in enumerate(np.argsort(-q, kind="stable")[:width].tolist()):
+                top, q = self._top(feat, width)
+                for j, (i, qi) in enumerate(zip(top.tolist(), q.tolist())):
                     parents.append(node)
                     tokens.append(int(vocab[i]))
-                    probs.append(float(q[i]))
+                    probs.append(qi)
                     if level + 1 < depth and (shape == "full" or j == 0):
                         grow.append((len(tokens) - 1, feat, kv))
             frontier = []

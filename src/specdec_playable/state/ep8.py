@@ -64,10 +64,9 @@ def real_tree_step():
 def real_tree_drafts() -> tuple[str, str]:
     """The drafts the real-tree table and the drawn step were measured with, in words."""
     from ..data.tree_example import load_tree_step_example
-    from ..data.tree_table import DRAFT_WORDS, tree_draft_words
+    from ..data.tree_table import draft_words
 
-    step_meta = load_tree_step_example()[1]
-    return tree_draft_words(), DRAFT_WORDS[step_meta["draft"].get("name", "learned")]
+    return draft_words(), draft_words(load_tree_step_example()[1])
 
 
 @dataclass(frozen=True)

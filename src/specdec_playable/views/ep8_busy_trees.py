@@ -31,8 +31,7 @@ from ..data.machine import this_machine
 from ..sim import trees
 from ..state.ep8 import (
     ANCHORS, BATCH_MAX, BATCHES, K_SLIDER_MAX, N_ROUNDS, Q_GRID, BusyAndTrees, real_tree_drafts,
-    real_tree_step,
-    real_tree_table,
+    real_tree_step, real_tree_table,
 )
 from . import theme
 from .keys import KEYS_CSS, chart_key, glyph, swatch
@@ -593,12 +592,15 @@ class BusyTreesView(StateView):
         self.near_parts = (
             when_near(self._part1_rest, name="ep8-part1-rest"),
             when_near(self._part2, name="ep8-part2"),
-            when_near(lambda: real_tree_part(real_tree_table(), real_tree_step(), s.cpu_curve,
-                                             intro=self.part3_intro, note=self.part3_note,
-                                             **dict(zip(("draft", "step_draft"),
-                                                        real_tree_drafts()))),
-                      name="ep8-part3"),
+            when_near(self._part3, name="ep8-part3"),
         )
+
+    def _part3(self):
+        """Part 3: the real model's measured trees and one recorded step, naming their drafts."""
+        draft, step_draft = real_tree_drafts()
+        return real_tree_part(real_tree_table(), real_tree_step(), self.state.cpu_curve,
+                              intro=self.part3_intro, note=self.part3_note, draft=draft,
+                              step_draft=step_draft)
 
     def _on_busy(self, *_):
         s = self.state

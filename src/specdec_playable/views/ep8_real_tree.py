@@ -99,7 +99,7 @@ def prompts_html(table: TreeVsChain, positions: int) -> str:
 def table_sentence(table: TreeVsChain, cost: np.ndarray, draft: str = "the draft head") -> str:
     """What the table says: the tree against the chain, and whether either pays on this CPU
     (``cost``: each row's round in plain steps, :func:`pass_costs`; ``draft``: the table's draft
-    in words, :func:`specdec_playable.data.tree_table.tree_draft_words`)."""
+    in words, :func:`specdec_playable.data.tree_table.draft_words`)."""
     groups = sorted(_pooled(table))
     parts = []
     for n in groups:
