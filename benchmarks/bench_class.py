@@ -485,7 +485,8 @@ def _range(xs) -> str:
 
 
 def report(out: dict, a: dict) -> str:
-    """The markdown the README quotes: a line of conditions, the checks, the fairness table."""
+    """The markdown that docs/performance.md quotes: a line of conditions, the checks, the
+    fairness table."""
     la = lambda t: "/".join(f"{x:.1f}" for x in t)  # noqa: E731
     line_flag = "" if out["line"] == out["site_line"] else f" --max-waiting {out['line']}"
     lines = [

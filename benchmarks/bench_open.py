@@ -20,7 +20,7 @@ BokehJS exchanges with the server, nothing drawn), so the server gets the whole 
 
 2. **A class arrives.** ``--class-size`` visitors (60) open one episode, each starting at a
    random moment within ``--class-window`` seconds (1 s), on 1 and on 2 server processes
-   behind nginx configured as in the README (``ip_hash`` upstream, websocket upgrade
+   behind nginx configured as in docs/serving.md (``ip_hash`` upstream, websocket upgrade
    headers; each process with ``--use-xheaders``). Every visitor leaves from its own
    loopback address (``127.0.<i>.1``), so ``ip_hash`` spreads them as it would a class
    behind distinct addresses; the split per process is read from nginx's access log.
@@ -272,7 +272,7 @@ http {{
     fastcgi_temp_path {tmp}/fastcgi;
     uwsgi_temp_path {tmp}/uwsgi;
     scgi_temp_path {tmp}/scgi;
-    # As in the README: sticky by address, websocket upgrades forwarded.
+    # As in docs/serving.md: sticky by address, websocket upgrades forwarded.
     upstream specdec {{
         ip_hash;
 {servers}
