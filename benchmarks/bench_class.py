@@ -95,8 +95,8 @@ PROMPTS = (
     "Tell a very short story about a dog.",
 )
 
-#: What the page's status line and verdict say (``state.ep7.status_line``, ``state.ep7.verdict``,
-#: ``state.ep7.work_words``, ``state.ep7.full_line``), read back. ``tests/test_bench_class.py``
+#: What the page's status line and verdict say (``prose.ep7.status_line``, ``prose.ep7.verdict``,
+#: ``prose.ep7.work_words``, ``prose.ep7.full_line``), read back. ``tests/test_bench_class.py``
 #: checks these against the state's own sentences.
 QUEUED = re.compile(r"Waiting in line: position (\d+)\.")
 BUSY = re.compile(r"All (\d+) workers are busy")
@@ -174,7 +174,7 @@ def overlap(a: dict | None, b: dict | None) -> bool | None:
 
 
 #: Seconds between two runs' starts for the places in line to have settled between them: each
-#: page learns of a start, and of its own new place, at its next poll (``views.ep7_real.POLL_MS``,
+#: page learns of a start, and of its own new place, at its next poll (``views.ep7.POLL_MS``,
 #: 300 ms), with room for a busy event loop.
 SETTLED_S = 1.5
 

@@ -50,7 +50,7 @@ BUSY_PROMPT = "Write a long story about a lighthouse keeper and a cat, with many
 
 def ep7_app():
     from specdec_playable.episodes import ep7
-    from specdec_playable.views.page import safe_page
+    from specdec_playable.views.kit.page import safe_page
 
     return safe_page(ep7.page)
 

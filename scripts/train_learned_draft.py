@@ -198,7 +198,7 @@ def own_replies(model, max_new: int) -> dict:
     """Prompt + the target's own greedy reply: what a draft meets during speculative decoding."""
     out = {}
     for name in BENCH:
-        ids = model.tokenizer.chat(PROMPTS[name][1])
+        ids = model.tokenizer.chat(PROMPTS[name].message)
         g = generate(model, ids, max_new=max_new)
         out[f"reply {name}"] = (np.array(ids + list(g.tokens), np.int64), len(ids))
     return out
@@ -224,7 +224,7 @@ def end_to_end(model, draft, k: int, max_new: int) -> dict:
     """Speedup per prompt, each speculative run timed right after a plain run of the same prompt."""
     out = {}
     for name in BENCH:
-        ids = model.tokenizer.chat(PROMPTS[name][1])
+        ids = model.tokenizer.chat(PROMPTS[name].message)
         p = generate(model, ids, max_new=max_new)
         s = speculate(model, ids, draft, k, max_new=max_new)
         assert s.tokens == p.tokens, f"{draft.name} changed the greedy output on {name}"

@@ -20,11 +20,12 @@ def _json(capsys, *argv):
     return json.loads(capsys.readouterr().out)
 
 
-@pytest.mark.parametrize("draft", ["lookup", "learned", "head", "early-exit"])
-def test_greedy_json_matches_plain_decoding(capsys, draft):
+@pytest.mark.parametrize("draft,key", [("lookup", "lookup"), ("ngram", "ngram"), ("learned", "ngram"),
+                                       ("head", "head"), ("early-exit", "early-exit")])
+def test_greedy_json_matches_plain_decoding(capsys, draft, key):
     out = _json(capsys, "--draft", draft, "--k", "3", "--max-new", "12")
     assert out["matched_plain"] is True and out["text"] == out["plain_text"]
-    assert out["mode"] == "greedy" and out["draft"] == draft and out["k"] == 3
+    assert out["mode"] == "greedy" and out["draft"] == key and out["k"] == 3
     assert len(out["tokens"]) == len(out["marks"]) <= 12
     assert out["tokens_per_pass"] >= 1.0
     assert out["plain_wall_ms"] > 0 and out["spec_wall_ms"] > 0 and out["speedup"] > 0

@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..lm.registry import draft_key
+from ..shipped import asset_path
 from ..sim import validate as _v
 from ..sim.adaptive import Stream, stream_of
-from ..shipped import asset_path
 from .texts import Text
 
 ASSET = "lm/measured_texts.json"
@@ -198,7 +199,7 @@ def load_measured() -> Measured:
             id=rec["id"], title=rec["title"], kind=rec["kind"], description=rec["description"],
             source=rec["source"], pieces=tuple(rec["pieces"]), alpha=alpha,
             greedy=_ro(rec["greedy"], bool), p_token=_ro(rec["p_token"]), guess=tuple(rec["guess"]),
-            compare={d: dict(v) for d, v in rec.get("compare", {}).items()},
+            compare={draft_key(d): dict(v) for d, v in rec.get("compare", {}).items()},
             learned=_learned(rec) if "learned" in rec else {})
     rank = {k: i for i, k in enumerate(KIND_ORDER)}
     ordered = dict(sorted(out.items(), key=lambda kv: (rank.get(kv[1].kind, len(rank)), kv[0])))
@@ -230,8 +231,8 @@ def as_text(m, *, id: str | None = None, title: str | None = None, kind: str | N
 
 
 #: The drafts a text's per-token numbers exist for: Episode 4's draft head, and the n-gram table
-#: Episode 6 plays.
-DRAFTS = ("head", "learned")
+#: Episode 6 plays (the asset keeps the n-gram table's columns under its old name, "learned").
+DRAFTS = ("head", "ngram")
 
 
 @functools.lru_cache(maxsize=None)
@@ -241,10 +242,14 @@ def measured_text(id: str, draft: str = "head") -> Text:
     ids = text_ids()
     if id not in ids:
         raise ValueError(f"text id must be one of {list(ids)}; got {id!r}")
+    try:
+        draft = draft_key(draft)  # an older name of a draft finds it
+    except ValueError:
+        pass
     if draft not in DRAFTS:
         raise ValueError(f"draft must be one of {DRAFTS}; got {draft!r}")
     m = load_measured().texts[id]
-    if draft == "learned":
+    if draft == "ngram":
         m = dataclasses.replace(m, alpha=m.learned["alpha"], greedy=m.learned["greedy"],
                                 guess=m.learned["guess"])
     return as_text(m)

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..lm.registry import draft_key
 from ..shipped import asset_path
 
 CSV_NAME = "lm/tree_vs_chain.csv"
@@ -102,16 +103,47 @@ def load_tree_vs_chain_meta() -> dict:
 
 
 #: The drafts a measurement may name (its meta's ``draft.name``), in the pages' words.
-DRAFT_WORDS = {"head": "the draft head", "learned": "the learned draft"}
+DRAFT_WORDS = {"head": "the draft head", "ngram": "the n-gram table"}
 
 
 def draft_name(meta: dict | None = None) -> str:
-    """``"head"`` or ``"learned"``: the draft a real-tree record (the shipped table's meta by
-    default, or the drawn step's) was measured with; records older than the head name none."""
+    """``"head"`` or ``"ngram"``: the draft a real-tree record (the shipped table's meta by
+    default, or the drawn step's) was measured with; records older than the head name none (the
+    n-gram table, once called "learned")."""
     meta = load_tree_vs_chain_meta() if meta is None else meta
-    return meta["draft"].get("name", "learned")
+    return draft_key(meta["draft"].get("name", "ngram"))
 
 
 def draft_words(meta: dict | None = None) -> str:
-    """``"the draft head"`` or ``"the learned draft"``: :func:`draft_name` in the pages' words."""
+    """``"the draft head"`` or ``"the n-gram table"``: :func:`draft_name` in the pages' words."""
     return DRAFT_WORDS[draft_name(meta)]
+
+
+# --- what the table says ---------------------------------------------------------------------
+
+
+def pooled(table: TreeVsChain) -> dict[int, np.ndarray]:
+    """The table's rows pooled over prompts: row indices per number of verified positions, the chain first in each group."""
+    rows = table.rows()
+    groups: dict[int, list[int]] = {}
+    for i in rows:
+        groups.setdefault(int(table.positions[i]), []).append(int(i))
+    return {n: np.array(sorted(ix, key=lambda i: table.width[i] != 1)) for n, ix in groups.items()}
+
+
+def best_tree(table: TreeVsChain, positions: int, prompt: str = "all") -> tuple[int, int]:
+    """Row of the chain and row of the tree with the most tokens per pass, at ``positions``."""
+    rows = [int(i) for i in table.rows(prompt) if table.positions[i] == positions]
+    chain = next(i for i in rows if table.width[i] == 1)
+    trees_ = [i for i in rows if table.width[i] > 1]
+    best = max(trees_, key=lambda i: (table.tokens_per_pass[i], -i))
+    return chain, best
+
+
+def pass_costs(table: TreeVsChain, curve) -> np.ndarray:
+    """Each row's round in plain steps on this CPU: the verify pass over the root and the
+    candidates it checked on average, priced by the measured CPU pass-time curve
+    (``assets/pass_cost_cpu.csv`` or this server's), plus the draft's measured time to build the
+    tree (``draft_cost_vs_plain``)."""
+    passes = np.asarray(curve.time_ms(table.nodes_per_pass + 1.0)) / curve.time_ms(1)
+    return passes + table.draft_cost_vs_plain

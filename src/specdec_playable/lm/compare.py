@@ -7,9 +7,7 @@ change of the machine's load hits both runs alike. It returns a :class:`Comparis
 their texts, marks and measured events (each run's clock as if it had run alone), every turn's
 time, and the fair speedup with its interval (:attr:`Comparison.fair`). While it runs it
 reports a :class:`Live` object, whose snapshot is a :class:`Comparison` of what each run has
-written so far.
-
-Also here: the draft registry (:data:`DRAFTS`).
+written so far. The drafts it takes are those of :mod:`.registry`.
 """
 
 from __future__ import annotations
@@ -22,32 +20,16 @@ from functools import cached_property
 
 import numpy as np
 
-from ..sim.acceptance import Acceptance
 from ..sim.events import Event, Events
-from .decode import Generation, Update, draft_cost, speedup
-from .drafts import EarlyExit, PromptLookup
-from .head import DraftHead
-from .ngram import NgramDraft
-from .race import FairSpeedup, Turns, fair_speedup, race
+from ..sim.relay import RelayResult
+from .decode import Generation, Update, draft_cost, finish, generation_of, speedup
+from .race import FairSpeedup, Turns, fair_speedup, race_passes
+from .registry import draft_key, make_draft
 
-#: Draft name -> a fresh draft object (the names :class:`Generation.draft` carries).
-DRAFTS: dict[str, Callable[[], object]] = {
-    "lookup": PromptLookup,
-    "learned": NgramDraft,
-    "head": DraftHead,
-    "early-exit": EarlyExit,
-}
 #: Phases of a comparison: both runs writing, or done.
 PHASES = ("running", "done")
 #: Seed of the bootstrap behind every interval shown (the same run gives the same interval).
 BOOTSTRAP_SEED = 7
-
-
-def make_draft(name: str):
-    """A fresh draft by its name (see :data:`DRAFTS`)."""
-    if name not in DRAFTS:
-        raise ValueError(f"draft must be one of {sorted(DRAFTS)}; got {name!r}")
-    return DRAFTS[name]()
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,6 +137,42 @@ def token_texts(run: Generation) -> list[str]:
     return out
 
 
+#: The events of a verify round that Episode 2's relay draws.
+VERIFY_KINDS = ("draft", "verify", "accepted", "rejected", "discarded", "correction", "bonus")
+
+
+def as_relay(run: Generation) -> RelayResult:
+    """The verify rounds of a real run as Episode 2's relay result, rounds numbered from 0.
+
+    Passes without guesses (the prompt's, and any where the draft had nothing to offer) are
+    left out: Episode 7's view draws them as plain passes.
+    """
+    ev = run.events
+    verify = ev.of_kind("verify")
+    order = verify.round.tolist()
+    renumber = {r: i for i, r in enumerate(order)}
+    sel = ev.where(np.isin(ev.round, order) & np.isin(ev.kind, VERIFY_KINDS))
+    events = Events(lane=sel.lane, kind=sel.kind, round=np.array([renumber[r] for r in sel.round.tolist()],
+                                                                  dtype=np.int64),
+                    token=sel.token, text=sel.text, start_ms=sel.start_ms, end_ms=sel.end_ms)
+    n = len(order)
+    drafted, accepted, made = (np.zeros(n, np.int64) for _ in range(3))
+    start = verify.start_ms.copy()
+    for kind, rnd, s in zip(events.kind.tolist(), events.round.tolist(), events.start_ms.tolist()):
+        if kind == "draft":
+            drafted[rnd] += 1
+            start[rnd] = min(start[rnd], s)
+        elif kind == "accepted":
+            accepted[rnd] += 1
+            made[rnd] += 1
+        elif kind in ("correction", "bonus"):
+            made[rnd] += 1
+    rounds = dict(start_ms=start, end_ms=verify.end_ms.copy(), drafted=drafted, accepted=accepted,
+                  tokens=made, first_token=verify.token.copy())
+    return RelayResult(output=tuple(token_texts(run)), events=events, rounds=rounds,
+                       wall_ms=run.wall_ms, baseline_ms=math.nan)
+
+
 def _mean_duration(run: Generation | None, kind: str) -> float:
     if run is None:
         return math.nan
@@ -164,7 +182,7 @@ def _mean_duration(run: Generation | None, kind: str) -> float:
 
 
 class _Recorder:
-    """Collects one run's progress updates; :meth:`so_far` is the run as far as it got."""
+    """Collects one run's updates; :meth:`so_far` is the run as far as it got."""
 
     def __init__(self, prompt: Sequence[int], draft: str, k: int, temperature: float,
                  top_p: float) -> None:
@@ -177,26 +195,9 @@ class _Recorder:
         self.updates.append(update)
 
     def so_far(self, ups: list[Update] | None = None) -> Generation:
-        ups = self.updates if ups is None else ups
-        tokens = tuple(t for u in ups for t in u.tokens)
-        events = Events.of([e for u in ups for e in u.events.records()])
-        accept_at = Acceptance.rate_by_position([len(u.proposed) for u in ups],
-                                                [u.n_accepted for u in ups], self.k)
-        prefill = events.where(events.round == 0)
-        drafts = events.of_kind("draft")
-        return Generation(
-            prompt=self.prompt, tokens=tokens,
-            text="".join(t for u in ups for t in u.texts),
-            marks=tuple(m for u in ups for m in u.marks), events=events, draft=self.draft,
-            k=self.k, temperature=self.temperature, top_p=self.top_p,
-            prefill_ms=float(np.max(prefill.end_ms - prefill.start_ms)) if len(prefill) else 0.0,
-            wall_ms=ups[-1].elapsed_ms if ups else 0.0,
-            passes=sum(1 for u in ups if u.round > 0),
-            draft_ms=float(np.sum(drafts.end_ms - drafts.start_ms)),
-            proposed=sum(len(u.proposed) for u in ups),
-            accepted=sum(u.n_accepted for u in ups),
-            rejected=sum(1 for u in ups if u.n_accepted < len(u.proposed)),
-            accept_at=accept_at, stopped="running")
+        return generation_of(self.updates if ups is None else ups, prompt=self.prompt,
+                             draft=self.draft, k=self.k, temperature=self.temperature,
+                             top_p=self.top_p, stopped="running")
 
 
 class Live:
@@ -243,7 +244,7 @@ def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
     prompt : sequence of int
         Prompt ids (e.g. ``model.tokenizer.chat(text)``).
     draft : str
-        A key of :data:`DRAFTS`.
+        A draft's key (:data:`.registry.DRAFTS`; an older name finds it too).
     k : int
         Most tokens drafted per round.
     max_new : int
@@ -269,23 +270,24 @@ def compare(model, prompt: Sequence[int], draft: str, k: int, *, max_new: int,
     Comparison
         ``phase == "done"``, with the race's :attr:`Comparison.turns`.
     """
-    make_draft(draft)  # validates the name before any work
+    draft = draft_key(draft)  # validates the name before any work
     model.tokenizer.token_text(0)  # the token text table is built once, outside the timed runs
     live = Live(_Recorder(prompt, draft, k, temperature, top_p),
                 _Recorder(prompt, "none", 0, temperature, top_p))
 
-    def on_update(run: str, update: Update) -> None:
-        live.add(run, update)
+    def on_turn(item: tuple[str, Update]) -> None:
+        live.add(*item)
         if stream is not None:
-            stream(run, update)
+            stream(*item)
         if report is not None:
             report(live)
 
+    passes = race_passes(model, prompt, make_draft(draft), k, max_new=max_new,
+                         temperature=temperature, top_p=top_p, rng=np.random.SeedSequence(seed),
+                         cancel=cancel, max_seconds=max_seconds)
     if report is not None:
         report(live)
-    r = race(model, prompt, make_draft(draft), k, max_new=max_new, temperature=temperature,
-             top_p=top_p, rng=np.random.SeedSequence(seed), progress=on_update, cancel=cancel,
-             max_seconds=max_seconds)
+    r = finish(passes, on_turn)
     return Comparison("done", r.spec, r.plain, r.turns)
 
 
@@ -298,7 +300,7 @@ class Mirror:
 
     def __init__(self, prompt: Sequence[int], draft: str, k: int, temperature: float,
                  top_p: float = 1.0) -> None:
-        self.live = Live(_Recorder(prompt, draft, k, temperature, top_p),
+        self.live = Live(_Recorder(prompt, draft_key(draft), k, temperature, top_p),
                          _Recorder(prompt, "none", 0, temperature, top_p))
 
     def feed(self, kind: str, value) -> None:
@@ -326,7 +328,8 @@ def generation_from_json(d: dict) -> Generation:
     ev = d["events"]
     events = Events.of([Event(*row) for row in zip(*(ev[c] for c in Events.columns()))])
     fields = {k: v for k, v in d.items() if k not in ("events", "accept_at")}
-    fields.update(prompt=tuple(d["prompt"]), tokens=tuple(d["tokens"]), marks=tuple(d["marks"]))
+    fields.update(prompt=tuple(d["prompt"]), tokens=tuple(d["tokens"]), marks=tuple(d["marks"]),
+                  draft=d["draft"] if d["draft"] == "none" else draft_key(d["draft"]))
     return Generation(**fields, events=events,
                       accept_at=np.array([np.nan if a is None else a for a in d["accept_at"]], float))
 

@@ -1,25 +1,34 @@
-"""Plain and speculative decoding with the real model, every pass timed on the wall clock.
+"""Plain and speculative decoding with the real model: each decoder yields one pass at a time.
 
-:func:`generate` writes one token per target pass. :func:`speculate` lets a draft propose up to
-``k`` tokens, checks them all in one target pass over ``k + 1`` positions, keeps the longest agreeing
-prefix, and takes the target's own token where the draft first went wrong (the correction) or, when
-every draft was accepted, one more token from the same pass (the bonus). Rejected drafts are undone
-by rolling the cache back.
+:func:`generate_passes` writes one token per target pass. :func:`speculate_passes` lets a draft
+propose up to ``k`` tokens, checks them all in one target pass over ``k + 1`` positions, keeps the
+longest agreeing prefix, and takes the target's own token where the draft first went wrong (the
+correction) or, when every draft was accepted, one more token from the same pass (the bonus).
+Rejected drafts are undone by rolling the cache back.
+
+Each is a generator: every ``next()`` runs one target pass (and, for speculation, the draft's
+guesses before it) and yields its :class:`Update`; when the run ends, the generator returns its
+:class:`Generation` (``StopIteration.value``; :func:`finish` drives a run to its end and returns
+it). Nothing runs between two ``next()`` calls, so a caller can interleave runs in one thread
+(:mod:`.race`) or stop one early. A run keeps its own clock (:class:`RunClock`): it counts only
+the time the run works, inside ``next()``, so every time it reports is its own, measured where it
+ran. The clock is injectable (``clock=``, seconds), for tests.
 
 Greedy speculative decoding returns exactly the target's greedy text. With sampling, each drafted
 token ``x`` is accepted with probability ``min(1, p(x) / q(x))`` and a rejection is replaced by a draw
 from ``norm(max(0, p - q))`` (Leviathan, Kalman and Matias, 2023; Chen et al., 2023), so the output
 follows the target's distribution ``p`` whatever the draft does.
 
-Both runners take a token budget, an optional wall-time budget, an optional cancel flag (anything
-with ``is_set()``, such as :class:`threading.Event`) and an optional ``progress`` callback, called
-after every target pass with an :class:`Update`; a page's worker thread can stream tokens from it.
+Every run takes a token budget, an optional wall-time budget (seconds since the run was created,
+so runs created together share it) and an optional cancel flag (anything with ``is_set()``, such
+as :class:`threading.Event`), checked before every pass. :func:`generate` and :func:`speculate`
+are the same runs driven to their end, with an optional ``progress`` callback per pass.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,17 +37,19 @@ from ..sim import validate as _v
 from ..sim.acceptance import Acceptance
 from ..sim.events import Event, Events, verdict_events
 from . import sampling
-from .drafts import EMPTY, Proposal
+from .drafts import EMPTY, Observes, Proposal
 
 MAX_NEW_MAX = 4096
 #: The longest draft the real decoders take (the simulation allows sim.validate.K_MAX).
 LM_K_MAX = 16
 MARKS = ("generate", "accepted", "correction", "bonus")
+#: A clock: seconds, increasing (``time.perf_counter`` unless a test passes its own).
+Clock = Callable[[], float]
 
 
 @dataclass(frozen=True, eq=False)
 class Update:
-    """What one target pass decided (passed to ``progress``).
+    """What one target pass decided: what a decoder yields.
 
     Attributes
     ----------
@@ -50,18 +61,32 @@ class Update:
         The tokens this pass added to the output, their text and how each was decided
         (``generate``, ``accepted``, ``correction`` or ``bonus``).
     proposed, proposed_texts : tuple
-        The draft's proposal this round (empty for a plain pass).
+        The draft's proposal this round (empty for a plain pass); for a tree, every node.
     n_accepted : int
         How many of the proposed tokens were accepted.
+    judged : int
+        How deep the proposal reached (the chain's length, the tree's depth; 0 without one):
+        the draft positions this pass could judge.
+    missed : bool
+        Whether the pass rejected a guess (the round ended on a correction).
     total_tokens : int
         Output length so far.
     elapsed_ms : float
-        Wall clock since the run started.
+        The run's own clock at the end of this pass (:class:`RunClock`: its working time since
+        it started, the time it was suspended between passes not counted).
+    turn_ms : float
+        The run's working time from the end of its previous pass to the end of this one: the
+        draft's guesses, the target pass and the bookkeeping of this round.
+    pass_ms, draft_ms : float
+        The target pass alone (with its verdict), and the draft's guesses this round.
+    positions : int
+        Positions the target pass scored: 1 + the guesses it checked, or the prompt's length for
+        the prefill.
     events : Events
         The events this round added.
     tree : TreeRound or None
-        For a token-tree verify pass (:func:`.tree.speculate_tree`), the whole round: the tree,
-        its mask and the accepted path.
+        For a token-tree verify pass (:func:`.tree.speculate_tree_passes`), the whole round: the
+        tree, its mask and the accepted path.
     """
 
     round: int
@@ -72,15 +97,22 @@ class Update:
     proposed: tuple
     proposed_texts: tuple
     n_accepted: int
+    judged: int
+    missed: bool
     total_tokens: int
     elapsed_ms: float
+    turn_ms: float
+    pass_ms: float
+    draft_ms: float
+    positions: int
     events: Events
     tree: object = None
 
 
 @dataclass(frozen=True, eq=False)
 class Generation:
-    """A finished run of :func:`generate` or :func:`speculate`.
+    """A run of :func:`generate_passes` or :func:`speculate_passes`, finished or so far
+    (built by :func:`generation_of`).
 
     Attributes
     ----------
@@ -96,7 +128,8 @@ class Generation:
         (``accepted``, ``rejected``, ``discarded``, ``correction``, ``bonus``) stamped at its end.
         Lane ``"draft"``: one ``draft`` event per proposed token. ``token`` is the position in the
         output; ``text`` is the token's text (the draft's guess for drafted tokens, rejected ones
-        included); times are ms since the run started.
+        included); times are ms on the run's own clock (:class:`RunClock`: its working time since
+        it started, so a run that took turns with another reads as if it had run alone).
     draft : str
         The draft's name, or ``"none"`` for plain decoding.
     k : int
@@ -104,7 +137,8 @@ class Generation:
     temperature, top_p : float
         0 means greedy.
     prefill_ms, wall_ms : float
-        The prompt's pass, and the whole run (prefill included).
+        The prompt's turn (its pass and bookkeeping), and the whole run (prefill included): the
+        run's own clock at its last pass.
     passes : int
         Target passes after the prefill.
     draft_ms : float
@@ -115,7 +149,8 @@ class Generation:
         Acceptance rate at each draft position: accepted there over judged there (NaN if never
         judged). A position is judged when every earlier draft of the round was accepted.
     stopped : str
-        ``"budget"`` (the token budget, capped by the context), ``"eos"``, ``"cancelled"`` or ``"time"``.
+        ``"budget"`` (the token budget, capped by the context), ``"eos"``, ``"cancelled"`` or ``"time"``;
+        ``"running"`` for a run so far.
 
     Examples
     --------
@@ -181,6 +216,86 @@ def draft_cost(plain: Generation, spec: Generation) -> float:
     return spec.draft_ms_per_token / step
 
 
+#: What a decoder returns: a generator of one :class:`Update` per target pass, whose return value
+#: is the finished :class:`Generation`.
+Passes = Generator[Update, None, "Generation"]
+
+
+def generation_of(updates: Sequence[Update], *, prompt, draft: str, k: int, temperature: float,
+                  top_p: float, stopped: str, text: str | None = None) -> Generation:
+    """The one place a :class:`Generation` is built: from a run's updates, in order.
+
+    A finished run passes its decoded ``text`` and why it stopped; a run so far (a page's
+    snapshot) passes ``stopped="running"`` and gets its text joined from the tokens' texts.
+
+    Examples
+    --------
+    >>> generation_of([], prompt=(1, 2), draft="none", k=0, temperature=0.0, top_p=1.0,
+    ...               stopped="cancelled").tokens
+    ()
+    """
+    ups = list(updates)
+    decode = [u for u in ups if u.round > 0]
+    events = Events.of([e for u in ups for e in u.events.records()])
+    return Generation(
+        prompt=tuple(int(t) for t in prompt), tokens=tuple(t for u in ups for t in u.tokens),
+        text="".join(t for u in ups for t in u.texts) if text is None else text,
+        marks=tuple(m for u in ups for m in u.marks), events=events, draft=draft, k=k,
+        temperature=temperature, top_p=top_p,
+        prefill_ms=sum(u.turn_ms for u in ups if u.round == 0),
+        wall_ms=ups[-1].elapsed_ms if ups else 0.0, passes=len(decode),
+        draft_ms=float(sum(u.draft_ms for u in decode)),
+        proposed=sum(len(u.proposed) for u in decode),
+        accepted=sum(u.n_accepted for u in decode), rejected=sum(bool(u.missed) for u in decode),
+        accept_at=Acceptance.rate_by_position([u.judged for u in decode],
+                                              [u.n_accepted for u in decode], k),
+        stopped=stopped)
+
+
+def finish(passes: Generator, progress: Callable | None = None):
+    """Drive a decoder (or a race) to its end: ``progress(item)`` after each item it yields; return
+    what it returns (the :class:`Generation`)."""
+    while True:
+        try:
+            item = next(passes)
+        except StopIteration as stop:
+            return stop.value
+        if progress is not None:
+            progress(item)
+
+
+class RunClock:
+    """A run's own clock: the time it works, in ms since it started.
+
+    A decoder pauses it while it is suspended at a ``yield`` (another run may be taking its turn)
+    and resumes it when asked for the next pass, so what it reads is this run's time alone. The
+    wall clock since the start (:meth:`wall_s`), pauses included, is what a time budget counts.
+    The clock starts paused: a run created beside another does not count the other's first pass.
+    """
+
+    def __init__(self, clock: Clock = time.perf_counter) -> None:
+        self.read = clock
+        self.t0 = clock()
+        self._paused = 0.0
+        self._since: float | None = self.t0
+
+    def ms(self, t: float | None = None) -> float:
+        """Working time at reading ``t`` of the clock (now, if None), in ms."""
+        t = self.read() if t is None else t
+        return (t - self.t0 - self._paused) * 1e3
+
+    def wall_s(self) -> float:
+        return self.read() - self.t0
+
+    def pause(self) -> None:
+        self._since = self.read()
+
+    def resume(self) -> None:
+        if self._since is not None:
+            self._paused += self.read() - self._since
+            self._since = None
+
+
 def check_run(model, prompt, *, max_new, temperature, top_p, max_seconds, extra: int) -> tuple:
     """Validated ``(ids, max_new, temperature, top_p, max_seconds)``; ``max_new`` is cut to the
     context left after the prompt and ``extra`` positions a round may score beyond the output."""
@@ -200,32 +315,33 @@ def check_run(model, prompt, *, max_new, temperature, top_p, max_seconds, extra:
 
 
 class RunLog:
-    """One run's bookkeeping, shared by every decoder: clock, output, events, stopping, progress."""
+    """One run's bookkeeping, shared by every decoder: its clock, output, events, stopping, and
+    the updates it yields (from which :meth:`result` builds its :class:`Generation`)."""
 
-    def __init__(self, model, ids, *, max_new, temperature, top_p, rng, progress, cancel,
-                 max_seconds, draft_name, k):
+    def __init__(self, model, ids, *, max_new, temperature, top_p, rng, cancel, max_seconds,
+                 draft_name, k, clock: Clock = time.perf_counter):
         self.model, self.tok = model, model.tokenizer
         self.temperature, self.top_p = temperature, top_p
         self.rng = _v.generator(rng)
-        self.progress, self.cancel, self.max_seconds = progress, cancel, max_seconds
+        self.cancel, self.max_seconds = cancel, max_seconds
         self.max_new = max_new
         self.draft_name, self.k = draft_name, k
-        self.t0 = time.perf_counter()
+        self.clock = RunClock(clock)
         self.ctx = np.empty(ids.size + max_new + k + 1, np.int64)  # prompt + output, one buffer
         self.ctx[:ids.size] = ids
         self.n_prompt = ids.size
         self.out: list[int] = []
-        self.marks: list[str] = []
         self.events: list[Event] = []
+        self.updates: list[Update] = []
         self.stopped = "budget"
         self.passes = 0
-        self.prefill_ms = 0.0
-        self.draft_ms = 0.0
-        self.proposed = self.accepted = self.rejected = 0
-        self.judgements: list[tuple[int, int]] = []  # (drafted, accepted) of each verify pass
+
+    def now(self) -> float:
+        """A reading of the run's clock (seconds; :meth:`ms` turns it into the run's own ms)."""
+        return self.clock.read()
 
     def ms(self, t: float) -> float:
-        return (t - self.t0) * 1e3
+        return self.clock.ms(t)
 
     def context(self) -> np.ndarray:
         return self.ctx[:self.n_prompt + len(self.out)]
@@ -235,10 +351,16 @@ class RunLog:
             return int(np.argmax(logits))
         return sampling.draw(sampling.probabilities(logits, self.temperature, self.top_p), self.rng)
 
+    @property
+    def ended(self) -> bool:
+        return self.stopped == "eos"
+
     def should_stop(self) -> bool:
+        if self.ended:
+            return True
         if self.cancel is not None and self.cancel.is_set():
             self.stopped = "cancelled"
-        elif self.max_seconds is not None and time.perf_counter() - self.t0 >= self.max_seconds:
+        elif self.max_seconds is not None and self.clock.wall_s() >= self.max_seconds:
             self.stopped = "time"
         elif len(self.out) >= self.max_new:
             self.stopped = "budget"
@@ -246,71 +368,72 @@ class RunLog:
             return False
         return True
 
-    def judged(self, drafted: int, accepted: int, *, missed: bool) -> None:
-        """Count one verify pass's verdict: ``drafted`` deep, ``accepted`` kept."""
-        self.judgements.append((drafted, accepted))
-        self.accepted += accepted
-        self.rejected += bool(missed)
-
-    def emit(self, rnd: int, kind: str, new: list[int], marks: list[str], *, proposed=(),
-             n_accepted=0, first_event=0, tree=None) -> bool:
-        """Append tokens (stopping at end-of-sequence); report progress. True if the run ends."""
+    def emit(self, rnd: int, kind: str, new: list[int], marks: list[str], *, pass_ms: float,
+             positions: int, draft_ms: float = 0.0, proposed=(), n_accepted=0, judged=0,
+             missed=False, first_event=0, tree=None) -> Update:
+        """Append tokens (stopping at end-of-sequence) and record the pass's :class:`Update`."""
         eos = self.tok.eos_id
-        ended = False
         if eos in new:
             cut = new.index(eos)
-            new, marks, ended = new[:cut], marks[:cut], True
+            new, marks = new[:cut], marks[:cut]
             self.stopped = "eos"
         start = len(self.out)
         self.ctx[self.n_prompt + start:self.n_prompt + start + len(new)] = new
         self.out.extend(new)
-        self.marks.extend(marks)
-        if self.progress is not None:
-            self.progress(self._update(rnd, kind, new, marks, proposed=proposed,
-                                       n_accepted=n_accepted, first_event=first_event, tree=tree))
-        return ended
-
-    def _update(self, rnd, kind, new, marks, *, proposed, n_accepted, first_event, tree) -> Update:
         text = self.tok.token_text
-        return Update(
+        elapsed = self.clock.ms()
+        update = Update(
             round=rnd, kind=kind, tokens=tuple(new), texts=tuple(text(t) for t in new),
             marks=tuple(marks), proposed=tuple(int(t) for t in proposed),
             proposed_texts=tuple(text(t) for t in proposed), n_accepted=n_accepted,
-            total_tokens=len(self.out), elapsed_ms=self.ms(time.perf_counter()),
+            judged=judged, missed=bool(missed), total_tokens=len(self.out), elapsed_ms=elapsed,
+            turn_ms=elapsed - (self.updates[-1].elapsed_ms if self.updates else 0.0),
+            pass_ms=pass_ms, draft_ms=draft_ms, positions=positions,
             events=Events.of(self.events[first_event:]), tree=tree)
+        self.updates.append(update)
+        return update
 
-    def prefill(self, cache, observe=None) -> bool:
-        """The prompt's pass; ``observe`` (a proposer's) gets the prompt's hidden states."""
-        t = time.perf_counter()
+    def drive(self, first: Callable[[], Update], step: Callable[[], Update]) -> Passes:
+        """Yield ``first()``'s update (the prompt's pass), then ``step()``'s until the run stops;
+        return the :class:`Generation`. The clock runs only inside ``next()``."""
+        self.clock.resume()
+        make = first
+        while not self.should_stop():
+            update = make()
+            make = step
+            self.clock.pause()
+            yield update
+            self.clock.resume()
+        self.clock.pause()
+        return self.result()
+
+    def prefill(self, cache, observer: Observes | None = None) -> Update:
+        """The prompt's pass; ``observer`` (a proposer that reads them) gets its hidden states."""
+        t = self.now()
         fw = self.model.forward(self.context(), cache, logits="last")
-        if observe is not None:
-            observe(fw.hidden)
+        if observer is not None:
+            observer.observe(fw.hidden)
         tok = self.pick(fw.logits[-1])
-        t1 = time.perf_counter()
-        self.prefill_ms = (t1 - t) * 1e3
+        t1 = self.now()
         first = len(self.events)
         self.events.append(Event("big", "generate", 0, 0, self.tok.token_text(tok), self.ms(t),
                                  self.ms(t1)))
-        return self.emit(0, "generate", [tok], ["generate"], first_event=first)
+        return self.emit(0, "generate", [tok], ["generate"], pass_ms=(t1 - t) * 1e3,
+                         positions=self.n_prompt, first_event=first)
 
     def result(self) -> "Generation":
-        k = self.k
-        drafted = [d for d, _ in self.judgements]
-        kept = [a for _, a in self.judgements]
-        return Generation(
-            prompt=tuple(int(t) for t in self.ctx[:self.n_prompt]), tokens=tuple(self.out),
-            text=self.tok.decode(self.out), marks=tuple(self.marks),
-            events=Events.of(self.events), draft=self.draft_name, k=k,
-            temperature=self.temperature, top_p=self.top_p, prefill_ms=self.prefill_ms,
-            wall_ms=self.ms(time.perf_counter()), passes=self.passes, draft_ms=self.draft_ms,
-            proposed=self.proposed, accepted=self.accepted, rejected=self.rejected,
-            accept_at=Acceptance.rate_by_position(drafted, kept, k), stopped=self.stopped)
+        return generation_of(self.updates, prompt=self.ctx[:self.n_prompt], draft=self.draft_name,
+                             k=self.k, temperature=self.temperature, top_p=self.top_p,
+                             stopped=self.stopped, text=self.tok.decode(self.out))
 
 
-def generate(model, prompt: Sequence[int], *, max_new: int = 64, temperature: float = 0.0,
-             top_p: float = 1.0, rng=None, progress: Callable[[Update], None] | None = None,
-             cancel=None, max_seconds: float | None = None) -> Generation:
-    """Plain decoding: the prefill writes the first token, then one target pass per token.
+def generate_passes(model, prompt: Sequence[int], *, max_new: int = 64, temperature: float = 0.0,
+                    top_p: float = 1.0, rng=None, cancel=None, max_seconds: float | None = None,
+                    clock: Clock = time.perf_counter) -> Passes:
+    """Plain decoding, pass by pass: the prefill writes the first token, then one pass per token.
+
+    Arguments are checked when it is called (a ``ValueError`` comes at once); the passes run
+    one per ``next()``.
 
     Parameters
     ----------
@@ -325,121 +448,146 @@ def generate(model, prompt: Sequence[int], *, max_new: int = 64, temperature: fl
         Nucleus mass in (0, 1].
     rng : numpy.random.Generator, int or None
         Randomness for sampling.
-    progress : callable, optional
-        Called with an :class:`Update` after every pass.
     cancel : threading.Event, optional
         Checked before every pass; when set the run stops and returns what it has.
     max_seconds : float, optional
-        Wall-time budget, checked before every pass.
+        Wall-time budget from this call, checked before every pass.
+    clock : callable
+        Seconds (``time.perf_counter``); a test passes its own.
 
     Returns
     -------
-    Generation
+    generator
+        Yields an :class:`Update` per pass; returns the :class:`Generation`.
+
+    Examples
+    --------
+    >>> run = generate_passes(m, m.tokenizer.chat("Hi"), max_new=4)        # doctest: +SKIP
+    >>> [u.round for u in run]                                              # doctest: +SKIP
+    [0, 1, 2, 3]
     """
     ids, max_new, temperature, top_p, max_seconds = check_run(
         model, prompt, max_new=max_new, temperature=temperature, top_p=top_p,
         max_seconds=max_seconds, extra=0)
     run = RunLog(model, ids, max_new=max_new, temperature=temperature, top_p=top_p, rng=rng,
-                 progress=progress, cancel=cancel, max_seconds=max_seconds, draft_name="none", k=0)
+                 cancel=cancel, max_seconds=max_seconds, draft_name="none", k=0, clock=clock)
     cache = model.new_cache(capacity=ids.size + max_new + 1)
-    if run.should_stop() or run.prefill(cache):
-        return run.result()
-    while not run.should_stop():
-        if plain_step(run, cache):
-            break
-    return run.result()
+    return run.drive(lambda: run.prefill(cache), lambda: plain_step(run, cache))
 
 
-def plain_step(run: RunLog, cache) -> bool:
-    """One target pass that writes one token. True if the run ended (end-of-sequence)."""
+def generate(model, prompt: Sequence[int], *, progress: Callable[[Update], None] | None = None,
+             **kwargs) -> Generation:
+    """:func:`generate_passes` driven to its end; ``progress(update)`` after every pass.
+
+    Returns
+    -------
+    Generation
+    """
+    return finish(generate_passes(model, prompt, **kwargs), progress)
+
+
+def plain_step(run: RunLog, cache) -> Update:
+    """One target pass that writes one token."""
     rnd = run.passes + 1
-    t = time.perf_counter()
+    t = run.now()
     logits = run.model.forward([run.out[-1]], cache, logits="last").logits[-1]
     tok = run.pick(logits)
-    t1 = time.perf_counter()
+    t1 = run.now()
     run.passes += 1
     first = len(run.events)
     run.events.append(Event("big", "generate", rnd, len(run.out), run.tok.token_text(tok),
                             run.ms(t), run.ms(t1)))
-    return run.emit(rnd, "generate", [tok], ["generate"], first_event=first)
+    return run.emit(rnd, "generate", [tok], ["generate"], pass_ms=(t1 - t) * 1e3, positions=1,
+                    first_event=first)
 
 
-def speculate(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
-              temperature: float = 0.0, top_p: float = 1.0, rng=None,
-              progress: Callable[[Update], None] | None = None, cancel=None,
-              max_seconds: float | None = None) -> Generation:
-    """Speculative decoding: ``draft`` proposes up to ``k`` tokens, one target pass checks them.
+def speculate_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
+                     temperature: float = 0.0, top_p: float = 1.0, rng=None, cancel=None,
+                     max_seconds: float | None = None, clock: Clock = time.perf_counter) -> Passes:
+    """Speculative decoding, pass by pass: ``draft`` proposes up to ``k`` tokens, one target pass
+    checks them.
 
-    Parameters are those of :func:`generate`, plus:
+    Parameters are those of :func:`generate_passes`, plus:
 
     draft : Draft
-        Any :class:`.drafts.Draft` (prompt lookup, early exit, the n-gram draft).
+        Any :class:`.drafts.Draft` (prompt lookup, early exit, the n-gram table, the draft head).
     k : int
         Most tokens drafted per round, in [1, 16]. Near the budget the draft is asked for fewer,
         so the output never exceeds ``max_new``.
 
     Returns
     -------
-    Generation
+    generator
+        Yields an :class:`Update` per target pass; returns the :class:`Generation`.
     """
     k = _v.integer("k", k, 1, LM_K_MAX)
     ids, max_new, temperature, top_p, max_seconds = check_run(
         model, prompt, max_new=max_new, temperature=temperature, top_p=top_p,
         max_seconds=max_seconds, extra=k + 1)
     run = RunLog(model, ids, max_new=max_new, temperature=temperature, top_p=top_p, rng=rng,
-                 progress=progress, cancel=cancel, max_seconds=max_seconds,
-                 draft_name=str(getattr(draft, "name", type(draft).__name__)), k=k)
+                 cancel=cancel, max_seconds=max_seconds, draft_name=str(draft.name), k=k,
+                 clock=clock)
     cache = model.new_cache(capacity=ids.size + max_new + k + 2)
     proposer = draft.begin(model)
-    if run.should_stop() or run.prefill(cache, getattr(proposer, "observe", None)):
-        return run.result()
-    while not run.should_stop():
-        if speculative_round(run, cache, proposer):
-            break
-    return run.result()
+    observer = proposer if isinstance(proposer, Observes) else None
+    return run.drive(lambda: run.prefill(cache, observer),
+                     lambda: speculative_round(run, cache, proposer, observer))
 
 
-def speculative_round(run: RunLog, cache, proposer) -> bool:
-    """Draft -> verify -> judge -> record, once. True if the run ended (end-of-sequence)."""
+def speculate(model, prompt: Sequence[int], draft, k: int, *,
+              progress: Callable[[Update], None] | None = None, **kwargs) -> Generation:
+    """:func:`speculate_passes` driven to its end; ``progress(update)`` after every pass.
+
+    Returns
+    -------
+    Generation
+    """
+    return finish(speculate_passes(model, prompt, draft, k, **kwargs), progress)
+
+
+def speculative_round(run: RunLog, cache, proposer, observer: Observes | None) -> Update:
+    """Draft -> verify -> judge -> record, once."""
     rnd, first, pos0 = run.passes + 1, len(run.events), len(run.out)
-    prop = draft_step(run, proposer, min(run.k, run.max_new - pos0 - 1), rnd)
+    prop, draft_ms = draft_step(run, proposer, min(run.k, run.max_new - pos0 - 1), rnd)
     drafts = [int(x) for x in prop.tokens]
-    v0 = time.perf_counter()
+    v0 = run.now()
     past = cache.length
     fw = run.model.forward([run.out[-1], *drafts], cache, logits="all")
     a, last = judge_pass(run, fw.logits, drafts, prop.p_draft)
     cache.rollback(past + 1 + a)
-    v1 = time.perf_counter()
+    v1 = run.now()
     run.passes += 1
-    observe = getattr(proposer, "observe", None)
-    if observe is not None:
-        observe(fw.hidden[:1 + a])
+    if observer is not None:
+        observer.observe(fw.hidden[:1 + a])
     mark = record_verdict(run, rnd, pos0, drafts, accepted=a, last=last,
                           span=(run.ms(v0), run.ms(v1)))
     return run.emit(rnd, "verify" if drafts else "generate", drafts[:a] + [last],
-                    ["accepted"] * a + [mark], proposed=drafts, n_accepted=a, first_event=first)
+                    ["accepted"] * a + [mark], pass_ms=(v1 - v0) * 1e3, positions=1 + len(drafts),
+                    draft_ms=draft_ms, proposed=drafts, n_accepted=a, judged=len(drafts),
+                    missed=a < len(drafts), first_event=first)
 
 
-def draft_step(run: RunLog, proposer, d_max: int, rnd: int) -> Proposal:
-    """Ask the draft for up to ``d_max`` tokens; log its time and one event per token."""
-    t = time.perf_counter()
+def draft_step(run: RunLog, proposer, d_max: int, rnd: int) -> tuple[Proposal, float]:
+    """Ask the draft for up to ``d_max`` tokens; log one event per token. Returns the proposal
+    and the draft's time (ms).
+
+    A proposal's ``stamps`` are ``time.perf_counter()`` readings; each token's event ends where
+    its stamp falls after the call began, kept inside the call's span on the run's clock."""
+    t, p0 = run.now(), time.perf_counter()
     prop: Proposal = EMPTY
     if d_max > 0:
         prop = proposer.propose(run.context(), d_max, temperature=run.temperature,
                                 top_p=run.top_p, rng=run.rng)
         prop = prop.first(d_max)
-    t1 = time.perf_counter()
-    d = len(prop)
-    run.draft_ms += (t1 - t) * 1e3
-    run.proposed += d
-    stamps = prop.stamps if prop.stamps is not None else np.full(d, t1)
-    prev, pos0 = t, len(run.out)
+    t1 = run.now()
+    start, end = run.ms(t), run.ms(t1)
+    prev = start
     for i, x in enumerate(prop.tokens.tolist()):
-        end = float(stamps[i])
-        run.events.append(Event("draft", "draft", rnd, pos0 + i, run.tok.token_text(x),
-                                run.ms(prev), run.ms(end)))
-        prev = end
-    return prop
+        at = end if prop.stamps is None else min(max(start + (prop.stamps[i] - p0) * 1e3, prev), end)
+        run.events.append(Event("draft", "draft", rnd, len(run.out) + i, run.tok.token_text(x),
+                                prev, at))
+        prev = at
+    return prop, end - start
 
 
 def judge_pass(run: RunLog, logits: np.ndarray, drafts: list[int], p_draft) -> tuple[int, int]:
@@ -465,7 +613,6 @@ def record_verdict(run: RunLog, rnd: int, pos0: int, drafts: list[int], *, accep
         return "generate"
     run.events.append(Event("big", "verify", rnd, pos0, "", vs, ve))
     run.events += verdict_events(rnd, pos0, [text(x) for x in drafts], a, text(last), ve)
-    run.judged(d, a, missed=a < d)
     return "correction" if a < d else "bonus"
 
 

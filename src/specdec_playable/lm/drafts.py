@@ -11,7 +11,10 @@ Scoring a text teacher-forced is not a draft's job: see :func:`.score.draft_dist
   tokens (vLLM's ``ngram`` proposer; Hugging Face's ``prompt_lookup_num_tokens``). Costs ~nothing.
 * :class:`EarlyExit` runs only the first ``m`` blocks of the target, then its final norm and head:
   no training, and a poor guesser (the honest bad draft).
-* :class:`NgramDraft` (in :mod:`.ngram`) is a token n-gram model trained offline on stdlib text.
+* :class:`NgramDraft` (in :mod:`.ngram`) is a token n-gram table trained offline on stdlib text.
+* :class:`DraftHead` (in :mod:`.head`) is a small trained head that reads the target's features.
+
+The drafts a page, the CLI or a benchmark offers are in :mod:`.registry`.
 """
 
 from __future__ import annotations
@@ -67,24 +70,64 @@ class Proposer(Protocol):
 
 
 @runtime_checkable
+class Observes(Protocol):
+    """A proposer that reads the target's hidden states (the draft head)."""
+
+    def observe(self, hidden) -> None:
+        """The target's final-normed hidden states of the next context positions: the prompt's (its
+        prefill), then those each verify pass kept, in order."""
+        ...
+
+
+@runtime_checkable
+class DraftsTrees(Protocol):
+    """A proposer that drafts a whole token tree itself (the draft head)."""
+
+    def draft_tree(self, context, width: int, depth: int, shape: str = "spine"):
+        """A :class:`.tree.DraftTree` of guesses after ``context``."""
+        ...
+
+
+@runtime_checkable
+class GivesCandidates(Protocol):
+    """A proposer whose top-``w`` next tokens build a tree level by level (the n-gram table)."""
+
+    def candidates(self, context, w: int):
+        """Its ``w`` likeliest next tokens after ``context`` (a :class:`.ngram.Candidates`)."""
+        ...
+
+
+@runtime_checkable
+class GivesDistribution(Protocol):
+    """A draft with a whole next-token distribution to score by (the n-gram table)."""
+
+    def distribution(self, context, vocab: int, *, temperature: float = 1.0):
+        """Its probabilities over ``vocab`` tokens after ``context``."""
+        ...
+
+
+@runtime_checkable
 class Draft(Protocol):
     """What a draft is.
 
     Attributes
     ----------
     name : str
-        Its name in menus, results and links.
+        Its name in results (the key of its :class:`.registry.DraftSpec`).
     capture : tuple of int
         Block counts after which a teacher-forced target pass must keep the residual stream for
         this draft (:func:`.score.draft_distributions`); empty for most drafts.
+    needs_features : bool
+        Whether teacher-forced scoring must hand it the target's hidden states (the draft head).
 
-    A proposer may also have ``observe(hidden)``, called with the target's final-normed hidden
-    states of the prompt (its prefill) and of the positions each verify pass kept, in order, and
-    ``candidates(context, w)`` for token trees.
+    What a draft's proposer can do beyond :class:`Proposer` is said by the protocols it meets:
+    :class:`Observes`, :class:`DraftsTrees`, :class:`GivesCandidates`; the decoders ask with
+    ``isinstance``.
     """
 
     name: str
     capture: tuple
+    needs_features: bool
 
     def begin(self, model) -> Proposer:
         """A fresh proposer for one run of ``model``."""
@@ -112,6 +155,7 @@ class PromptLookup:
     n_min: int = 1
     n_max: int = 3
     name: str = "lookup"
+    needs_features = False
 
     def __post_init__(self):
         if not (isinstance(self.n_min, int) and isinstance(self.n_max, int)
@@ -153,6 +197,7 @@ class EarlyExit:
 
     m: int = 6
     name: str = "early-exit"
+    needs_features = False
 
     def __post_init__(self):
         if not (isinstance(self.m, int) and 1 <= self.m <= 29):

@@ -377,14 +377,6 @@ class HeadRun:
         top = np.argsort(-q, kind="stable")[:w]
         return top, q[top]
 
-    def candidates_at(self, context, w: int) -> tuple[np.ndarray, np.ndarray]:
-        """The head's ``w`` most likely next tokens after ``context`` and their q (temperature 1)."""
-        ctx = np.asarray(context, dtype=np.int64).reshape(-1)
-        if ctx.size < 2:
-            return np.zeros(0, np.int64), np.zeros(0)
-        top, q = self._top(self._sync(ctx), w)
-        return self.w.vocab[top], q
-
     def draft_tree(self, context, width: int, depth: int, shape: str = "spine"):
         """A tree of guesses after ``context`` from the head's top-``width`` tokens per level.
 

@@ -1,4 +1,4 @@
-"""The learned draft: a token n-gram model over SmolLM2's own tokenizer, trained offline.
+"""The n-gram table: a token n-gram draft over SmolLM2's own tokenizer, trained offline.
 
 ``scripts/train_learned_draft.py`` counts, in Python standard-library source (PSF licence), which
 tokens follow each context of 1, 2 and 3 tokens, and keeps, for each context seen often enough, its
@@ -126,7 +126,8 @@ class NgramDraft:
     """
 
     min_share: float = 0.5
-    name: str = "learned"
+    name: str = "ngram"
+    needs_features = False
 
     def __post_init__(self):
         if not (isinstance(self.min_share, (int, float)) and 0.0 <= self.min_share <= 1.0):

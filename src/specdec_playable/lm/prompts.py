@@ -1,10 +1,11 @@
-"""Prompts the benchmarks, tests and pages share, and the checks of what Episode 7's tasks ask.
+"""Prompts the benchmarks, tests and pages share, one :class:`Task` record each.
 
 Every text here was written for this project. The first four of :data:`PROMPTS` ask the model to
 copy much of the prompt back (where prompt lookup shines); the explanation and the poem ask for
 fresh text (where it cannot help). SmolLM2-135M does not really do the first four (it does not
 rename, it repeats a table's rows, it changes values), so Episode 7 offers the tasks of
-:data:`TASK_CHECKS`, each checked against the model's greedy reply (``tests/test_core_lm_prompts.py``).
+:data:`TASKS`, each with a check of its reply that the model's greedy reply passes
+(``tests/test_lm_prompts.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 CODE = '''def total_price(items, tax_rate):
     subtotal = 0
@@ -31,31 +34,60 @@ RECORD = ('{"id": 1042, "name": "Ada Park", "email": "ada.park@example.org", '
 TABLE = ("| # | planet | moons |\n|---|--------|-------|\n| 1 | Mercury | 0 |\n| 2 | Venus | 0 |\n"
          "| 3 | Earth | 1 |\n| 4 | Mars | 2 |")
 
-#: name -> (kind, user message)
-PROMPTS = {
-    "code-edit": ("code", "Rewrite this Python function, renaming total_price to order_total and "
-                          "items to lines. Reply with the code only.\n\n" + CODE),
-    "extraction": ("extraction", "List every person named in this passage with their city, one per "
-                                 "line as 'name - city'.\n\n" + PASSAGE),
-    "json-reshape": ("json", "Rewrite this JSON record with the same values but the keys in "
-                             "upper case. Reply with the JSON only.\n\n" + RECORD),
-    "table": ("table", "Continue this table with the next four planets, in the same format:\n\n" + TABLE),
-    "poem": ("poem", "Write a short free-verse poem about an old kettle."),
-    "capital": ("fact", "What is the capital of France?"),
-    "sky": ("explain", "Explain in two sentences why the sky is blue."),
-}
-
 SENTENCE = ("Marta Ilves joined the Tartu office in March 2021 as a data engineer, and Priya Natarajan "
             "now leads the team.")
 
-PROMPTS.update({
-    "repeat": ("copy", "Repeat exactly: " + SENTENCE),
-    "json-person": ("json", 'Reply with only a JSON object with the keys "name", "age" and "city" for '
-                            "this person: Ada Park, 36, lives in Leeds."),
-    "where": ("extraction", "In this passage, which city does Jonas Berg work in now? Answer in one "
-                            "short sentence.\n\n" + PASSAGE),
-    "sum-function": ("code", "Write a Python function that returns the sum of a list of numbers."),
-})
+
+@dataclass(frozen=True)
+class Task:
+    """One prompt, and for Episode 7's tasks what the page says of it and how its reply is checked.
+
+    Attributes
+    ----------
+    key : str
+        Its name in links, results and benchmarks.
+    kind : str
+        What it asks for: ``copy``, ``json``, ``extraction``, ``code``, ``explain``, ...
+    message : str
+        The user message the model is sent.
+    genre, title : str
+        How a page offers it: "Copy" and "repeat a sentence exactly" (empty for prompts the
+        pages do not offer).
+    named : str
+        Its name inside a sentence ("on the sentence to repeat").
+    copy : bool
+        Whether the reply repeats words of the prompt (prompt lookup's guesses come from there).
+    check : callable or None
+        Whether a reply does what the task asks (None for prompts without a check).
+
+    Examples
+    --------
+    >>> TASKS["repeat"].label
+    'Copy: repeat a sentence exactly'
+    >>> TASKS["sky"].copy, PROMPTS["poem"].kind
+    (False, 'poem')
+    """
+
+    key: str
+    kind: str
+    message: str
+    genre: str = ""
+    title: str = ""
+    named: str = ""
+    copy: bool = False
+    check: Callable[[str], bool] | None = None
+
+    @property
+    def label(self) -> str:
+        """As a page's menu offers it ("Copy: repeat a sentence exactly")."""
+        return f"{self.genre}: {self.title}"
+
+    def done_by(self, reply: str) -> bool:
+        """Whether ``reply`` does what this task asks (``ValueError`` for a prompt without a check)."""
+        if self.check is None:
+            raise ValueError(f"prompt {self.key!r} has no check of its reply; the tasks with one "
+                             f"are {list(TASKS)}")
+        return bool(self.check(reply))
 
 
 def _repeats(text: str) -> bool:
@@ -99,19 +131,43 @@ def _explains_scattering(text: str) -> bool:
     return "scatter" in low and "blue" in low
 
 
-#: Episode 7's tasks: name -> (does the model's reply do the task?, copy-heavy?). Copy tasks
-#: repeat words of the prompt (prompt lookup's guesses come from there); fresh ones do not.
-TASK_CHECKS = {
-    "repeat": (_repeats, True),
-    "json-person": (_json_with_keys, True),
-    "where": (_names_oslo, True),
-    "sum-function": (_sums_a_list, False),
-    "sky": (_explains_scattering, False),
-}
+#: Episode 7's tasks, in the order the page offers them: each is a task SmolLM2-135M really
+#: does (its greedy reply passes the check). Copy tasks repeat words of the prompt; fresh ones do not.
+TASKS: dict[str, Task] = {t.key: t for t in (
+    Task("repeat", "copy", "Repeat exactly: " + SENTENCE, "Copy", "repeat a sentence exactly",
+         "sentence to repeat", copy=True, check=_repeats),
+    Task("json-person", "json", 'Reply with only a JSON object with the keys "name", "age" and "city" '
+         "for this person: Ada Park, 36, lives in Leeds.", "Copy", "a person's details as JSON", "JSON",
+         copy=True, check=_json_with_keys),
+    Task("where", "extraction", "In this passage, which city does Jonas Berg work in now? Answer in "
+         "one short sentence.\n\n" + PASSAGE, "Extraction", "where Jonas Berg works", "extraction", copy=True,
+         check=_names_oslo),
+    Task("sum-function", "code", "Write a Python function that returns the sum of a list of numbers.",
+         "Fresh writing", "a Python sum function", "sum function", check=_sums_a_list),
+    Task("sky", "explain", "Explain in two sentences why the sky is blue.", "Fresh writing",
+         "why the sky is blue", "sky explanation", check=_explains_scattering),
+)}
+
+#: Every prompt: the benchmarks' (which ask for copying the model does not really do, or for a
+#: poem) and Episode 7's tasks.
+PROMPTS: dict[str, Task] = {t.key: t for t in (
+    Task("code-edit", "code", "Rewrite this Python function, renaming total_price to order_total and "
+         "items to lines. Reply with the code only.\n\n" + CODE),
+    Task("extraction", "extraction", "List every person named in this passage with their city, one "
+         "per line as 'name - city'.\n\n" + PASSAGE),
+    Task("json-reshape", "json", "Rewrite this JSON record with the same values but the keys in "
+         "upper case. Reply with the JSON only.\n\n" + RECORD),
+    Task("table", "table", "Continue this table with the next four planets, in the same format:\n\n"
+         + TABLE),
+    Task("poem", "poem", "Write a short free-verse poem about an old kettle."),
+    Task("capital", "fact", "What is the capital of France?"),
+    TASKS["sky"], TASKS["repeat"], TASKS["json-person"], TASKS["where"], TASKS["sum-function"],
+)}
 
 
-def does_the_task(name: str, text: str) -> bool:
-    """Whether ``text`` (a reply) does what task ``name`` of :data:`TASK_CHECKS` asks."""
-    if name not in TASK_CHECKS:
-        raise ValueError(f"task must be one of {sorted(TASK_CHECKS)}; got {name!r}")
-    return bool(TASK_CHECKS[name][0](text))
+def task(key: str) -> Task:
+    """Episode 7's task ``key``; ``ValueError`` names the tasks."""
+    try:
+        return TASKS[key]
+    except (KeyError, TypeError):
+        raise ValueError(f"task must be one of {list(TASKS)}; got {key!r}") from None

@@ -1,40 +1,39 @@
-"""A fair race: plain and speculative decoding of one prompt, interleaved in one process.
+"""A fair race: plain and speculative decoding of one prompt, interleaved pass by pass in one loop.
 
 Two runs timed one after the other measure the machine twice: if its load changes in between
 (another visitor's run, another program), the load decides the speedup, not the draft.
-:func:`race` runs both at once instead, taking turns: each run has its own KV cache and its own
-thread, and only one holds the turn at a time, so the two never compete for the cores. After
-every pass the run that has written fewer tokens goes next (the speculative run on a tie), so
-a speculative round is followed by about as many plain steps as it wrote tokens, and a change of
-load hits both runs within the same moments.
+:func:`race_passes` runs both at once instead, in one thread: each run is a decoder that yields
+one pass per ``next()`` (:func:`.decode.speculate_passes`, :func:`.decode.generate_passes`), each
+with its own KV cache, and the loop advances whichever run is behind: after every pass the run
+that has written fewer tokens goes next (the speculative run on a tie). So a speculative round is
+followed by about as many plain steps as it wrote tokens, and a change of load hits both runs
+within the same moments. Neither run is ever suspended inside a pass.
 
-Every turn is timed (:class:`Turns`). :func:`fair_speedup` groups them into rounds (one
-speculative round and the plain steps that ran next to it), reports the speedup as plain time
-per token over speculative time per token, with a bootstrap interval over rounds, and the
-work-based figure beside it: tokens per pass against the measured cost of each pass size (the
-median turn of each size over the median plain step, in the same run), i.e. what the speedup
-would be on an idle machine. Where the interval includes 1, there is no measurable difference.
+Every turn is timed where it runs: each run's own clock (:class:`.decode.RunClock`) counts only
+its own passes, so the turns (:class:`Turns`) and both generations read the times the decoders
+measured, untouched. :func:`fair_speedup` groups the turns into rounds (one speculative round and
+the plain steps that ran next to it), reports the speedup as plain time per token over speculative
+time per token, with a bootstrap interval over rounds, and the work-based figure beside it: tokens
+per pass against the measured cost of each pass size (the median turn of each size over the median
+plain step, in the same run), i.e. what the speedup would be on an idle machine. Where the interval
+includes 1, there is no measurable difference.
 
-Both runs are :func:`.decode.generate` and :func:`.decode.speculate` themselves, so greedy
-speculative output is plain greedy output token for token. The generations returned have
-their clocks compacted: the time a run waited for the other's turns is taken out, so each
-reads as if it had run alone.
+Greedy speculative output is plain greedy output token for token, since both runs are the
+decoders themselves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..sim import validate as _v
-from ..sim.events import Events
-from .decode import Generation, Update, generate, speculate
+from .decode import Clock, Generation, Update, finish, generate_passes, speculate_passes
 
 SPEC, PLAIN = "spec", "plain"
 RUNS = (SPEC, PLAIN)
@@ -97,7 +96,7 @@ class Turns:
 
 @dataclass(frozen=True, eq=False)
 class Race:
-    """A finished race: both runs (clocks compacted) and every turn."""
+    """A finished race: both runs (each on its own clock) and every turn."""
 
     spec: Generation
     plain: Generation
@@ -270,140 +269,39 @@ def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
         work_speedup=float(work))
 
 
-def two_clock_speedup(spec: Generation, plain: Generation, *, rng=None,
-                      n_resamples: int = N_RESAMPLES, level: float = LEVEL) -> tuple[float, float, float]:
-    """The old method, for comparison: two runs timed one after the other, each pass resampled
-    on its own clock. Returns ``(speedup, low, high)``; its interval cannot see a load change
-    between the runs."""
-    n_resamples, level = _check_fair(n_resamples, level)
-    rng = _v.generator(rng)
-
-    def per_pass(run: Generation) -> tuple[np.ndarray, np.ndarray]:
-        ev = run.events.where((run.events.lane == "big") & (run.events.round > 0))
-        ms, tok = {}, {}
-        for kind, rnd, s, e in zip(ev.kind.tolist(), ev.round.tolist(), ev.start_ms.tolist(),
-                                   ev.end_ms.tolist()):
-            if kind in ("generate", "verify"):
-                ms[rnd] = ms.get(rnd, 0.0) + (e - s)
-            if kind in ("generate", "accepted", "correction", "bonus"):
-                tok[rnd] = tok.get(rnd, 0) + 1
-        dr = run.events.of_kind("draft")
-        for rnd, s, e in zip(dr.round.tolist(), dr.start_ms.tolist(), dr.end_ms.tolist()):
-            ms[rnd] = ms.get(rnd, 0.0) + (e - s)
-        keys = sorted(ms)
-        return np.array([ms[k] for k in keys]), np.array([tok.get(k, 0) for k in keys], float)
-
-    (sm, st), (pm, pt) = per_pass(spec), per_pass(plain)
-    point = (pm.sum() / pt.sum()) / (sm.sum() / st.sum())
-    i = rng.integers(0, sm.size, (n_resamples, sm.size))
-    j = rng.integers(0, pm.size, (n_resamples, pm.size))
-    boot = (pm[j].sum(1) / pt[j].sum(1)) / (sm[i].sum(1) / st[i].sum(1))
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(boot, [tail, 100 - tail])
-    return float(point), float(low), float(high)
+#: What :func:`race_passes` returns: a generator of ``(run, update)`` per turn, returning the Race.
+RacePasses = Generator[tuple[str, Update], None, Race]
 
 
-class _Turnstile:
-    """Lets one run at a time go; after each turn, the run with fewer tokens goes next."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition()
-        self.turn = SPEC
-        self.done = {SPEC: False, PLAIN: False}
-        self.tokens = {SPEC: 0, PLAIN: 0}
-        self.rows: list[tuple] = []
-        self.spans: dict[str, dict[int, tuple[float, float]]] = {SPEC: {}, PLAIN: {}}
-        self.first: dict[str, float] = {}
-
-    def _other(self, me: str) -> str:
-        return PLAIN if me == SPEC else SPEC
-
-    def _next(self) -> str:
-        if self.done[SPEC]:
-            return PLAIN
-        if self.done[PLAIN]:
-            return SPEC
-        return PLAIN if self.tokens[PLAIN] < self.tokens[SPEC] else SPEC
-
-    def wait_turn(self, me: str) -> float:
-        """Block until it is ``me``'s turn (or the other run has ended); the time it starts."""
-        with self._cv:
-            while self.turn != me and not self.done[self._other(me)]:
-                self._cv.wait()
-        now = time.perf_counter()
-        self.first.setdefault(me, now)
-        return now
-
-    def end_turn(self, me: str, update: Update, start: float) -> None:
-        end = time.perf_counter()
-        positions = (len(update.proposed) + 1) if update.round > 0 else 0
-        with self._cv:
-            self.rows.append((me, update.round, (end - start) * 1e3, len(update.tokens), positions))
-            self.spans[me][update.round] = (start, end)
-            self.tokens[me] = update.total_tokens
-            self.turn = self._next()
-            self._cv.notify_all()
-
-    def finish(self, me: str) -> None:
-        with self._cv:
-            self.done[me] = True
-            self.turn = self._other(me)
-            self._cv.notify_all()
+def next_run(tokens: dict[str, int], done: set[str]) -> str:
+    """Whose turn it is: the run with fewer tokens (the speculative run on a tie), or the one
+    still going once the other has ended."""
+    if SPEC in done:
+        return PLAIN
+    if PLAIN in done:
+        return SPEC
+    return PLAIN if tokens[PLAIN] < tokens[SPEC] else SPEC
 
 
-def _compact(run: Generation, first: float, spans: dict[int, tuple[float, float]]) -> Generation:
-    """``run`` on a clock of its own turns laid end to end: the prompt's pass from 0, then each
-    decode turn right after the one before, so its decode time is the sum of its turns.
+def race_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
+                temperature: float = 0.0, top_p: float = 1.0, rng=None, cancel=None,
+                max_seconds: float | None = None, clock: Clock = time.perf_counter) -> RacePasses:
+    """Plain and speculative decoding of ``prompt``, taking turns pass by pass in one loop.
 
-    An event belongs to its round's turn and keeps its offset within it; the run's own clock
-    (``ms since its start``) started within microseconds of ``first``.
-    """
-    ev = run.events
-    prefill = ev.where(ev.round == 0)
-    lead = float(prefill.start_ms.min()) if len(prefill) else 0.0
-    rounds = sorted(r for r in spans if r > 0)
-    begin, t = {}, run.prefill_ms
-    for r in rounds:
-        begin[r] = t
-        t += (spans[r][1] - spans[r][0]) * 1e3
-    wall = t
-
-    def place(times: np.ndarray) -> np.ndarray:
-        out = np.empty_like(times)
-        for i, (rnd, x) in enumerate(zip(ev.round.tolist(), times.tolist())):
-            if rnd in begin:
-                s, e = spans[rnd]
-                within = min(max(first + x / 1e3 - s, 0.0), e - s) * 1e3
-                out[i] = begin[rnd] + within
-            else:
-                out[i] = min(max(x - lead, 0.0), wall)
-        return out
-
-    events = Events(lane=ev.lane, kind=ev.kind, round=ev.round, token=ev.token, text=ev.text,
-                    start_ms=place(ev.start_ms), end_ms=place(ev.end_ms))
-    return dataclasses.replace(run, events=events, wall_ms=wall)
-
-
-def race(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
-         temperature: float = 0.0, top_p: float = 1.0, rng=None,
-         progress: Callable[[str, Update], None] | None = None, cancel=None,
-         max_seconds: float | None = None) -> Race:
-    """Plain and speculative decoding of ``prompt``, taking turns pass by pass.
-
-    Parameters are those of :func:`.decode.speculate`, except:
+    Parameters are those of :func:`.decode.speculate_passes`, except:
 
     rng : numpy.random.Generator, int or None
         Spawns the two runs' independent streams (sampling only).
-    progress : callable, optional
-        Called as ``progress(run, update)`` after every pass of either run (``run`` is
-        ``"spec"`` or ``"plain"``); calls never overlap.
     max_seconds : float, optional
-        Wall-time budget of the race (both runs run over the same span of time).
+        Wall-time budget of the race: both runs are created together, so they share it.
+    clock : callable
+        Seconds (``time.perf_counter``), read by both runs; a test passes its own.
 
     Returns
     -------
-    Race
-        Both generations, their clocks compacted (the other's turns taken out), and every turn.
+    generator
+        Yields ``(run, update)`` after every pass of either run (``run`` is ``"spec"`` or
+        ``"plain"``); returns the :class:`Race`. Arguments are checked at the call.
 
     Examples
     --------
@@ -413,39 +311,42 @@ def race(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
     (True, 'no measurable difference')
     """
     spec_rng, plain_rng = _v.generator(rng).spawn(2)
-    gate = _Turnstile()
-    results: dict[str, Generation] = {}
-    errors: list[BaseException] = []
     common = dict(max_new=max_new, temperature=temperature, top_p=top_p, cancel=cancel,
-                  max_seconds=max_seconds)
+                  max_seconds=max_seconds, clock=clock)
+    runs = {SPEC: speculate_passes(model, prompt, draft, k, rng=spec_rng, **common),
+            PLAIN: generate_passes(model, prompt, rng=plain_rng, **common)}
+    return _take_turns(runs)
 
-    def runner(me: str, call: Callable[..., Generation]) -> None:
-        try:
-            start = gate.wait_turn(me)
 
-            def on_update(update: Update) -> None:
-                nonlocal start
-                if progress is not None:
-                    progress(me, update)
-                gate.end_turn(me, update, start)
-                start = gate.wait_turn(me)
+def _take_turns(runs: dict) -> RacePasses:
+    tokens = {SPEC: 0, PLAIN: 0}
+    results: dict[str, Generation] = {}
+    rows: list[tuple] = []
+    try:
+        while len(results) < len(runs):
+            me = next_run(tokens, set(results))
+            try:
+                update = next(runs[me])
+            except StopIteration as stop:
+                results[me] = stop.value
+                continue
+            tokens[me] = update.total_tokens
+            rows.append((me, update.round, update.turn_ms, len(update.tokens),
+                         update.positions if update.round > 0 else 0))
+            yield me, update
+    finally:
+        for run in runs.values():
+            run.close()
+    return Race(spec=results[SPEC], plain=results[PLAIN], turns=Turns.from_rows(rows))
 
-            results[me] = call(progress=on_update)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            errors.append(exc)
-        finally:
-            gate.finish(me)
 
-    calls = {SPEC: lambda **kw: speculate(model, prompt, draft, k, rng=spec_rng, **common, **kw),
-             PLAIN: lambda **kw: generate(model, prompt, rng=plain_rng, **common, **kw)}
-    threads = [threading.Thread(target=runner, args=(me, calls[me]), name=f"race-{me}", daemon=True)
-               for me in RUNS]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-    turns = Turns.from_rows(gate.rows)
-    return Race(spec=_compact(results[SPEC], gate.first[SPEC], gate.spans[SPEC]),
-                plain=_compact(results[PLAIN], gate.first[PLAIN], gate.spans[PLAIN]), turns=turns)
+def race(model, prompt: Sequence[int], draft, k: int, *,
+         progress: Callable[[str, Update], None] | None = None, **kwargs) -> Race:
+    """:func:`race_passes` driven to its end; ``progress(run, update)`` after every pass.
+
+    Returns
+    -------
+    Race
+    """
+    return finish(race_passes(model, prompt, draft, k, **kwargs),
+                  None if progress is None else (lambda item: progress(*item)))

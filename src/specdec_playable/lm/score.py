@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import sampling
-from .drafts import EarlyExit, exit_logits
+from .drafts import EarlyExit, GivesDistribution, Observes, exit_logits
 from .head import DraftHead, head_logits, teacher_forced
 from .ngram import NgramDraft
 
@@ -84,8 +84,8 @@ def _passes(model, ids: np.ndarray, draft, chunk: int):
         raise ValueError(f"chunk must be in [1, 1024]; got {chunk}")
     n = ids.size - 1  # positions that predict a next token
     cache = model.new_cache(capacity=ids.size)
-    capture = tuple(getattr(draft, "capture", ()))
-    keep = bool(getattr(draft, "needs_features", False))
+    capture = () if draft is None else tuple(draft.capture)
+    keep = draft is not None and bool(draft.needs_features)
     seen = []
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
@@ -154,10 +154,11 @@ class WholeDistribution:
 
     draft: object
     capture = ()
+    needs_features = False
 
     @property
     def name(self) -> str:
-        return getattr(self.draft, "name", "draft")
+        return self.draft.name
 
 
 @draft_distributions.register
@@ -174,7 +175,7 @@ def _whole(draft: WholeDistribution, model, tokens, start: int, stop: int, *, pa
 
 def whole_distribution(draft):
     """The draft as the scorer reads it: by its whole distribution where it has one."""
-    return WholeDistribution(draft) if callable(getattr(draft, "distribution", None)) else draft
+    return WholeDistribution(draft) if isinstance(draft, GivesDistribution) else draft
 
 
 def iter_distributions(model, tokens, *, draft=None, temperature: float = 1.0,
@@ -246,7 +247,8 @@ def accepted_along(model, tokens, draft, k: int, *, every: int = 1) -> np.ndarra
     ``tokens[:t + 1]`` and one target pass over ``[tokens[t], *drafts]`` judges them, exactly as a
     speculative round with that context would: the count kept is the longest prefix equal to the
     target's greedy tokens. The mean plus one is the draft's tokens per pass (tau) on this text.
-    A draft with ``observe`` is given the target's features of every position fed.
+    A draft whose proposer reads them (:class:`.drafts.Observes`) is given the target's features
+    of every position fed.
 
     Returns
     -------
@@ -258,7 +260,7 @@ def accepted_along(model, tokens, draft, k: int, *, every: int = 1) -> np.ndarra
         raise ValueError(f"every must be in [1, {ids.size}]; got {every}")
     cache = model.new_cache(capacity=ids.size + k + 2)
     proposer = draft.begin(model)
-    observe = getattr(proposer, "observe", None) or (lambda hidden: None)
+    observe = proposer.observe if isinstance(proposer, Observes) else (lambda hidden: None)
     out = []
     for t in range(0, ids.size - 1, every):
         if t > cache.length:

@@ -29,7 +29,7 @@ Greedy only: the output equals plain greedy decoding token for token (a test che
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -37,7 +37,8 @@ import numpy as np
 from ..sim import validate as _v
 from ..sim import trees
 from ..sim.events import Event
-from .decode import Generation, RunLog, check_run
+from .decode import Clock, Generation, RunLog, Update, check_run, finish
+from .drafts import DraftsTrees, GivesCandidates, Observes
 
 SHAPES = ("spine", "full")
 #: Largest width (the draft keeps 8 continuations per context), depth and tree (nodes per pass).
@@ -204,7 +205,7 @@ def judge_tree(tree: DraftTree, target: np.ndarray) -> tuple[tuple, np.ndarray]:
     return (tuple(tree.path_to(deepest)) if deepest >= 0 else ()), judged
 
 
-def verify_tree(model, cache, root: int, tree: DraftTree, observe=None) -> Verdict:
+def verify_tree(model, cache, root: int, tree: DraftTree, observer: Observes | None = None) -> Verdict:
     """Score ``[root, *tree]`` in ONE target pass, accept the longest agreeing path, fix the cache.
 
     Parameters
@@ -217,9 +218,9 @@ def verify_tree(model, cache, root: int, tree: DraftTree, observe=None) -> Verdi
         The last committed token, not yet in the cache.
     tree : DraftTree
         From :func:`build_tree` or :func:`check_tree`.
-    observe : callable, optional
-        A proposer's ``observe``: given the target's hidden states of the rows kept (the root and
-        the accepted path), as the chain decoder gives a draft head its features.
+    observer : Observes, optional
+        A proposer that reads the target's features: given the hidden states of the rows kept (the
+        root and the accepted path), as the chain decoder gives a draft head its features.
 
     Returns
     -------
@@ -242,8 +243,8 @@ def verify_tree(model, cache, root: int, tree: DraftTree, observe=None) -> Verdi
     else:
         mark = "bonus"
     kept = [0, *(i + 1 for i in path)]
-    if observe is not None:
-        observe(fw.hidden[kept])
+    if observer is not None:
+        observer.observe(fw.hidden[kept])
     cache.compact(past, kept)
     return Verdict(path=path, judged=judged, token=token, mark=mark, target=target, mask=mask,
                    positions=positions)
@@ -298,7 +299,7 @@ def build_tree(proposer, context, width: int, depth: int, *, shape: str = "spine
     [-1, -1, 0, 0]
     """
     shape, width, depth, _ = check_shape(shape, width, depth)
-    if callable(getattr(proposer, "draft_tree", None)):
+    if isinstance(proposer, DraftsTrees):
         return proposer.draft_tree(context, width, depth, shape)
     ctx = list(np.asarray(context, dtype=np.int64)[-3:])
     parents: list[int] = []
@@ -423,72 +424,84 @@ class TreeGeneration(Generation):
                               for r in self.rounds]))
 
 
-def speculate_tree(model, prompt: Sequence[int], draft, width: int, depth: int, *,
-                   shape: str = "spine", max_new: int = 64,
-                   progress: Callable | None = None, cancel=None,
-                   max_seconds: float | None = None) -> TreeGeneration:
-    """Greedy token-tree speculative decoding: draft a tree, verify it in one pass, keep a path.
+def speculate_tree_passes(model, prompt: Sequence[int], draft, width: int, depth: int, *,
+                          shape: str = "spine", max_new: int = 64, cancel=None,
+                          max_seconds: float | None = None,
+                          clock: Clock = time.perf_counter) -> Generator[Update, None, "TreeGeneration"]:
+    """Greedy token-tree speculative decoding, pass by pass: draft a tree, verify it in one pass,
+    keep a path.
 
     Parameters
     ----------
     model : Model
     prompt : sequence of int
     draft : NgramDraft or DraftHead
-        Or any draft whose ``begin(model)`` returns a run with ``candidates(context, w)`` or
-        ``draft_tree(context, width, depth, shape)``.
+        Or any draft whose ``begin(model)`` returns a proposer that drafts trees
+        (:class:`.drafts.DraftsTrees`) or gives top-w candidates (:class:`.drafts.GivesCandidates`).
     width, depth : int
         Candidates per level (1..8) and levels (1..16); at most 64 nodes in all. Width 1 is the
-        chain :func:`.decode.speculate` drafts with ``k = depth``, round for round.
+        chain :func:`.decode.speculate_passes` drafts with ``k = depth``, round for round.
     shape : {"spine", "full"}
-    max_new, progress, cancel, max_seconds
-        As for :func:`.decode.generate`. ``progress`` receives an :class:`.decode.Update` whose
-        ``tree`` is the round's :class:`TreeRound` (None for the prefill). Near the budget the tree
-        is cut to fewer levels, so the output never exceeds ``max_new``.
+    max_new, cancel, max_seconds, clock
+        As for :func:`.decode.generate_passes`. Near the budget the tree is cut to fewer levels, so
+        the output never exceeds ``max_new``.
 
     Returns
     -------
-    TreeGeneration
+    generator
+        Yields an :class:`.decode.Update` per pass, whose ``tree`` is the round's
+        :class:`TreeRound` (None for the prefill); returns the :class:`TreeGeneration`.
     """
     shape, width, depth, size = check_shape(shape, width, depth)
     ids, max_new, _, _, max_seconds = check_run(model, prompt, max_new=max_new, temperature=0.0,
                                                 top_p=1.0, max_seconds=max_seconds, extra=size + 1)
     proposer = draft.begin(model)
     check_tree_draft(draft, proposer)
+    observer = proposer if isinstance(proposer, Observes) else None
     run = RunLog(model, ids, max_new=max_new, temperature=0.0, top_p=1.0, rng=None,
-                 progress=progress, cancel=cancel, max_seconds=max_seconds,
-                 draft_name=str(getattr(draft, "name", type(draft).__name__)), k=depth)
+                 cancel=cancel, max_seconds=max_seconds, draft_name=str(draft.name), k=depth,
+                 clock=clock)
     cache = model.new_cache(capacity=ids.size + max_new + size + 2)
-    rounds: list[TreeRound] = []
-    if not (run.should_stop() or run.prefill(cache, getattr(proposer, "observe", None))):
-        while not run.should_stop():
-            record, ended = tree_round(run, cache, proposer, shape, width, depth)
-            rounds.append(record)
-            if ended:
-                break
-    return _result(run, shape, width, depth, rounds)
+    passes = run.drive(lambda: run.prefill(cache, observer),
+                       lambda: tree_round(run, cache, proposer, observer, shape=shape, width=width,
+                                          depth=depth))
+    return _as_tree_run((yield from passes), run.updates, shape, width, depth)
+
+
+def speculate_tree(model, prompt: Sequence[int], draft, width: int, depth: int, *,
+                   progress: Callable[[Update], None] | None = None, **kwargs) -> "TreeGeneration":
+    """:func:`speculate_tree_passes` driven to its end; ``progress(update)`` after every pass.
+
+    Examples
+    --------
+    >>> r = speculate_tree(m, m.tokenizer.chat("Hi"), NgramDraft(0.0), 2, 2)   # doctest: +SKIP
+    >>> r.rounds[0].verdict.mask.shape                                         # doctest: +SKIP
+    (5, 5)
+    """
+    return finish(speculate_tree_passes(model, prompt, draft, width, depth, **kwargs), progress)
 
 
 def check_tree_draft(draft, proposer) -> None:
     """Raise ``ValueError`` unless ``proposer`` (``draft``'s run) can draft a tree."""
-    if not any(callable(getattr(proposer, m, None)) for m in ("draft_tree", "candidates")):
-        raise ValueError(f"draft {getattr(draft, 'name', draft)!r} cannot give top-w candidates; "
+    if not isinstance(proposer, (DraftsTrees, GivesCandidates)):
+        raise ValueError(f"draft {draft.name!r} cannot give top-w candidates; "
                          "use the n-gram table (NgramDraft) or the draft head (DraftHead)")
 
 
-def tree_round(run: RunLog, cache, proposer, shape: str, width: int, depth: int):
-    """Draft a tree -> verify it in one pass -> judge -> record. Returns ``(TreeRound, ended)``."""
+def tree_round(run: RunLog, cache, proposer, observer: Observes | None, *, shape: str, width: int,
+               depth: int) -> Update:
+    """Draft a tree -> verify it in one pass -> judge -> record."""
     rnd, first, pos0 = run.passes + 1, len(run.events), len(run.out)
     levels = min(depth, run.max_new - pos0 - 1)
-    t = time.perf_counter()
+    t = run.now()
     tree = build_tree(proposer, run.context(), width, levels, shape=shape) if levels else EMPTY_TREE
-    t1 = time.perf_counter()
+    t1 = run.now()
     texts = tuple(run.tok.token_text(x) for x in tree.tokens.tolist())
     _record_drafts(run, tree, texts, rnd, (run.ms(t), run.ms(t1)))
-    run.draft_ms += (t1 - t) * 1e3
     root = run.out[-1]
-    v0 = time.perf_counter()
-    verdict = verify_tree(run.model, cache, root, tree, getattr(proposer, "observe", None))
-    v1 = time.perf_counter()
+    v0 = run.now()
+    verdict = verify_tree(run.model, cache, root, tree, observer)
+    v1 = run.now()
     run.passes += 1
     last_text = _record_verdict(run, tree, texts, verdict, rnd, (run.ms(v0), run.ms(v1)))
     record = TreeRound(
@@ -498,15 +511,16 @@ def tree_round(run: RunLog, cache, proposer, shape: str, width: int, depth: int)
         text=last_text, draft_ms=(t1 - t) * 1e3, verify_ms=(v1 - v0) * 1e3)
     a = verdict.n_accepted
     new = [int(tree.tokens[i]) for i in verdict.path] + [verdict.token]
-    ended = run.emit(rnd, "verify" if len(tree) else "generate", new,
-                     ["accepted"] * a + [verdict.mark], proposed=tree.tokens.tolist(),
-                     n_accepted=a, first_event=first, tree=record)
-    return record, ended
+    return run.emit(rnd, "verify" if len(tree) else "generate", new,
+                    ["accepted"] * a + [verdict.mark], pass_ms=(v1 - v0) * 1e3,
+                    positions=1 + len(tree), draft_ms=(t1 - t) * 1e3,
+                    proposed=tree.tokens.tolist(), n_accepted=a, judged=tree.depth if len(tree) else 0,
+                    missed=bool(len(tree)) and verdict.mark == "correction", first_event=first,
+                    tree=record)
 
 
 def _record_drafts(run: RunLog, tree: DraftTree, texts, rnd: int, span) -> None:
     pos0 = len(run.out)
-    run.proposed += len(tree)
     run.events += [Event("draft", "draft", rnd, pos0 + int(depth) - 1, texts[i], *span)
                    for i, depth in enumerate(tree.depths.tolist())]
 
@@ -525,13 +539,12 @@ def _record_verdict(run: RunLog, tree: DraftTree, texts, verdict: Verdict, rnd: 
     last_text = run.tok.token_text(verdict.token)
     run.events.append(Event("big", verdict.mark, rnd, pos0 + a, last_text,
                             vs if verdict.mark == "generate" else ve, ve))
-    if n:
-        run.judged(tree.depth, a, missed=verdict.mark == "correction")
     return last_text
 
 
-def _result(run, shape, width, depth, rounds) -> TreeGeneration:
-    g = run.result()
+def _as_tree_run(g: Generation, updates, shape, width, depth) -> "TreeGeneration":
+    """A finished run as a :class:`TreeGeneration`: its rounds are its updates' trees."""
+    rounds = tuple(u.tree for u in updates if u.tree is not None)
     judged = sum(int(r.verdict.judged.sum()) for r in rounds)
     return TreeGeneration(**{f.name: getattr(g, f.name) for f in fields(Generation)}, shape=shape,
-                          width=width, depth=depth, rounds=tuple(rounds), judged=judged)
+                          width=width, depth=depth, rounds=rounds, judged=judged)

@@ -230,3 +230,30 @@ def _round_table(rounds: list[_Round]) -> dict:
     cols = {"start_ms": float, "end_ms": float, "drafted": np.int64, "accepted": np.int64,
             "tokens": np.int64, "first_token": np.int64}
     return {name: np.array([getattr(r, name) for r in rounds], dtype=dt) for name, dt in cols.items()}
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The relay's output compared token by token with the big model's own text."""
+
+    matches: int
+    n_tokens: int
+    first_mismatch: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_mismatch is None and self.matches == self.n_tokens
+
+
+def check_guarantee(output, target) -> Guarantee:
+    """Compare ``output`` with ``target`` position by position (lengths may differ)."""
+    output, target = list(output), list(target)
+    n = max(len(output), len(target))
+    first = None
+    matches = 0
+    for i in range(n):
+        same = i < len(output) and i < len(target) and output[i] == target[i]
+        matches += same
+        if not same and first is None:
+            first = i
+    return Guarantee(matches=matches, n_tokens=len(target), first_mismatch=first)

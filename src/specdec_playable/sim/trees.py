@@ -229,3 +229,46 @@ def simulate(parents, q, n_rounds, *, rng) -> TreeSimulation:
     half = 1.959963984540054 * float(tokens.std(ddof=1)) / np.sqrt(n_rounds) if n_rounds > 1 else 0.0
     return TreeSimulation(accepted=accepted, tokens_per_round=mean, ci_low=mean - half,
                           ci_high=mean + half)
+
+
+def places(depths) -> np.ndarray:
+    """Where each node sits among the nodes of its depth, for a drawing: nodes of one depth are
+    spread evenly around 0, the first on top (x is the depth itself).
+
+    Examples
+    --------
+    >>> places([1, 1, 2]).tolist()
+    [0.5, -0.5, 0.0]
+    """
+    depth = np.asarray(depths)
+    y = np.zeros(depth.size)
+    for d in np.unique(depth):
+        idx = np.flatnonzero(depth == d)
+        y[idx] = (idx.size - 1) / 2 - np.arange(idx.size)
+    return y
+
+
+def crossings(a, b, xs) -> list[float]:
+    """The ``x`` where the lead changes between curves ``a`` and ``b`` sampled at ``xs`` (a chain
+    and a tree's tokens per pass over the acceptance rate, say).
+
+    Points where the two are equal (within 1e-12) are skipped; between two points with opposite
+    leads the crossing is interpolated linearly (or is the first equal point between them).
+
+    Examples
+    --------
+    >>> crossings([0.0, 1.0], [1.0, 0.0], [0.0, 1.0])
+    [0.5]
+    """
+    xs = np.asarray(xs, dtype=float)
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    lead = np.flatnonzero(np.abs(d) > 1e-12)
+    out = []
+    for i, j in zip(lead[:-1], lead[1:]):
+        if np.sign(d[i]) == np.sign(d[j]):
+            continue
+        if j - i > 1:                      # equal somewhere in between: the first such point
+            out.append(float(xs[i + 1]))
+        else:
+            out.append(float(xs[i] + (xs[j] - xs[i]) * d[i] / (d[i] - d[j])))
+    return out

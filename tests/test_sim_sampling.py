@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec_playable.sim import sampling
-from specdec_playable.sim.sampling import (
-    acceptance_theory, chi_square, chi_square_sf, speculative_sample)
+from specdec_playable.sim.sampling import (acceptance_theory, chi_square, chi_square_sf,
+                                           speculative_sample)
 
 N = 100_000
 ALPHA = 1e-3

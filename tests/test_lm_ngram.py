@@ -1,4 +1,4 @@
-"""The learned draft (a token n-gram model over SmolLM2's tokenizer): its asset and its guesses."""
+"""The n-gram table (a token n-gram draft over SmolLM2's tokenizer): its asset and its guesses."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The trained draft head (lm.head): the shipped asset, its numpy layer and its draft.
 
-Greedy exactness with the head is tested beside every other draft in test_core_lm_decode.py
+Greedy exactness with the head is tested beside every other draft in test_lm_decode.py
 (k = 1..8, six prompts). Here: the asset matches its provenance, a missing asset fails in one line
 that names the script (and the other drafts still work), the draft's proposals agree with its
 teacher-forced scoring, and speculative sampling with its real q emits the target's distribution
@@ -54,7 +54,7 @@ def test_a_missing_head_says_which_script_makes_it(monkeypatch, model):
     msg = str(err.value)
     assert "\n" not in msg and "scripts/train_draft_head.py" in msg
     # Every other draft still works.
-    ids = model.tokenizer.chat(PROMPTS["capital"][1], system=None)
+    ids = model.tokenizer.chat(PROMPTS["capital"].message, system=None)
     plain = generate(model, ids, max_new=6)
     for draft in (PromptLookup(), NgramDraft()):
         assert speculate(model, ids, draft, 3, max_new=6).tokens == plain.tokens
@@ -72,7 +72,7 @@ def test_proposals_agree_with_teacher_forced_scoring(model):
 
 
 def test_rounds_along_a_text_count_what_a_speculative_round_keeps(model):
-    ids = model.tokenizer.chat(PROMPTS["sum-function"][1])
+    ids = model.tokenizer.chat(PROMPTS["sum-function"].message)
     g = generate(model, ids, max_new=24)
     seq = ids + list(g.tokens)
     kept = accepted_along(model, seq, DraftHead(), 4, every=3)
@@ -95,7 +95,7 @@ def _p_value(counts: np.ndarray, p: np.ndarray) -> float:
 
 
 def test_speculative_sampling_with_the_head_emits_the_target_distribution(model):
-    ids = model.tokenizer.chat(PROMPTS["poem"][1])
+    ids = model.tokenizer.chat(PROMPTS["poem"].message)
     fw = model.forward(ids, model.new_cache(), logits="all")
     p = sampling.probabilities(fw.logits[-1], 1.0)
     run = DraftHead().begin(model)
@@ -117,7 +117,7 @@ def test_speculative_sampling_with_the_head_emits_the_target_distribution(model)
 
 
 def test_sampled_runs_with_the_head_are_reproducible(model):
-    ids = model.tokenizer.chat(PROMPTS["poem"][1])
+    ids = model.tokenizer.chat(PROMPTS["poem"].message)
     a = speculate(model, ids, DraftHead(), 3, max_new=12, temperature=0.8, rng=3)
     b = speculate(model, ids, DraftHead(), 3, max_new=12, temperature=0.8, rng=3)
     assert a.tokens == b.tokens and a.proposed > 0
@@ -126,8 +126,8 @@ def test_sampled_runs_with_the_head_are_reproducible(model):
 def test_one_head_run_moved_to_a_shorter_context_drafts_as_a_fresh_one(model):
     """A run that drafted after a long context, asked about a shorter one (another prompt), keeps
     only what the two share and drafts exactly as a fresh run does."""
-    long_ctx = np.array(model.tokenizer.chat(PROMPTS["sum-function"][1]) + [330, 1212, 314], np.int64)
-    short = np.array(model.tokenizer.chat(PROMPTS["sky"][1])[:20], np.int64)
+    long_ctx = np.array(model.tokenizer.chat(PROMPTS["sum-function"].message) + [330, 1212, 314], np.int64)
+    short = np.array(model.tokenizer.chat(PROMPTS["sky"].message)[:20], np.int64)
     reused = DraftHead().begin(model)
     reused.propose(long_ctx, 3)
     got = reused.propose(short, 3).tokens.tolist()

@@ -1,6 +1,6 @@
 """The relay's clock arithmetic round by round, in mixed runs (Episode 2 shows these clocks).
 
-tests/test_core_relay.py covers the extremes (every draft wrong, every draft
+tests/test_sim_relay.py covers the extremes (every draft wrong, every draft
 right); here good and bad rounds alternate within one run, worked out by hand,
 and a property checks every round of random runs.
 """

@@ -351,7 +351,7 @@ def test_paste_keeps_markup_as_plain_text():
     assert "".join(r.output) == s
 
 
-def test_core_texts_imports_no_ui_libraries():
+def test_the_texts_reader_imports_no_ui_libraries():
     code = (
         "import sys, specdec_playable.data.texts\n"
         "bad = [m for m in ('panel', 'bokeh', 'param') if m in sys.modules]\n"

@@ -15,7 +15,9 @@ import pytest
 from specdec_playable.lm import get_model
 from specdec_playable.lm import sampling
 from specdec_playable.sim.sampling import chi_square
-from specdec_playable.lm.decode import MARKS, generate, judge, speculate
+from fake_clock import FakeClock, TimedModel, pass_ms
+from specdec_playable.lm.decode import (MARKS, generate, generate_passes, judge, speculate,
+                                        speculate_passes)
 from specdec_playable.lm.drafts import EarlyExit, PromptLookup
 from specdec_playable.lm.head import DraftHead
 from specdec_playable.lm.ngram import NgramDraft
@@ -25,7 +27,7 @@ MAX_NEW = 24
 EARLY_MAX_NEW = 16  # the early exit is slow to run (about a third of a step per drafted token)
 DRAFTS = {
     "lookup": (PromptLookup(), MAX_NEW),
-    "learned": (NgramDraft(min_share=0.0), MAX_NEW),  # 0: propose wherever it can, the harder case
+    "ngram": (NgramDraft(min_share=0.0), MAX_NEW),  # 0: propose wherever it can, the harder case
     "early-exit": (EarlyExit(2), EARLY_MAX_NEW),
     "head": (DraftHead(), MAX_NEW),  # the trained draft head, fed the target's features
 }
@@ -81,7 +83,7 @@ def test_prompt_lookup_accepts_on_copying_prompts(plain, model):
 def test_events_tell_the_whole_story(model):
     tok = model.tokenizer
     k = 4
-    r = speculate(model, tok.chat(PROMPTS["json-reshape"][1]), PromptLookup(), k, max_new=MAX_NEW)
+    r = speculate(model, tok.chat(PROMPTS["json-reshape"].message), PromptLookup(), k, max_new=MAX_NEW)
     ev = r.events
     assert (ev.start_ms <= ev.end_ms).all() and (ev.start_ms >= 0).all()
     assert ev.end_ms.max() <= r.wall_ms
@@ -110,7 +112,7 @@ def test_events_tell_the_whole_story(model):
 
 
 def test_progress_streams_every_token_and_cancel_stops_cleanly(model):
-    ids = model.tokenizer.chat(PROMPTS["poem"][1])
+    ids = model.tokenizer.chat(PROMPTS["poem"].message)
     seen = []
     r = speculate(model, ids, PromptLookup(), 3, max_new=20, progress=seen.append)
     assert sum((u.tokens for u in seen), ()) == r.tokens
@@ -134,9 +136,61 @@ def test_progress_streams_every_token_and_cancel_stops_cleanly(model):
         assert r.tokens == sum((u.tokens for u in got), ())
 
 
+def _drain(passes):
+    """Every update a decoder yields, by ``next()``, and what it returns."""
+    seen = []
+    while True:
+        try:
+            seen.append(next(passes))
+        except StopIteration as stop:
+            return seen, stop.value
+
+
+def _pass_of(u):
+    return u.round, u.kind, u.tokens, u.marks, u.proposed, u.n_accepted, u.judged, u.missed
+
+
+def test_a_run_driven_by_next_yields_exactly_the_passes_a_full_run_makes(model):
+    ids = model.tokenizer.chat(PROMPTS["json-reshape"].message)
+    for make in (lambda: speculate_passes(model, ids, PromptLookup(), 4, max_new=MAX_NEW),
+                 lambda: generate_passes(model, ids, max_new=MAX_NEW)):
+        stepped, g = _drain(make())
+        full = []
+        again = speculate(model, ids, PromptLookup(), 4, max_new=MAX_NEW, progress=full.append) \
+            if g.k else generate(model, ids, max_new=MAX_NEW, progress=full.append)
+        assert [_pass_of(u) for u in stepped] == [_pass_of(u) for u in full]
+        assert g.tokens == again.tokens and g.marks == again.marks
+        assert g.passes == len(stepped) - 1 == again.passes
+        assert g.tokens == sum((u.tokens for u in stepped), ())
+        assert g.proposed == sum(len(u.proposed) for u in stepped)
+    # Arguments are checked at the call, before any pass runs.
+    with pytest.raises(ValueError, match="k"):
+        speculate_passes(model, ids, PromptLookup(), 0)
+
+
+def test_a_fake_clock_gives_exact_pass_times(model):
+    ids = model.tokenizer.chat(PROMPTS["json-reshape"].message)
+    clock = FakeClock()
+    timed = TimedModel(model, clock)
+    for run in (speculate_passes(timed, ids, PromptLookup(), 4, max_new=MAX_NEW, clock=clock),
+                generate_passes(timed, ids, max_new=MAX_NEW, clock=clock)):
+        ups, g = _drain(run)
+        clock.advance_ms(5000.0)  # time that passes outside the run counts for nothing
+        costs = [pass_ms(u.positions) for u in ups]
+        assert ups[0].positions == len(ids)
+        np.testing.assert_allclose([u.pass_ms for u in ups], costs, atol=1e-6)
+        np.testing.assert_allclose([u.turn_ms for u in ups], costs, atol=1e-6)
+        np.testing.assert_allclose([u.elapsed_ms for u in ups], np.cumsum(costs), atol=1e-6)
+        assert g.prefill_ms == pytest.approx(costs[0], abs=1e-6)
+        assert g.wall_ms == pytest.approx(sum(costs), abs=1e-6)
+        assert g.draft_ms == pytest.approx(0.0, abs=1e-6)  # prompt lookup takes no fake time
+        big = g.events.where(np.isin(g.events.kind, ("generate", "verify")))
+        np.testing.assert_allclose(big.end_ms - big.start_ms, costs, atol=1e-6)
+
+
 def test_budgets_and_end_of_sequence(model, plain):
     tok = model.tokenizer
-    ids = tok.chat(PROMPTS["poem"][1])
+    ids = tok.chat(PROMPTS["poem"].message)
     r = generate(model, ids, max_new=5)
     assert len(r.tokens) == 5 and r.stopped == "budget" and r.passes == 4
     r = generate(model, ids, max_new=40, max_seconds=1e-6)
@@ -172,7 +226,7 @@ def _chi_square_p_value(counts: np.ndarray, p: np.ndarray) -> float:
 @pytest.fixture(scope="module")
 def real_context(model):
     """Target and early-exit distributions at a fixed real context, temperature 1."""
-    ids = model.tokenizer.chat(PROMPTS["poem"][1])
+    ids = model.tokenizer.chat(PROMPTS["poem"].message)
     cache = model.new_cache()
     fw = model.forward(ids, cache, capture=(4,))
     from specdec_playable.lm.drafts import exit_logits
@@ -218,7 +272,7 @@ def test_the_chi_square_test_can_fail(real_context):
 
 
 def test_sampled_runs_are_reproducible_and_differ_by_seed(model):
-    ids = model.tokenizer.chat(PROMPTS["poem"][1])
+    ids = model.tokenizer.chat(PROMPTS["poem"].message)
     a = speculate(model, ids, EarlyExit(2), 3, max_new=12, temperature=0.9, top_p=0.95, rng=5)
     b = speculate(model, ids, EarlyExit(2), 3, max_new=12, temperature=0.9, top_p=0.95, rng=5)
     c = generate(model, ids, max_new=12, temperature=0.9, rng=6)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from specdec_playable import lm
-from specdec_playable.lm.compare import (
-    Comparison, Live, compare, comparison_from_json, comparison_to_json, make_draft, token_texts)
+from specdec_playable.lm.compare import (Comparison, Live, compare, comparison_from_json,
+                                         comparison_to_json, token_texts)
+from specdec_playable.lm.registry import make_draft
 from specdec_playable.lm.prompts import PROMPTS
 
 NEW = 10
@@ -25,7 +26,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def ids(model):
-    return model.tokenizer.chat(PROMPTS["json-reshape"][1])
+    return model.tokenizer.chat(PROMPTS["json-reshape"].message)
 
 
 @pytest.fixture(scope="module")
@@ -130,11 +131,11 @@ def test_unknown_draft_is_refused():
 
 
 def test_the_recorded_runs_are_what_the_model_writes_now(model):
-    from specdec_playable.state.ep7 import recorded_meta, recorded_runs
+    from specdec_playable.data.recorded import recorded_meta, recorded_runs
     from specdec_playable.lm.decode import generate
 
     rec = recorded_runs()[("repeat", "lookup")]
-    now = generate(model, model.tokenizer.chat(PROMPTS["repeat"][1]), max_new=recorded_meta()["max_new"])
+    now = generate(model, model.tokenizer.chat(PROMPTS["repeat"].message), max_new=recorded_meta()["max_new"])
     assert now.tokens == rec.plain.tokens == rec.spec.tokens
 
 
@@ -146,7 +147,7 @@ def test_a_run_in_a_model_process_is_mirrored_pass_by_pass(model, ids, monkeypat
     from specdec_playable.serve import interface
     from specdec_playable.serve.model_process import CALIBRATE_ENV, ModelProcess
 
-    text = PROMPTS["json-reshape"][1]
+    text = PROMPTS["json-reshape"].message
     here = compare(model, ids, "lookup", 4, max_new=NEW)
     from specdec_playable.serve import model_process
 

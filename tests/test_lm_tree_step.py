@@ -94,9 +94,14 @@ def test_a_step_survives_json(model, ids):
     assert back.mask.dtype == bool and back.parents.dtype == np.int64
 
 
+#: How far a probability may move between machines: float32 sums over 576-wide features round
+#: differently with the CPU's vector width and fused multiply-adds (seen: 1.2e-6).
+PROB_ATOL = 1e-4
+
+
 def test_the_shipped_example_is_a_real_step_and_reproduces(model):
     step, meta = load_tree_step_example()
-    message = PROMPTS[meta["prompt"]][1]
+    message = PROMPTS[meta["prompt"]].message
     assert meta["message"] == message
     # What the page shows: an accepted path, a rejected node, and (the point of a tree) an accepted
     # node that is not the draft's first guess at its level, which a chain would have lost.
@@ -114,7 +119,12 @@ def test_the_shipped_example_is_a_real_step_and_reproduces(model):
         draft = NgramDraft(min_share=meta["draft"]["min_share"])
     again = example_tree_step(model, message, draft, meta["width"], meta["depth"],
                               shape=meta["shape"], after=meta["after"])
-    assert again.to_dict() == step.to_dict()
+    # The same step, token for token; the draft's probabilities are float sums whose last digits
+    # differ from one CPU to another (the kernel's vectorised, fused sums), so within PROB_ATOL.
+    now, shipped = again.to_dict(), step.to_dict()
+    assert {k: v for k, v in now.items() if k != "probs"} == \
+        {k: v for k, v in shipped.items() if k != "probs"}
+    np.testing.assert_allclose(now["probs"], shipped["probs"], rtol=0, atol=PROB_ATOL)
 
 
 def test_bad_settings_raise_clear_errors(model, ids):

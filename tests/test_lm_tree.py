@@ -22,9 +22,9 @@ from specdec_playable.lm.decode import MARKS, generate, speculate
 from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
-from specdec_playable.lm.tree import (
-    EMPTY_TREE, DraftTree, TreeGeneration, build_tree, check_tree, speculate_tree, tree_mask,
-    tree_positions, verify_tree)
+from specdec_playable.lm.tree import (EMPTY_TREE, DraftTree, TreeGeneration, build_tree,
+                                      check_tree, speculate_tree, tree_mask, tree_positions,
+                                      verify_tree)
 
 LOGIT_ATOL = 1e-3
 KV_ATOL = 1e-4
@@ -42,7 +42,7 @@ def model():
 
 def _chat(model, name):
     """A shared prompt's user message, without the system turn (a cheaper prefill)."""
-    return model.tokenizer.chat(PROMPTS[name][1], system=None)
+    return model.tokenizer.chat(PROMPTS[name].message, system=None)
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 import hand_texts as texts
 from specdec_playable.sim import adaptive, theory
-from specdec_playable.sim.adaptive import (
-    EstimateBestK, EstimateWithOffSwitch, FixedK, PlusTwoMinusOne, Stream, ema_update,
-    plus_two_minus_one, race, run_policy)
+from specdec_playable.sim.adaptive import (EstimateBestK, EstimateWithOffSwitch, FixedK,
+                                           PlusTwoMinusOne, Stream, ema_update, plus_two_minus_one,
+                                           race, run_policy)
 
 
 def _stream(n):
