@@ -5,7 +5,7 @@ tokens takes one. Serve alone with ``panel serve episodes/ep1_writing_vs_checkin
 """
 
 from specdec_playable.episodes import ep1
-from specdec_playable.views.page import safe_page
+from specdec_playable.views.site.error import safe_page
 
 page = safe_page(ep1.page)
 

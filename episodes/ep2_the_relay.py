@@ -7,7 +7,7 @@ first miss, so the output is exactly its own text. Serve alone with
 """
 
 from specdec_playable.episodes import ep2
-from specdec_playable.views.page import safe_page
+from specdec_playable.views.site.error import safe_page
 
 page = safe_page(ep2.page)
 

@@ -6,7 +6,7 @@ theory. Serve alone with ``panel serve episodes/ep3_the_quality_dial.py``.
 """
 
 from specdec_playable.episodes import ep3
-from specdec_playable.views.page import safe_page
+from specdec_playable.views.site.error import safe_page
 
 page = safe_page(ep3.page)
 

@@ -7,7 +7,7 @@ fast as it (or slower) over a poem. Serve alone with
 """
 
 from specdec_playable.episodes import ep4
-from specdec_playable.views.page import safe_page
+from specdec_playable.views.site.error import safe_page
 
 page = safe_page(ep4.page)
 

@@ -7,7 +7,7 @@ presets place real systems on it. Serve alone with
 """
 
 from specdec_playable.episodes import ep5
-from specdec_playable.views.page import safe_page
+from specdec_playable.views.site.error import safe_page
 
 page = safe_page(ep5.page)
 

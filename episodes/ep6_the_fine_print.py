@@ -5,7 +5,7 @@ Serve alone with ``panel serve episodes/ep6_the_fine_print.py``.
 """
 
 from specdec_playable.episodes import ep6
-from specdec_playable.views.page import safe_page
+from specdec_playable.views.site.error import safe_page
 
 page = safe_page(ep6.page)
 

@@ -6,7 +6,7 @@ lanes. Serve alone with ``panel serve episodes/ep7_real_models_real_text.py``.
 """
 
 from specdec_playable.episodes import ep7
-from specdec_playable.views.page import safe_page
+from specdec_playable.views.site.error import safe_page
 
 page = safe_page(ep7.page)
 

@@ -6,7 +6,7 @@ guesses against a chain with the same verified positions. Serve alone with
 """
 
 from specdec_playable.episodes import ep8
-from specdec_playable.views.page import safe_page
+from specdec_playable.views.site.error import safe_page
 
 page = safe_page(ep8.page)
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_clean, page_text, wait_for_bokeh
 
 from specdec_playable.episodes import available, ep8
-from specdec_playable.views import summary
+from specdec_playable.views.site import summary
 
 pytestmark = pytest.mark.browser
 

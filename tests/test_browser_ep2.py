@@ -230,7 +230,7 @@ def test_same_seed_same_run(page, site, console):
 
 
 def bars_key_expected(state: Relay):
-    from specdec_playable.views.ep2_relay import relay_timeline
+    from specdec_playable.views.ep2 import relay_timeline
 
     return [(b.lane, b.start, b.end, b.status, b.tip) for b in relay_timeline(state.result).boxes]
 

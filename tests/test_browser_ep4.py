@@ -13,7 +13,8 @@ import time
 import pytest
 from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
-from specdec_playable.serve import jobs
+from specdec_playable.serve import interface, jobs
+from specdec_playable.state.follow import RunFollower
 from specdec_playable.data import measured, texts
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 
@@ -47,9 +48,9 @@ def _scored(s, paste):
     """Score ``paste`` for the state ``s`` with the real model, as the page's worker does."""
     q = jobs.JobQueue(workers=1, max_waiting=1)
     try:
-        s._queue = q
+        s.follower = RunFollower(interface.ModelService(queue=lambda: q))
         assert s.use_paste(paste)
-        assert s._handle.job.wait(300)
+        assert s.follower.job.wait(300)
         s.poll()
         assert s.scoring == "done"
     finally:

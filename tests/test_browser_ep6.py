@@ -18,7 +18,7 @@ from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_f
 from specdec_playable.data import measured
 from specdec_playable.episodes import ep6
 from specdec_playable.state.ep6 import RACE_TEXTS, REPEATS, FinePrint, draft_distribution
-from specdec_playable.views.tokens import token_label
+from specdec_playable.views.kit.tokens import token_label
 
 pytestmark = pytest.mark.browser
 

@@ -47,7 +47,7 @@ _SHOWN = """() => {
 def expected_text() -> str:
     """What the model writes alone for the sentence to repeat, greedy, NEW tokens (computed in this process)."""
     model = lm.get_model()
-    run = generate(model, model.tokenizer.chat(PROMPTS["repeat"][1]), max_new=NEW)
+    run = generate(model, model.tokenizer.chat(PROMPTS["repeat"].message), max_new=NEW)
     return run.text
 
 

@@ -21,7 +21,7 @@ from conftest import (
     wait_for_text,
 )
 
-from specdec_playable.data import hardware
+from specdec_playable.data import hardware, tree_table
 from specdec_playable.sim import batching, trees
 from specdec_playable.episodes import ep8
 from specdec_playable.state.ep8 import BATCH_MAX, BusyAndTrees
@@ -97,7 +97,7 @@ def test_ep8_fits_small_screens(page, site, console, artifacts, size):
 def test_ep8_part3_draws_the_recorded_real_step_and_the_measured_table(page, site, console,
                                                                        artifacts):
     from specdec_playable.state.ep8 import cpu_curve, real_tree_step, real_tree_table
-    from specdec_playable.views import ep8_real_tree as real
+    from specdec_playable.views import ep8 as real
 
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(site.url + URL)
@@ -112,7 +112,7 @@ def test_ep8_part3_draws_the_recorded_real_step_and_the_measured_table(page, sit
     grid[mask["i"], mask["j"]] = mask["v"]
     np.testing.assert_array_equal(grid > 0, step.mask)
     table = real_tree_table()
-    words = real.table_sentence(table, real.pass_costs(table, cpu_curve()))
+    words = real.table_sentence(table, tree_table.pass_costs(table, cpu_curve()))
     wait_for_text(page, words.split(";")[0])                # the sentence, as computed
     text = page_text(page)
     assert f"one pass of {size} positions" in text

@@ -1,6 +1,6 @@
 """Browser tier: a part built on scroll starts building when it comes within one screen of view.
 
-Episode 8 holds three parts built when near (``views/deferred.when_near``), two of them more
+Episode 8 holds three parts built when near (``views/kit/deferred.when_near``), two of them more
 than a screen below its first one. Without scrolling, every part whose mark is within one
 screen height below the window is built, and a part further down is not; scrolling one screen
 builds the next.
@@ -12,7 +12,7 @@ import pytest
 from conftest import assert_clean, near_marks
 
 from specdec_playable.episodes import ep8
-from specdec_playable.views import deferred
+from specdec_playable.views.kit import deferred
 
 pytestmark = pytest.mark.browser
 

@@ -18,7 +18,7 @@ from conftest import assert_clean, model_data, wait_for_bokeh
 
 from specdec_playable.data import measured
 from specdec_playable.episodes import available, ep2, ep4
-from specdec_playable.views.page import VIEWPORT
+from specdec_playable.views.kit.page import VIEWPORT
 
 pytestmark = pytest.mark.browser
 

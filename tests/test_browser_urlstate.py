@@ -16,7 +16,7 @@ from conftest import assert_clean, page_text, wait_for_bokeh
 from playwright.sync_api import expect
 
 from specdec_playable.episodes import ep3
-from specdec_playable.views.urlstate import URL_SETTLE_MS
+from specdec_playable.views.kit.urlstate import URL_SETTLE_MS
 
 pytestmark = pytest.mark.browser
 

@@ -21,6 +21,9 @@ from hypothesis import strategies as st
 from specdec_playable.sim import adaptive, clocks, theory
 from specdec_playable.data import hardware, measured, texts
 from specdec_playable.sim.seeds import SEED_MAX, parse_seed
+from specdec_playable.episodes.practice import ep2 as practice2
+from specdec_playable.episodes.practice import ep3 as practice3
+from specdec_playable.episodes.practice import ep4 as practice4
 from specdec_playable.episodes import ep2, ep3, ep4, ep5, ep6
 from specdec_playable.state import presets
 from specdec_playable.state.ep1 import SENTENCE
@@ -29,11 +32,14 @@ from specdec_playable.state.ep3 import K_SLIDER_MAX, QualityDial
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 from specdec_playable.state.ep5 import BreakEvenMap
 from specdec_playable.state.ep6 import FAVOURITE_MAX, FinePrint, draft_distribution
-from specdec_playable.views import ep1_writing, ep2_relay, ep3_quality_dial, ep4_texts, ep5_break_even
-from specdec_playable.views import ep6_fine_print, hardware as hw_view, labels, words
-from specdec_playable.views import ep4_measured
+from specdec_playable.views import (ep1 as ep1_writing, ep2 as ep2_relay, ep3 as ep3_quality_dial,
+                                    ep4 as ep4_texts, ep5 as ep5_break_even)
+from specdec_playable.views import ep6 as ep6_fine_print
+from specdec_playable.views.kit import hardware as hw_view, labels
+from specdec_playable.prose import words
+from specdec_playable.prose import ep4 as prose4
 from specdec_playable.lm import head as lmhead
-from specdec_playable.views.tokens import token_label
+from specdec_playable.views.kit.tokens import token_label
 
 PROBABILITY = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0.0, 1.0))
 COST = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0.0, 1.0))
@@ -176,9 +182,9 @@ def test_ep2_headline_clock_runs_to_the_run_end():
 
 def test_ep2_try_this_weak_setup_is_usually_slower_as_it_says():
     # "the speedup usually falls below 1× (theory expects 0.79×)": seeds 0..399, at least 90%.
-    assert ep2.TRY_THEORY == pytest.approx(theory.expected_speedup(0.3, 8, DRAFT_STEP_MS / BIG_PASS_MS))
-    assert f"theory expects {ep2.TRY_THEORY:.2f}×" in ep2.TRY_THIS and ep2.TRY_THEORY < 1
-    slower = [Relay(q=ep2.TRY_Q, k=ep2.TRY_K, seed=seed).result.speedup < 1 for seed in range(400)]
+    assert practice2.TRY_THEORY == pytest.approx(theory.expected_speedup(0.3, 8, DRAFT_STEP_MS / BIG_PASS_MS))
+    assert f"theory expects {practice2.TRY_THEORY:.2f}×" in ep2.TRY_THIS and practice2.TRY_THEORY < 1
+    slower = [Relay(q=practice2.TRY_Q, k=practice2.TRY_K, seed=seed).result.speedup < 1 for seed in range(400)]
     assert np.mean(slower) >= 0.9
     default_bad = np.mean([Relay(seed=seed).progress.bad_rounds[-1] for seed in range(100)])
     weak_bad = np.mean([Relay(q=0.3, k=8, seed=seed).progress.bad_rounds[-1] for seed in range(100)])
@@ -202,7 +208,7 @@ def test_a_typed_seed_is_used_exactly_when_it_is_one(text):
 
 
 def test_the_seed_box_refuses_with_a_message_and_keeps_the_run():
-    from specdec_playable.views.inputs import SeedBox
+    from specdec_playable.views.kit.inputs import SeedBox
 
     s = Relay()
     box = SeedBox(s, "seed")
@@ -271,9 +277,9 @@ def test_ep3_star_label_stays_inside_the_chart(q, k, c):
 def test_ep3_try_this_names_the_peak_the_chart_stars():
     s = QualityDial(rng=0)
     by_k = s.speedup_by_k
-    assert ep3.TRY_BEST_K == s.best_k == int(np.argmax(by_k)) + 1
-    assert np.all(np.diff(by_k[: ep3.TRY_BEST_K]) > 0) and np.all(np.diff(by_k[ep3.TRY_BEST_K - 1:]) < 0)
-    assert f"peak at the starred k = {ep3.TRY_BEST_K}" in ep3.TRY_THIS
+    assert practice3.TRY_BEST_K == s.best_k == int(np.argmax(by_k)) + 1
+    assert np.all(np.diff(by_k[: practice3.TRY_BEST_K]) > 0) and np.all(np.diff(by_k[practice3.TRY_BEST_K - 1:]) < 0)
+    assert f"peak at the starred k = {practice3.TRY_BEST_K}" in ep3.TRY_THIS
 
 
 # --- Episode 4 -------------------------------------------------------------------------------
@@ -307,15 +313,15 @@ def test_ep4_try_this_and_summary_hold_at_the_starting_setup():
     means = measured.genre_means()
     for side, tid in ((0, "py-account"), (1, "poem-kettle")):
         runs = np.array([BoilerplateVsPoetry(seed=seed).runs[side].speedup for seed in range(300)])
-        expect = ep4.theory_speedup(tid)
+        expect = practice4.theory_speedup(tid)
         assert abs(runs.mean() - expect) < 0.1, (tid, runs.mean(), expect)
         assert f"{expect:.2f}×" in ep4.TRY_THIS and f"{means[tid]['alpha']:.0%}" in ep4.TRY_THIS
     assert "Python on the left" in ep4.TRY_THIS
     assert (f"{means['py-account']['alpha']:.0%} on average on the Python, "
             f"{means['poem-kettle']['alpha']:.0%} on the poem") in ep4.SUMMARY
     # The title and the lede follow the measured means.
-    assert ep4.TITLE == (ep4.CLAIMED_TITLE if ep4_measured.title_holds() else ep4.MEASURED_TITLE)
-    assert ("does beat poetry" in ep4.LEDE) == ep4_measured.title_holds()
+    assert ep4.TITLE == (ep4.CLAIMED_TITLE if prose4.title_holds() else ep4.MEASURED_TITLE)
+    assert ("does beat poetry" in ep4.LEDE) == prose4.title_holds()
 
 
 def test_ep4_explanations_match_the_measurements():

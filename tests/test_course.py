@@ -19,8 +19,8 @@ from specdec_playable.data import measured
 from specdec_playable.episodes import available
 from specdec_playable.serve import site
 from specdec_playable.sim import theory
-from specdec_playable.views import course, summary
-from specdec_playable.views.urlstate import read_query
+from specdec_playable.views.site import course, index, summary
+from specdec_playable.views.kit.urlstate import read_query
 
 from test_claims import number, plain
 
@@ -59,7 +59,7 @@ def test_try_steps_counts_where_a_try_this_moves_on(text, steps):
 
 
 def test_the_index_says_each_time_and_a_path_that_fits_the_class(times):
-    body = plain(site.path_html(times)) + " " + plain(site.episode_list_html(times))
+    body = plain(index.path_html(times)) + " " + plain(index.episode_list_html(available(), times))
     by = {t.number: t for t in times}
     path = course.short_path(times)
     assert path and path == course.SHORT_PATH[: len(path)]
@@ -73,7 +73,7 @@ def test_the_index_says_each_time_and_a_path_that_fits_the_class(times):
     deeper = [n for n in by if n not in path]
     assert number(r"deeper \(about (\d+) minutes", body) == sum(by[n].minutes for n in deeper)
     # The badge agrees with the path.
-    items = site.episode_list_html(times).split("<li>")[1:]
+    items = index.episode_list_html(available(), times).split("<li>")[1:]
     for ep, item in zip(available(), items):
         assert ("short path" in item) == (ep.number in path) and ("deeper" in item) != (ep.number in path)
 

@@ -22,9 +22,11 @@ from specdec_playable.state.ep3 import QualityDial
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 from specdec_playable.state.ep5 import BreakEvenMap
 from specdec_playable.state.ep6 import FinePrint
-from specdec_playable.state.ep7 import RealText, recorded_runs
+from specdec_playable.data.recorded import recorded_runs
+from specdec_playable.state.ep7 import RealText
 from specdec_playable.state.ep8 import BusyAndTrees
-from specdec_playable.views import exercises, page, words
+from specdec_playable.views.kit import exercises
+from specdec_playable.prose import words
 
 STATES = {ep1: WritingVsChecking, ep2: Relay, ep3: QualityDial, ep4: BoilerplateVsPoetry,
           ep5: BreakEvenMap, ep6: FinePrint, ep7: RealText, ep8: BusyAndTrees}
@@ -179,7 +181,7 @@ def test_ep7_answers_are_the_recorded_races():
     assert (s.task, s.draft) == ("repeat", "lookup")
     assert right == (2 if abs(copy.acceptance_rate - fresh.acceptance_rate) < 0.05 else
                      0 if copy.acceptance_rate > fresh.acceptance_rate else 1)
-    assert page.share(copy.acceptance_rate) in why and page.share(fresh.acceptance_rate) in why
+    assert words.share(copy.acceptance_rate) in why and words.share(fresh.acceptance_rate) in why
     s, ex, right, why = at(ep7, 1)
     f = runs[("repeat", "early-exit")].fair
     assert ex.choices[right] == {"faster": "faster", "slower": "slower"}.get(

@@ -12,7 +12,7 @@ from bokeh.document import Document
 from bokeh.models import Plot
 
 from specdec_playable.episodes import available
-from specdec_playable.views import figures
+from specdec_playable.views.kit import figures
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -12,7 +12,7 @@ import pytest
 from specdec_playable.data.provenance import SERVED_SUFFIXES, notes_for, provenance, served_files
 from specdec_playable.serve.files import CONTENT_TYPES
 from specdec_playable.shipped import asset_dir, asset_path
-from specdec_playable.views import figures
+from specdec_playable.views.kit import figures
 
 
 def _get(url: str, method: str = "GET"):

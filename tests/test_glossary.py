@@ -16,7 +16,8 @@ from bokeh.document import Document
 
 from specdec_playable.episodes import available
 from specdec_playable.serve import site
-from specdec_playable.views import course, glossary, terms
+from specdec_playable.views.site import course, glossary
+from specdec_playable.views.kit import terms
 
 PAGES = [(e.number, e.slug, e.page) for e in available()]
 HREF = re.compile(r'href="\./glossary#([\w-]+)"')

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from specdec_playable.views import resources, theme
-from specdec_playable.views.lanes.controls import PLAYER_ARGS
+from specdec_playable.views.kit import resources, theme
+from specdec_playable.views.kit.lanes.controls import PLAYER_ARGS
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "specdec_playable"
 STATIC = PKG / "views" / "static"
@@ -47,18 +47,26 @@ def _imports(path: Path) -> set[str]:
 
 
 #: What each room may import from the package (besides itself and ``specdec_playable.shipped``),
-#: and which libraries it may import: sim <- lm <- data <- state <- views <- episodes, with serve
-#: beside them. State and views reach serving only through serve.interface.
+#: and which libraries it may import: sim <- lm <- data <- prose <- state <- views <- episodes,
+#: with serve beside them. State and views reach serving only through serve.interface.
 P = "specdec_playable"
 ROOMS = {
     "sim": ((), {"numpy"}),
     "lm": (("sim",), {"numpy", "gguf", "tokenizers", "numba"}),
     "data": (("sim", "lm"), {"numpy"}),
-    "state": (("sim", "lm", "data", "serve.interface"), {"numpy", "param"}),
-    "views": (("sim", "lm", "data", "state", "serve.interface"), None),
-    "episodes": (("sim", "lm", "data", "state", "views", "serve.interface"), None),
+    "prose": (("sim", "lm", "data"), {"numpy"}),
+    "state": (("sim", "lm", "data", "prose", "serve.interface"), {"numpy", "param"}),
+    "views": (("sim", "lm", "data", "prose", "state", "serve.interface"), None),
+    "episodes": (("sim", "lm", "data", "prose", "state", "views", "serve.interface"), None),
     "serve": (("sim", "lm", "data"), None),
 }
+#: The rooms that compute (each runs in a notebook, a CLI, a test or a worker): they start no
+#: thread and no process, and coordinate none (a lock, e.g. for a lazily loaded model, is fine).
+COMPUTE = ("sim", "lm", "data", "prose")
+#: What starting or coordinating a thread or a process looks like in code.
+CONCURRENCY = {"threading.Thread", "threading.Condition", "threading.Timer", "threading.Barrier",
+               "concurrent.futures", "multiprocessing", "subprocess", "os.fork", "ThreadPoolExecutor",
+               "ProcessPoolExecutor", "asyncio"}
 #: The serving modules that build the site from the pages (the top of the house).
 SERVE_TOP = {"site", "cli", "export"}
 STDLIB = set(sys.stdlib_module_names)
@@ -90,6 +98,52 @@ def test_imports_run_one_way(room):
                 assert top in STDLIB or top in libs, f"{path.relative_to(PKG)} imports {name}"
 
 
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _concurrency(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, name)`` wherever ``tree`` imports or names a way to start or coordinate a
+    thread or a process."""
+    out = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Attribute):
+            names = [_dotted(node)]
+        out += [(node.lineno, n) for n in names
+                if any(n == c or n.startswith(c + ".") for c in CONCURRENCY)]
+    return out
+
+
+@pytest.mark.parametrize("room", COMPUTE)
+def test_the_computing_rooms_start_no_thread_and_no_process(room):
+    for path in _modules(room):
+        hits = _concurrency(ast.parse(path.read_text()))
+        assert not hits, f"{path.relative_to(PKG)} starts or coordinates threads or processes: {hits}"
+
+
+@pytest.mark.parametrize("code", [
+    "import threading\nthreading.Thread(target=print).start()\n",
+    "from concurrent.futures import ThreadPoolExecutor\n",
+    "import subprocess\n",
+    "import threading\ncv = threading.Condition()\n",
+    "from multiprocessing import Process\n",
+])
+def test_the_concurrency_check_sees_a_thread_or_a_process(code):
+    assert _concurrency(ast.parse(code))
+    assert not _concurrency(ast.parse("import threading\nlock = threading.Lock()\n"))
+
+
 def test_no_module_imports_a_private_name_of_another():
     for path in PKG.rglob("*.py"):
         here = ".".join(path.relative_to(PKG.parent).with_suffix("").parts)
@@ -115,7 +169,7 @@ def test_state_and_views_reach_no_private_attribute_of_bokeh_or_serving():
 
 
 def test_the_lane_timeline_needs_no_bokeh():
-    code = ("import sys\nfrom specdec_playable.views.lanes import Box, Timeline, bar_columns\n"
+    code = ("import sys\nfrom specdec_playable.views.kit.lanes import Box, Timeline, bar_columns\n"
             "bad = [m for m in ('panel', 'bokeh') if m in sys.modules]\nassert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -147,7 +201,7 @@ def test_no_colour_is_written_outside_the_theme():
         if path.suffix not in (".py", ".css", ".js", ".html") or path.name == "theme.py":
             continue
         hits = HEX.findall(path.read_text())
-        assert not hits, f"{path.relative_to(PKG)} writes colours {hits}; name them in views/theme.py"
+        assert not hits, f"{path.relative_to(PKG)} writes colours {hits}; name them in views/kit/theme.py"
 
 
 def test_every_css_variable_used_is_defined_by_the_theme():
@@ -164,7 +218,7 @@ def test_every_css_variable_used_is_defined_by_the_theme():
 
 def test_pages_and_views_declare_the_theme_once_at_their_root():
     from specdec_playable.episodes import available
-    from specdec_playable.views.deferred import DEFERRED_CLASS
+    from specdec_playable.views.kit.deferred import DEFERRED_CLASS
 
     everything = resources.theme_css()
     assert set(re.findall(r"(--sdp-[a-z-]+):", everything)) >= {"--sdp-ink", "--sdp-font"}
@@ -172,7 +226,7 @@ def test_pages_and_views_declare_the_theme_once_at_their_root():
         root = ep.page()
         assert root.stylesheets[0] == everything
         # The episode's view is one of the page's children (or the child of a slot filled after
-        # the first paint, views/deferred.py), and declares the theme again.
+        # the first paint, views/kit/deferred.py), and declares the theme again.
         children = [c for obj in root.objects
                     for c in (obj.objects if DEFERRED_CLASS in obj.css_classes else [obj])]
         assert sum(obj.stylesheets[:1] == [everything] for obj in children) == 1
@@ -197,7 +251,7 @@ def test_the_lane_script_declares_exactly_the_arguments_python_passes():
 
 
 def test_episode_2s_frame_hook_uses_only_the_player_scope_and_its_own_arguments():
-    from specdec_playable.views.ep2_relay import RelayView
+    from specdec_playable.views.ep2 import RelayView
 
     view = RelayView()
     code = view.player.buttons.script.code

@@ -21,15 +21,15 @@ from bokeh.document import Document
 from bokeh.models import GlyphRenderer
 
 from specdec_playable.serve import site
-from specdec_playable.views.heights import reserved
+from specdec_playable.views.kit.heights import reserved
 from specdec_playable.sim import adaptive, theory
 from specdec_playable.data import measured
 from specdec_playable.serve import shared
 from specdec_playable.episodes import available
 from specdec_playable.state import ep5 as state5
 from specdec_playable.state import ep6 as state6
-from specdec_playable.views import deferred
-from specdec_playable.views.ep7_real import RealTextView
+from specdec_playable.views.kit import deferred
+from specdec_playable.views.ep7 import RealTextView
 
 PAGES = [("index", site.index_page)] + [(e.slug, e.page) for e in available()]
 
@@ -74,7 +74,7 @@ def test_the_race_is_shared_read_only_and_keyed_by_its_settings():
             assert not getattr(run, name).flags.writeable
         with pytest.raises(ValueError):
             run.wall[0] = 0.0
-    fresh = adaptive.race(measured.measured_stream(state6.RACE_TEXTS, state6.REPEATS, draft="learned"),
+    fresh = adaptive.race(measured.measured_stream(state6.RACE_TEXTS, state6.REPEATS, draft="ngram"),
                           adaptive.default_policies(a.fixed_k), a.c, rng=a.race_seed)
     for got, want in zip(a.runs, fresh):
         np.testing.assert_array_equal(got.wall, want.wall)

@@ -141,7 +141,7 @@ def test_guarantee_is_checked_not_assumed():
 
 def test_page_rows_and_html_come_from_the_state():
     pytest.importorskip("panel")
-    from specdec_playable.views import ep2_relay as page
+    from specdec_playable.views import ep2 as page
 
     s = Relay()
     p = s.progress
@@ -170,7 +170,7 @@ def test_page_rows_and_html_come_from_the_state():
 
 def test_page_html_escapes_text(monkeypatch):
     pytest.importorskip("panel")
-    from specdec_playable.views import ep2_relay as page
+    from specdec_playable.views import ep2 as page
 
     evil = ("<b>", " &amp;", ' "x"') * 5
     monkeypatch.setattr(st, "TOKENS", evil)

@@ -7,17 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from services import service
 from specdec_playable.serve import jobs
 from specdec_playable.data import measured, texts
 from specdec_playable.sim import relay
 from specdec_playable.lm.measure import TextMeasurement
 from specdec_playable.sim.seeds import SEED_MAX
-from specdec_playable.state.ep4 import (
-    BIG_PASS_MS,
-    PASTED,
-    BoilerplateVsPoetry,
-    TextRun,
-)
+from specdec_playable.state.ep4 import BIG_PASS_MS, PASTED, BoilerplateVsPoetry, TextRun
 
 BUNDLED = list(measured.text_ids())
 
@@ -184,7 +180,7 @@ def _wait_running(s):
     import time
 
     for _ in range(200):
-        if s._handle.job.state == jobs.RUNNING:
+        if s.follower.job.state == jobs.RUNNING:
             return
         time.sleep(0.02)
     raise AssertionError("the job never started")
@@ -193,8 +189,9 @@ def _wait_running(s):
 def _paste(s, text):
     """Send a paste and wait for its scoring (a worker thread) to finish."""
     ok = s.use_paste(text)
-    if ok:
-        assert s._handle.job.wait(30)
+    job = s.follower.job  # None when the scoring ended before the first poll (and was shown)
+    if ok and job is not None:
+        assert job.wait(30)
         s.poll()
     return ok
 
@@ -204,7 +201,7 @@ def _paste(s, text):
 def test_pasted_text_runs_and_comes_back_unchanged(text, seed):
     q = jobs.JobQueue(workers=1, max_waiting=2)
     try:
-        s = BoilerplateVsPoetry(seed=seed, queue=q, score=_FakeScorer())
+        s = BoilerplateVsPoetry(seed=seed, service=service(q, scoring=_FakeScorer()))
         assert _paste(s, text)
         assert s.right == PASTED and s.message == "" and s.scoring == "done"
         run = s.runs[1]
@@ -214,7 +211,7 @@ def test_pasted_text_runs_and_comes_back_unchanged(text, seed):
 
 
 def test_a_paste_is_scored_by_the_real_model(queue):
-    s = BoilerplateVsPoetry(seed=3, queue=queue)
+    s = BoilerplateVsPoetry(seed=3, service=service(queue))
     assert _paste(s, "def add(a, b):\n    return a + b\n")
     t = s.runs[1].text
     assert s.scoring == "done" and s.progress == (len(t), len(t))
@@ -230,18 +227,18 @@ def test_scoring_reports_its_place_in_line_and_can_be_cancelled(queue):
     def blocker(_source):
         return lambda ctx: gate.wait(10)
 
-    first = BoilerplateVsPoetry(seed=1, queue=queue, score=blocker)
-    second = BoilerplateVsPoetry(seed=1, queue=queue, score=_FakeScorer())
+    first = BoilerplateVsPoetry(seed=1, service=service(queue, scoring=blocker))
+    second = BoilerplateVsPoetry(seed=1, service=service(queue, scoring=_FakeScorer()))
     assert first.use_paste("one")
     _wait_running(first)
     assert second.use_paste("two")
     second.poll()
-    assert second.scoring == "queued" and second.position == 1 and second.scoring_active
+    assert second.scoring == "queued" and second.position == 1 and second.active
     second.cancel()
     assert second.scoring == "cancelled" and second.message == "Scoring cancelled."
-    assert not second.scoring_active and second.pasted is None
+    assert not second.active and second.pasted is None
     gate.set()
-    first._handle.job.wait(10)
+    first.follower.job.wait(10)
 
 
 def test_a_full_queue_is_refused_with_a_message():
@@ -250,8 +247,8 @@ def test_a_full_queue_is_refused_with_a_message():
     q = jobs.JobQueue(workers=1, max_waiting=0)
     gate = threading.Event()
     try:
-        a = BoilerplateVsPoetry(seed=1, queue=q, score=lambda _s: (lambda ctx: gate.wait(10)))
-        b = BoilerplateVsPoetry(seed=1, queue=q, score=_FakeScorer())
+        a = BoilerplateVsPoetry(seed=1, service=service(q, scoring=lambda _s: (lambda ctx: gate.wait(10))))
+        b = BoilerplateVsPoetry(seed=1, service=service(q, scoring=_FakeScorer()))
         assert a.use_paste("first")
         _wait_running(a)
         assert not b.use_paste("second")
@@ -279,7 +276,7 @@ def test_measured_acceptance_orders_the_texts_over_many_seeds():
 
 
 def test_paste_goes_right_and_replaces_an_earlier_paste_on_its_side(queue):
-    s = BoilerplateVsPoetry(seed=9, queue=queue, score=_FakeScorer())
+    s = BoilerplateVsPoetry(seed=9, service=service(queue, scoring=_FakeScorer()))
     assert _paste(s, "Dear Sir, thank you for your letter.")
     assert s.right == PASTED and s.runs[1].text.kind == "pasted"
     s.left = PASTED
@@ -292,7 +289,7 @@ def test_paste_goes_right_and_replaces_an_earlier_paste_on_its_side(queue):
 
 def test_overlong_paste_sets_a_message_and_keeps_the_previous_run(queue):
     scorer = _FakeScorer()
-    s = BoilerplateVsPoetry(seed=11, queue=queue, score=scorer)
+    s = BoilerplateVsPoetry(seed=11, service=service(queue, scoring=scorer))
     assert _paste(s, "<b>first</b>")
     before, pasted = s.runs, s.pasted
     assert not s.use_paste("x" * (texts.PASTE_MAX_CHARS + 1))
@@ -306,7 +303,7 @@ def test_overlong_paste_sets_a_message_and_keeps_the_previous_run(queue):
 
 
 def test_empty_paste_is_refused_with_a_message(queue):
-    s = BoilerplateVsPoetry(seed=12, queue=queue, score=_FakeScorer())
+    s = BoilerplateVsPoetry(seed=12, service=service(queue, scoring=_FakeScorer()))
     before = s.runs
     assert not s.use_paste("   \n ")
     assert "empty" in s.message and s.runs is before

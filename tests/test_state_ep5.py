@@ -8,7 +8,8 @@ import pytest
 from specdec_playable.data import hardware
 from specdec_playable.sim import theory
 from specdec_playable.state import presets
-from specdec_playable.state.ep5 import CURVE_KS, MAX_POINTS, N_ROUNDS, Q_GRID, BreakEvenMap, SimPoint
+from specdec_playable.state.ep5 import (CURVE_KS, MAX_POINTS, N_ROUNDS, Q_GRID, BreakEvenMap,
+                                        SimPoint)
 
 
 def test_defaults_match_the_issue():

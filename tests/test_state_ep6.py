@@ -57,7 +57,7 @@ def test_samples_follow_real_p_whatever_q(ctx):
 
 def test_race_runs_over_the_measured_texts():
     s = FinePrint(rng=2)
-    stream = measured.measured_stream(RACE_TEXTS, 2, draft="learned")
+    stream = measured.measured_stream(RACE_TEXTS, 2, draft="ngram")
     assert s.stream.tokens == stream.tokens
     np.testing.assert_array_equal(s.stream.q, stream.q)
     assert [seg[0] for seg in s.stream.segments] == ["python", "poem", "json"]

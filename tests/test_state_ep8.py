@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from specdec_playable.data import hardware
 from specdec_playable.sim import batching, theory, trees
 from specdec_playable.state.ep8 import ANCHORS, BATCH_MAX, K_SLIDER_MAX, Q_GRID, BusyAndTrees
-from specdec_playable.views import ep8_busy_trees as v
+from specdec_playable.views import ep8 as v
 
 KNOBS = dict(
     q=st.one_of(st.sampled_from([0.0, 1.0, 0.5]), st.floats(0, 1)),
@@ -120,7 +120,7 @@ def test_tree_sentences_follow_the_numbers(q, width, depth):
     if abs(gap) >= 0.005:
         assert f"the {'tree' if gap > 0 else 'chain'} yields {abs(gap):.2f} more" in html
     chain, tree = s.tree_curves()
-    xs = v.crossings(chain, tree)
+    xs = trees.crossings(chain, tree, Q_GRID)
     if len(xs) == 1:
         x = xs[0]
         assert f"The tree wins below q ≈ {x:.2f}, the chain above" in html
@@ -131,8 +131,8 @@ def test_tree_sentences_follow_the_numbers(q, width, depth):
 
 def test_crossings():
     qs = np.linspace(0, 1, 11)
-    assert v.crossings(qs, 1 - qs, qs) == [pytest.approx(0.5)]
-    assert v.crossings(qs, qs + 1, qs) == []
+    assert trees.crossings(qs, 1 - qs, qs) == [pytest.approx(0.5)]
+    assert trees.crossings(qs, qs + 1, qs) == []
 
 
 def test_monte_carlo_agrees_with_theory():
@@ -152,9 +152,9 @@ def test_resimulate_draws_fresh_rounds():
 
 
 def test_tree_picture_layout():
-    layout = v.tree_layout(trees.spine_tree(3, 2))
-    assert layout["x"].tolist() == [1, 1, 1, 2, 2, 2]
-    assert sorted(layout["y"][:3].tolist()) == [-1, 0, 1]
+    depths = trees.depths(trees.spine_tree(3, 2))
+    assert depths.tolist() == [1, 1, 1, 2, 2, 2]
+    assert sorted(trees.places(depths)[:3].tolist()) == [-1, 0, 1]
 
 
 @settings(max_examples=60, deadline=None)

@@ -14,6 +14,13 @@ import re
 import numpy as np
 import pytest
 
+from specdec_playable.episodes.practice import ep2 as practice2
+from specdec_playable.episodes.practice import ep3 as practice3
+from specdec_playable.episodes.practice import ep4 as practice4
+from specdec_playable.episodes.practice import ep5 as practice5
+from specdec_playable.episodes.practice import ep7 as practice7
+from specdec_playable.episodes.practice import ep8 as practice8
+from specdec_playable.episodes.practice import ep6 as practice6
 from specdec_playable.episodes import TryStep, ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8
 from specdec_playable.sim import adaptive, theory, trees
 from specdec_playable.state.ep1 import SENTENCE, WritingVsChecking
@@ -22,9 +29,10 @@ from specdec_playable.state.ep3 import K_SLIDER_MAX, QualityDial
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 from specdec_playable.state.ep5 import BreakEvenMap
 from specdec_playable.state.ep6 import REPEATS, FinePrint, race_runs
-from specdec_playable.state.ep7 import RealText, recorded_runs
+from specdec_playable.data.recorded import recorded_runs
+from specdec_playable.state.ep7 import RealText
 from specdec_playable.state.ep8 import BATCH_MAX, BusyAndTrees
-from specdec_playable.views import ep6_fine_print
+from specdec_playable.views import ep6 as ep6_fine_print
 
 
 def plain(markup: str) -> str:
@@ -80,13 +88,13 @@ def test_ep2_steps():
             assert s.result.speedup > 1.5
         if i == 2:
             assert (s.q, s.k) == (0.3, 8)
-            assert f"theory expects {ep2.TRY_THEORY:.2f}×" in step.html
+            assert f"theory expects {practice2.TRY_THEORY:.2f}×" in step.html
             runs = [Relay(q=s.q, k=s.k, seed=seed) for seed in range(400)]
             assert np.mean([r.result.speedup < 1 for r in runs]) >= 0.9
             assert all(r.guarantee.ok for r in runs)
             start_bad = np.mean([Relay(seed=seed).progress.bad_rounds[-1] for seed in range(100)])
             assert np.mean([r.progress.bad_rounds[-1] for r in runs[:100]]) > 3 * start_bad
-            assert ep2.TRY_THEORY == pytest.approx(
+            assert practice2.TRY_THEORY == pytest.approx(
                 theory.expected_speedup(0.3, 8, DRAFT_STEP_MS / BIG_PASS_MS))
 
 
@@ -97,7 +105,7 @@ def test_ep3_steps():
         if i == 1:
             by_k = s.speedup_by_k
             best = int(np.argmax(by_k)) + 1
-            assert best == ep3.TRY_BEST_K and f"starred k = {best}" in step.html
+            assert best == practice3.TRY_BEST_K and f"starred k = {best}" in step.html
             assert np.all(np.diff(by_k[:best]) > 0) and np.all(np.diff(by_k[best - 1:]) < 0)
             assert s.k == K_SLIDER_MAX
         if i == 2:
@@ -109,7 +117,7 @@ def test_ep3_steps():
             assert above.result.ci_low > 1
         if i == 3:
             cliff = theory.break_even_q(s.k, s.c)
-            assert s.k == ep3.TRY_BEST_K and f"at q = {cliff:.2f}" in step.html
+            assert s.k == practice3.TRY_BEST_K and f"at q = {cliff:.2f}" in step.html
             assert cliff < s.q and s.result.ci_low > 1
     assert "0.25" not in ep3.TRY_THIS
 
@@ -126,7 +134,7 @@ def test_ep4_steps():
             for side, tid in ((0, s.left), (1, s.right))[:2 if i == 1 else 1]:
                 runs = np.array([BoilerplateVsPoetry(left=s.left, seed=seed).runs[side].speedup
                                  for seed in range(100)])
-                expect = ep4.theory_speedup(tid)
+                expect = practice4.theory_speedup(tid)
                 assert abs(runs.mean() - expect) < 0.1 and f"{expect:.2f}×" in step.html
         if i == 1:
             assert (s.left, s.right) == ("py-account", "poem-kettle")
@@ -146,7 +154,7 @@ def test_ep5_steps():
                 s.add_point()
             assert len(s.points) == 12 and s.misses <= 3
         if i == 2:
-            assert s.c == ep5.TRY_C > BreakEvenMap.param.c.default
+            assert s.c == practice5.TRY_C > BreakEvenMap.param.c.default
             assert s.points == []  # changing c clears the dots, as the chart note says
             for k, q0 in before.items():
                 assert q0 < s.break_even(k) < 1
@@ -172,17 +180,17 @@ def test_ep6_steps():
                 assert fixed.total_cost > est.total_cost + 20 and fixed.total_cost > plus.total_cost + 10
                 assert n - fixed.total_cost < 0.5 * (n - est.total_cost)
         if i == 3:  # the fixed k of 1 keeps up with the best adaptive one: within 1.5%
-            assert s.fixed_k == ep6.TRY_FIXED_K
+            assert s.fixed_k == practice6.TRY_FIXED_K
             for fixed, *adaptive_runs in races:
                 best = min(r.total_cost for r in adaptive_runs)
                 assert abs(fixed.total_cost - best) < 0.015 * n
             assert {k for _, _, k, _ in ep6_fine_print.text_best_k(s)} <= {1, 2}
         if i == 4:  # every policy behind plain decoding, the off switch least
-            assert s.c == ep6.TRY_C
+            assert s.c == practice6.TRY_C
             be = theory.break_even_q(1, s.c)
             assert f"needs q above {be:.2f}" in step.html
             assert max(float(s.stream.q[a:b].mean()) for _, a, b in s.stream.segments) < be
-            lo, hi = ep6.early_exit_costs()
+            lo, hi = practice6.early_exit_costs()
             assert lo <= s.c <= hi and f"({lo:.2f} to {hi:.2f})" in step.html
             for runs in races:
                 assert all(r.total_cost > n for r in runs)
@@ -211,7 +219,7 @@ def test_ep7_steps():
         if i == 4:
             # The head's guesses by place in the round, from its recorded run on this task.
             assert (s.task, s.draft, s.k) == ("sum-function", "head", 2)
-            a = ep7.head_levels()
+            a = practice7.head_levels()
             assert a == tuple(runs[("sum-function", "head")].spec.accept_at)
             assert a[2] < min(a[1], 0.5)  # "its third only ...: guesses past the second mostly ..."
             assert (f"kept {a[0]:.0%} of the times it was checked, its second {a[1]:.0%} and its "
@@ -226,9 +234,9 @@ def test_ep8_steps():
         if i == 1:
             assert one_user > 1 and s.batch == BATCH_MAX and s.here.speedup < 1
         if i == 2:
-            assert s.positions == ep8.TRY_W * ep8.TRY_D
-            assert s.tree_theory == pytest.approx(ep8.TRY_TREE)
-            assert s.chain_theory == pytest.approx(ep8.TRY_CHAIN)
+            assert s.positions == practice8.TRY_W * practice8.TRY_D
+            assert s.tree_theory == pytest.approx(practice8.TRY_TREE)
+            assert s.chain_theory == pytest.approx(practice8.TRY_CHAIN)
             assert f"decides {s.tree_theory:.2f} tokens per pass" in step.html
             assert f"only {s.chain_theory:.2f}" in step.html and s.tree_theory > s.chain_theory
             # The simulation agrees (N_ROUNDS rounds each, rng=0): tree ahead of chain.

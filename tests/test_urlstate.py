@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.views.urlstate import MAX_VALUE_CHARS, notice_html, parse_value, read_query
+from specdec_playable.views.kit.urlstate import (MAX_VALUE_CHARS, notice_html, parse_value,
+                                                 read_query)
 
 
 class Demo(param.Parameterized):

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from specdec_playable.views.ep3_quality_dial import QualityDialView
+from specdec_playable.views.ep3 import QualityDialView
 from specdec_playable.state.ep3 import QualityDial
 
 

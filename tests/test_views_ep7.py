@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from ep7_fakes import fake_comparison
-from specdec_playable.views import ep7_real as v
+from specdec_playable.views import ep7 as v
 
 NASTY = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
@@ -94,9 +94,9 @@ def test_the_counter_counts_and_warns():
 def test_the_pass_labels_are_not_under_the_models_own_token():
     """A verify pass's "+n" label is centred in the part of the pass the gold box leaves open,
     and shown only where it fits there (real passes are short: the gold box is 20% of one)."""
-    from specdec_playable.views import theme
-    from specdec_playable.views.lanes.timeline import bar_columns, resolve_styles
-    from specdec_playable.views.ep2_relay import STYLES
+    from specdec_playable.views.kit import theme
+    from specdec_playable.views.kit.lanes.timeline import bar_columns, resolve_styles
+    from specdec_playable.views.ep2 import STYLES
 
     c = fake_comparison([(4, 4), (4, 2), (4, 0), (2, 2)], verify_ms=80.0, step_ms=40.0)
     boxes = v.real_timeline(c).boxes

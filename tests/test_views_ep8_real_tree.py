@@ -12,9 +12,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from specdec_playable.data import tree_table
 from specdec_playable.data.tree_example import load_tree_step_example
 from specdec_playable.data.tree_table import POOLED, TreeVsChain, load_tree_vs_chain
-from specdec_playable.views import ep8_real_tree as v
+from specdec_playable.views import ep8 as v
 
 
 def _plain(html: str) -> str:
@@ -30,7 +31,7 @@ def table() -> TreeVsChain:
 def cost(table):
     from specdec_playable.state.ep8 import cpu_curve
 
-    return v.pass_costs(table, cpu_curve())
+    return tree_table.pass_costs(table, cpu_curve())
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,7 @@ def test_the_table_asset_is_complete_and_read_only(table):
 def test_each_group_names_the_tree_that_wrote_the_most(table, cost):
     text = _plain(v.table_sentence(table, cost))
     for n in sorted(set(table.positions[table.rows()].tolist())):
-        chain, best = v.best_tree(table, n)
+        chain, best = tree_table.best_tree(table, n)
         assert table.width[chain] == 1 and table.width[best] > 1
         rows = [i for i in table.rows() if table.positions[i] == n and table.width[i] > 1]
         assert table.tokens_per_pass[best] == max(table.tokens_per_pass[i] for i in rows)
@@ -101,7 +102,7 @@ def test_pass_costs_price_the_candidates_checked_with_the_cpu_curve(table, cost)
     assert (table.draft_cost_vs_plain >= 0).all()
 
 
-@pytest.mark.parametrize("draft", ["the draft head", "the learned draft"])
+@pytest.mark.parametrize("draft", ["the draft head", "the n-gram table"])
 @pytest.mark.parametrize("q, gain, words", [
     (0.1, 0.0, "so a chain rarely gets past its first guess"),
     (0.5, 0.3, "and a tree's spare candidates catch some of the guesses the chain misses"),

@@ -11,7 +11,7 @@ from specdec_playable.state.ep3 import QualityDial
 from specdec_playable.state.ep5 import N_ROUNDS as EP5_ROUNDS
 from specdec_playable.state.ep5 import BreakEvenMap
 from specdec_playable.state.ep6 import SAMPLE_SIZES, FinePrint
-from specdec_playable.views import ep2_relay
+from specdec_playable.views import ep2 as ep2_relay
 
 
 def test_episode_1_states_the_pass_time_and_the_longest_sentence_it_simulates():

@@ -6,10 +6,13 @@ An interactive explainer of speculative decoding, in rooms whose imports run one
 * :mod:`~specdec_playable.sim`: the simulation (theory, Monte Carlo, relay, clocks, trees,
   sampling, adaptive k, batching). numpy only.
 * :mod:`~specdec_playable.lm`: the real model (SmolLM2-135M-Instruct as a numpy forward pass),
-  its tokenizer, drafts, decoders and scoring. numpy, gguf, tokenizers.
+  its tokenizer, drafts, decoders and scoring. numpy, gguf, tokenizers, numba. Neither it nor the
+  simulation starts a thread or a process: a run is a loop that yields its passes.
 * :mod:`~specdec_playable.data`: one reader per shipped measurement or text in ``assets/``.
+* :mod:`~specdec_playable.prose`: words on the page, computed from the numbers they state.
 * :mod:`~specdec_playable.state`: one ``param`` class per episode.
-* :mod:`~specdec_playable.views`: Panel and Bokeh pieces; :mod:`~specdec_playable.episodes`: pages.
+* :mod:`~specdec_playable.views`: Panel and Bokeh pieces (one module per episode, the shared kit,
+  the site's pages); :mod:`~specdec_playable.episodes`: pages.
 * :mod:`~specdec_playable.serve`: what a server needs and a notebook does not: the job queue,
   model processes, shared results, the site, the command line, export. Pages and state reach it
   only through :mod:`specdec_playable.serve.interface`.
@@ -42,7 +45,8 @@ One name per concept, the same in code and on every page:
   after the prefill (an end-of-sequence token ends a run and is not written), what a clock sees.
 * **speedup**: plain decoding's time over speculative decoding's for the same tokens,
   ``E / (1 + k c)`` in theory (Leviathan, Kalman and Matias, 2023).
-* a **task**: a prepared prompt of :data:`lm.prompts.PROMPTS`, offered by Episode 7.
+* a **task**: a prepared prompt (:class:`lm.prompts.Task`), Episode 7's are :data:`lm.prompts.TASKS`;
+  a draft as the pages offer it is a :class:`lm.registry.DraftSpec`.
 * a **measured text** (:class:`data.measured.MeasuredText`) is shipped; a **text measurement**
   (:class:`lm.measure.TextMeasurement`) is made now by the model.
 """

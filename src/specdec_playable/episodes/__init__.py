@@ -55,7 +55,7 @@ class TryStep:
 
 @dataclass(frozen=True)
 class Exercise:
-    """A predict-then-check question at the end of an episode (``views/exercises.py``).
+    """A predict-then-check question at the end of an episode (``views/kit/exercises.py``).
 
     ``question`` is trusted HTML, ``choices`` plain text. On *Check* the page applies
     ``settings`` to its state, then ``answer(state)`` returns the index of the right choice

@@ -19,25 +19,23 @@ import json
 
 import panel as pn
 
-from . import Exercise, TryStep, neighbours
+from . import neighbours
+from .practice.ep4 import EXERCISES, LEFT, RIGHT, try_steps, try_this
 from ..data import measured, texts
+from ..prose.ep4 import BOILERPLATE, catch_line, genre_story, in_prose, title_holds
 from ..shipped import asset_path
-from ..sim import theory
 from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
-from ..views.deferred import after_first_paint
-from ..views.ep4_measured import (BOILERPLATE, genre_story, genre_table_html, in_prose,
-                                  title_holds)
-from ..views.ep4_texts import BoilerplateVsPoetryView
-from ..views.exercises import exercises_section
-from ..views.page import episode_shell, esc, prose, steps_html
-from ..views.urlstate import bind_url
+from ..views.ep4 import BoilerplateVsPoetryView, genre_table_html
+from ..views.kit.deferred import after_first_paint
+from ..views.kit.exercises import exercises_section
+from ..views.kit.page import episode_shell, esc, prose
+from ..views.kit.urlstate import bind_url
 
 NUMBER = 4
 SLUG = "ep4_boilerplate_vs_poetry"
 #: The title the seed gives the episode, and the one it takes when the measurement says otherwise.
 CLAIMED_TITLE = "Boilerplate flies, poetry stalls"
 MEASURED_TITLE = "Boilerplate or poetry: what a draft can guess"
-_LEFT, _RIGHT = (BoilerplateVsPoetry.param[n].default for n in ("left", "right"))
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("left", "right", "k", "c", "seed")
 
@@ -71,44 +69,10 @@ PASTE_INTRO = (
 @functools.cache
 def _summary() -> str:
     means = measured.genre_means()
-    left, right = means[_LEFT], means[_RIGHT]
+    left, right = means[LEFT], means[RIGHT]
     return (f"The same speculative decoder over Python code and over a poem, every token's acceptance "
             f"measured on a real model and its draft head: {left['alpha']:.0%} on average on the "
             f"Python, {right['alpha']:.0%} on the poem. Paste your own text to have it scored.")
-
-
-#: The text step 2 of "Try this" switches the left side to.
-TRY_SWITCH = "js-loop"
-
-
-def theory_speedup(text_id: str) -> float:
-    """The theory's speedup at the page's starting k and c, at the text's mean measured acceptance."""
-    q = measured.genre_means()[text_id]["alpha"]
-    k, c = (BoilerplateVsPoetry.param[n].default for n in ("k", "c"))
-    return float(theory.expected_speedup(q, k, c))
-
-
-@functools.cache
-def _try_steps() -> tuple[TryStep, ...]:
-    means = measured.genre_means()
-    py, js, poem = (means[t]["alpha"] for t in (_LEFT, TRY_SWITCH, _RIGHT))
-    return (
-        TryStep("With the starting pair of texts (Python on the left, a poem on the right) and "
-                "settings, press <em>Run again</em> a few times and watch the two pairs of bars. "
-                f"At their measured mean acceptance ({py:.0%} and {poem:.0%}) the theory expects "
-                f"{theory_speedup(_LEFT):.2f}× the big model alone on the Python and "
-                f"{theory_speedup(_RIGHT):.2f}× on the poem; each run draws its own luck around "
-                "that."),
-        TryStep(f"Then switch the left text to JavaScript: the draft is kept on average at {js:.0%} "
-                f"of its tokens instead of {py:.0%} (the theory: {theory_speedup(TRY_SWITCH):.2f}×).",
-                {"left": TRY_SWITCH}),
-        TryStep("Last, paste some text of your own at the bottom and see where it lands."),
-    )
-
-
-@functools.cache
-def _try_this() -> str:
-    return steps_html([s.html for s in _try_steps()])
 
 
 @functools.cache
@@ -170,64 +134,15 @@ draft catches: {esc(catch_line())}</p>
 """
 
 
-def catch_line() -> str:
-    """Which draft is kept most on these texts, from the comparison columns (plain text)."""
-    means = measured.genre_means()
-    mean = {d: sum(m["compare"][d]["greedy"] for m in means.values()) / len(means)
-            for d in ("head", "learned", "lookup")}
-    best = {d: max(means.values(), key=lambda m: m["compare"][d]["greedy"]) for d in mean}
-    return (f"the head's first guess is kept at {mean['head']:.0%} of the tokens on average (most on "
-            f"{in_prose(best['head']['kind'])}), the n-gram table's at {mean['learned']:.0%} and "
-            f"prompt lookup's at {mean['lookup']:.0%}: a draft must have learned what the big "
-            "model writes, and a fresh text leaves nothing to copy.")
-
-
 #: Written from the measured asset when first asked for (importing the module reads no file).
 _LAZY = {"SUMMARY": _summary, "EXPLAIN_HTML": _explain_html, "DRAFT_COST": _draft_cost,
-         "TRY_STEPS": _try_steps, "TRY_THIS": _try_this, "TITLE": title, "LEDE": lede}
+         "TRY_STEPS": try_steps, "TRY_THIS": try_this, "TITLE": title, "LEDE": lede}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         return _LAZY[name]()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _compare_sides(s: BoilerplateVsPoetry, column: str):
-    """The two texts on screen by one measured mean: ``(right choice, left value, right value,
-    left title, right title)``; choices are left, right, about the same (within 0.02)."""
-    means = measured.genre_means()
-    a, b = means[s.left][column], means[s.right][column]
-    right = 2 if abs(a - b) < 0.02 else (0 if a > b else 1)
-    return (right, a, b, esc(measured.measured_text(s.left).title),
-            esc(measured.measured_text(s.right).title))
-
-
-def _answer_draft_best(s: BoilerplateVsPoetry):
-    """Which of the two texts on screen the draft head is accepted on more, as measured."""
-    right, a, b, left, other = _compare_sides(s, "alpha")
-    return right, (f"Measured acceptance q: {a:.3f} on {left}, {b:.3f} on {other}. The draft head "
-                   "imitates the big model, so it is kept where the big model itself is sure of "
-                   "the next token: how often depends on the text.")
-
-
-def _answer_big_model(s: BoilerplateVsPoetry):
-    """How predictable each text is to the big model itself: its mean p of the real token."""
-    right, a, b, left, other = _compare_sides(s, "p_token")
-    return right, (f"The big model's mean p<sub>big</sub> of the real next token: {a:.2f} on "
-                   f"{left}, {b:.2f} on {other}. Code is written to a pattern; a poem avoids the "
-                   "expected word, whatever the draft.")
-
-
-EXERCISES = (
-    Exercise("Left: Python code; right: the poem. On which does the draft head get more of its "
-             "guesses accepted?", ("the Python code", "the poem", "about the same"),
-             {"left": "py-account", "right": "poem-kettle"}, _answer_draft_best),
-    Exercise("Now forget the draft: which of the two texts does the big model itself find more "
-             "predictable, left JavaScript or right the poem?",
-             ("the JavaScript", "the poem", "about the same"),
-             {"left": "js-loop", "right": "poem-kettle"}, _answer_big_model),
-)
 
 
 def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
@@ -239,7 +154,7 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
         name="ep4-view-slot")
     return episode_shell(
         number=NUMBER, title=title(), neighbours=neighbours(NUMBER), name="ep4",
-        lede=lede(), try_this=_try_this(),
+        lede=lede(), try_this=try_this(),
         body=[notice, view, prose(_explain_html(), "ep4.css"),
               exercises_section(state, EXERCISES, name="ep4")],
     )

@@ -39,7 +39,6 @@ def _int_in(lo: int, hi: int):
     return parse
 
 
-DRAFT_CHOICES = ("lookup", "learned", "head", "early-exit")
 PROMPT_MAX_CHARS = 8000
 
 
@@ -123,6 +122,23 @@ def _simulate_parser(sub) -> None:
     m.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _draft_name(text: str) -> str:
+    """A draft's key (``learned``, the n-gram table's old name, still finds it)."""
+    from ..lm.registry import draft_key
+
+    try:
+        return draft_key(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _draft_help() -> str:
+    from ..lm.registry import DRAFTS
+
+    names = ", ".join(f"{k} ({d.short}: {d.what})" for k, d in DRAFTS.items())
+    return f"what proposes tokens: {names}; default lookup ('learned' still means ngram)"
+
+
 def _generate_parser(sub) -> None:
     g = sub.add_parser("generate", help="run the real model: plain and speculative decoding, side by side",
                        description="Write a reply with SmolLM2-135M twice, plainly and with a draft, "
@@ -130,9 +146,7 @@ def _generate_parser(sub) -> None:
                                    "compare the two runs (speedup with a bootstrap interval).")
     g.add_argument("--prompt", required=True, type=_prompt, metavar="TEXT",
                    help="the user's message (sent with the model's chat template)")
-    g.add_argument("--draft", choices=DRAFT_CHOICES, default="lookup",
-                   help="what proposes tokens: lookup (copies from the prompt), learned (an n-gram "
-                        "table), head (the trained draft head), early-exit (default lookup)")
+    g.add_argument("--draft", type=_draft_name, default="lookup", metavar="NAME", help=_draft_help())
     g.add_argument("--k", type=_int_in(1, 16), default=4, help="most tokens drafted per round, 1-16 (default 4)")
     g.add_argument("--max-new", type=_int_in(1, 1024), default=64, metavar="N",
                    help="token budget, 1-1024 (default 64)")
@@ -191,15 +205,6 @@ def _simulate(args, parser) -> int:
     return 0
 
 
-def _make_draft(name: str):
-    from ..lm.drafts import EarlyExit, PromptLookup
-    from ..lm.head import DraftHead
-    from ..lm.ngram import NgramDraft
-
-    return {"lookup": PromptLookup, "learned": NgramDraft, "head": DraftHead,
-            "early-exit": EarlyExit}[name]()
-
-
 #: How the text marks what the draft got right: accepted drafts, the target's corrections, bonuses.
 MARK_OPEN = {"accepted": "\u27e6", "correction": "\u27e8", "bonus": "\u27e8+"}
 MARK_CLOSE = {"accepted": "\u27e7", "correction": "\u27e9", "bonus": "\u27e9"}
@@ -226,11 +231,11 @@ def _generate(args) -> int:
     import math
 
     from ..lm import ModelNotInstalled, get_model
+    from ..lm.compare import BOOTSTRAP_SEED  # the same run gives the same interval
     from ..lm.decode import draft_cost
     from ..lm.head import HeadNotInstalled
     from ..lm.race import fair_speedup, race
-
-    BOOTSTRAP_SEED = 7  # the interval is repeatable for the same run
+    from ..lm.registry import make_draft
 
     try:
         model = get_model()
@@ -246,7 +251,7 @@ def _generate(args) -> int:
         return 2
     temperature = 0.0 if args.temperature is None else args.temperature
     kw = dict(max_new=args.max_new, temperature=temperature, top_p=args.top_p)
-    draft = _make_draft(args.draft)
+    draft = make_draft(args.draft)
     try:
         draft.begin(model)  # a draft with weights of its own loads them now (the head)
     except HeadNotInstalled as exc:

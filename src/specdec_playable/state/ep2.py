@@ -16,6 +16,7 @@ import param
 
 from . import seed_param, unlocked
 from ..sim import relay
+from ..sim.relay import Guarantee, check_guarantee
 from ..sim.seeds import draw_seed
 
 BIG_PASS_MS = 600.0
@@ -44,33 +45,6 @@ DECOYS: tuple[str, ...] = tuple(d for _, d in PASSAGE)
 #: The run a visitor sees first: at k = 4 and q = 0.8 it opens with a perfect
 #: round (bonus token) and then a bad one, and has the typical speedup (2.4×).
 DEFAULT_SEED = 23
-
-
-@dataclass(frozen=True)
-class Guarantee:
-    """The relay's output compared token by token with the big model's own text."""
-
-    matches: int
-    n_tokens: int
-    first_mismatch: int | None
-
-    @property
-    def ok(self) -> bool:
-        return self.first_mismatch is None and self.matches == self.n_tokens
-
-
-def check_guarantee(output, target) -> Guarantee:
-    """Compare ``output`` with ``target`` position by position (lengths may differ)."""
-    output, target = list(output), list(target)
-    n = max(len(output), len(target))
-    first = None
-    matches = 0
-    for i in range(n):
-        same = i < len(output) and i < len(target) and output[i] == target[i]
-        matches += same
-        if not same and first is None:
-            first = i
-    return Guarantee(matches=matches, n_tokens=len(target), first_mismatch=first)
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,9 +17,10 @@ import numpy as np
 import param
 
 from . import fill_choices, seed_param, unlocked
-from ..serve import interface as jobs
+from .follow import CANCELLED, DONE, QUEUED, RUNNING, Followed, Refused, RunFollower
 from .. import lm
 from ..data import measured, texts
+from ..serve import interface
 from ..sim import relay
 from ..sim.seeds import draw_seed
 from ..data.texts import Text
@@ -51,11 +52,6 @@ def pasted_text(result) -> Text:
         f"only its first {len(result):,} tokens were scored in the time a visitor may use")
     return measured.as_text(result, id=PASTED, title="Your text", kind="pasted",
                             description=f"Text you pasted, {how}.")
-
-
-def paste_queue() -> jobs.JobQueue:
-    """The process's one queue for real-model runs (Episode 7's too): a paste waits its turn."""
-    return jobs.shared_queue()
 
 
 @dataclass(frozen=True, eq=False)
@@ -221,12 +217,10 @@ class BoilerplateVsPoetry(param.Parameterized):
         default=(None, None), length=2, constant=True,
         doc="The current run on each side (TextRun), or None for an empty paste slot.")
 
-    def __init__(self, *, rng=None, queue: jobs.JobQueue | None = None, score=jobs.scoring_work,
-                 **params):
+    def __init__(self, *, rng=None, service: interface.ModelService = interface.SERVER, **params):
         fill_choices(BoilerplateVsPoetry, _text_choices, *SIDES)
-        self._queue = queue
-        self._score = score
-        self._handle: jobs.Handle | None = None
+        # The paste's scoring waits its turn in the server's one queue (Episode 7's runs too).
+        self.follower = RunFollower(service)
         # The session's own generator: only "Run again" (and the first seed) draw from it.
         self._rng = np.random.default_rng(rng)
         if "seed" not in params:
@@ -276,13 +270,9 @@ class BoilerplateVsPoetry(param.Parameterized):
     # -- the pasted text, scored live --------------------------------------------------------
 
     @property
-    def queue(self) -> jobs.JobQueue:
-        return self._queue if self._queue is not None else paste_queue()
-
-    @property
-    def scoring_active(self) -> bool:
+    def active(self) -> bool:
         """True while a paste waits for or runs on a worker (the view polls meanwhile)."""
-        return self._handle is not None
+        return self.follower.active
 
     def _set(self, **values) -> None:
         with unlocked(self):
@@ -304,37 +294,35 @@ class BoilerplateVsPoetry(param.Parameterized):
         except ValueError as exc:
             self._set(message=str(exc))
             return False
-        if self._score is jobs.scoring_work and not lm.is_installed():
+        if not self.follower.installed:
             self._set(message="Pasted text is scored by the real model, which is not installed "
                               f"on this server ({lm.INSTALL_COMMAND}).")
             return False
-        self.cancel(quiet=True)
         try:
-            handle = self.queue.submit(self._score(source), key=("ep4-paste", source),
-                                       budget_s=PASTE_BUDGET_S, label="ep4 paste")
-        except jobs.QueueFull as exc:
+            seen = self.follower.submit(self.follower.service.scoring(source),
+                                        key=("ep4-paste", source), budget_s=PASTE_BUDGET_S,
+                                        label="ep4 paste")
+        except Refused as exc:
             self._set(message=f"The model is busy: {exc}.")
             return False
-        self._handle = handle
         self._set(message="", scoring="queued", progress=(0, 0), position=0)
-        self.poll()
+        self._show(seen)
         return True
 
     def poll(self) -> bool:
         """Bring the paste's scoring up to date; True while it is still queued or running."""
-        handle = self._handle
-        if handle is None:
-            return False
-        job = handle.job
-        if job.state == jobs.QUEUED:
-            self._set(scoring="queued", position=job.position)
-            return True
-        if job.state == jobs.RUNNING:
-            self._set(scoring="running", position=0, progress=tuple(job.progress or (0, 0)))
-            return True
-        self._handle = None
-        if job.state == jobs.DONE and job.result is not None and len(job.result):
-            result = job.result
+        seen = self.follower.poll()
+        if seen is not None:
+            self._show(seen)
+        return self.active
+
+    def _show(self, seen: Followed) -> None:
+        if seen.state == QUEUED:
+            self._set(scoring="queued", position=seen.position)
+        elif seen.state == RUNNING:
+            self._set(scoring="running", position=0, progress=tuple(seen.progress or (0, 0)))
+        elif seen.state == DONE and seen.result is not None and len(seen.result):
+            result = seen.result
             note = "" if result.complete else (
                 f"Scoring ran out of time: the page shows the first {len(result):,} tokens.")
             self._set(scoring="done", position=0, message=note,
@@ -343,21 +331,17 @@ class BoilerplateVsPoetry(param.Parameterized):
                 self._rerun()
             else:
                 self.right = PASTED
-        elif job.state == jobs.CANCELLED:
+        elif seen.state == CANCELLED:
             self._set(scoring="cancelled", position=0, message="Scoring cancelled.")
         else:
             self._set(scoring="failed", position=0,
-                      message=job.error or "Scoring your text failed on the server.")
-        return False
+                      message=seen.error or "Scoring your text failed on the server.")
 
     def cancel(self, quiet: bool = False) -> None:
         """Withdraw the paste being scored; the worker stops at its next pass."""
-        handle, self._handle = self._handle, None
-        if handle is None:
-            return
-        handle.cancel()
-        if not quiet:
-            self._set(scoring="cancelled", position=0, message="Scoring cancelled.")
+        seen = self.follower.cancel()
+        if seen is not None and not quiet:
+            self._show(seen)
 
     def close(self) -> None:
         """The visitor left (tab closed): cancel any scoring."""

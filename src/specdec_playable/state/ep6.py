@@ -50,7 +50,7 @@ def draft_distribution(context: str, temperature: float, favourite: int, bias: f
 @shared(maxsize=4)
 def race_stream(repeats: int) -> adaptive.Stream:
     """The race's stream of measured texts (read-only, one per process)."""
-    return measured.measured_stream(RACE_TEXTS, repeats, draft="learned")
+    return measured.measured_stream(RACE_TEXTS, repeats, draft="ngram")
 
 
 @shared(maxsize=256)

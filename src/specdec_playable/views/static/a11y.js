@@ -1,4 +1,4 @@
-// Accessible names for the controls Panel and Bokeh render without one (see views/a11y.py):
+// Accessible names for the controls Panel and Bokeh render without one (see views/kit/a11y.py):
 // each slider handle after its slider's title, each spinner button "increase"/"decrease".
 // And exact values: noUiSlider writes a handle's aria-valuenow (and -min, -max) rounded to one
 // decimal, so a slider at 0.75 would be announced as 0.8; each handle gets the slider's own

@@ -1,0 +1,75 @@
+"""Episode 3's "Try this" and exercises: push k, drag q below the cliff, find the best k; and what a dear draft does."""
+
+from __future__ import annotations
+
+from .. import Exercise, TryStep
+from ...sim import theory
+from ...state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
+from ...views.kit.page import steps_html
+from ...prose.words import faster_or_slower, times
+
+
+_Q0, _C0 = QualityDial.param.q.default, QualityDial.param.c.default
+
+
+#: The best draft length at the starting q and c, where "Try this" begins.
+TRY_BEST_K = theory.best_k(_Q0, _C0, k_max=K_SLIDER_MAX)
+
+
+#: Where the cliff is once step 1 has left k at its largest: the break-even q at k = K_SLIDER_MAX.
+TRY_CLIFF_Q = theory.break_even_q(K_SLIDER_MAX, _C0)
+
+
+#: Step 2 leaves q this far below that cliff (rounded to the slider's step).
+TRY_BELOW_Q = round(TRY_CLIFF_Q - 0.05, 2)
+
+
+#: Step 3: back at the best k, the cliff sits here.
+TRY_CLIFF_BEST_Q = theory.break_even_q(TRY_BEST_K, _C0)
+
+
+TRY_STEPS = (
+    TryStep(f"At the starting q = {_Q0:.2f} and c = {_C0:.2f}, push <em>Draft length k</em> from 1 "
+            f"up to {K_SLIDER_MAX} and watch the speedup rise, peak at the starred k = {TRY_BEST_K} and "
+            "sink again.", {"k": K_SLIDER_MAX}),
+    TryStep(f"Still at k = {K_SLIDER_MAX}, drag <em>Draft quality q</em> down to about {TRY_BELOW_Q:.2f}: "
+            f"below q = {TRY_CLIFF_Q:.2f} speculating turns slower than not speculating.",
+            {"q": TRY_BELOW_Q}),
+    TryStep(f"Now set k back to {TRY_BEST_K}: at the same q the page is faster than the big model "
+            f"again, because with fewer guesses per round the cliff sits much lower, at q = "
+            f"{TRY_CLIFF_BEST_Q:.2f}.", {"k": TRY_BEST_K}),
+)
+
+
+TRY_THIS = steps_html([s.html for s in TRY_STEPS])
+
+
+#: Question 1's choices of k.
+_BEST_CHOICES = (1, 2, 4, 8)
+
+
+def _answer_best(s: QualityDial):
+    by_k = s.speedup_by_k
+    return _BEST_CHOICES.index(s.best_k), (
+        f"At q = {s.q:.2f} and c = {s.c:.2f} theory’s fastest k is {s.best_k} "
+        f"({times(s.best_speedup)}); k = 1 gives {times(by_k[0])} and k = 8 {times(by_k[7])}. "
+        f"The page’s {N_ROUNDS:,} simulated rounds at k = {s.k} measured {times(s.result.speedup)}.")
+
+
+def _answer_dear(s: QualityDial):
+    r = s.result
+    word = faster_or_slower(s.theory_speedup)
+    return ("faster", "as fast", "slower").index(word), (
+        f"Theory says {times(s.theory_speedup)}: a round yields {s.theory_tokens_per_round:.2f} "
+        f"tokens on average but costs 1 + {s.k} × {s.c:.2f} = {s.cost_per_round:.2f} passes. "
+        f"The {N_ROUNDS:,} rounds just simulated measured {times(r.speedup)} (95% interval "
+        f"{r.ci_low:.2f} to {r.ci_high:.2f}).")
+
+
+EXERCISES = (
+    Exercise("At q = 0.50 and c = 0.10, which draft length k is fastest?",
+             tuple(f"k = {k}" for k in _BEST_CHOICES), {"q": 0.5, "c": 0.1, "k": 2}, _answer_best),
+    Exercise("A draft that is right half the time (q = 0.50) but costs c = 0.30 of a pass per step, "
+             "at k = 4: faster or slower than the big model alone?",
+             ("faster", "as fast", "slower"), {"q": 0.5, "k": 4, "c": 0.3}, _answer_dear),
+)

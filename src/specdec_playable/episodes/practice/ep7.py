@@ -1,0 +1,88 @@
+"""Episode 7's "Try this" and exercises: a copy task and fresh writing with prompt lookup, then
+the draft head, and what the recorded races say. Written from the recorded runs when first asked
+for (``data.recorded``)."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from .. import Exercise, TryStep
+from ...data.recorded import recorded_runs
+from ...prose.words import share
+from ...state.ep7 import RealText
+from ...views.kit.page import steps_html
+
+
+_FIRST_STEPS = (
+    TryStep("Press <em>Run</em>: the model repeats a sentence with prompt lookup as its draft; watch "
+            "the underlined guesses pile up."),
+    TryStep("Then pick a fresh-writing task (why the sky is blue), run it with the same draft, and "
+            "compare how many guesses the model accepts and what that does to the speedup.",
+            {"task": "sky", "draft": "lookup"}),
+    TryStep("Next, pick the Python sum function: a fresh-writing task starts with the draft head, "
+            "which guesses by imitating the model instead of copying. Run it, then switch the draft "
+            "to prompt lookup and run again: the head has far more of its guesses accepted, and "
+            "the speedup says whether that pays for the longer verify passes on this machine.",
+            {"task": "sum-function"}),
+)
+
+
+def head_levels() -> tuple[float, ...]:
+    """In the recorded run of the draft head on the sum function: the share of its 1st, 2nd, ...
+    guesses kept, of the times each was checked (``accept_at``; NaN where never checked)."""
+    run = recorded_runs().get(("sum-function", "head"))
+    return tuple(float(a) for a in run.spec.accept_at) if run is not None else ()
+
+
+@functools.cache
+def try_steps() -> tuple[TryStep, ...]:
+    """The steps; the last is written from the head's recorded run (and left out if it would not
+    hold: its third guess kept less often than its second, and less than half the time)."""
+    a = head_levels()
+    if len(a) < 3 or not all(math.isfinite(x) for x in a[:3]) or not a[2] < min(a[1], 0.5):
+        return _FIRST_STEPS
+    return _FIRST_STEPS + (TryStep(
+        f"Last, switch back to the draft head, set k to 2 and run again. In the run recorded here the "
+        f"head's first guess in a round was kept {a[0]:.0%} of the times it was checked, its second "
+        f"{a[1]:.0%} and its third only {a[2]:.0%}: guesses past the second mostly make the verify "
+        "pass longer, so compare the two speedups.", {"draft": "head", "k": 2}),)
+
+
+def try_this() -> str:
+    return steps_html([s.html for s in try_steps()])
+
+
+def _answer_copy_or_fresh(s: RealText):
+    """Prompt lookup's recorded acceptance on the copy task against the fresh one."""
+    runs = recorded_runs()
+    copy, fresh = runs[("repeat", s.draft)].spec, runs[("sky", s.draft)].spec
+    a, b = copy.acceptance_rate, fresh.acceptance_rate
+    right = 2 if abs(a - b) < 0.05 else (0 if a > b else 1)
+    return right, (f"In the recorded runs {share(a)} of prompt lookup's guesses were accepted when "
+                   f"the model repeated a sentence, and {share(b)} when it explained the sky: a copy "
+                   "task's reply repeats the prompt's words, which is exactly what prompt lookup "
+                   "guesses, while fresh writing rarely repeats them.")
+
+
+def _answer_early_exit(s: RealText):
+    """The early exit's fair verdict on the copy task, from the recorded race."""
+    c = recorded_runs()[(s.task, s.draft)]
+    f = c.fair
+    right = {"faster": 0, "slower": 1}.get(f.verdict, 2)
+    how = (f"{f.speedup:.2f}× as fast, {f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}×"
+           if f.verdict != "too few rounds" else "too few rounds to tell")
+    return right, (f"Recorded race: {how}, with {share(c.spec.acceptance_rate)} of its guesses "
+                   "accepted. Each guess runs a fifth of the model, so it costs real time, and "
+                   "without training the guesses are rarely the model's own choice.")
+
+
+EXERCISES = (
+    Exercise("With prompt lookup as the draft, on which task will more of its guesses be accepted?",
+             ("repeating a sentence", "explaining why the sky is blue", "about the same"),
+             {"task": "repeat", "draft": "lookup"}, _answer_copy_or_fresh),
+    Exercise("The early exit drafts with the model's own first 6 of its 30 blocks. On the copy "
+             "task, does it make decoding faster or slower?",
+             ("faster", "slower", "no measurable difference"),
+             {"task": "repeat", "draft": "early-exit"}, _answer_early_exit),
+)

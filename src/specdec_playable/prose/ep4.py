@@ -1,0 +1,82 @@
+"""Episode 4's sentences, each computed from the measured texts they describe
+(``data.measured``): what a text is called in a sentence, whether the measurements bear out the
+seed's title, what they say about the genres, and which draft catches most. Plain text: escape it
+for HTML.
+"""
+
+from __future__ import annotations
+
+from ..data import measured
+
+
+#: What each text is called in the histogram and the table (short, to fit a phone).
+SHORT = {"code": "JavaScript", "json": "JSON", "letter": "form letter", "translation": "translation",
+         "poem": "poem", "python": "Python", "pasted": "your text"}
+
+
+def short_name(kind: str, title: str = "") -> str:
+    return SHORT.get(kind, title or kind)
+
+
+def in_prose(kind: str) -> str:
+    """A text's short name inside a sentence ("the poem", but "JSON")."""
+    name = short_name(kind)
+    return f"the {name}" if kind in ("letter", "translation", "poem", "pasted") else name
+
+
+#: How much more often (in mean acceptance) the best boilerplate text must keep the draft than the
+#: poem does for "boilerplate flies, poetry stalls" to hold.
+TITLE_MARGIN = 0.1
+
+
+BOILERPLATE = ("code", "json", "letter")
+
+
+def title_holds() -> bool:
+    """Whether the measured means bear the seed's title out: the best of the boilerplate texts
+    keeps the draft at least :data:`TITLE_MARGIN` more often than the poem."""
+    by_kind = {m["kind"]: m for m in measured.genre_means().values()}
+    boiler = [by_kind[k]["alpha"] for k in BOILERPLATE if k in by_kind]
+    return bool(boiler) and "poem" in by_kind and max(boiler) - by_kind["poem"]["alpha"] >= TITLE_MARGIN
+
+
+def genre_story() -> str:
+    """What the measured means say about the genres, written from them (plain text)."""
+    means = measured.genre_means()
+    by_kind = {m["kind"]: m for m in means.values()}
+    rank = sorted(means.values(), key=lambda m: -m["alpha"])
+    best, worst = rank[0], rank[-1]
+    boiler = [by_kind[k] for k in BOILERPLATE if k in by_kind]
+    poem = by_kind.get("poem")
+    parts = [f"Measured, the draft head is kept most often on {in_prose(best['kind'])} "
+             f"(mean acceptance {best['alpha']:.2f}) and least on {in_prose(worst['kind'])} "
+             f"({worst['alpha']:.2f})."]
+    if poem is not None and boiler:
+        top = max(boiler, key=lambda m: m["alpha"])
+        if title_holds():
+            parts.append(f"Boilerplate does beat the poem here: {top['alpha']:.2f} on "
+                         f"{in_prose(top['kind'])} against {poem['alpha']:.2f} on the poem.")
+        else:
+            parts.append(
+                f"So the title does not hold for this draft: on JavaScript, JSON and the form letter "
+                f"its mean acceptance is at most {top['alpha']:.2f}, barely more than on the poem "
+                f"({poem['alpha']:.2f}).")
+    if poem is not None and boiler and min(m["p_token"] for m in boiler) > poem["p_token"]:
+        listed = ", ".join(f"{m['p_token']:.2f} on {in_prose(m['kind'])}" for m in boiler)
+        parts.append(
+            "The big model itself does find every one of these boilerplate texts easier to predict "
+            f"than the poem: its mean probability of the real next token is {listed}, against "
+            f"{poem['p_token']:.2f} on the poem.")
+    return " ".join(parts)
+
+
+def catch_line() -> str:
+    """Which draft is kept most on these texts, from the comparison columns (plain text)."""
+    means = measured.genre_means()
+    mean = {d: sum(m["compare"][d]["greedy"] for m in means.values()) / len(means)
+            for d in ("head", "ngram", "lookup")}
+    best = {d: max(means.values(), key=lambda m: m["compare"][d]["greedy"]) for d in mean}
+    return (f"the head's first guess is kept at {mean['head']:.0%} of the tokens on average (most on "
+            f"{in_prose(best['head']['kind'])}), the n-gram table's at {mean['ngram']:.0%} and "
+            f"prompt lookup's at {mean['lookup']:.0%}: a draft must have learned what the big "
+            "model writes, and a fresh text leaves nothing to copy.")

@@ -1,0 +1,359 @@
+"""Episode 7's sentences, each computed from the run or the recording it describes.
+
+The page's state (:mod:`..state.ep7`) and its view (:mod:`..views.ep7`) both say things about a
+race of the real model: how it went (:func:`verdict`, :func:`why`, :func:`work_words`), whether its
+text is the model's own (:func:`check_words`), where it waits in line (:func:`status_line`,
+:func:`wait_words`) and what the recorded runs showed (:func:`recorded_summary`). They are written
+here, once, from the numbers they state. Plain text: escape it for HTML.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..data.recorded import has_recording, recorded_meta, recorded_runs
+from ..lm import INSTALL_COMMAND
+from ..lm.compare import Comparison
+from ..lm.prompts import TASKS
+from ..lm.registry import DRAFTS
+from ..sim import theory
+from .words import plural, share
+
+#: A typed prompt's task key (not one of Episode 7's tasks).
+CUSTOM = "custom"
+
+
+#: Why prompt lookup's acceptance differs between the two kinds of task (shown with the prompt).
+COPY_LINE = ("A copy task: the reply repeats words of the prompt, and prompt lookup guesses by "
+             "copying what followed the same words in the prompt, so many of its guesses are right.")
+
+FRESH_LINE = ("Fresh writing: the reply’s words are not in the prompt, so prompt lookup has little to "
+              "copy and few of its guesses are right.")
+
+#: What the page says once a run is cancelled (what both runs wrote stays on the page).
+CANCELLED_LINE = ("Cancelled: both runs stop at their next pass. What they wrote so far is shown; "
+                  "no speedup is measured from a cancelled run.")
+
+def settings_line(s) -> str:
+    """One run's settings (a :class:`..state.ep7.Settings`) in a line."""
+    task = "your own prompt" if s.task == CUSTOM else TASKS[s.task].genre.lower()
+    mode = "greedy" if s.greedy else f"sampling at temperature {s.temperature:g}, seed {s.seed}"
+    return (f"{task} · {DRAFTS[s.draft].short} · k = {s.k} · up to {s.max_new} new tokens · {mode}")
+
+
+def kind_line(task: str) -> str:
+    """Whether a task is a copy task or fresh writing, and what that does to prompt lookup."""
+    if task not in TASKS:
+        return ""
+    return COPY_LINE if TASKS[task].copy else FRESH_LINE
+
+def ratio_words(speedup: float) -> str:
+    """Speculative against plain, in words that agree with the number shown (two decimals)."""
+    if not math.isfinite(speedup) or speedup <= 0:
+        return "no speedup could be measured"
+    shown = f"{speedup:.2f}"
+    if shown == "1.00":
+        return "as fast as plain decoding, to two decimals (1.00×)"
+    if speedup > 1:
+        return f"faster than plain decoding: {shown}× its tokens per second"
+    return (f"slower than plain decoding: {shown}× its tokens per second "
+            f"(plain decoding was {1 / speedup:.2f}× as fast)")
+
+def cost_words(cost: float) -> str:
+    """A draft cost c to three decimals, or "under 0.001" when it would round to 0.000."""
+    return f"{cost:.3f}" if cost >= 0.0005 else "under 0.001"
+
+def interval_words(f) -> str:
+    """The bootstrap interval of a fair speedup, in words."""
+    return (f"{f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}× (bootstrap over "
+            f"{plural(f.n_rounds, 'round')}, {f.n_resamples:,} resamples)")
+
+def verdict(c: Comparison) -> str:
+    """The run's headline: faster, slower or no measurable difference, from the fair interval."""
+    f = c.fair
+    if f is None:
+        return f"On this run speculative decoding was {ratio_words(c.speedup)}."
+    if f.verdict == "too few rounds":
+        return (f"Too few rounds to measure a speedup: {plural(f.n_rounds, 'round')} "
+                "(the interval needs at least two); run more new tokens.")
+    shown = f"{f.speedup:.2f}×"
+    if f.verdict == "faster":
+        return f"Speculative decoding was faster: {shown} plain decoding’s speed, {interval_words(f)}."
+    if f.verdict == "slower":
+        return (f"Speculative decoding was slower: {shown} plain decoding’s speed, {interval_words(f)}; "
+                f"plain decoding was {1 / f.speedup:.2f}× as fast.")
+    return (f"No measurable difference: {shown} plain decoding’s speed, but its {interval_words(f)} "
+            "includes 1.")
+
+def work_words(c: Comparison) -> str:
+    """The work-based figure: tokens per pass against this run's measured cost of a pass."""
+    f = c.fair
+    if f is None or not math.isfinite(f.work_speedup):
+        return ""
+    n = f.common_size
+    cost = f.cost_of(n)
+    return (f"By the work alone, what an idle machine would show: {f.tokens_per_pass:.2f} tokens "
+            f"per pass, and a pass over {n} position{'' if n == 1 else 's'} cost {cost:.1f}× a plain "
+            f"step in this run (medians of {plural(int(f.size_counts.max()), 'pass', 'passes')} and "
+            f"{plural(int(c.plain.passes), 'step')}), so {f.work_speedup:.2f}×.")
+
+def why(c: Comparison, k: int) -> str:
+    """Where the time went: tokens per verify pass against what a pass and the guesses cost."""
+    s = c.spec
+    parts = []
+    if s.proposed:
+        judged = s.accepted + s.rejected
+        parts.append(f"The model accepted {s.accepted} of the {judged} guesses it judged "
+                     f"({s.acceptance_rate:.0%}), so each pass wrote {s.tokens_per_pass:.2f} tokens")
+        if math.isfinite(c.verify_cost):
+            parts.append(f"but a verify pass over up to {k + 1} positions cost {c.verify_cost:.1f}× a "
+                         f"plain step on average ({c.verify_ms:,.0f} ms against {c.step_ms:,.0f} ms)")
+        if math.isfinite(c.draft_cost):
+            parts.append(f"and each guess cost {cost_words(c.draft_cost)} of a step to make "
+                         f"({s.draft_ms_per_token:.2f} ms)")
+        text = ", ".join(parts[:1]) + (", " + " ".join(parts[1:]) if len(parts) > 1 else "") + "."
+    else:
+        text = "The draft proposed nothing on this run, so every pass was a plain decode step."
+    idle = sum(1 for r in set(s.events.round[(s.events.kind == "generate")].tolist()) if r > 0)
+    if s.proposed and idle:
+        text += (f" The draft had no guess at {idle} of the {s.passes} passes; those were plain "
+                 "decode steps.")
+    work = work_words(c)
+    return text + (" " + work if work else "")
+
+def map_words(c: Comparison, k: int) -> str | None:
+    """Where Episode 5's theory puts this run, against what was measured (None: no q measured)."""
+    q, cost = c.spec.acceptance_rate, c.draft_cost
+    if not (math.isfinite(q) and math.isfinite(cost) and math.isfinite(c.speedup)):
+        return None
+    predicted = theory.expected_speedup(min(q, 1.0), k, min(cost, 1.0))
+    c_text = f"c = {cost:.3f}" if cost >= 0.0005 else "c under 0.001"
+    text = (f"Episode 5’s theory puts q = {q:.2f}, k = {k}, {c_text} at "
+            f"{predicted:.2f}×. It counts a verify pass as one step, as on a GPU")
+    if math.isfinite(c.verify_cost):
+        text += f"; here a verify pass cost {c.verify_cost:.1f}× a step"
+    return text + f", and this run measured {c.speedup:.2f}×."
+
+def check_words(c: Comparison, g) -> tuple[str, str]:
+    """The guarantee, as (verdict kind, sentence): kind is ``ok``, ``fail``, ``pending`` or ``info``.
+
+    ``g`` is the greedy runs' :class:`..sim.relay.Guarantee` (None when there is none yet)."""
+    if c.spec is None:
+        return "pending", "The guarantee is checked once both runs have written."
+    if not c.greedy:
+        same = c.plain is not None and c.plain.tokens == c.spec.tokens
+        if c.plain is None or not c.finished:
+            return "pending", "Sampling: the plain run is a second draw, compared when it ends."
+        return "info", ("Sampling: the two runs are two separate draws, so their texts "
+                        + ("happen to be the same" if same else "differ")
+                        + ". What speculative sampling guarantees is the distribution: every token "
+                          "comes from the model’s own probabilities, whatever the draft guessed.")
+    if g is None:
+        return "pending", "The plain run checks the guarantee token by token once it starts."
+    n = g.n_tokens
+    if not g.ok:
+        return "fail", (f"Mismatch: {g.matches} of {n} tokens match; the first difference is at "
+                        f"token {g.first_mismatch + 1}.")
+    if not c.finished:
+        return "pending", f"Checking token by token: {n} of {len(c.spec.tokens)} tokens so far, all identical."
+    if len(c.plain.tokens) < len(c.spec.tokens):
+        return "ok", (f"Checked token by token: the plain run stopped after {n} of "
+                      f"{len(c.spec.tokens)} tokens, and those {n} are identical.")
+    return "ok", (f"Checked token by token: all {n} tokens are identical to what the model writes "
+                  "alone, one pass per token.")
+
+def stopped_line(c: Comparison | None, budget_s: float) -> str:
+    """Why a finished run ended early, if it did (empty otherwise); ``budget_s`` is the server's
+    time budget for a run."""
+    if c is None or c.spec is None:
+        return ""
+    if c.spec.stopped == "time" or (c.plain is not None and c.plain.stopped == "time"):
+        return (f"The server’s time budget ({budget_s:.0f} s for both runs) ran out: the runs "
+                "stopped early, and the numbers are for what they wrote.")
+    return ""
+
+def estimated_wait_s(position: int, workers: int, running_elapsed_s, recent_run_s) -> float | None:
+    """Seconds until a run at ``position`` in line starts, from the measured run times.
+
+    Each run ahead is taken to last the median of ``recent_run_s`` (the last runs that finished
+    on this server); a running one has that minus what it has already run (at least 0). The
+    runs ahead go to whichever worker frees first. None when no run has finished yet.
+    """
+    if not recent_run_s or position < 1:
+        return None
+    typical = float(sorted(recent_run_s)[len(recent_run_s) // 2])
+    free = sorted([max(typical - e, 0.0) for e in running_elapsed_s][:workers]
+                  + [0.0] * max(workers - len(running_elapsed_s), 0))
+    for _ in range(position - 1):
+        free[0] += typical
+        free.sort()
+    return free[0]
+
+def wait_words(position: int, workers: int, running_elapsed_s, recent_run_s,
+               crowded_run_s=()) -> str:
+    """The estimated wait in a sentence, with what it was computed from.
+
+    A run behind a line will run with every worker busy, so the runs measured that way
+    (``crowded_run_s``) are used when there are any: where runs contend for the memory, as on
+    a CPU, they take longer than runs made alone (``benchmarks/bench_class.py``).
+    """
+    times = crowded_run_s or recent_run_s
+    wait = estimated_wait_s(position, workers, running_elapsed_s, times)
+    if wait is None:
+        return "No run has finished on this server yet, so there is no measured time to estimate the wait from."
+    typical = float(sorted(times)[len(times) // 2])
+    runs = plural(len(times), "run")
+    busy = " with every worker busy" if crowded_run_s else ""
+    when = "in a moment" if wait < 1 else f"in about {_seconds(wait)}"
+    return f"Estimated start {when}: the last {runs} here{busy} took {_seconds(typical)} each (median)."
+
+def full_line(waiting: int, workers: int, running_elapsed_s, recent_run_s, crowded_run_s=()) -> str:
+    """Why a Run was refused when the line is full, and when a place should free up (the next
+    run's estimated start, from the measured run times, as :func:`wait_words` takes them)."""
+    wait = estimated_wait_s(1, workers, running_elapsed_s, crowded_run_s or recent_run_s)
+    when = ("Try again once a run has finished." if wait is None else
+            "Try again in a moment." if wait < 1 else
+            f"Try again in about {_seconds(wait)}, when the next run should start.")
+    return (f"The line is full: {plural(waiting, 'run')} already waiting for the model on this server, "
+            f"the most it holds, so this one was not queued. {when}")
+
+def _seconds(s: float) -> str:
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
+
+def status_line(status: str, position: int, c: Comparison | None, *, model_loaded: bool,
+                workers: int = 1, running: int = 0, running_elapsed_s=(), recent_run_s=(),
+                crowded_run_s=()) -> str:
+    """What the visitor's run is doing, in one line (plain text); the queue's figures (as one
+    poll saw them) are read only for a queued run."""
+    if status == "queued":
+        # Free workers take the runs at the head of the line (in the moment before they do, the
+        # line and a free worker are both seen); a run further back waits for a busy one.
+        if position <= workers - running:
+            return (f"Waiting in line: position {position}. A worker is free, so this run starts "
+                    "in a moment.")
+        busy = "busy" if running >= workers else "busy or about to be"
+        return (f"Waiting in line: position {position}. All {workers} workers are {busy} (one run "
+                f"per core). " + wait_words(position, workers, running_elapsed_s, recent_run_s,
+                                            crowded_run_s))
+    if status == "running":
+        if c is None or c.spec is None:
+            return ("Loading the model on the server (once per worker process)…" if not model_loaded
+                    else "Starting…")
+        n_plain = len(c.plain.tokens) if c.plain is not None else 0
+        return (f"Racing, pass by pass: speculative {plural(len(c.spec.tokens), 'token')} "
+                f"({plural(c.spec.passes, 'pass', 'passes')} after the prompt’s), plain "
+                f"{plural(n_plain, 'token')} so far.")
+    if status == "idle":
+        return ("Press Run: the server writes the reply twice, speculatively and plainly, taking turns "
+                "pass by pass so that both meet the same load.")
+    return ""
+
+
+def no_model_line(task: str) -> str:
+    """One line: the model is not on this server, and what that means for a Run of ``task``."""
+    meta = recorded_meta() if has_recording() else None
+    if task == CUSTOM or meta is None:
+        return f"The model is not installed here, so nothing can run live; install it with: {INSTALL_COMMAND}"
+    return (f"The model is not installed here: this is a run recorded on {meta['date']} "
+            f"(k = {meta['k']}, greedy, up to {meta['max_new']} tokens). Live runs need the server "
+            f"with the model: {INSTALL_COMMAND}")
+
+
+def _names(keys) -> str:
+    """Tasks as a sentence names them ("the sum function and sky explanation")."""
+    names = [TASKS[k].named for k in keys]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def break_even_gloss(cpu) -> str:
+    """The acceptance rate a free draft needs at k = 4 on this CPU (:meth:`.cpu.CpuPasses.free_draft_break_even`)."""
+    ratio = cpu.ratio(5)
+    if not 1.0 < ratio < 5.0:
+        return "" if ratio <= 1.0 else ": no draft can, at k = 4"
+    q = cpu.free_draft_break_even(4)
+    return f": even a draft that costs nothing must have its guesses accepted at a rate of at least q = {q:.2f}"
+
+
+def head_line() -> str:
+    """What the recorded runs say about the draft head (its guesses on fresh writing and copying)."""
+    runs = recorded_runs()
+    mine = {t: runs[(t, "head")].spec for t in TASKS if (t, "head") in runs}
+    if not mine:
+        return "It needs nothing to copy, so it guesses on fresh writing too."
+    fresh = [t for t in mine if not TASKS[t].copy]
+    best = max(mine, key=lambda t: mine[t].tokens_per_pass)
+    text = (f"It needs nothing to copy: in the runs recorded below it wrote "
+            f"{mine[best].tokens_per_pass:.2f} tokens per pass on the {_names([best])}")
+    others = [t for t in fresh if t != best]
+    if others:
+        text += ", " + ", ".join(f"{mine[t].tokens_per_pass:.2f} on the {_names([t])}" for t in others)
+    cost = [runs[(t, "head")].draft_cost for t in mine]
+    return text + (f"; each guess cost about {cost_words(sorted(cost)[len(cost) // 2])} of a "
+                   "step.")
+
+
+def recorded_summary(runs) -> str:
+    """One sentence per draft: the recorded tasks where most and fewest of its guesses were accepted.
+
+    Acceptance in greedy decoding does not depend on the clock, so these sentences hold on any
+    machine; the speedups in the table are this machine's clocks and move from run to run.
+    """
+    out = []
+    for d, spec in DRAFTS.items():
+        name = spec.label
+        mine = {t: c.spec for (t, dd), c in runs.items() if dd == d}
+        if not mine:
+            continue  # not recorded
+        judged = {t: s for t, s in mine.items() if s.accepted + s.rejected > 0}
+        silent = [t for t in mine if t not in judged]
+        if not judged:
+            out.append(f"{name} had no guess to offer on any task.")
+            continue
+        best = max(judged, key=lambda t: judged[t].acceptance_rate)
+        worst = min(judged, key=lambda t: judged[t].acceptance_rate)
+        text = (f"{name} had {share(judged[best].acceptance_rate)} of its guesses accepted on the "
+                f"{_names([best])} ({judged[best].tokens_per_pass:.2f} tokens per pass)")
+        if worst != best:
+            text += (f" and {share(judged[worst].acceptance_rate)} on the {_names([worst])} "
+                     f"({judged[worst].tokens_per_pass:.2f})")
+        if silent:
+            text += f", and no guess at all on the {_names(silent)}"
+        out.append(text + ".")
+    return "In the runs recorded below, " + " ".join(
+        s[0].lower() + s[1:] if i == 0 else s for i, s in enumerate(out))
+
+
+def recorded_rows(runs, repeats) -> list[tuple]:
+    """The recorded table's rows: task, draft, acceptance, tokens per pass, the work-based figure,
+    the median speedup, the repeats' lowest and highest, and the median run's verdict."""
+    rows = []
+    for (t, d), c in runs.items():
+        reps = repeats.get((t, d)) or ({"speedup": c.speedup},)
+        sp = [r["speedup"] for r in reps]
+        f = c.fair
+        rows.append((TASKS[t].title, DRAFTS[d].label,
+                     c.spec.acceptance_rate, c.spec.tokens_per_pass,
+                     f.work_speedup if f is not None else math.nan, c.speedup, min(sp), max(sp),
+                     f.verdict if f is not None else "–"))
+    return rows
+
+
+def recorded_caption(meta) -> str:
+    """When, how and under what load the runs were recorded."""
+    reps = meta.get("repeats", 1)
+    return (f"Recorded on {meta['date']} on this project’s {meta['cores']}-core development machine, "
+            f"k = {meta['k']}, "
+            f"greedy, up to {meta['max_new']} new tokens; each race run {reps} times and the median "
+            f"kept (load average {meta['load_average_before'][0]:.1f} at the start, "
+            f"{meta['load_average_after'][0]:.1f} at the end: other work shared the cores, which the "
+            "race's turns share out evenly between the two runs).")
+
+
+def spread_sentence(rows) -> str:
+    """How far the repeats' speedups moved, at most."""
+    spreads = [(hi - lo, task, draft) for task, draft, *_, lo, hi, _ in rows if math.isfinite(hi - lo)]
+    if not spreads:
+        return ""
+    worst = max(spreads)
+    return (f"Each speedup is the median of the repeats; across the {len(rows)} rows the repeats "
+            f"moved by at most {worst[0]:.2f} (on {worst[1]} with {worst[2].lower()}).")

@@ -1,0 +1,376 @@
+"""Episode 2's view: the relay's two lanes, the text growing under them, the clocks and the guarantee.
+
+The server runs :func:`sim.relay.run` once per change; the browser plays the run:
+the lanes, and through Episode 2's frame hook (``views/static/ep2_frame.js``, whose
+header is the contract for the ``data-*`` attributes the builders here write) the
+text, the two clocks and the running cost of bad rounds, all from one
+``requestAnimationFrame`` loop that never calls the server.
+
+:func:`round_rows`, :func:`relay_timeline`, :func:`text_html`, :func:`clocks_html`,
+:func:`check_html` and :func:`legend_html` are plain functions a test can call.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource
+
+from ..sim.relay import RelayResult
+from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
+from .kit import theme
+from .kit.lanes import Box, Lane, LanePlayer, Timeline
+from .kit.inputs import SeedBox, control_help
+from .kit.page import StateView, esc, page_css, prose, session_doc, slider
+from ..prose.words import noun, plural, versus_one
+
+DRAFT_Y, BIG_Y, BAND_Y = 1.2, 0.0, 0.6
+BOX_H = 0.56
+#: Height of a bad round's band: it spans both lanes.
+BAND_H = 1.95
+#: The big model's own token is drawn as the last part of its pass, this long at most, and at
+#: most this share of the pass, so the pass's "+n" label (at its middle) stays in the open
+#: (Episode 2's 600 ms passes: 120 ms either way; Episode 7's real passes are far shorter).
+OWN_TOKEN_MS = 120.0
+OWN_TOKEN_SHARE = 0.2
+#: While playing, the time axis follows the clock over this many rounds, so a draft step is
+#: wide enough to read; at the end it shows the whole run.
+ROUNDS_IN_VIEW = 3.5
+SPEEDS = {"0.25×": 0.25, "0.5×": 0.5, "1× (real time)": 1.0, "2×": 2.0, "4×": 4.0, "8×": 8.0}
+_CSS = "ep2.css"
+
+LANES = (
+    Lane("draft", f"Draft model · {DRAFT_STEP_MS:,.0f} ms a step", DRAFT_Y, theme.DRAFT),
+    Lane("big", f"Big model · {BIG_PASS_MS:,.0f} ms a pass", BIG_Y, theme.BIG),
+)
+STYLES = {
+    "bad": dict(fill=theme.SLOWER, hatch=" ", line=theme.SLOWER, mark="", label="bad round"),
+    # The big model's token sits inside its pass: plain gold with a large mark
+    # (★ or +) reads better there than the dotted pattern.
+    "correction": {**theme.STATUS["correction"], "hatch": " "},
+    "bonus": {**theme.STATUS["bonus"], "hatch": " "},
+}
+_VERDICT = {
+    "accepted": "accepted ✓",
+    "rejected": "rejected ✗ (the first miss)",
+    "discarded": "discarded – (drafted after the miss, never judged)",
+}
+
+
+def _fmt_ms(ms: float) -> str:
+    return f"{ms:,.0f} ms"
+
+
+# --- the clocks, round by round ------------------------------------------------------
+
+
+def round_rows(progress: Progress, n_tokens: int) -> dict:
+    """Display strings of the clocks after each round (row 0: the start), for the browser.
+
+    The speedup compares the two clocks as they stood at the end of the last round
+    (``relay``, ``alone``); its caption says so, since the relay's headline clock runs on
+    with the lanes while the next round is under way.
+    """
+    n_rounds = len(progress) - 1
+    rows = dict(end_ms=progress.end_ms.tolist(), bad_rounds=progress.bad_rounds.tolist(),
+                relay=[], alone=[], alone_label=[], speedup=[], speedup_label=[], when=[], bad=[])
+    for i in range(len(progress)):
+        tokens = int(progress.tokens[i])
+        rows["relay"].append(_fmt_ms(progress.end_ms[i]))
+        rows["alone"].append(_fmt_ms(progress.alone_ms[i]))
+        rows["alone_label"].append(
+            f"the big model alone for {plural(tokens, 'token')}: {tokens} × {_fmt_ms(BIG_PASS_MS)}")
+        if i == 0:
+            rows["speedup"].append("–")
+            rows["speedup_label"].append("measured speedup (alone ÷ relay), from the end of round 1")
+            rows["when"].append(f"Before the first round · 0 of {n_tokens} tokens written · "
+                                "press Play to run it")
+        else:
+            sp = float(progress.speedup[i])
+            rows["speedup"].append(f"{sp:.2f}×")
+            verdict = {1: "measured speedup", 0: "measured: as fast as the big model alone",
+                       -1: "measured: slower than the big model alone"}[versus_one(sp)]
+            at = "" if i == n_rounds else f" at the end of round {i}"
+            rows["speedup_label"].append(f"{verdict}{at} (alone ÷ relay)")
+            rows["when"].append(f"After round {i} of {n_rounds} · {tokens} of {n_tokens} tokens written")
+        nb = int(progress.bad_rounds[i])
+        spent, plain = float(progress.bad_ms[i]), float(progress.bad_plain_ms[i])
+        rows["bad"].append(
+            f"{plural(nb, 'bad round')} so far: {_fmt_ms(spent)} for {plural(nb, 'token')}. "
+            f"Plain decoding writes {noun(nb, 'it')} in {_fmt_ms(plain)}: "
+            f"{_fmt_ms(spent - plain)} lost.")
+    return rows
+
+
+# --- the lanes -----------------------------------------------------------------------
+
+
+def _bad_bands(res: RelayResult, pass_ms: float) -> list[Box]:
+    rounds = res.rounds
+    out = []
+    for r in range(res.n_rounds):
+        if rounds["accepted"][r] == 0:
+            s, e, d = float(rounds["start_ms"][r]), float(rounds["end_ms"][r]), int(rounds["drafted"][r])
+            out.append(Box(
+                "bad", s, e, BAND_Y, BAND_H, "bad", "bad", shown=e, label_size="11px",
+                label_color=theme.BAD_TEXT,
+                tip=(f"bad round {r + 1}: {plural(d, 'draft step')} + 1 pass = "
+                     f"{_fmt_ms(e - s)} for 1 token (plain decoding: {_fmt_ms(pass_ms)})")))
+    return out
+
+
+def _draft_steps(res: RelayResult) -> list[Box]:
+    """Each draft step, drawn as a plain draft until its round is judged, then with its verdict."""
+    rounds, ev = res.rounds, res.events
+    verdict = {}
+    for kind in ("accepted", "rejected", "discarded"):
+        sel = ev.of_kind(kind)
+        for r, tok in zip(sel.round.tolist(), sel.token.tolist()):
+            verdict[(r, tok)] = kind
+    out = []
+    drafts = ev.of_kind("draft")
+    for r, tok, guess, s, e in zip(drafts.round.tolist(), drafts.token.tolist(), drafts.text.tolist(),
+                                   drafts.start_ms.tolist(), drafts.end_ms.tolist()):
+        v1 = float(rounds["end_ms"][r])
+        kind = verdict[(r, tok)]
+        step = tok - int(rounds["first_token"][r]) + 1
+        what = f"round {r + 1}, draft step {step}: guessed “{guess.strip()}”"
+        out.append(Box(
+            "draft", s, e, DRAFT_Y, BOX_H, theme.STATUS[kind]["mark"], kind, label_size="10px",
+            status_before="draft", label_before="", judged=v1, label_at=v1,
+            tip=f"{what} → {_VERDICT[kind]}", tip_before=f"{what}, waiting for the big model's check"))
+    return out
+
+
+def _verify_passes(res: RelayResult) -> list[Box]:
+    """Each verify pass, and the big model's own token (correction or bonus) at its end."""
+    rounds, ev = res.rounds, res.events
+    own = {}
+    for kind in ("correction", "bonus"):
+        sel = ev.of_kind(kind)
+        for r, txt in zip(sel.round.tolist(), sel.text.tolist()):
+            own[r] = (kind, txt)
+    out = []
+    verify = ev.of_kind("verify")
+    for r, s, e in zip(verify.round.tolist(), verify.start_ms.tolist(), verify.end_ms.tolist()):
+        d, a, made = (int(rounds[c][r]) for c in ("drafted", "accepted", "tokens"))
+        extra = own.get(r)
+        own_start = e - min(OWN_TOKEN_MS, OWN_TOKEN_SHARE * (e - s))
+        how = ("" if extra is None else
+               " + the big model's own token" if extra[0] == "correction" else " + a bonus token")
+        out.append(Box(
+            "big", s, e, BIG_Y, BOX_H, f"+{made}", "verify", label_size="11px",
+            label_end=own_start if extra is not None else e,
+            tip=(f"round {r + 1}: one pass checks {plural(d, 'draft')} at once → {a} accepted{how} = "
+                 f"{plural(made, 'token')}")))
+        if extra is not None:
+            kind, txt = extra
+            what = ("its own token at the first miss" if kind == "correction"
+                    else "a bonus token: every draft was right, so the same pass adds one more")
+            out.append(Box(
+                "big", own_start, e, BIG_Y, BOX_H, theme.STATUS[kind]["mark"], kind,
+                shown=e, label_size="14px",
+                tip=f"round {r + 1}: the big model writes “{txt.strip()}”, {what}"))
+    return out
+
+
+def relay_timeline(res: RelayResult, *, pass_ms: float = BIG_PASS_MS,
+                   window_ms: float = 0.0) -> Timeline:
+    """The lanes of one run: bad-round bands (drawn first, beneath), draft steps, verify passes.
+
+    The times are the run's own events, simulated or measured; ``pass_ms`` is what plain
+    decoding pays per token (for the bad rounds' tooltips). A draft's tooltip gives its
+    verdict only once its round is judged; the step button stops at each round's end.
+    """
+    return Timeline(tuple(_bad_bands(res, pass_ms) + _draft_steps(res) + _verify_passes(res)),
+                    stops=tuple(res.rounds["end_ms"].tolist()), window_ms=window_ms)
+
+
+# --- the text, the clocks, the guarantee (see ep2_frame.js for the data-* contract) ---
+
+
+def token_span(cls: str, text: str, *, title: str = "", on: float | None = None,
+               off: float | None = None, chk: float | None = None, hidden: bool = False,
+               lead_chars: str | None = None) -> str:
+    """One token as the frame hook expects it: its leading whitespace (``lead_chars``, all
+    whitespace by default) apart from the marked word, with optional timing attributes."""
+    lead = text[: len(text) - len(text.lstrip(lead_chars))]
+    word = text[len(lead):]
+    attrs = f' class="{cls}"'
+    if title:
+        attrs += f' title="{esc(title)}"'
+    for key, val in (("on", on), ("off", off), ("chk", chk)):
+        if val is not None:
+            attrs += f' data-{key}="{val:g}"'
+    if hidden:
+        attrs += " hidden"
+    return f'<span{attrs}>{esc(lead)}<span class="w">{esc(word)}</span></span>'
+
+
+def text_html(run: Relay, uid: str, *, at_start: bool = False) -> str:
+    """The growing text: every span carries when it appears (and disappears), end state shown
+    (or, ``at_start``, the start: nothing written yet).
+
+    Drafts appear when drafted and vanish when their round is judged; then the
+    accepted tokens, the struck-through first miss, the big model's own token
+    and the bonus appear. Spans marked ``kept`` are the output text.
+    """
+    res = run.result
+    rounds = res.rounds
+    total = 0.0 if at_start else res.wall_ms
+    drafts = res.events.of_kind("draft")
+    live, ghost = [], []
+    for r in range(res.n_rounds):
+        p, d, a = (int(rounds[c][r]) for c in ("first_token", "drafted", "accepted"))
+        v1 = float(rounds["end_ms"][r])
+        v0 = v1 - BIG_PASS_MS
+        mine = drafts.round == r
+        for guess, e in zip(drafts.text[mine].tolist(), drafts.end_ms[mine].tolist()):
+            live.append(token_span("tk tk-draft", guess, title="drafted, waiting for the big model's check",
+                              on=e, off=v1, chk=v0, hidden=not (e <= total < v1)))
+        judged = [("tk kept tk-acc", TOKENS[p + i], "a draft the big model accepted") for i in range(a)]
+        if a < d:
+            judged.append(("tk tk-rej", DECOYS[p + a], "the draft's guess, rejected: the first miss"))
+            judged.append(("tk kept tk-fix", TOKENS[p + a],
+                           f"the big model's own token, written instead of “{DECOYS[p + a].strip()}”"))
+        elif int(rounds["tokens"][r]) > d:
+            judged.append(("tk kept tk-bonus", TOKENS[p + d],
+                           "a bonus token: all drafts were right, so the same pass adds one more"))
+        for cls, txt, title in judged:
+            live.append(token_span(cls, txt, title=title, on=v1, hidden=v1 > total))
+            ghost.append(token_span(cls.replace("tk ", "").replace("kept ", ""), txt))
+    return (
+        '<div class="ep2-textbox"><h3>The text so far</h3><div class="ep2-stack">'
+        f'<div class="ep2-text ep2-ghost" aria-hidden="true">{"".join(ghost)}</div>'
+        f'<div class="ep2-text ep2-text-live" data-sdp="{esc(uid)}-text">{"".join(live)}</div>'
+        "</div></div>"
+    )
+
+
+def clocks_html(rows: dict, uid: str, *, at_start: bool = False) -> str:
+    """The two clocks, the speedup and the bad rounds, at the run's end, or ``at_start`` before
+    its first round (the browser rewinds them).
+
+    The relay's clock is a live field of the lane player (it runs with the lanes' cursor);
+    the other numbers change at round ends (``ep2_frame.js``).
+    """
+    last = 0 if at_start else len(rows["end_ms"]) - 1
+
+    def f(key: str) -> str:
+        return f'data-k="{key}">{esc(rows[key][last])}'
+
+    nb = rows["bad_rounds"][last]
+    total = rows["end_ms"][-1]  # the live clock runs up to the run's end
+    return (
+        f'<div class="ep2-clocks" data-sdp="{esc(uid)}-clocks" data-sdp-live="{esc(uid)}">'
+        f'<div class="sdp-stat"><div class="v" data-clock="{total:g}">{esc(rows["relay"][last])}</div>'
+        '<div class="l">the relay’s wall clock (draft + big model)</div></div>'
+        f'<div class="sdp-stat"><div class="v" {f("alone")}</div><div class="l" {f("alone_label")}</div></div>'
+        f'<div class="sdp-stat"><div class="v" {f("speedup")}</div><div class="l"><span {f("speedup_label")}'
+        f'</span><br>the relay’s clock at that point: <span {f("relay")}</span></div>'
+        "</div>"
+        f'<p class="when" {f("when")}</p>'
+        f'<div class="ep2-bad" data-k="badbox"{"" if nb else " hidden"}><span class="sw bad">✗</span> '
+        f'<strong>Bad rounds</strong> (first draft rejected): <span {f("bad")}</span></div>'
+        f'<div class="ep2-bad none" data-k="nobad"{" hidden" if nb else ""}>No bad rounds so far.</div>'
+        "</div>"
+    )
+
+
+def check_html(g: Guarantee, uid: str, *, at_start: bool = False) -> str:
+    """The guarantee, checked on the server; shown when the run ends (``at_start``: not yet)."""
+    if g.ok:
+        result = (f'<span class="ok">✓ Checked token by token:</span> all {g.n_tokens} tokens are identical '
+                  "to what the big model writes alone, one pass per token.")
+    else:
+        result = (f'<span class="fail">✗ Mismatch:</span> {g.matches} of {g.n_tokens} tokens match; '
+                  f"the first difference is at token {g.first_mismatch + 1}.")
+    return (
+        f'<div class="ep2-check" data-sdp="{esc(uid)}-check">'
+        f'<span class="pending" data-k="pending"{"" if at_start else " hidden"}>The guarantee is '
+        "checked when the run ends…</span>"
+        f'<span data-k="result"{" hidden" if at_start else ""}>{result}</span></div>'
+    )
+
+
+def legend_html() -> str:
+    """The key to the lanes' colours, marks and patterns."""
+    items = [
+        ("draft", "", f"draft step ({_fmt_ms(DRAFT_STEP_MS)})"),
+        ("verify", "", f"verify pass ({_fmt_ms(BIG_PASS_MS)}, checks every draft at once)"),
+        ("acc", "✓", "accepted"),
+        ("rej", "✗", "rejected: the first miss"),
+        ("dis", "–", "discarded: after the miss, never judged"),
+        ("gold", "★", "the big model’s own token"),
+        ("gold", "+", "bonus token"),
+        ("bad", "bad", "bad round: first draft rejected"),
+    ]
+    spans = "".join(f'<span class="i"><span class="sw {c}">{m}</span>{esc(t)}</span>' for c, m, t in items)
+    return f'<div class="ep2-legend" aria-label="Legend">{spans}</div>'
+
+
+# --- the view ------------------------------------------------------------------------
+
+
+class RelayView(StateView):
+    """Controls, lanes, text and clocks of one relay run, bound to one state object."""
+
+    state = param.ClassSelector(class_=Relay)
+    note = param.String(default="", doc="Trusted HTML under the guarantee: how to read the page.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.uid = "ep2-" + uuid.uuid4().hex[:8]
+        self.rounds = ColumnDataSource(round_rows(self.state.progress, len(TOKENS)), name="ep2-rounds")
+        self.player = LanePlayer(
+            LANES, name="ep2", height=250, y_pad=(0.62, 0.55), x_label="wall clock (simulated ms)",
+            speeds=SPEEDS, step_label="Step one round", lane_clocks=False, styles=STYLES,
+            frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rounds, uid=self.uid),
+            min_label_px=6, live=self.uid, rest_labels=("verify", "bad"), opens_at_start=True)
+        self.player.fit_on_ready(session_doc())
+        css = [page_css(_CSS)]
+        self.clocks = pn.pane.HTML(stylesheets=css, name="ep2-clocks", min_width=280,
+                                   styles={"flex": "1 1 300px"})
+        self.text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-text")
+        self.check = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-check")
+        self.legend = pn.pane.HTML(legend_html(), sizing_mode="stretch_width", stylesheets=css)
+        self.new_run = pn.widgets.Button(label="New run", width=110,
+                                         align="end", description="Fresh randomness: draws a new seed")
+        self.new_run.on_click(lambda _: self.state.new_run())
+        self.state.param.watch(self._redraw, "result")
+        # The page opens on the start of the run: the result shows when it is played.
+        self._redraw(at_start=True)
+
+    def _redraw(self, *_, at_start: bool = False):
+        rows = round_rows(self.state.progress, len(TOKENS))
+        # One held batch, so the page receives it as one message, in this order: the HTML
+        # first and the lanes last, since replacing the lanes' data is what rewinds the
+        # browser's player, and it then redraws the new HTML too.
+        with pn.io.hold():
+            self.clocks.object = clocks_html(rows, self.uid, at_start=at_start)
+            self.text.object = text_html(self.state, self.uid, at_start=at_start)
+            self.check.object = check_html(self.state.guarantee, self.uid, at_start=at_start)
+            self.rounds.data = rows
+            round_ms = self.state.k * DRAFT_STEP_MS + BIG_PASS_MS
+            self.player.show(relay_timeline(self.state.result, window_ms=ROUNDS_IN_VIEW * round_ms),
+                             at_start=at_start)
+
+    def layout(self):
+        s = self.state
+        controls = pn.Column(slider(s.param.k), slider(s.param.q, step=0.05, format="0.00"),
+                             sizing_mode="stretch_width", name="ep2-controls")
+        seed = SeedBox(s, "seed", beside=[self.new_run])
+        help_ = control_help(s, ["k", "q", "seed"])
+        return pn.Column(
+            pn.FlexBox(pn.Column(controls, seed, help_, width=330), self.clocks,
+                       sizing_mode="stretch_width", flex_wrap="wrap"),
+            pn.pane.Bokeh(self.player.controls),
+            pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),
+            self.legend,
+            self.text,
+            self.check,
+            prose(self.note),
+            sizing_mode="stretch_width",
+        )

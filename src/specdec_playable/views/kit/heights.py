@@ -1,0 +1,42 @@
+"""The room each part built later holds on the page before it arrives, in px at 1280 px wide.
+
+One table for every slot of :mod:`.deferred` (keyed by the slot's name), so the page does not
+jump when a part arrives. The values are the parts' heights as Chromium drew them;
+``tests/test_browser_heights.py`` measures every part again and fails when a reservation is off
+by more than :data:`TOLERANCE_PX` (or :data:`TOLERANCE_SHARE` of it), so a change to a part's
+content comes with a change here.
+"""
+
+from __future__ import annotations
+
+#: Reserved height (px, at a 1280 px wide window) of each deferred slot, by name.
+RESERVED_PX: dict[str, int] = {
+    "ep1-view-slot": 590,
+    "ep1-hw-slot": 950,
+    "ep2-view-slot": 1220,
+    "ep3-view-slot": 1630,
+    "ep4-view-slot": 2169,
+    "ep4-lower-slot": 905,
+    "ep5-view-slot": 1440,
+    "ep5-presets-slot": 226,
+    "ep6-view-slot": 3746,
+    "ep6-charts": 333,
+    "ep6-part2": 2028,
+    "ep7-view-slot": 560,
+    "ep8-view-slot": 7563,
+    "ep8-part1-rest": 2177,
+    "ep8-part2": 2000,
+    "ep8-part3": 2277,
+}
+#: How far a reservation may be from the drawn part: this many px, or this share of it.
+TOLERANCE_PX = 60
+TOLERANCE_SHARE = 0.08
+
+
+def reserved(name: str) -> int:
+    """The room reserved for the slot ``name``."""
+    try:
+        return RESERVED_PX[name]
+    except KeyError:
+        raise KeyError(f"no reserved height for the slot {name!r}; add it to "
+                       "views/kit/heights.RESERVED_PX (tests/test_browser_heights.py measures it)") from None

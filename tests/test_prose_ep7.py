@@ -1,0 +1,143 @@
+"""Episode 7's sentences (``prose.ep7``), each checked against the numbers it states: a run's
+verdict, why it went as it did, the work-based figure, the place in line and the estimated wait,
+and what the recorded runs say. Runs come from ``tests/ep7_fakes.py``."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ep7_fakes import fake_comparison, fake_plain, fake_spec
+from specdec_playable.data import recorded
+from specdec_playable.lm.compare import Comparison
+from specdec_playable.lm.prompts import TASKS
+from specdec_playable.prose import ep7 as ep7_words
+
+
+def test_sampling_states_what_is_guaranteed():
+    c = fake_comparison([(4, 4)], temperature=0.7)
+    kind, sentence = ep7_words.check_words(c, None)
+    assert kind == "info" and "distribution" in sentence
+
+
+@pytest.mark.parametrize("rounds,verify_ms", [([(4, 4)] * 6, 60.0), ([(4, 0)] * 6, 90.0),
+                                              ([(4, 2), (0, 0), (4, 4)], 70.0)])
+def test_sentences_agree_with_the_numbers(rounds, verify_ms):
+    c = fake_comparison(rounds, verify_ms=verify_ms, step_ms=40.0)
+    f = c.fair
+    sp = c.speedup
+    assert math.isfinite(sp) and sp == f.speedup
+    words = ep7_words.verdict(c)
+    assert f"{sp:.2f}×" in words
+    assert ("faster" in words) == (f.low > 1)
+    assert ("slower" in words) == (f.high < 1)
+    assert ("No measurable difference" in words) == (f.low <= 1 <= f.high)
+    assert f"interval {f.low:.2f}× to {f.high:.2f}×" in words and f"{f.n_rounds} rounds" in words
+    spec = c.spec
+    assert f"accepted {spec.accepted} of the {spec.accepted + spec.rejected}" in ep7_words.why(c, 4)
+    assert f"{c.verify_cost:.1f}× a plain step" in ep7_words.why(c, 4)
+    work = ep7_words.work_words(c)
+    assert f"{f.tokens_per_pass:.2f} tokens per pass" in work and f"{f.work_speedup:.2f}×" in work
+    assert f"cost {f.cost_of(f.common_size):.1f}× a plain step" in work
+    m = ep7_words.map_words(c, 4)
+    assert f"q = {spec.acceptance_rate:.2f}" in m and f"measured {sp:.2f}×" in m
+
+
+def test_an_interval_that_includes_one_says_no_measurable_difference():
+    # Verify passes of 5 positions at 2x a step, 1 or 3 tokens each: as fast as plain decoding.
+    c = fake_comparison([(4, 0), (4, 2)] * 5, verify_ms=80.0, step_ms=40.0)
+    assert c.fair.low <= 1.0 <= c.fair.high
+    assert ep7_words.verdict(c).startswith("No measurable difference: 1.00×")
+    few = fake_comparison([(4, 4)], verify_ms=60.0)
+    assert ep7_words.verdict(few).startswith("Too few rounds")
+    old = fake_comparison([(4, 4)] * 3, verify_ms=60.0, turns=False)
+    assert old.fair is None and ep7_words.verdict(old) == f"On this run speculative decoding was {ep7_words.ratio_words(old.speedup)}."
+
+
+def test_measured_numbers_of_a_fake_run():
+    c = fake_comparison([(4, 4), (4, 0)], verify_ms=100.0, step_ms=40.0, guess_ms=0.5)
+    # The fakes end each run 0.5 ms after its last pass (as a real run's bookkeeping does).
+    assert c.step_ms == pytest.approx(40.0, abs=0.5)
+    assert c.verify_ms == pytest.approx(100.0)
+    assert c.verify_cost == pytest.approx(2.5, rel=0.02)
+    assert c.spec.accepted == 4 and c.spec.proposed == 8
+    assert c.positions_per_verify == pytest.approx(5.0)
+    assert c.draft_cost == pytest.approx(0.5 / 40.0, rel=0.02)
+
+
+def test_status_lines():
+    busy = dict(workers=2, running=2, model_loaded=True, running_elapsed_s=(10.0, 30.0),
+                recent_run_s=(20.0, 40.0, 30.0))
+    line = ep7_words.status_line("queued", 2, None, **busy)
+    assert "position 2" in line and "All 2 workers are busy" in line
+    assert "Loading the model" in ep7_words.status_line("running", 0, None, workers=1, running=1,
+                                                 model_loaded=False)
+    spec = fake_spec([(4, 4)])
+    line = ep7_words.status_line("running", 0, Comparison("running", spec, fake_plain(3, stopped="running")),
+                          workers=1, running=1, model_loaded=True)
+    assert f"speculative {len(spec.tokens)} tokens" in line and "plain 3 tokens" in line
+
+
+def test_position_one_with_a_free_worker_does_not_say_none_are_running():
+    line = ep7_words.status_line("queued", 1, None, workers=2, running=0, model_loaded=True)
+    assert "position 1" in line and "A worker is free" in line and "0 are running" not in line
+
+
+def test_a_free_worker_starts_only_the_head_of_the_line():
+    # One of two workers free: it takes the run in place 1; place 3 waits for a busy one.
+    recent = dict(model_loaded=True, running_elapsed_s=(2.0,), recent_run_s=(10.0,))
+    assert "A worker is free" in ep7_words.status_line("queued", 1, None, workers=2, running=1, **recent)
+    line = ep7_words.status_line("queued", 3, None, workers=2, running=1, **recent)
+    assert "A worker is free" not in line and "in a moment" not in line
+    assert "All 2 workers are busy or about to be" in line and "in about 10 s" in line
+
+
+def test_the_estimated_wait_comes_from_the_measured_run_times():
+    # Two workers, runs of 30 s (median of the last three), running for 10 s and 25 s.
+    elapsed, recent = (10.0, 25.0), (20.0, 30.0, 40.0)
+    assert ep7_words.estimated_wait_s(1, 2, elapsed, recent) == pytest.approx(5.0)   # the 25 s one ends
+    assert ep7_words.estimated_wait_s(2, 2, elapsed, recent) == pytest.approx(20.0)  # then the 10 s one
+    assert ep7_words.estimated_wait_s(3, 2, elapsed, recent) == pytest.approx(35.0)  # then the first again
+    assert ep7_words.estimated_wait_s(1, 2, elapsed, ()) is None
+    line = ep7_words.status_line("queued", 3, None, workers=2, running=2, model_loaded=True,
+                          running_elapsed_s=elapsed, recent_run_s=recent)
+    assert "in about 35 s" in line and "the last 3 runs here took 30 s each (median)" in line
+    # Runs measured with every worker busy, as a run behind a line will be, come first.
+    crowded = ep7_words.status_line("queued", 3, None, workers=2, running=2, model_loaded=True,
+                             running_elapsed_s=elapsed, recent_run_s=recent, crowded_run_s=(50.0,))
+    assert "in about 75 s" in crowded and "the last 1 run here with every worker busy took 50 s" in crowded
+    assert "in about 25 s" in ep7_words.full_line(3, 2, elapsed, recent, (50.0,))
+    none_yet = ep7_words.status_line("queued", 1, None, workers=1, running=1, model_loaded=True)
+    assert "No run has finished on this server yet" in none_yet
+
+
+def test_the_lessons_claims_hold_for_the_recorded_runs():
+    runs = recorded.recorded_runs()
+    spec = {key: c.spec for key, c in runs.items()}
+    copies = [t for t in TASKS if TASKS[t].copy]
+    fresh = [t for t in TASKS if not TASKS[t].copy]
+    # "when the reply repeats the prompt ... many of its guesses are right; ... fresh writing ...
+    # little to copy": every copy task's lookup acceptance beats every fresh task's.
+    assert min(spec[(t, "lookup")].acceptance_rate for t in copies) > \
+        max(spec[(t, "lookup")].acceptance_rate for t in fresh)
+    for task in TASKS:
+        # "on a chat reply it rarely has a guess": a guess at fewer than half of the passes
+        assert spec[(task, "ngram")].proposed < 0.5 * spec[(task, "ngram")].passes, task
+        # "without training it is almost never right"
+        assert spec[(task, "early-exit")].acceptance_rate <= 0.1, task
+    summary = ep7_words.recorded_summary(runs)
+    best = max(TASKS, key=lambda t: spec[(t, "lookup")].acceptance_rate)
+    assert (f"prompt lookup had {spec[(best, 'lookup')].acceptance_rate:.0%} of its guesses accepted "
+            f"on the {TASKS[best].named}") in summary
+    rows = ep7_words.recorded_rows(runs, recorded.recorded_repeats())
+    for (t, d), row in zip(runs, rows):
+        reps = recorded.recorded_repeats()[(t, d)]
+        assert len(reps) == recorded.recorded_meta()["repeats"] == 3
+        speeds = sorted(r["speedup"] for r in reps)
+        assert row[5] == pytest.approx(speeds[1]) and (row[6], row[7]) == (speeds[0], speeds[-1])
+        assert row[8] == runs[(t, d)].fair.verdict
+    worst = max(r[7] - r[6] for r in rows)
+    assert f"moved by at most {worst:.2f}" in ep7_words.spread_sentence(rows)
+    meta = recorded.recorded_meta()
+    assert f"load average {meta['load_average_before'][0]:.1f} at the start" in ep7_words.recorded_caption(meta)
