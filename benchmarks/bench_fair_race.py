@@ -18,8 +18,11 @@ condition. Where the physics changes under load (a memory-bound pass slowed more
 compute-bound one), the work-based figure, measured from the same race's own passes, moves with
 the speedup; the table prints both, and their ratios to the quiet medians, side by side.
 
+The race times its passes by the process's CPU time (``lm.race.CPU_CLOCK``); ``--clock wall``
+times them by the wall clock instead, to see what a wait for a core does to it.
+
 Run: ``python benchmarks/bench_fair_race.py [--task repeat] [--draft lookup] [--k 4]
-[--max-new 64] [--busy 2] [--repeats 5] [--class-sizes 2 3]``.
+[--max-new 64] [--busy 2] [--repeats 5] [--class-sizes 2 3] [--clock cpu|wall]``.
 """
 
 from __future__ import annotations
@@ -103,7 +106,7 @@ def child(args) -> int:
     """Run one measurement in this process and print it as JSON (called with ``--child``)."""
     from specdec_playable.lm import get_model, kernel
     from specdec_playable.lm.decode import generate, speculate
-    from specdec_playable.lm.race import fair_speedup, race
+    from specdec_playable.lm.race import CPU_CLOCK, fair_speedup, race
     from specdec_playable.lm.registry import make_draft
 
     model = get_model()
@@ -119,7 +122,9 @@ def child(args) -> int:
                 if load is not None and run == "plain" and update.total_tokens >= args.max_new // 2:
                     load.start()
 
-            r = race(model, ids, make_draft(args.draft), args.k, max_new=args.max_new, progress=on_turn)
+            clock = time.perf_counter if args.clock == "wall" else CPU_CLOCK
+            r = race(model, ids, make_draft(args.draft), args.k, max_new=args.max_new, progress=on_turn,
+                     clock=clock)
             f = fair_speedup(r.turns, rng=0)
             out = dict(speedup=f.speedup, low=f.low, high=f.high, work=f.work_speedup,
                        tokens_per_pass=f.tokens_per_pass, step_ms=f.step_ms,
@@ -141,10 +146,10 @@ def child(args) -> int:
 
 def run_children(args, n: int, *, method: str, load_half_way: bool) -> list[dict]:
     """``n`` measurements at once, each in its own process, starting together."""
-    start_at = time.time() + 25.0 + 5.0 * n  # after every child has loaded the model
+    start_at = time.time() + 18.0 + 4.0 * n  # after every child has loaded the model
     cmd = [sys.executable, __file__, "--child", "--task", args.task, "--draft", args.draft,
            "--k", str(args.k), "--max-new", str(args.max_new), "--busy", str(args.busy),
-           "--method", method, "--start-at", str(start_at)]
+           "--method", method, "--start-at", str(start_at), "--clock", args.clock]
     if load_half_way:
         cmd.append("--load-half-way")
     env = {**os.environ, **ONE_THREAD}
@@ -176,6 +181,8 @@ def main(argv=None) -> int:
     ap.add_argument("--busy", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--class-sizes", type=int, nargs="*", default=[2, 3])
+    ap.add_argument("--clock", default="cpu", choices=("cpu", "wall"),
+                    help="what the race times its passes by (default: the process's CPU time)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--method", default="race", choices=("race", "two-clock"), help=argparse.SUPPRESS)
     ap.add_argument("--load-half-way", action="store_true", help=argparse.SUPPRESS)
@@ -190,7 +197,8 @@ def main(argv=None) -> int:
     for n in args.class_sizes:
         conditions[f"race, a class of {n}"] = ("race", n, False)
     print(f"{args.task}, {args.draft}, k = {args.k}, {args.max_new} tokens, greedy, one thread per "
-          f"run; load: {args.busy} busy processes from half way; {os.cpu_count()} cores; "
+          f"run, the race timed by {'the wall clock' if args.clock == 'wall' else 'CPU time'}; load: "
+          f"{args.busy} busy processes from half way; {os.cpu_count()} cores; "
           f"{time.strftime('%Y-%m-%d %H:%M')}\n")
     print("| condition | repeat | speedup | 95% interval | by the work | tokens/pass | pass cost | "
           "load avg |")

@@ -164,6 +164,7 @@ def test_a_race_stops_both_runs_when_cancelled_and_budgets_time_for_both(model):
     # A fake clock that has run past the budget stops both runs, which share it.
     clock = FakeClock()
     timed = TimedModel(model, clock)
-    r = race(timed, ids, PromptLookup(), 3, max_new=40, max_seconds=0.2, clock=clock)
+    r = race(timed, ids, PromptLookup(), 3, max_new=40, max_seconds=0.2, clock=clock,
+             wall=clock)
     assert r.spec.stopped == r.plain.stopped == "time"
     assert sum(r.turns.ms) >= 200.0 and sum(r.turns.ms) < 200.0 + 2 * pass_ms(40)

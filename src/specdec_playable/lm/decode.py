@@ -12,7 +12,9 @@ guesses before it) and yields its :class:`Update`; when the run ends, the genera
 it). Nothing runs between two ``next()`` calls, so a caller can interleave runs in one thread
 (:mod:`.race`) or stop one early. A run keeps its own clock (:class:`RunClock`): it counts only
 the time the run works, inside ``next()``, so every time it reports is its own, measured where it
-ran. The clock is injectable (``clock=``, seconds), for tests.
+ran. The clock is injectable (``clock=``, seconds): wall time by default; the race times its runs by
+the process's CPU time (:data:`.race.CPU_CLOCK`), which a busy machine's waits for a core do not
+inflate; a test passes a fake one.
 
 Greedy speculative decoding returns exactly the target's greedy text. With sampling, each drafted
 token ``x`` is accepted with probability ``min(1, p(x) / q(x))`` and a rejection is replaced by a draw
@@ -43,7 +45,7 @@ MAX_NEW_MAX = 4096
 #: The longest draft the real decoders take (the simulation allows sim.validate.K_MAX).
 LM_K_MAX = 16
 MARKS = ("generate", "accepted", "correction", "bonus")
-#: A clock: seconds, increasing (``time.perf_counter`` unless a test passes its own).
+#: A clock: seconds, increasing (``time.perf_counter`` unless a caller passes its own).
 Clock = Callable[[], float]
 
 
@@ -269,13 +271,16 @@ class RunClock:
 
     A decoder pauses it while it is suspended at a ``yield`` (another run may be taking its turn)
     and resumes it when asked for the next pass, so what it reads is this run's time alone. The
-    wall clock since the start (:meth:`wall_s`), pauses included, is what a time budget counts.
-    The clock starts paused: a run created beside another does not count the other's first pass.
+    time since the start on ``wall`` (:meth:`wall_s`; ``clock`` itself if not given), pauses
+    included, is what a time budget counts. The clock starts paused: a run created beside another
+    does not count the other's first pass.
     """
 
-    def __init__(self, clock: Clock = time.perf_counter) -> None:
+    def __init__(self, clock: Clock = time.perf_counter, wall: Clock | None = None) -> None:
         self.read = clock
         self.t0 = clock()
+        self._wall = wall or clock
+        self._wall0 = self._wall()
         self._paused = 0.0
         self._since: float | None = self.t0
 
@@ -285,7 +290,7 @@ class RunClock:
         return (t - self.t0 - self._paused) * 1e3
 
     def wall_s(self) -> float:
-        return self.read() - self.t0
+        return self._wall() - self._wall0
 
     def pause(self) -> None:
         self._since = self.read()
@@ -319,14 +324,14 @@ class RunLog:
     the updates it yields (from which :meth:`result` builds its :class:`Generation`)."""
 
     def __init__(self, model, ids, *, max_new, temperature, top_p, rng, cancel, max_seconds,
-                 draft_name, k, clock: Clock = time.perf_counter):
+                 draft_name, k, clock: Clock = time.perf_counter, wall: Clock | None = None):
         self.model, self.tok = model, model.tokenizer
         self.temperature, self.top_p = temperature, top_p
         self.rng = _v.generator(rng)
         self.cancel, self.max_seconds = cancel, max_seconds
         self.max_new = max_new
         self.draft_name, self.k = draft_name, k
-        self.clock = RunClock(clock)
+        self.clock = RunClock(clock, wall)
         self.ctx = np.empty(ids.size + max_new + k + 1, np.int64)  # prompt + output, one buffer
         self.ctx[:ids.size] = ids
         self.n_prompt = ids.size
@@ -429,7 +434,7 @@ class RunLog:
 
 def generate_passes(model, prompt: Sequence[int], *, max_new: int = 64, temperature: float = 0.0,
                     top_p: float = 1.0, rng=None, cancel=None, max_seconds: float | None = None,
-                    clock: Clock = time.perf_counter) -> Passes:
+                    clock: Clock = time.perf_counter, wall: Clock | None = None) -> Passes:
     """Plain decoding, pass by pass: the prefill writes the first token, then one pass per token.
 
     Arguments are checked when it is called (a ``ValueError`` comes at once); the passes run
@@ -453,7 +458,9 @@ def generate_passes(model, prompt: Sequence[int], *, max_new: int = 64, temperat
     max_seconds : float, optional
         Wall-time budget from this call, checked before every pass.
     clock : callable
-        Seconds (``time.perf_counter``); a test passes its own.
+        Seconds the passes are timed with (``time.perf_counter``); a test passes its own.
+    wall : callable, optional
+        Seconds the time budget counts (``clock`` itself if not given).
 
     Returns
     -------
@@ -470,7 +477,8 @@ def generate_passes(model, prompt: Sequence[int], *, max_new: int = 64, temperat
         model, prompt, max_new=max_new, temperature=temperature, top_p=top_p,
         max_seconds=max_seconds, extra=0)
     run = RunLog(model, ids, max_new=max_new, temperature=temperature, top_p=top_p, rng=rng,
-                 cancel=cancel, max_seconds=max_seconds, draft_name="none", k=0, clock=clock)
+                 cancel=cancel, max_seconds=max_seconds, draft_name="none", k=0, clock=clock,
+                 wall=wall)
     cache = model.new_cache(capacity=ids.size + max_new + 1)
     return run.drive(lambda: run.prefill(cache), lambda: plain_step(run, cache))
 
@@ -503,7 +511,8 @@ def plain_step(run: RunLog, cache) -> Update:
 
 def speculate_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
                      temperature: float = 0.0, top_p: float = 1.0, rng=None, cancel=None,
-                     max_seconds: float | None = None, clock: Clock = time.perf_counter) -> Passes:
+                     max_seconds: float | None = None, clock: Clock = time.perf_counter,
+                     wall: Clock | None = None) -> Passes:
     """Speculative decoding, pass by pass: ``draft`` proposes up to ``k`` tokens, one target pass
     checks them.
 
@@ -526,7 +535,7 @@ def speculate_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: in
         max_seconds=max_seconds, extra=k + 1)
     run = RunLog(model, ids, max_new=max_new, temperature=temperature, top_p=top_p, rng=rng,
                  cancel=cancel, max_seconds=max_seconds, draft_name=str(draft.name), k=k,
-                 clock=clock)
+                 clock=clock, wall=wall)
     cache = model.new_cache(capacity=ids.size + max_new + k + 2)
     proposer = draft.begin(model)
     observer = proposer if isinstance(proposer, Observes) else None

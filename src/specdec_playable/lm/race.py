@@ -11,7 +11,12 @@ within the same moments. Neither run is ever suspended inside a pass.
 
 Every turn is timed where it runs: each run's own clock (:class:`.decode.RunClock`) counts only
 its own passes, so the turns (:class:`Turns`) and both generations read the times the decoders
-measured, untouched. :func:`fair_speedup` groups the turns into rounds (one speculative round and
+measured, untouched. The race's clock is the process's CPU time (:data:`CPU_CLOCK`): a pass that
+waits for a core (another visitor's run, another program on a crowded machine) does not count
+the wait, which would fall on whichever pass it happened to hit, while a pass slowed by the
+machine's memory being shared (the physics of the pass changing) still counts it. With one thread
+per run, as the server runs them, it is the run's own time on a core, the wall time of a quiet
+machine; with more threads it is their sum. :func:`fair_speedup` groups the turns into rounds (one speculative round and
 the plain steps that ran next to it), reports the speedup as plain time per token over speculative
 time per token, with a bootstrap interval over rounds, and the work-based figure beside it: tokens
 per pass against the measured cost of each pass size (the median turn of each size over the median
@@ -34,6 +39,9 @@ import numpy as np
 
 from ..sim import validate as _v
 from .decode import Clock, Generation, Update, finish, generate_passes, speculate_passes
+
+#: The race's clock: seconds of CPU time of this process (see the module's docstring).
+CPU_CLOCK: Clock = time.process_time
 
 SPEC, PLAIN = "spec", "plain"
 RUNS = (SPEC, PLAIN)
@@ -285,7 +293,8 @@ def next_run(tokens: dict[str, int], done: set[str]) -> str:
 
 def race_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 64,
                 temperature: float = 0.0, top_p: float = 1.0, rng=None, cancel=None,
-                max_seconds: float | None = None, clock: Clock = time.perf_counter) -> RacePasses:
+                max_seconds: float | None = None, clock: Clock = CPU_CLOCK,
+                wall: Clock = time.monotonic) -> RacePasses:
     """Plain and speculative decoding of ``prompt``, taking turns pass by pass in one loop.
 
     Parameters are those of :func:`.decode.speculate_passes`, except:
@@ -293,9 +302,12 @@ def race_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 6
     rng : numpy.random.Generator, int or None
         Spawns the two runs' independent streams (sampling only).
     max_seconds : float, optional
-        Wall-time budget of the race: both runs are created together, so they share it.
+        Wall-time budget of the race (on ``wall``): both runs are created together, so they share it.
     clock : callable
-        Seconds (``time.perf_counter``), read by both runs; a test passes its own.
+        Seconds the passes are timed with (:data:`CPU_CLOCK`), read by both runs; a test passes
+        its own.
+    wall : callable
+        Seconds the budget counts (``time.monotonic``).
 
     Returns
     -------
@@ -312,7 +324,7 @@ def race_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 6
     """
     spec_rng, plain_rng = _v.generator(rng).spawn(2)
     common = dict(max_new=max_new, temperature=temperature, top_p=top_p, cancel=cancel,
-                  max_seconds=max_seconds, clock=clock)
+                  max_seconds=max_seconds, clock=clock, wall=wall)
     runs = {SPEC: speculate_passes(model, prompt, draft, k, rng=spec_rng, **common),
             PLAIN: generate_passes(model, prompt, rng=plain_rng, **common)}
     return _take_turns(runs)

@@ -426,8 +426,8 @@ class TreeGeneration(Generation):
 
 def speculate_tree_passes(model, prompt: Sequence[int], draft, width: int, depth: int, *,
                           shape: str = "spine", max_new: int = 64, cancel=None,
-                          max_seconds: float | None = None,
-                          clock: Clock = time.perf_counter) -> Generator[Update, None, "TreeGeneration"]:
+                          max_seconds: float | None = None, clock: Clock = time.perf_counter,
+                          wall: Clock | None = None) -> Generator[Update, None, "TreeGeneration"]:
     """Greedy token-tree speculative decoding, pass by pass: draft a tree, verify it in one pass,
     keep a path.
 
@@ -442,7 +442,7 @@ def speculate_tree_passes(model, prompt: Sequence[int], draft, width: int, depth
         Candidates per level (1..8) and levels (1..16); at most 64 nodes in all. Width 1 is the
         chain :func:`.decode.speculate_passes` drafts with ``k = depth``, round for round.
     shape : {"spine", "full"}
-    max_new, cancel, max_seconds, clock
+    max_new, cancel, max_seconds, clock, wall
         As for :func:`.decode.generate_passes`. Near the budget the tree is cut to fewer levels, so
         the output never exceeds ``max_new``.
 
@@ -460,7 +460,7 @@ def speculate_tree_passes(model, prompt: Sequence[int], draft, width: int, depth
     observer = proposer if isinstance(proposer, Observes) else None
     run = RunLog(model, ids, max_new=max_new, temperature=0.0, top_p=1.0, rng=None,
                  cancel=cancel, max_seconds=max_seconds, draft_name=str(draft.name), k=depth,
-                 clock=clock)
+                 clock=clock, wall=wall)
     cache = model.new_cache(capacity=ids.size + max_new + size + 2)
     passes = run.drive(lambda: run.prefill(cache, observer),
                        lambda: tree_round(run, cache, proposer, observer, shape=shape, width=width,

@@ -303,7 +303,8 @@ def _print_generation(tok, plain, spec, fair, *, args, out: dict) -> None:
     print(f"draft {args.draft}, k={args.k}: acceptance {rate} "
           f"({spec.accepted} of {spec.accepted + spec.rejected} judged, {spec.proposed} proposed), "
           f"{spec.tokens_per_pass:.2f} tokens per pass, draft cost c={out['draft_cost_c']:.3f}")
-    print("the two runs took turns, pass by pass; each clock counts only its own passes")
+    print("the two runs took turns, pass by pass; each clock counts only its own passes, in CPU "
+          "time (a wait for a core is not counted)")
     print(f"plain       : {len(plain.tokens)} tokens in {plain.wall_ms / 1e3:.2f} s "
           f"({plain.tokens_per_second:.1f} tokens/s after a {plain.prefill_ms / 1e3:.2f} s prompt pass)")
     print(f"speculative : {len(spec.tokens)} tokens in {spec.wall_ms / 1e3:.2f} s "

@@ -490,7 +490,8 @@ class RealTextView(StateView):
         """The lane player and its legend, the first time a finished run is drawn."""
         self.player = LanePlayer(
             LANES, name="ep7", height=300, y_pad=(0.62, 0.55),
-            x_label="wall clock (measured ms; each run’s own passes end to end, from its own start)",
+            x_label=("time on the processor (measured ms; each run’s own passes end to end, from "
+                     "its own start)"),
             speeds=SPEEDS,
             step_label="Step one pass", lane_clocks=False, styles=STYLES,
             frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rows, uid=self.uid), min_label_px=6)

@@ -1,4 +1,5 @@
-"""Episode 2's "Try this" and exercises: the relay at a poor draft and a long k, a perfect draft and a hopeless one."""
+"""Episode 2's "Try this" and exercises: the relay at a poor draft and a long k, a perfect draft and
+a hopeless one."""
 
 from __future__ import annotations
 

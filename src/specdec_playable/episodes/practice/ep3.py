@@ -1,4 +1,5 @@
-"""Episode 3's "Try this" and exercises: push k, drag q below the cliff, find the best k; and what a dear draft does."""
+"""Episode 3's "Try this" and exercises: push k, drag q below the cliff, find the best k; and what a
+dear draft does."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Episode 5's "Try this" and exercises: simulate, make the draft dearer, and read the break-even points off the map."""
+"""Episode 5's "Try this" and exercises: simulate, make the draft dearer, and read the break-even
+points off the map."""
 
 from __future__ import annotations
 

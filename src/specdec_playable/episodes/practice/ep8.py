@@ -1,4 +1,5 @@
-"""Episode 8's "Try this" and exercises: a busy GPU, and a tree against a chain at the same verified positions."""
+"""Episode 8's "Try this" and exercises: a busy GPU, and a tree against a chain at the same verified
+positions."""
 
 from __future__ import annotations
 
