@@ -51,7 +51,7 @@ STATES = {
     5: lambda: BreakEvenMap(rng=SEED),
     6: lambda: FinePrint(rng=SEED),
     7: lambda: RealText(),
-    8: lambda: BusyAndTrees(),
+    8: lambda: BusyAndTrees(rng=SEED),
 }
 
 
