@@ -73,14 +73,25 @@ class Exercise:
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
 
-def neighbours(number: int) -> tuple[EpisodeInfo | None, EpisodeInfo | None]:
-    """The built episodes just before and just after episode ``number`` (None at either end)."""
+def neighbours(number: int) -> tuple[EpisodeInfo | None, EpisodeInfo | None, EpisodeInfo | None]:
+    """For the navigation of episode ``number``: the built episode before it and the one to go to
+    next (None at either end), and, where the next one is the next on the short path
+    (:data:`views.site.course.SHORT_PATH`) but not the next in number, the next in number."""
+    from ..views.site.course import SHORT_PATH
+
     eps = available()
     numbers = [e.number for e in eps]
     if number not in numbers:
-        return None, None
+        return None, None, None
     i = numbers.index(number)
-    return (eps[i - 1] if i > 0 else None), (eps[i + 1] if i + 1 < len(eps) else None)
+    previous = eps[i - 1] if i > 0 else None
+    following = eps[i + 1] if i + 1 < len(eps) else None
+    path = [n for n in SHORT_PATH if n in numbers]
+    if number in path and path.index(number) + 1 < len(path):
+        on_path = eps[numbers.index(path[path.index(number) + 1])]
+        if on_path is not following:
+            return previous, on_path, following
+    return previous, following, None
 
 
 @lru_cache(maxsize=1)

@@ -103,16 +103,22 @@ class EpisodeRef(Protocol):
     title: str
 
 
-def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = None) -> str:
+def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = None,
+             deeper: EpisodeRef | None = None) -> str:
     """Links to the index and to the episodes before and after this one (when there are some),
-    then to the summary and the glossary."""
+    then to the summary and the glossary. ``deeper`` is the episode that comes next in number
+    when ``following`` is the next on the short path instead."""
     links = ['<a href="./">← All episodes</a>']
     if previous is not None:
         links.append(f'<a href="./{esc(previous.slug)}">← Episode {previous.number}: '
                      f'{esc(previous.title)}</a>')
     if following is not None:
-        links.append(f'<a href="./{esc(following.slug)}">Episode {following.number}: '
-                     f'{esc(following.title)} →</a>')
+        on = " (next on the short path)" if deeper is not None else ""
+        links.append(f'<a href="./{esc(following.slug)}" rel="next">Episode {following.number}: '
+                     f'{esc(following.title)} →{on}</a>')
+    if deeper is not None:
+        links.append(f'<a href="./{esc(deeper.slug)}">Or deeper, Episode {deeper.number}: '
+                     f'{esc(deeper.title)} →</a>')
     links += [f'<a href="{SUMMARY_HREF}">Summary</a>', f'<a href="{GLOSSARY_HREF}">Glossary</a>']
     return '<nav class="sdp-nav" aria-label="Episodes">' + "".join(links) + "</nav>"
 
@@ -149,13 +155,14 @@ def declare_viewport() -> None:
 
 def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], try_this: str,
                   body: Sequence, name: str,
-                  neighbours: tuple[EpisodeRef | None, EpisodeRef | None] = (None, None),
+                  neighbours: tuple[EpisodeRef | None, ...] = (None, None),
                   ) -> pn.Column:
     """Wrap an episode's body in the common page shell.
 
     ``lede`` and ``try_this`` are trusted package text (may contain simple HTML); a lede
     that states a control's value is a function bound to it (``pn.bind``), so it follows
-    the control. ``neighbours`` are the episodes before and after this one, for the navigation.
+    the control. ``neighbours`` are the episodes before and after this one, for the navigation (and
+    a third, the next in number, where the one after is the next on the short path).
     """
     heading = (f'<p class="sdp-kicker">Speculative Decoding, Playable · Episode {number}</p>'
                f'<h1 class="sdp-title">{esc(title)}</h1>')
