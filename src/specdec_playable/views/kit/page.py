@@ -14,6 +14,7 @@ import param
 
 from .a11y import AccessibleNames
 from .anchors import FragmentTarget
+from .figures import FigureSaver
 from .resources import stylesheet, theme_css
 from .terms import GLOSSARY_HREF, link_terms
 
@@ -181,7 +182,7 @@ def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], tr
 
     body = [finish_part(part) for part in body]
     return pn.Column(
-        nav(), header, *body, nav(), AccessibleNames(), FragmentTarget(),
+        nav(), header, *body, nav(), AccessibleNames(), FragmentTarget(), FigureSaver(),
         name=name, sizing_mode="stretch_width", max_width=1100,
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"},
         stylesheets=[theme_css(), page_css()],
