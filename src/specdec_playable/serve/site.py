@@ -49,10 +49,15 @@ def index_page() -> pn.Column:
     return index.index_page(available(), times)
 
 
+def exercises() -> dict:
+    """Episode number -> its "Check yourself" questions (the summary adds up their answers)."""
+    return {e.number: e.module.EXERCISES for e in available()}
+
+
 def applications() -> dict:
     """Slug -> page builder, as ``pn.serve`` takes them (each call builds a fresh session)."""
     apps = {"/": lambda: safe_page(index_page),
-            "summary": lambda: safe_page(lambda: summary_page(available())),
+            "summary": lambda: safe_page(lambda: summary_page(available(), exercises())),
             "glossary": lambda: safe_page(lambda: glossary_page(available())),
             "data": lambda: safe_page(data_page)}
     for ep in available():

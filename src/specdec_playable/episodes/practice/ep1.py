@@ -14,9 +14,9 @@ _N_MAX = len(SENTENCE)
 TRY_STEPS = (
     TryStep("Press <em>Play</em> and watch the two clocks: writing needs one pass per token, "
             "checking the same tokens one pass for all of them."),
-    TryStep(f"Then drag <em>Tokens (N)</em> to {_N_MAX}. Writing now takes {_N_MAX} passes, "
-            f"{_N_MAX}× as long as checking, which still takes one pass: checking does not get "
-            "slower at all.", {"n_tokens": _N_MAX}),
+    TryStep(f"Then guess before you look: with {_N_MAX} tokens instead of 2, how long does "
+            "checking take? Press your guess in Question 1 at the end of the page, then drag "
+            f"<em>Tokens (N)</em> to {_N_MAX} and compare the two clocks.", {"n_tokens": _N_MAX}),
 )
 
 

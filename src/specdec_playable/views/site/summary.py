@@ -26,7 +26,9 @@ from ...state.cpu import cpu_passes
 from ...state.ep8 import BusyAndTrees, h200_curve
 from ...prose import words
 from ..ep6 import RED_FLAG
+from ..kit.exercises import SeriesScore, questions_of
 from ..kit.page import EpisodeRef, esc, site_shell
+from ..kit.resources import stylesheet
 
 #: The worked example under the formulas.
 EXAMPLE = dict(q=0.8, k=4, c=0.1)
@@ -162,6 +164,21 @@ def summary_html(episodes: Sequence[EpisodeRef]) -> str:
         f'sentence describes.</p><ol class="sdp-summary">{items}</ol>')
 
 
-def summary_page(episodes: Sequence[EpisodeRef]) -> pn.Column:
-    """The summary, for one session."""
-    return site_shell(summary_html(episodes), "course.css", name="summary")
+def series_score(episodes: Sequence[EpisodeRef], exercises: Mapping[int, Sequence]) -> SeriesScore:
+    """The part that adds up this browser's answers to each episode's questions (``exercises``:
+    episode number -> its questions)."""
+    eps = [e for e in episodes if exercises.get(e.number)]
+    return SeriesScore({f"ep{e.number}": questions_of(exercises[e.number]) for e in eps},
+                       {f"ep{e.number}": (f"Episode {e.number}: {e.title}", f"./{e.slug}#exercises")
+                        for e in eps})
+
+
+def summary_page(episodes: Sequence[EpisodeRef], exercises: Mapping[int, Sequence] | None = None,
+                 ) -> pn.Column:
+    """The summary, for one session; with ``exercises`` (episode number -> its questions), the
+    score of this browser's answers under the episodes."""
+    page = site_shell(summary_html(episodes), "course.css", name="summary")
+    if exercises:  # on the screen only: the summary prints on one page
+        page.insert(2, series_score(episodes, exercises).panel())
+        page.stylesheets = [*page.stylesheets, stylesheet("exercises.css")]
+    return page
