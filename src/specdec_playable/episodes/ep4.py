@@ -25,7 +25,7 @@ from ..data import measured, texts
 from ..prose.ep4 import BOILERPLATE, catch_line, genre_story, in_prose, title_holds
 from ..shipped import asset_path
 from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
-from ..views.ep4 import BoilerplateVsPoetryView, genre_table_html
+from ..views.ep4 import PASTE_LABEL, BoilerplateVsPoetryView, genre_table_html
 from ..views.kit.deferred import after_first_paint
 from ..views.kit.exercises import exercises_section
 from ..views.kit.page import episode_shell, esc, prose
@@ -36,8 +36,10 @@ SLUG = "ep4_boilerplate_vs_poetry"
 #: The title the seed gives the episode, and the one it takes when the measurement says otherwise.
 CLAIMED_TITLE = "Boilerplate flies, poetry stalls"
 MEASURED_TITLE = "Boilerplate or poetry: what a draft can guess"
-#: Controls kept in the URL query, so a link restores the setup.
-URL_PARAMS = ("left", "right", "k", "c", "seed")
+#: Controls kept in the URL query, so a link restores the setup, and the pasted text once it
+#: has been sent to be scored (bounded like the paste box: a longer one is left out of the link).
+URL_PARAMS = ("left", "right", "k", "c", "seed", "paste")
+URL_TEXTS = {"paste": texts.PASTE_MAX_CHARS}
 
 
 def title() -> str:
@@ -60,10 +62,11 @@ def lede() -> str:
 
 PASTE_INTRO = (
     '<h2>Try your own text</h2><p class="sdp-lede">Paste anything up to '
-    f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>Score and run my text</strong>. The '
+    f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>{PASTE_LABEL}</strong>. The '
     'real model reads it on this server (it waits its turn if others are scoring), cuts it into its '
     'tokens and measures each one just as for the texts above; then it runs on the right-hand side '
-    '(or on whichever side already shows your text) with the same settings.</p>')
+    '(or on whichever side already shows your text) with the same settings. The page’s address '
+    'then holds your text too: a link to it opens with the text in this box.</p>')
 
 
 @functools.cache
@@ -148,7 +151,7 @@ def __getattr__(name: str):
 def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
     """A fresh Episode 4 page (one per session or notebook cell)."""
     state = state or BoilerplateVsPoetry()
-    notice = bind_url(state, URL_PARAMS)
+    notice = bind_url(state, URL_PARAMS, long_text=URL_TEXTS)
     view = after_first_paint(
         lambda: BoilerplateVsPoetryView(state=state, paste_intro=PASTE_INTRO),
         name="ep4-view-slot")
