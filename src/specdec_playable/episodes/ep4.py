@@ -36,6 +36,13 @@ SLUG = "ep4_boilerplate_vs_poetry"
 #: The title the seed gives the episode, and the one it takes when the measurement says otherwise.
 CLAIMED_TITLE = "Boilerplate flies, poetry stalls"
 MEASURED_TITLE = "Boilerplate or poetry: what a draft can guess"
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    "explain why how often a draft is kept depends on the text as much as on the draft",
+    "read the measured acceptance of each token of a real text",
+    "tell how predictable a text is to the big model apart from how well a draft imitates it",
+)
 #: Controls kept in the URL query, so a link restores the setup, and the pasted text once it
 #: has been sent to be scored (bounded like the paste box: a longer one is left out of the link).
 URL_PARAMS = ("left", "right", "k", "c", "seed", "paste")
@@ -156,7 +163,8 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
         lambda: BoilerplateVsPoetryView(state=state, paste_intro=PASTE_INTRO),
         name="ep4-view-slot")
     return episode_shell(
-        number=NUMBER, title=title(), neighbours=neighbours(NUMBER), name="ep4",
+        number=NUMBER, title=title(), objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep4",
         lede=lede(), try_this=try_this(),
         body=[notice, view, prose(_explain_html(), "ep4.css"),
               exercises_section(state, EXERCISES, name="ep4")],

@@ -154,19 +154,28 @@ def declare_viewport() -> None:
         doc.template_variables["meta"] = meta
 
 
+def objectives_html(objectives: Sequence[str]) -> str:
+    """An episode's learning objectives (trusted package text) as the one line under its title."""
+    if not objectives:
+        return ""
+    said = "; ".join(objectives[:-1]) + ("; and " if len(objectives) > 1 else "") + objectives[-1]
+    return f'<p class="sdp-objectives"><strong>After this episode you can</strong> {said}.</p>'
+
+
 def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], try_this: str,
-                  body: Sequence, name: str,
+                  body: Sequence, name: str, objectives: Sequence[str] = (),
                   neighbours: tuple[EpisodeRef | None, ...] = (None, None),
                   ) -> pn.Column:
     """Wrap an episode's body in the common page shell.
 
     ``lede`` and ``try_this`` are trusted package text (may contain simple HTML); a lede
     that states a control's value is a function bound to it (``pn.bind``), so it follows
-    the control. ``neighbours`` are the episodes before and after this one, for the navigation (and
+    the control. ``objectives`` complete "After this episode you can", in one line under the
+    title. ``neighbours`` are the episodes before and after this one, for the navigation (and
     a third, the next in number, where the one after is the next on the short path).
     """
     heading = (f'<p class="sdp-kicker">Speculative Decoding, Playable · Episode {number}</p>'
-               f'<h1 class="sdp-title">{esc(title)}</h1>')
+               f'<h1 class="sdp-title">{esc(title)}</h1>{objectives_html(objectives)}')
     try_html = f'<div class="sdp-try"><strong>Try this:</strong> {try_this}</div>'
     if isinstance(lede, str):
         header = prose(heading + _lede(lede) + try_html, name=f"{name}-header")
