@@ -30,6 +30,8 @@ OBJECTIVES = (
     "read both clocks for any number of tokens and any pass time",
     "say why a GPU pass over a few positions costs about as much as a pass over one",
 )
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = WritingVsChecking
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("n_tokens", "big_pass_ms")
 

@@ -31,6 +31,8 @@ OBJECTIVES = (
     "explain why the text is exactly the big model's whatever the draft guesses",
     "spot a bad round, where the first guess is rejected and the drafting was wasted",
 )
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = Relay
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("k", "q", "seed")
 #: Older links named q "quality"; they still work.

@@ -34,6 +34,8 @@ OBJECTIVES = (
      "simulation"),
     "find the best draft length for a draft, and the q below which speculating is slower",
 )
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = QualityDial
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
 

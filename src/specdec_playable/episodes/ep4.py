@@ -43,6 +43,8 @@ OBJECTIVES = (
     "read the measured acceptance of each token of a real text",
     "tell how predictable a text is to the big model apart from how well a draft imitates it",
 )
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = BoilerplateVsPoetry
 #: Controls kept in the URL query, so a link restores the setup, and the pasted text once it
 #: has been sent to be scored (bounded like the paste box: a longer one is left out of the link).
 URL_PARAMS = ("left", "right", "k", "c", "seed", "paste")

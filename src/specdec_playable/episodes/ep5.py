@@ -30,6 +30,8 @@ OBJECTIVES = (
     "check a theory curve against simulated measurements and their intervals",
     "place a real system on the map and say when it should stop speculating",
 )
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = BreakEvenMap
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
 

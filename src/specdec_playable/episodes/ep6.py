@@ -39,6 +39,8 @@ OBJECTIVES = (
     "compute the acceptance rate of two distributions as the sum of their minima",
     "explain when changing the draft length as the text changes beats a fixed one",
 )
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = FinePrint
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("context", "temperature", "favourite", "bias", "n_samples", "c", "fixed_k", "race_seed")
 

@@ -41,6 +41,8 @@ OBJECTIVES = (
     ("explain why on a CPU a verify pass costs more than a step, so acceptance alone does not "
      "make a speedup"),
 )
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = RealText
 #: Controls kept in the URL query, so a link restores the setup (the typed prompt is not).
 URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed")
 

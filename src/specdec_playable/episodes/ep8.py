@@ -34,6 +34,8 @@ OBJECTIVES = (
     "find the batch size past which speculating is slower",
     "compare a tree of guesses with a chain that checks the same number of positions",
 )
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = BusyAndTrees
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c", "batch", "tree_q", "width", "depth")
 

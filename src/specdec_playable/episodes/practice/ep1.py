@@ -54,3 +54,22 @@ EXERCISES = (
              f"{_WRITE_N} tokens?", _WRITE_CHOICES, {"n_tokens": _WRITE_N, "big_pass_ms": _WRITE_MS},
              _answer_write_10),
 )
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    ("Checking a token costs as much as writing it, so checking someone else's guesses could "
+     "save nothing."),
+    ("Checking any number of given tokens takes the one pass that writing a single token "
+     "takes, on the same clock."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    ("Where else is checking an answer far cheaper than producing it (a proof, a sudoku, a "
+     "code review)? What makes it cheaper for a language model?"),
+    ("Why can a transformer score every position of a finished text at once, but not write "
+     "them at once?"),
+    ("What would have to be true of the hardware for checking many tokens to cost about one "
+     "pass? Look at the H200 measurement at the bottom of the page."),
+)

@@ -94,6 +94,8 @@ class StateView(pn.viewable.Viewer):
 
 #: Where the one-screen summary of the series is served, relative to any page of the site.
 SUMMARY_HREF = "./summary"
+#: Where the teacher's guide is served (``views/site/guide.py``).
+GUIDE_HREF = "./guide"
 
 
 class EpisodeRef(Protocol):
@@ -203,7 +205,8 @@ def site_shell(body: str, *extra_css: str, name: str) -> pn.Column:
     navigation, ``body`` (trusted package HTML) in the page's style, and the navigation again."""
     declare_viewport()
     nav = f'<nav class="sdp-nav" aria-label="Site"><a href="./">← All episodes</a>' \
-          f'<a href="{SUMMARY_HREF}">Summary</a><a href="{GLOSSARY_HREF}">Glossary</a></nav>'
+          f'<a href="{SUMMARY_HREF}">Summary</a><a href="{GLOSSARY_HREF}">Glossary</a>' \
+          f'<a href="{GUIDE_HREF}">Teacher’s guide</a></nav>'
     return pn.Column(
         pn.pane.HTML(nav, stylesheets=[page_css()], sizing_mode="stretch_width"),
         pn.pane.HTML(body, stylesheets=[page_css(*extra_css)], sizing_mode="stretch_width",

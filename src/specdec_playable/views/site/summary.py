@@ -27,7 +27,7 @@ from ...state.ep8 import BusyAndTrees, h200_curve
 from ...prose import words
 from ..ep6 import RED_FLAG
 from ..kit.exercises import SeriesScore, questions_of
-from ..kit.page import EpisodeRef, esc, site_shell
+from ..kit.page import GUIDE_HREF, EpisodeRef, esc, site_shell
 from ..kit.resources import stylesheet
 
 #: The worked example under the formulas.
@@ -161,7 +161,9 @@ def summary_html(episodes: Sequence[EpisodeRef]) -> str:
         f'per round and a speedup of {e:.2f} / {1 + k * c:g} = '
         f'{_x(theory.expected_speedup(q, k, c))}. Theory: Leviathan, Kalman and Matias (2023).</p>'
         '<h2>The episodes</h2><p class="sdp-small">Each link opens the episode at the setting the '
-        f'sentence describes.</p><ol class="sdp-summary">{items}</ol>')
+        f'sentence describes.<span class="sdp-screen-only"> Teaching a class? The '
+        f'<a href="{GUIDE_HREF}">teacher’s guide</a> has the objectives, two class plans and the '
+        f'answers.</span></p><ol class="sdp-summary">{items}</ol>')
 
 
 def series_score(episodes: Sequence[EpisodeRef], exercises: Mapping[int, Sequence]) -> SeriesScore:
