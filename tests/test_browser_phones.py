@@ -22,7 +22,7 @@ from specdec_playable.views.kit.page import VIEWPORT
 
 pytestmark = pytest.mark.browser
 
-PAGES = ["/", "/summary", "/glossary", "/data"] + [f"/{e.slug}" for e in available()]
+PAGES = ["/", "/summary", "/glossary", "/data", "/guide"] + [f"/{e.slug}" for e in available()]
 TAG = re.compile(r'<meta name="viewport" content="([^"]*)">')
 
 

@@ -8,6 +8,7 @@ checked over several seeds, as stated. No browser.
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import numpy as np
@@ -15,6 +16,7 @@ import pytest
 
 from specdec_playable.data import measured
 from specdec_playable.episodes import Exercise, ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8
+from specdec_playable.episodes.practice import ep5 as practice5
 from specdec_playable.sim import theory
 from specdec_playable.state.ep1 import WritingVsChecking
 from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
@@ -24,6 +26,7 @@ from specdec_playable.state.ep5 import BreakEvenMap
 from specdec_playable.state.ep6 import FinePrint
 from specdec_playable.data.recorded import recorded_runs
 from specdec_playable.state.ep7 import RealText
+from specdec_playable.state.answers import Score
 from specdec_playable.state.ep8 import BusyAndTrees
 from specdec_playable.views.kit import exercises
 from specdec_playable.prose import words
@@ -106,16 +109,27 @@ def test_ep3_answers(rng):
 
 
 def test_ep5_answers():
-    s, ex, right, why = at(ep5, 0)
-    q = s.break_even(4)
-    assert theory.expected_speedup(q, 4, s.c) == pytest.approx(1, abs=1e-6)
-    assert abs(float(ex.choices[right].split()[-1]) - q) == min(
-        abs(float(c.split()[-1]) - q) for c in ex.choices)
-    assert f"at q = {q:.2f}" in why
-    s, ex, right, why = at(ep5, 1)
-    before = BreakEvenMap(c=0.15).break_even(4)
-    assert ex.choices[right] == "at a higher q" and s.break_even(4) > before
-    assert f"q = {s.break_even(4):.2f}, against {before:.2f}" in why
+    opened = BreakEvenMap.param.c.default
+    before = BreakEvenMap(c=opened).break_even(4)
+    for i, c in ((0, 2 * opened), (1, opened / 3)):  # "double it", and a much cheaper draft
+        s, ex, right, why = at(ep5, i)
+        q = s.break_even(4)
+        assert s.c == pytest.approx(c) and s.k == 4
+        assert theory.expected_speedup(q, 4, s.c) == pytest.approx(1, abs=1e-6)
+        gaps = sorted(abs(float(x.split()[-1]) - q) for x in ex.choices)
+        assert abs(float(ex.choices[right].split()[-1]) - q) == gaps[0] < 0.05 < gaps[1]
+        assert f"at q = {q:.2f} (theory), against {before:.2f} at c = {opened:.2f}" in why
+    assert "Double it to c = 0.30" in ep5.EXERCISES[0].question
+
+
+def test_no_question_is_answered_on_the_page_before_it_is_asked():
+    # Episode 5 opens at c = 0.15 and shows every break-even q there (its list and diamonds),
+    # and its "Try this" moves c to 0.5: neither question asks at those costs.
+    shown = {BreakEvenMap.param.c.default, practice5.TRY_C}
+    assert all(ex.settings["c"] not in shown for ex in ep5.EXERCISES)
+    # Episode 1's second step asks question 1 instead of answering it.
+    step = plain(ep1.TRY_STEPS[1].html)
+    assert "Question 1" in step and "one pass" not in step and "as long" not in step
 
 
 @pytest.mark.parametrize("rng", range(4))
@@ -152,11 +166,53 @@ def test_check_moves_the_controls_and_answers_from_the_state():
     text = plain(q2.answer.object)
     assert q2.answer.visible and text.startswith("✗ Not quite: you said faster; the answer is slower.")
     assert f"Theory says {s.theory_speedup:.2f}×" in text
-    assert [b.button_type for b in q2.buttons] == ["primary", "default", "default"]
-    s.param.update(q=0.9, c=0.0)  # the learner moved on; a new guess moves the page back
-    q2.buttons[2].clicks += 1
-    assert (s.q, s.c) == (0.5, 0.3) and plain(q2.answer.object).startswith("✓ Right: slower.")
+    assert [b.color for b in q2.buttons] == ["primary", "default", "default"]
+    assert all(b.disabled for b in q2.buttons) and q2.again.visible
     assert 'id="exercise-2"' in q2.head.object and "<h3>Question 2</h3>" in q2.head.object
+
+
+def test_the_first_guess_counts_and_the_answer_locks_the_question():
+    s = QualityDial(rng=0)
+    section = exercises.exercises_section(s, ep3.EXERCISES, name="ep3")
+    q1, q2 = section.questions
+    q2.buttons[0].clicks += 1  # "faster": wrong
+    s.param.update(q=0.9, c=0.0)  # the learner moved on
+    q2.guess(2)  # a second guess, "slower" (the disabled button cannot send it; a call can)
+    assert (s.q, s.c) == (0.9, 0.0)  # nothing moved: the question is locked
+    assert plain(q2.answer.object).startswith("✗ Not quite: you said faster")
+    assert section.sheet.answer(2).picked == 0 and section.sheet.score == Score(0, 1, 2)
+    q2.again.clicks += 1  # "Show this setting" moves the page back and says why, record kept
+    assert (s.q, s.c) == (0.5, 0.3) and "Theory says" in plain(q2.answer.object)
+    assert section.sheet.score == Score(0, 1, 2)
+    q1.buttons[ep3.EXERCISES[0].choices.index("k = 2")].clicks += 1  # right
+    assert section.sheet.score == Score(1, 2, 2)
+    score = plain(section.objects[-2].object)
+    assert "Your score here: 1 of 2 answered right at the first try." in score
+
+
+def test_answers_kept_in_the_browser_come_back_locked_and_the_store_hears_each_new_one():
+    s = QualityDial(rng=0)
+    section = exercises.exercises_section(s, ep3.EXERCISES, name="ep3")
+    keys = [k for k, _ in exercises.questions_of(ep3.EXERCISES)]
+    assert section.store.saved == ""
+    section.questions[0].buttons[1].clicks += 1
+    saved = json.loads(section.store.saved)
+    assert saved == {"v": 1, "pages": {"ep3": {keys[0]: [1, 1]}}}
+    # A reload: a fresh page, and the browser sends what it keeps.
+    s2 = QualityDial(rng=0)
+    again = exercises.exercises_section(s2, ep3.EXERCISES, name="ep3")
+    again.store.loaded = section.store.saved
+    q1 = again.questions[0]
+    assert again.sheet.locked(1) and not again.sheet.locked(2)
+    assert all(b.disabled for b in q1.buttons) and q1.buttons[1].color == "primary"
+    assert plain(q1.answer.object).startswith("✓ Right: k = 2.")
+    assert "answered this earlier in this browser" in plain(q1.answer.object)
+    assert (s2.q, s2.c) == (QualityDial.param.q.default, QualityDial.param.c.default)  # not moved
+    # Records for another page, a reworded question or out of range are ignored.
+    third = exercises.exercises_section(QualityDial(rng=0), ep3.EXERCISES, name="ep3")
+    third.store.loaded = json.dumps({"v": 1, "pages": {"ep2": {keys[0]: [1, 1]},
+                                                        "ep3": {"reworded": [0, 0], keys[1]: [7, 2]}}})
+    assert third.sheet.score == Score(0, 0, 2)
 
 
 def test_ep4_answers_are_the_measured_means():

@@ -33,6 +33,9 @@ def test_every_figure_has_its_anchor_and_its_line(ep):
                      if str(p.object).startswith('<p class="sdp-figline">'))
     for p in plots:
         assert f'href="#{figures.anchor_id(p.name)}"' in lines, p.name
+        for kind in figures.SAVE_FORMATS:  # saves for slides, under the figure's anchor
+            assert (f'data-sdp-save="{kind}" data-plot="{p.name}" '
+                    f'data-file="{figures.anchor_id(p.name)}"') in lines, (p.name, kind)
         for f in figures.FIGURE_DATA.get(p.name, ()):
             assert f'href="./assets/{f}" download' in lines, (p.name, f)
 
@@ -63,3 +66,25 @@ def test_the_figures_with_data_are_on_the_pages():
 def test_anchor_ids(name, anchor):
     assert figures.anchor_id(name) == anchor
     assert re.fullmatch(r"fig-[\w-]+", anchor)
+
+
+def test_episode7s_lanes_get_their_line_when_a_finished_run_draws_them():
+    from ep7_fakes import fake_comparison
+
+    from specdec_playable.state import unlocked
+    from specdec_playable.views.ep7 import RealTextView
+
+    view = RealTextView()
+    with unlocked(view.state):
+        view.state.param.update(status="done", comparison=fake_comparison([(4, 4), (4, 1), (0, 0)]))
+    view._render()
+    line = next(p.object for p in view.lanes.select(pn.pane.HTML)
+                if str(p.object).startswith('<p class="sdp-figline">'))
+    assert view.player.figure.html_id == "fig-ep7"
+    assert 'href="#fig-ep7"' in line and 'data-sdp-save="png" data-plot="ep7-figure"' in line
+    assert 'data-sdp-save="svg" data-plot="ep7-figure"' in line
+
+
+def test_the_page_saves_figures_with_one_listener():
+    root = available()[0].page()
+    assert len(root.select(figures.FigureSaver)) == 1

@@ -30,7 +30,8 @@ def test_the_allowlist_is_the_data_and_notes_only():
     assert all(f.endswith(SERVED_SUFFIXES) for f in files)
     every = {p.relative_to(asset_dir()).as_posix() for p in asset_dir().rglob("*") if p.is_file()}
     left_out = every - set(files)
-    assert {"lm/ngram_draft.npz", "lm/ep7_recorded.json.gz", "screenshot-ep1.png"} <= left_out
+    assert {"lm/ngram_draft.npz", "lm/draft_head.npz", "screenshot-ep1.png"} <= left_out
+    assert "lm/ep7_recorded.json.gz" in files  # compressed JSON, described on the data page
     for f in files:  # every served file says where it comes from
         assert f == "PROVENANCE.md" or notes_for(f) is not None, f
 
@@ -72,3 +73,26 @@ def test_files_cannot_be_written(site):
         status, _, _ = _get(f"{site.url}/assets/pass_cost_h200.csv", method)
         assert status == 405, method
     assert asset_path("pass_cost_h200.csv").read_bytes() == before
+
+
+def test_every_file_the_data_page_names_answers(site):
+    """Each file the data page lists or describes (its table, its provenance headings) is served."""
+    import re
+
+    from specdec_playable.views.site.data import data_html
+
+    markup = data_html()
+    hrefs = set(re.findall(r'href="(\./assets/[^"#]+)"', markup))
+    described = {name.strip().strip("`") for heading in re.findall(r"<h2[^>]*>([^<]+)</h2>", markup)
+                 for name in heading.split(",")}
+    assert "lm/ep7_recorded.json.gz" in described
+    unserved = {n for n in described if n not in served_files()}
+    assert unserved == {"lm/ngram_draft.npz", "lm/draft_head.npz"}  # the drafts' binary arrays
+    for name in unserved:  # said so where they are described
+        assert re.search(rf"</h2><p[^>]*>Not served here: [^<]*{re.escape(name)}", markup), name
+    assert {f"./assets/{name}" for name in described - unserved} <= hrefs
+    for href in sorted(hrefs):
+        status, headers, body = _get(f"{site.url}{href[1:]}", "HEAD")
+        assert status == 200, href
+    status, headers, body = _get(f"{site.url}/assets/lm/ep7_recorded.json.gz")
+    assert status == 200 and headers["Content-Type"] == "application/gzip" and body[:2] == b"\x1f\x8b"

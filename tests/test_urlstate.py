@@ -96,3 +96,42 @@ def test_old_keys_of_shared_links_still_set_their_control():
         assert read_query(Demo(), NAMES, query, aliases)[0] == {"q": 0.3}
     # Without the alias the old key is unknown.
     assert read_query(Demo(), NAMES, {"quality": [b"0.7"]})[0] == {}
+
+
+class WithText(param.Parameterized):
+    k = param.Integer(4, bounds=(1, 16))
+    paste = param.String("")
+
+
+def test_a_long_text_is_kept_up_to_its_own_bound_and_left_out_beyond_it():
+    from specdec_playable.views.kit.urlstate import url_values
+
+    text = "def f(x):\n    return x * 2  # <b>"
+    values, notices = read_query(WithText(), ["k", "paste"], {"paste": [text.encode()]},
+                                 long_text={"paste": 100})
+    assert values == {"paste": text.strip()} and notices == []
+    long = "x" * 101
+    values, notices = read_query(WithText(), ["k", "paste"], {"paste": [long.encode()]},
+                                 long_text={"paste": 100})
+    assert values == {"paste": ""}
+    assert notices == ["the text in the link was longer than 100 characters, so it was left out"]
+    # Without its own bound a string is an ordinary value, bounded like every other.
+    _, notices = read_query(WithText(), ["k", "paste"], {"paste": [b"y" * (MAX_VALUE_CHARS + 1)]})
+    assert notices and "too long" in notices[0]
+    # Written: an empty text or one over its bound is not in the address at all.
+    assert url_values(WithText(k=3, paste=text), ["k", "paste"], {"paste": 100}) == {"k": "3", "paste": text}
+    assert url_values(WithText(k=3), ["k", "paste"], {"paste": 100}) == {"k": "3"}
+    assert url_values(WithText(k=3, paste=long), ["k", "paste"], {"paste": 100}) == {"k": "3"}
+
+
+def test_episode4_keeps_a_pasted_text_in_its_link_bounded_like_the_box():
+    from specdec_playable.data import texts
+    from specdec_playable.episodes import ep4
+    from specdec_playable.views.ep4 import PASTE_LABEL, side_header_html
+
+    assert "paste" in ep4.URL_PARAMS and ep4.URL_TEXTS == {"paste": texts.PASTE_MAX_CHARS}
+    waiting = side_header_html(None, "Your own text", waiting=True)
+    empty = side_header_html(None, "Your own text")
+    assert f"<strong>{PASTE_LABEL}</strong>" in waiting and f"<strong>{PASTE_LABEL}</strong>" in empty
+    assert "from the link is in the box" in waiting and "Nothing pasted yet" in empty
+    assert f"<strong>{PASTE_LABEL}</strong>" in ep4.PASTE_INTRO

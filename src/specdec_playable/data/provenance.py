@@ -14,8 +14,9 @@ from types import MappingProxyType
 
 from ..shipped import asset_dir, asset_path
 
-#: What may be downloaded: tables and text (and their metadata), never code or binaries.
-SERVED_SUFFIXES = (".csv", ".json", ".md", ".txt")
+#: What may be downloaded: tables and text (and their metadata), and JSON records kept
+#: compressed (Episode 7's recorded runs); never code or binaries.
+SERVED_SUFFIXES = (".csv", ".json", ".md", ".txt", ".json.gz")
 PROVENANCE = "PROVENANCE.md"
 #: The texts' own notes (Episode 4's texts keep theirs beside them).
 _NOTES = {"texts/": "texts/README.md"}
@@ -29,7 +30,7 @@ def served_files() -> tuple[str, ...]:
     out = []
     for path in base.rglob("*"):
         rel = path.relative_to(base)
-        if (path.is_file() and path.suffix in SERVED_SUFFIXES
+        if (path.is_file() and path.name.endswith(SERVED_SUFFIXES)
                 and not any(part.startswith(".") for part in rel.parts)):
             out.append(rel.as_posix())
     return tuple(sorted(out))

@@ -73,14 +73,25 @@ class Exercise:
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
 
-def neighbours(number: int) -> tuple[EpisodeInfo | None, EpisodeInfo | None]:
-    """The built episodes just before and just after episode ``number`` (None at either end)."""
+def neighbours(number: int) -> tuple[EpisodeInfo | None, EpisodeInfo | None, EpisodeInfo | None]:
+    """For the navigation of episode ``number``: the built episode before it and the one to go to
+    next (None at either end), and, where the next one is the next on the short path
+    (:data:`views.site.course.SHORT_PATH`) but not the next in number, the next in number."""
+    from ..views.site.course import SHORT_PATH
+
     eps = available()
     numbers = [e.number for e in eps]
     if number not in numbers:
-        return None, None
+        return None, None, None
     i = numbers.index(number)
-    return (eps[i - 1] if i > 0 else None), (eps[i + 1] if i + 1 < len(eps) else None)
+    previous = eps[i - 1] if i > 0 else None
+    following = eps[i + 1] if i + 1 < len(eps) else None
+    path = [n for n in SHORT_PATH if n in numbers]
+    if number in path and path.index(number) + 1 < len(path):
+        on_path = eps[numbers.index(path[path.index(number) + 1])]
+        if on_path is not following:
+            return previous, on_path, following
+    return previous, following, None
 
 
 @lru_cache(maxsize=1)
@@ -93,3 +104,59 @@ def available() -> tuple[EpisodeInfo, ...]:
         m = importlib.import_module(f"{__name__}.{mod.name}")
         found.append(EpisodeInfo(m.NUMBER, m.SLUG, m.TITLE, m.SUMMARY, m))
     return tuple(sorted(found, key=lambda e: e.number))
+
+
+@dataclass(frozen=True)
+class KeyedAnswer:
+    """One question with its answer for the instructor: the right choice and the explanation the
+    page gives at the question's setting (computed there, as on the page)."""
+
+    question: str
+    choices: tuple[str, ...]
+    right: int
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Teaching:
+    """What the teacher's guide says of one episode (``views/site/guide.py``): its objectives
+    (``OBJECTIVES`` of the page module), the misconception it targets and the discussion prompts
+    (``MISCONCEPTION`` and ``DISCUSS`` of its practice module), and its questions answered."""
+
+    number: int
+    slug: str
+    title: str
+    objectives: tuple[str, ...]
+    misconception: tuple[str, str]
+    discuss: tuple[str, ...]
+    answers: tuple[KeyedAnswer, ...]
+
+
+#: The seed of the fresh state the answer key is computed on (the same key on every server).
+KEY_SEED = 0
+
+
+def answer_key(ep: EpisodeInfo) -> tuple[KeyedAnswer, ...]:
+    """Each question of ``ep`` answered on a fresh state of its page (``STATE``, seeded with
+    :data:`KEY_SEED` where it takes one) moved to the question's setting, as *Check* does."""
+    cls = ep.module.STATE
+    kw = {"rng": KEY_SEED} if "rng" in cls.__init__.__code__.co_varnames else {}
+    out = []
+    for ex in ep.module.EXERCISES:
+        state = cls(**kw)
+        if ex.settings:
+            state.param.update(**ex.settings)
+        right, why = ex.answer(state)
+        out.append(KeyedAnswer(ex.question, ex.choices, right, why))
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
+def teaching() -> tuple[Teaching, ...]:
+    """The teacher's guide's material for every built episode, computed once per process."""
+    out = []
+    for ep in available():
+        practice = importlib.import_module(f"{__name__}.practice.ep{ep.number}")
+        out.append(Teaching(ep.number, ep.slug, ep.title, tuple(ep.module.OBJECTIVES),
+                            tuple(practice.MISCONCEPTION), tuple(practice.DISCUSS), answer_key(ep)))
+    return tuple(out)

@@ -23,6 +23,15 @@ SLUG = "ep1_writing_vs_checking"
 TITLE = "Writing is one-at-a-time; checking is all-at-once"
 SUMMARY = ("Why a big model needs N passes to write N tokens but only one pass to check them: "
            "the asymmetry speculative decoding stands on.")
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    "explain why a model writes a text one pass per token, and what checking a finished one costs",
+    "read both clocks for any number of tokens and any pass time",
+    "say why a GPU pass over a few positions costs about as much as a pass over one",
+)
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = WritingVsChecking
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("n_tokens", "big_pass_ms")
 
@@ -52,7 +61,8 @@ def page(state: WritingVsChecking | None = None) -> pn.Column:
     state = state or WritingVsChecking()
     notice = bind_url(state, URL_PARAMS)
     return episode_shell(
-        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep1",
+        number=NUMBER, title=TITLE, objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep1",
         lede=pn.bind(lede_html, state.param.big_pass_ms), try_this=TRY_THIS,
         body=[notice,
               after_first_paint(lambda: WritingVsCheckingView(state=state), name="ep1-view-slot"),

@@ -23,6 +23,16 @@ SLUG = "ep2_the_relay"
 TITLE = "The relay — draft fast, verify in one pass"
 SUMMARY = ("A small model drafts a few tokens, the big model checks them all in one pass: "
            "watch the text grow, the two clocks race, and the output stay exactly the big model's.")
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    ("trace one round of speculative decoding: the draft guesses k tokens, one pass checks "
+     "them, the agreeing guesses are kept and the big model adds a token of its own"),
+    "explain why the text is exactly the big model's whatever the draft guesses",
+    "spot a bad round, where the first guess is rejected and the drafting was wasted",
+)
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = Relay
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("k", "q", "seed")
 #: Older links named q "quality"; they still work.
@@ -59,7 +69,8 @@ def page(state: Relay | None = None) -> pn.Column:
     state = state or Relay()
     notice = bind_url(state, URL_PARAMS, URL_ALIASES)
     return episode_shell(
-        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep2",
+        number=NUMBER, title=TITLE, objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep2",
         lede=LEDE, try_this=TRY_THIS,
         body=[notice,
               after_first_paint(lambda: RelayView(state=state, note=NOTE), name="ep2-view-slot"),

@@ -25,6 +25,17 @@ TITLE = "The quality dial: when does the draft pay for itself?"
 SUMMARY = (f"Three knobs (how good the draft is, how far it guesses, what a guess costs) and {N_ROUNDS:,} "
            "simulated rounds per move: find the best draft length, then the cliff where speculating "
            "gets slower than not speculating.")
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    ("name the three numbers that decide the speedup: the acceptance rate q, the draft length "
+     "k and the draft cost c"),
+    ("work out the tokens per round and the speedup from q, k and c, and check them against a "
+     "simulation"),
+    "find the best draft length for a draft, and the q below which speculating is slower",
+)
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = QualityDial
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
 
@@ -53,7 +64,8 @@ def page(state: QualityDial | None = None) -> pn.Column:
     state = state or QualityDial()
     notice = bind_url(state, URL_PARAMS)
     return episode_shell(
-        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep3",
+        number=NUMBER, title=TITLE, objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep3",
         lede=LEDE, try_this=TRY_THIS,
         body=[notice,
               after_first_paint(lambda: QualityDialView(state=state), name="ep3-view-slot"),

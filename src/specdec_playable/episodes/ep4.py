@@ -25,7 +25,7 @@ from ..data import measured, texts
 from ..prose.ep4 import BOILERPLATE, catch_line, genre_story, in_prose, title_holds
 from ..shipped import asset_path
 from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
-from ..views.ep4 import BoilerplateVsPoetryView, genre_table_html
+from ..views.ep4 import PASTE_LABEL, BoilerplateVsPoetryView, genre_table_html
 from ..views.kit.deferred import after_first_paint
 from ..views.kit.exercises import exercises_section
 from ..views.kit.page import episode_shell, esc, prose
@@ -36,8 +36,19 @@ SLUG = "ep4_boilerplate_vs_poetry"
 #: The title the seed gives the episode, and the one it takes when the measurement says otherwise.
 CLAIMED_TITLE = "Boilerplate flies, poetry stalls"
 MEASURED_TITLE = "Boilerplate or poetry: what a draft can guess"
-#: Controls kept in the URL query, so a link restores the setup.
-URL_PARAMS = ("left", "right", "k", "c", "seed")
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    "explain why how often a draft is kept depends on the text as much as on the draft",
+    "read the measured acceptance of each token of a real text",
+    "tell how predictable a text is to the big model apart from how well a draft imitates it",
+)
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = BoilerplateVsPoetry
+#: Controls kept in the URL query, so a link restores the setup, and the pasted text once it
+#: has been sent to be scored (bounded like the paste box: a longer one is left out of the link).
+URL_PARAMS = ("left", "right", "k", "c", "seed", "paste")
+URL_TEXTS = {"paste": texts.PASTE_MAX_CHARS}
 
 
 def title() -> str:
@@ -60,10 +71,11 @@ def lede() -> str:
 
 PASTE_INTRO = (
     '<h2>Try your own text</h2><p class="sdp-lede">Paste anything up to '
-    f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>Score and run my text</strong>. The '
+    f'{texts.PASTE_MAX_CHARS:,} characters and press <strong>{PASTE_LABEL}</strong>. The '
     'real model reads it on this server (it waits its turn if others are scoring), cuts it into its '
     'tokens and measures each one just as for the texts above; then it runs on the right-hand side '
-    '(or on whichever side already shows your text) with the same settings.</p>')
+    '(or on whichever side already shows your text) with the same settings. The page’s address '
+    'then holds your text too: a link to it opens with the text in this box.</p>')
 
 
 @functools.cache
@@ -148,12 +160,13 @@ def __getattr__(name: str):
 def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
     """A fresh Episode 4 page (one per session or notebook cell)."""
     state = state or BoilerplateVsPoetry()
-    notice = bind_url(state, URL_PARAMS)
+    notice = bind_url(state, URL_PARAMS, long_text=URL_TEXTS)
     view = after_first_paint(
         lambda: BoilerplateVsPoetryView(state=state, paste_intro=PASTE_INTRO),
         name="ep4-view-slot")
     return episode_shell(
-        number=NUMBER, title=title(), neighbours=neighbours(NUMBER), name="ep4",
+        number=NUMBER, title=title(), objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep4",
         lede=lede(), try_this=try_this(),
         body=[notice, view, prose(_explain_html(), "ep4.css"),
               exercises_section(state, EXERCISES, name="ep4")],

@@ -23,6 +23,15 @@ SLUG = "ep5_the_break_even_map"
 TITLE = "The break-even map: where speculation backfires"
 SUMMARY = ("Speedup against acceptance rate for every draft length on one chart, the line where "
            "speculating stops paying, simulated points to check the theory, and real systems placed on it.")
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    "read the break-even acceptance rate for any draft length and cost off one chart",
+    "check a theory curve against simulated measurements and their intervals",
+    "place a real system on the map and say when it should stop speculating",
+)
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = BreakEvenMap
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c")
 
@@ -65,7 +74,8 @@ def page(state: BreakEvenMap | None = None) -> pn.Column:
         lambda: BreakEvenView(state=state, chart_note=CHART_NOTE, presets_intro=PRESETS_INTRO),
         name="ep5-view-slot")
     return episode_shell(
-        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep5",
+        number=NUMBER, title=TITLE, objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep5",
         lede=LEDE, try_this=TRY_THIS,
         body=[notice, view, prose(OUTRO), exercises_section(state, EXERCISES, name="ep5")],
     )

@@ -31,6 +31,16 @@ TITLE = "The fine print: exact sampling, and choosing k on the fly"
 SUMMARY = ("Bend a real draft's next-token probabilities as far as you like: the kept-or-replaced "
            "output still follows the real model exactly. Then race four ways of choosing the draft "
            "length over Python, a poem and JSON, with acceptance measured on each token.")
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    ("state the speculative sampling rule and why it keeps the big model's distribution "
+     "exactly"),
+    "compute the acceptance rate of two distributions as the sum of their minima",
+    "explain when changing the draft length as the text changes beats a fixed one",
+)
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = FinePrint
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("context", "temperature", "favourite", "bias", "n_samples", "c", "fixed_k", "race_seed")
 
@@ -138,7 +148,8 @@ def page(state: FinePrint | None = None) -> pn.Column:
                              part2_intro=_part2_intro()),
         name="ep6-view-slot")
     return episode_shell(
-        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep6",
+        number=NUMBER, title=TITLE, objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep6",
         lede=LEDE, try_this=try_this(),
         body=[notice, view, prose(OUTRO), exercises_section(state, EXERCISES, name="ep6")],
     )

@@ -33,6 +33,16 @@ SLUG = "ep7_real_models_real_text"
 TITLE = "Real models, real text: watch a real model speculate"
 SUMMARY = ("A real language model on the server writes a reply while a draft guesses its next tokens: "
            "real guesses, real rejections, two measured clocks, and the same text as plain decoding.")
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    "watch a real model's guesses being accepted and rejected, and read its measured clocks",
+    "explain why a draft that copies the prompt wins on copy tasks and not on fresh writing",
+    ("explain why on a CPU a verify pass costs more than a step, so acceptance alone does not "
+     "make a speedup"),
+)
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = RealText
 #: Controls kept in the URL query, so a link restores the setup (the typed prompt is not).
 URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed")
 
@@ -135,7 +145,8 @@ def page(state: RealText | None = None) -> pn.Column:
                              notice=no_model_notice()),
         name="ep7-view-slot")
     return episode_shell(
-        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep7",
+        number=NUMBER, title=TITLE, objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep7",
         lede=LEDE, try_this=try_this(),
         body=[notice, view, prose(lesson_html(), "ep7.css"), prose(NOTE), prose(outro_html()),
               exercises_section(state, EXERCISES, name="ep7")],

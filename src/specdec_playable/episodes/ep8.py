@@ -26,6 +26,16 @@ TITLE = "Busy GPUs and token trees"
 SUMMARY = ("When a server decodes many users at once, checking guesses stops being free and "
            "speculation can lose; and instead of one chain of guesses, the fastest systems guess "
            "in branches.")
+#: What a student can do after this episode, each completing "After this episode you can"
+#: (the page's first line and the teacher's guide).
+OBJECTIVES = (
+    ("explain why a verify pass stops being nearly free when a server decodes many users at "
+     "once"),
+    "find the batch size past which speculating is slower",
+    "compare a tree of guesses with a chain that checks the same number of positions",
+)
+#: The state the page wires (the teacher's guide answers the questions on a fresh one).
+STATE = BusyAndTrees
 #: Controls kept in the URL query, so a link restores the setup.
 URL_PARAMS = ("q", "k", "c", "batch", "tree_q", "width", "depth")
 
@@ -146,7 +156,8 @@ def page(state: BusyAndTrees | None = None) -> pn.Column:
                               part3_note=part3_note()),
         name="ep8-view-slot")
     return episode_shell(
-        number=NUMBER, title=TITLE, neighbours=neighbours(NUMBER), name="ep8",
+        number=NUMBER, title=TITLE, objectives=OBJECTIVES,
+        neighbours=neighbours(NUMBER), name="ep8",
         lede=LEDE, try_this=TRY_THIS,
         body=[notice, view, exercises_section(state, EXERCISES, name="ep8")],
     )

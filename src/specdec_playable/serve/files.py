@@ -20,6 +20,7 @@ CONTENT_TYPES = {
     ".json": "application/json; charset=utf-8",
     ".md": "text/markdown; charset=utf-8",
     ".txt": "text/plain; charset=utf-8",
+    ".gz": "application/gzip",
 }
 
 

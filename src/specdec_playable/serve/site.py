@@ -1,5 +1,6 @@
 """The whole series as one site: an index at ``/`` and every built episode at its slug, with the
-summary, the glossary and the data page beside them, and the shipped files at ``/assets/``."""
+summary, the glossary, the data page and the teacher's guide beside them, the shipped files at
+``/assets/`` and the project's docs at ``/docs/``."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ from functools import cache
 
 import panel as pn
 from bokeh.settings import settings as bokeh_settings
-from tornado.web import OutputTransform
+from tornado.web import HTTPError, OutputTransform, RequestHandler
 
 from . import files, shared
-from ..episodes import available
+from ..episodes import available, teaching
+from ..shipped import doc_names
 from ..views.site import course
 from ..views.kit.deferred import in_session
 from ..views.site.data import data_page
+from ..views.site.docs import DOCS_PREFIX, doc_page
 from ..views.site.error import safe_page
 from ..views.site.glossary import glossary_page
+from ..views.site.guide import guide_page
 from ..views.site import index
 from ..views.site.index import SITE_TITLE
 from ..views.site.summary import summary_page
@@ -24,7 +28,7 @@ from ..views.site.summary import summary_page
 log = logging.getLogger("specdec_playable")
 
 #: The pages around the episodes, by their paths.
-COURSE_PAGES = ("summary", "glossary", "data")
+COURSE_PAGES = ("summary", "glossary", "data", "guide")
 
 
 @cache
@@ -49,12 +53,25 @@ def index_page() -> pn.Column:
     return index.index_page(available(), times)
 
 
+def exercises() -> dict:
+    """Episode number -> its "Check yourself" questions (the summary adds up their answers)."""
+    return {e.number: e.module.EXERCISES for e in available()}
+
+
+def guide() -> pn.Column:
+    """The teacher's guide, with the class plans once the episodes' times are measured (as the
+    index: a session never builds the other pages to measure them)."""
+    times = episode_times() if _times_known() or not in_session() else ()
+    return guide_page(teaching(), times)
+
+
 def applications() -> dict:
     """Slug -> page builder, as ``pn.serve`` takes them (each call builds a fresh session)."""
     apps = {"/": lambda: safe_page(index_page),
-            "summary": lambda: safe_page(lambda: summary_page(available())),
+            "summary": lambda: safe_page(lambda: summary_page(available(), exercises())),
             "glossary": lambda: safe_page(lambda: glossary_page(available())),
-            "data": lambda: safe_page(data_page)}
+            "data": lambda: safe_page(data_page),
+            "guide": lambda: safe_page(guide)}
     for ep in available():
         apps[ep.slug] = (lambda ep=ep: safe_page(ep.page))
     return apps
@@ -62,7 +79,7 @@ def applications() -> dict:
 
 def titles() -> dict:
     out = {"/": SITE_TITLE, "summary": f"Summary · {SITE_TITLE}", "glossary": f"Glossary · {SITE_TITLE}",
-           "data": f"Data · {SITE_TITLE}"}
+           "data": f"Data · {SITE_TITLE}", "guide": f"Teacher's guide · {SITE_TITLE}"}
     out.update({e.slug: f"Episode {e.number}: {e.title} · {SITE_TITLE}" for e in available()})
     return out
 
@@ -96,6 +113,37 @@ class AbsoluteAutoloadStatic(OutputTransform):
         return self._fix(chunk) if self._active else chunk
 
 
+class DocHandler(RequestHandler):
+    """One file of the project's ``docs/`` as a page (``/docs/serving.md``), read-only; a name not
+    among them is a plain 404."""
+
+    def _page(self, name: str) -> str:
+        if name not in doc_names():
+            raise HTTPError(404)
+        return doc_page(name)
+
+    def _describe(self, body: bytes) -> None:
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.set_header("Content-Length", str(len(body)))
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Cache-Control", "public, max-age=3600")
+
+    def get(self, name: str) -> None:
+        body = self._page(name).encode("utf-8")
+        self._describe(body)
+        self.write(body)
+
+    def head(self, name: str) -> None:
+        self._describe(self._page(name).encode("utf-8"))
+
+    def compute_etag(self):  # HEAD has no body to hash; the docs change only with a release
+        return None
+
+    def write_error(self, status_code: int, **kwargs) -> None:  # no traceback, no page of Tornado's
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(f"{status_code}: {self._reason}\n")
+
+
 def _log_exception(exc: BaseException) -> None:
     log.error("unhandled error in a session callback", exc_info=exc)
 
@@ -108,13 +156,16 @@ def prepare_process() -> None:
       page's document once (``tests/test_open_cost.py``) and the server does not repeat it.
     - The results that every session shares (``serve.shared``) are computed for the pages'
       opening settings now, before the first visitor arrives.
-    - The index's times are measured from the episode pages (:func:`episode_times`).
+    - The index's times are measured from the episode pages (:func:`episode_times`), and the
+      teacher's guide's answers computed (:func:`episodes.teaching`).
     """
     bokeh_settings.perform_document_validation.set_value(False)
     n = shared.warm()
     log.info("computed %d shared results for the pages' opening settings", n)
     times = episode_times()
     log.info("measured the episodes' times: %s minutes", ", ".join(str(t.minutes) for t in times))
+    n = len(teaching())
+    log.info("answered the questions of %d episodes for the teacher's guide", n)
 
 
 def load_model_at_start() -> None:
@@ -143,7 +194,8 @@ def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origi
         origins.append(f"{'localhost' if address == '127.0.0.1' else '127.0.0.1'}:{port}")
     origins.extend(o for o in allow_websocket_origin if o not in origins)
     pn.config.exception_handler = _log_exception
-    extra = list(kwargs.pop("extra_patterns", [])) + files.routes()
+    extra = (list(kwargs.pop("extra_patterns", [])) + files.routes()
+             + [(rf"/{DOCS_PREFIX}/([^/]+)", DocHandler)])
     opts = dict(port=port, address=address, websocket_origin=origins, show=show, title=titles(),
                 liveness=True, admin=False, autoreload=False, extra_patterns=extra, **kwargs)
     apps = applications()

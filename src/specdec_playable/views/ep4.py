@@ -220,12 +220,19 @@ def _speed_stat(run: TextRun) -> str:
     return stat(f"{s:.2f}×", f"speedup: {words}", css_class="ep4-slower" if how == "slower" else "")
 
 
-def side_header_html(run: TextRun | None, choice_title: str) -> str:
-    """A side's heading and measurements, or the empty paste slot's invitation."""
+#: The label of the button that sends a pasted text to be scored (the page's words name it).
+PASTE_LABEL = "Score and run my text"
+
+
+def side_header_html(run: TextRun | None, choice_title: str, *, waiting: bool = False) -> str:
+    """A side's heading and measurements, or the empty paste slot's invitation (``waiting``: a
+    text is in the box, from a link, and not yet scored)."""
     if run is None:
-        return (f'<h3 class="ep4-h">{esc(choice_title)}</h3>'
-                '<p class="ep4-empty">Nothing pasted yet. Paste a text into the box under the two '
-                'texts and press <strong>Run my text</strong>.</p>')
+        ask = (f"Your text from the link is in the box under the two texts: press "
+               f"<strong>{PASTE_LABEL}</strong> to have the model score it." if waiting else
+               "Nothing pasted yet. Paste a text into the box under the two texts and press "
+               f"<strong>{PASTE_LABEL}</strong>.")
+        return f'<h3 class="ep4-h">{esc(choice_title)}</h3><p class="ep4-empty">{ask}</p>'
     t = run.text
     return (
         f'<h3 class="ep4-h">{esc(t.title)}</h3><p class="ep4-desc">{esc(t.description)}</p>'
@@ -322,7 +329,8 @@ class TextSide:
             name=f"ep4-side-{side}")
 
     def show(self, run: TextRun | None, state: BoilerplateVsPoetry, choice_title: str) -> None:
-        self.header.object = side_header_html(run, choice_title)
+        waiting = run is None and bool(state.paste) and state.pasted is None
+        self.header.object = side_header_html(run, choice_title, waiting=waiting)
         self.tokens.object = "" if run is None else tokens_html(run, self.side)
         self.tokens.visible = run is not None
         self.source.data = _empty_bars() if run is None else bars_data(run, state.k, state.c)
@@ -439,8 +447,9 @@ class BoilerplateVsPoetryView(StateView):
             label=f"Your own text (at most {texts.PASTE_MAX_CHARS:,} characters)",
             placeholder="Paste code, an e-mail, a recipe, a poem…",
             max_length=20 * texts.PASTE_MAX_CHARS, height=130, sizing_mode="stretch_width",
+            value=self.state.paste,
         )
-        self.paste_button = pn.widgets.Button(label="Score and run my text", color="primary",
+        self.paste_button = pn.widgets.Button(label=PASTE_LABEL, color="primary",
                                               width=190)
         self.paste_button.on_click(self._on_paste)
         self.cancel_button = pn.widgets.Button(label="Cancel", width=100, visible=False)

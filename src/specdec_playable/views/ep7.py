@@ -36,6 +36,7 @@ from ..prose.ep7 import (CUSTOM, check_words, cost_words, kind_line, map_words, 
                          settings_line, status_line, verdict, why)
 from ..state.ep7 import PROMPT_MAX_CHARS, RealText
 from .kit import theme
+from .kit.figures import anchor_figures
 from .kit.follow import RunPoller
 from .ep2 import STYLES, relay_timeline, token_span
 from .kit.lanes import Box, Lane, LanePlayer, Timeline
@@ -500,6 +501,7 @@ class RealTextView(StateView):
             pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),
             pn.pane.HTML(legend_html(), sizing_mode="stretch_width", stylesheets=[page_css(*_CSS)]),
         ]
+        anchor_figures(self.lanes)  # its anchor, save buttons and link, as every figure has
 
     # -- drawing -----------------------------------------------------------------------------
     def _render(self):

@@ -14,9 +14,9 @@ _N_MAX = len(SENTENCE)
 TRY_STEPS = (
     TryStep("Press <em>Play</em> and watch the two clocks: writing needs one pass per token, "
             "checking the same tokens one pass for all of them."),
-    TryStep(f"Then drag <em>Tokens (N)</em> to {_N_MAX}. Writing now takes {_N_MAX} passes, "
-            f"{_N_MAX}× as long as checking, which still takes one pass: checking does not get "
-            "slower at all.", {"n_tokens": _N_MAX}),
+    TryStep(f"Then guess before you look: with {_N_MAX} tokens instead of 2, how long does "
+            "checking take? Press your guess in Question 1 at the end of the page, then drag "
+            f"<em>Tokens (N)</em> to {_N_MAX} and compare the two clocks.", {"n_tokens": _N_MAX}),
 )
 
 
@@ -53,4 +53,23 @@ EXERCISES = (
     Exercise(f"One pass takes {_WRITE_MS:,} ms. How long does the big model take to write "
              f"{_WRITE_N} tokens?", _WRITE_CHOICES, {"n_tokens": _WRITE_N, "big_pass_ms": _WRITE_MS},
              _answer_write_10),
+)
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    ("Checking a token costs as much as writing it, so checking someone else's guesses could "
+     "save nothing."),
+    ("Checking any number of given tokens takes the one pass that writing a single token "
+     "takes, on the same clock."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    ("Where else is checking an answer far cheaper than producing it (a proof, a sudoku, a "
+     "code review)? What makes it cheaper for a language model?"),
+    ("Why can a transformer score every position of a finished text at once, but not write "
+     "them at once?"),
+    ("What would have to be true of the hardware for checking many tokens to cost about one "
+     "pass? Look at the H200 measurement at the bottom of the page."),
 )

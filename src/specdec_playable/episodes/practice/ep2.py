@@ -59,3 +59,21 @@ EXERCISES = (
              "than the big model alone?", ("faster", "as fast", "slower"), {"q": 0.0, "k": 4},
              _answer_hopeless),
 )
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    ("Speculative decoding trades quality for speed: some of the small model's words end up in"
+     " the text."),
+    ("The relay's text is the big model's, token for token, in every run, whatever q and k "
+     "are; only the clock changes."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    ("Why must the big model's own token at the first miss be kept, and why does that make "
+     "every round write at least one token?"),
+    ("If the draft were a much bigger and better model, would the relay get faster or slower? "
+     "What would change in the lanes?"),
+    "What does a bad round cost, and who pays for it?",
+)

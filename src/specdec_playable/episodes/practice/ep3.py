@@ -74,3 +74,21 @@ EXERCISES = (
              "at k = 4: faster or slower than the big model alone?",
              ("faster", "as fast", "slower"), {"q": 0.5, "k": 4, "c": 0.3}, _answer_dear),
 )
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    "A longer draft is always better, or any draft at all helps.",
+    ("The speedup peaks at one draft length and falls again, and a long, costly draft of a "
+     "weak model is slower than the big model alone."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    ("Why does the speedup rise and then fall as k grows? Which part of the formula wins at "
+     "each end?"),
+    ("A team can make its draft guess better or make each guess cheaper. How would you use the"
+     " page to decide which is worth more?"),
+    ("Why does the measured speedup move a little every time you press the button, while the "
+     "theory stays put?"),
+)

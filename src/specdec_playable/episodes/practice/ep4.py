@@ -84,3 +84,21 @@ EXERCISES = (
              ("the JavaScript", "the poem", "about the same"),
              {"left": "js-loop", "right": "poem-kettle"}, _answer_big_model),
 )
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    "Draft quality is a fixed number that belongs to the draft model.",
+    ("The same draft head is kept far more often on some of the measured texts than on others, "
+     "and the measurement, not the name of the genre, says where it does well."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    ("Which kinds of text that you write every day would a draft guess well, and which poorly?"
+     " Paste one of each and see."),
+    ("Why can a draft be kept often on text the big model finds hard, or rarely on text the "
+     "big model finds easy? What do the table's columns measure?"),
+    ("Does the episode's title hold for these texts? What would you need to measure to be "
+     "sure?"),
+)

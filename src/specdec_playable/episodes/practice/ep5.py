@@ -24,33 +24,54 @@ TRY_STEPS = (
 TRY_THIS = steps_html([s.html for s in TRY_STEPS])
 
 
-#: Question 1's choices of q, and question 2's draft costs.
-_BE_CHOICES = (0.15, 0.40, 0.70)
+#: Where the page opens (the map then shows every break-even point), and the draft costs the
+#: two questions ask about, neither shown before its question: double that, and a third of it.
+_C0 = BreakEvenMap.param.c.default
+_DEAR_C, _CHEAP_C = 0.30, 0.05
+#: Each question's choices of q: its break-even is close to one and far from the others.
+_DEAR_CHOICES, _CHEAP_CHOICES = (0.40, 0.55, 0.70), (0.05, 0.20, 0.45)
 
 
-_C1, _C2 = 0.15, 0.30
+def _break_even_at(choices: tuple[float, ...]):
+    """The answer to "above which q does it pay?": the choice nearest the theory's break-even."""
+
+    def answer(s: BreakEvenMap):
+        q = s.break_even(s.k)
+        opened = float(break_even_table(_C0)[s.k - 1])
+        right = min(range(len(choices)), key=lambda i: abs(choices[i] - q))
+        return right, (f"With k = {s.k} and c = {s.c:.2f} the curve crosses 1× at q = {q:.2f} "
+                       f"(theory), against {opened:.2f} at c = {_C0:.2f}, where the page opens: "
+                       "below that, speculating is slower than not speculating.")
+
+    return answer
 
 
-def _answer_break_even(s: BreakEvenMap):
-    q = s.break_even(s.k)
-    right = min(range(len(_BE_CHOICES)), key=lambda i: abs(_BE_CHOICES[i] - q))
-    return right, (f"With k = {s.k} and c = {s.c:.2f} the curve crosses 1× at q = {q:.2f} "
-                   f"(theory): below that, speculating is slower than not speculating.")
-
-
-def _answer_dearer(s: BreakEvenMap):
-    before = float(break_even_table(_C1)[s.k - 1])
-    now = s.break_even(s.k)
-    right = 0 if now < before - 0.005 else (1 if abs(now - before) <= 0.005 else 2)
-    return right, (f"At c = {s.c:.2f}, k = {s.k} breaks even at q = {now:.2f}, against {before:.2f} "
-                   f"at c = {_C1:.2f}: every draft step costs more, so more drafts must be right "
-                   "to pay for them.")
+_ASKED = "above roughly which acceptance rate q does speculation with k = 4 start to pay?"
 
 
 EXERCISES = (
-    Exercise(f"With k = 4 and c = {_C1:.2f}, above roughly which acceptance rate q does speculation "
-             "start to pay?", tuple(f"about {q:.2f}" for q in _BE_CHOICES), {"k": 4, "c": _C1},
-             _answer_break_even),
-    Exercise(f"Double the draft cost to c = {_C2:.2f}. Where does k = 4 break even now?",
-             ("at a lower q", "at the same q", "at a higher q"), {"k": 4, "c": _C2}, _answer_dearer),
+    Exercise(f"The page opens at a draft cost of c = {_C0:.2f}. Double it to c = {_DEAR_C:.2f}: "
+             + _ASKED, tuple(f"about {q:.2f}" for q in _DEAR_CHOICES),
+             {"k": 4, "c": _DEAR_C}, _break_even_at(_DEAR_CHOICES)),
+    Exercise(f"Now a much cheaper draft, c = {_CHEAP_C:.2f}: " + _ASKED,
+             tuple(f"about {q:.2f}" for q in _CHEAP_CHOICES), {"k": 4, "c": _CHEAP_C},
+             _break_even_at(_CHEAP_CHOICES)),
+)
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    "At worst speculation costs nothing: it is never slower than plain decoding.",
+    ("Every curve drops below the dashed 1× line once the draft is weak enough, and a dearer "
+     "draft step moves that point towards q = 1."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    ("A benchmark reports a large speedup. What would you ask about its text, its draft length"
+     " and its draft cost before believing it holds for your users?"),
+    ("How could a server notice, while it writes, that it has slipped below the dashed line, "
+     "and what should it do then?"),
+    ("Why do some measured dots miss their curve, and how many misses would make you doubt the"
+     " theory?"),
 )

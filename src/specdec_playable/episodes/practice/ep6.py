@@ -108,3 +108,21 @@ EXERCISES = (
              tuple(p.label for p in adaptive.default_policies(4)),
              {"c": 0.30, "fixed_k": 4}, _answer_dear_race),
 )
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    ("When tokens are sampled, keeping the draft's proposals must tilt the output towards the "
+     "draft."),
+    ("The output's frequencies sit on the big model's, checked by a chi-square test, however "
+     "far the draft is bent."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    "Why does the rule need the draft's own probabilities, not only the token it proposed?",
+    ("When the text switches from code to a poem, what should happen to the draft length, and "
+     "how quickly can a policy tell?"),
+    ("Which draft does each part of the page play, and why would their acceptance rates "
+     "differ?"),
+)

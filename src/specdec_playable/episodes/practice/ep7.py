@@ -86,3 +86,22 @@ EXERCISES = (
              ("faster", "slower", "no measurable difference"),
              {"task": "repeat", "draft": "early-exit"}, _answer_early_exit),
 )
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    "A draft that guesses right some of the time makes decoding faster.",
+    ("On this server's CPU a verify pass over several positions costs more than one decoding "
+     "step, so a draft must have enough of its guesses accepted to pay for the longer pass: in "
+     "the recorded races most drafts do not, and prompt lookup on a copy task does."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    ("The copy tasks reward prompt lookup. Which real uses look like copy tasks (editing a "
+     "document, answering with quotes, refactoring code)?"),
+    ("Why does the hardware decide what a verify pass costs, and how does that change which "
+     "draft pays?"),
+    ("The page runs the two decoders turn by turn on the same machine instead of one after the "
+     "other. What could go wrong with timing them one after the other?"),
+)

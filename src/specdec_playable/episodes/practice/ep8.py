@@ -64,3 +64,19 @@ EXERCISES = (
              ("the tree", "the chain", "the same"), {"tree_q": 0.9, "width": 2, "depth": 4},
              _answer_tree),
 )
+
+
+#: The belief this episode sets out to correct, and what the page shows instead (for the
+#: teacher's guide).
+MISCONCEPTION = (
+    "What speeds up one user speeds up a busy server just as much.",
+    ("Once a server decodes many users at once, the verify pass's extra positions cost real "
+     "time, and past some batch size speculating is slower."),
+)
+#: Questions for a class to discuss after the episode (for the teacher's guide).
+DISCUSS = (
+    ("A provider serves many users on one GPU. When should it switch speculation off, and what"
+     " would it measure to decide?"),
+    ("Why can a tree of guesses decide more tokens than a chain checking the same positions, "
+     "and when is the chain better?"),
+)

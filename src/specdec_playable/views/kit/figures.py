@@ -1,12 +1,17 @@
 """Every figure of a page gets an anchor a course page can link to (``#fig-ep5-map``), and a line
-under it: a link to itself and, for a figure drawn from a shipped measurement, the file to
-download with its provenance.
+under it: a link to itself, buttons that save it as a PNG or an SVG file for slides, and, for a
+figure drawn from a shipped measurement, the file to download with its provenance.
 
 :func:`anchor_figures` walks a built part of a page (the shell's body, and each part built later,
 ``views/kit/deferred.py``), gives every named Bokeh plot the ``id`` :func:`anchor_id` (``html_id``)
 and puts the line under the pane that holds it. :data:`FIGURE_DATA` says which shipped files
 (``assets/``, served read-only at :data:`ASSETS_HREF` by ``serve/files.py``) each figure is
 drawn from; the names come from the readers in ``data/``.
+
+The save buttons are plain HTML (``data-sdp-save``); :class:`FigureSaver`, placed once per page,
+answers their clicks in the browser (``static/figure_save.js``): BokehJS draws the figure as it is
+on screen into a PNG, or into an SVG with its SVG backend, and the browser saves the file under
+the figure's anchor (``fig-ep5-map.png``). No server round trip.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from collections.abc import Mapping
 
 import panel as pn
 from bokeh.models import Model, Plot
+from panel.custom import JSComponent
 
 from ...data import hardware, measured, tree_example, tree_table
-from .resources import stylesheet
+from .resources import path, stylesheet
 
 #: Where the shipped files are served, relative to any page of the site.
 ASSETS_HREF = "./assets"
@@ -61,9 +67,36 @@ def file_href(name: str) -> str:
     return f"{ASSETS_HREF}/{name}"
 
 
+#: The file formats a figure saves to: button label and what its accessible name says.
+SAVE_FORMATS = {"png": "PNG", "svg": "SVG"}
+
+
+def save_buttons_html(plot_name: str) -> str:
+    """The buttons that save the plot named ``plot_name`` as each of :data:`SAVE_FORMATS`."""
+    anchor = esc(anchor_id(plot_name))
+    buttons = "".join(
+        f'<button type="button" class="sdp-save" data-sdp-save="{kind}" data-plot="{esc(plot_name)}" '
+        f'data-file="{anchor}" aria-label="Save this figure as {label}">{label}</button>'
+        for kind, label in SAVE_FORMATS.items())
+    return f'<span class="sdp-saves">Save: {buttons}</span>'
+
+
+class FigureSaver(JSComponent):
+    """Invisible; saves a figure when one of its save buttons is pressed (see the module doc)."""
+
+    _esm = path("figure_save.js")
+
+    def __init__(self, **params):
+        params.setdefault("height", 0)
+        params.setdefault("margin", 0)
+        super().__init__(**params)
+
+
 def figure_line_html(plot_names: list[str]) -> str:
-    """The line under a pane holding the named plots: a link to each, and its data files."""
-    links = [f'<a href="#{esc(anchor_id(n))}">Link to this figure</a>' for n in plot_names]
+    """The line under a pane holding the named plots: a link to each, its save buttons, and
+    its data files."""
+    links = [f'<a href="#{esc(anchor_id(n))}">Link to this figure</a> {save_buttons_html(n)}'
+             for n in plot_names]
     files: list[str] = []
     for n in plot_names:
         files += [f for f in FIGURE_DATA.get(n, ()) if f not in files]

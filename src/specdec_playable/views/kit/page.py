@@ -14,6 +14,7 @@ import param
 
 from .a11y import AccessibleNames
 from .anchors import FragmentTarget
+from .figures import FigureSaver
 from .resources import stylesheet, theme_css
 from .terms import GLOSSARY_HREF, link_terms
 
@@ -93,6 +94,8 @@ class StateView(pn.viewable.Viewer):
 
 #: Where the one-screen summary of the series is served, relative to any page of the site.
 SUMMARY_HREF = "./summary"
+#: Where the teacher's guide is served (``views/site/guide.py``).
+GUIDE_HREF = "./guide"
 
 
 class EpisodeRef(Protocol):
@@ -103,16 +106,22 @@ class EpisodeRef(Protocol):
     title: str
 
 
-def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = None) -> str:
+def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = None,
+             deeper: EpisodeRef | None = None) -> str:
     """Links to the index and to the episodes before and after this one (when there are some),
-    then to the summary and the glossary."""
+    then to the summary and the glossary. ``deeper`` is the episode that comes next in number
+    when ``following`` is the next on the short path instead."""
     links = ['<a href="./">← All episodes</a>']
     if previous is not None:
         links.append(f'<a href="./{esc(previous.slug)}">← Episode {previous.number}: '
                      f'{esc(previous.title)}</a>')
     if following is not None:
-        links.append(f'<a href="./{esc(following.slug)}">Episode {following.number}: '
-                     f'{esc(following.title)} →</a>')
+        on = " (next on the short path)" if deeper is not None else ""
+        links.append(f'<a href="./{esc(following.slug)}" rel="next">Episode {following.number}: '
+                     f'{esc(following.title)} →{on}</a>')
+    if deeper is not None:
+        links.append(f'<a href="./{esc(deeper.slug)}">Or deeper, Episode {deeper.number}: '
+                     f'{esc(deeper.title)} →</a>')
     links += [f'<a href="{SUMMARY_HREF}">Summary</a>', f'<a href="{GLOSSARY_HREF}">Glossary</a>']
     return '<nav class="sdp-nav" aria-label="Episodes">' + "".join(links) + "</nav>"
 
@@ -147,18 +156,28 @@ def declare_viewport() -> None:
         doc.template_variables["meta"] = meta
 
 
+def objectives_html(objectives: Sequence[str]) -> str:
+    """An episode's learning objectives (trusted package text) as the one line under its title."""
+    if not objectives:
+        return ""
+    said = "; ".join(objectives[:-1]) + ("; and " if len(objectives) > 1 else "") + objectives[-1]
+    return f'<p class="sdp-objectives"><strong>After this episode you can</strong> {said}.</p>'
+
+
 def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], try_this: str,
-                  body: Sequence, name: str,
-                  neighbours: tuple[EpisodeRef | None, EpisodeRef | None] = (None, None),
+                  body: Sequence, name: str, objectives: Sequence[str] = (),
+                  neighbours: tuple[EpisodeRef | None, ...] = (None, None),
                   ) -> pn.Column:
     """Wrap an episode's body in the common page shell.
 
     ``lede`` and ``try_this`` are trusted package text (may contain simple HTML); a lede
     that states a control's value is a function bound to it (``pn.bind``), so it follows
-    the control. ``neighbours`` are the episodes before and after this one, for the navigation.
+    the control. ``objectives`` complete "After this episode you can", in one line under the
+    title. ``neighbours`` are the episodes before and after this one, for the navigation (and
+    a third, the next in number, where the one after is the next on the short path).
     """
     heading = (f'<p class="sdp-kicker">Speculative Decoding, Playable · Episode {number}</p>'
-               f'<h1 class="sdp-title">{esc(title)}</h1>')
+               f'<h1 class="sdp-title">{esc(title)}</h1>{objectives_html(objectives)}')
     try_html = f'<div class="sdp-try"><strong>Try this:</strong> {try_this}</div>'
     if isinstance(lede, str):
         header = prose(heading + _lede(lede) + try_html, name=f"{name}-header")
@@ -174,7 +193,7 @@ def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], tr
 
     body = [finish_part(part) for part in body]
     return pn.Column(
-        nav(), header, *body, nav(), AccessibleNames(), FragmentTarget(),
+        nav(), header, *body, nav(), AccessibleNames(), FragmentTarget(), FigureSaver(),
         name=name, sizing_mode="stretch_width", max_width=1100,
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"},
         stylesheets=[theme_css(), page_css()],
@@ -186,7 +205,8 @@ def site_shell(body: str, *extra_css: str, name: str) -> pn.Column:
     navigation, ``body`` (trusted package HTML) in the page's style, and the navigation again."""
     declare_viewport()
     nav = f'<nav class="sdp-nav" aria-label="Site"><a href="./">← All episodes</a>' \
-          f'<a href="{SUMMARY_HREF}">Summary</a><a href="{GLOSSARY_HREF}">Glossary</a></nav>'
+          f'<a href="{SUMMARY_HREF}">Summary</a><a href="{GLOSSARY_HREF}">Glossary</a>' \
+          f'<a href="{GUIDE_HREF}">Teacher’s guide</a></nav>'
     return pn.Column(
         pn.pane.HTML(nav, stylesheets=[page_css()], sizing_mode="stretch_width"),
         pn.pane.HTML(body, stylesheets=[page_css(*extra_css)], sizing_mode="stretch_width",

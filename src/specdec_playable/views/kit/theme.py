@@ -51,6 +51,7 @@ GOLD_TINT = "#f7e7ae"       # background of the big model's own token in Episode
 GOLD_DARK = "#7a5c00"       # the mark on a gold token (★, +)
 GOLD_OUTLINE = "#8a6a00"    # dashed outline of a gold token
 BAD_TEXT = "#8c2a1f"        # dark red label on the SLOWER band, 7:1
+GOOD_TEXT = "#1f6a34"       # dark green words ("✓ Right"), 6:1 on PALE_BLUE
 EMBER = "#b04a00"           # a fourth line colour (Episode 6's +2/−1 policy)
 #: Primary buttons: Bokeh's own primary blue gives white text 3.6:1; this one gives 6.4:1 (WCAG AA).
 BUTTON = "#2c5f9e"
@@ -65,7 +66,8 @@ CSS_COLOURS = {
     "good-line": GOOD_LINE, "shade": SHADE, "off-white": OFF_WHITE, "big-pale": BIG_PALE,
     "big-light": BIG_LIGHT, "accepted-light": ACCEPTED_LIGHT, "rejected-light": REJECTED_LIGHT,
     "discarded-light": DISCARDED_LIGHT, "gold-light": GOLD_LIGHT, "gold-tint": GOLD_TINT,
-    "gold-dark": GOLD_DARK, "gold-outline": GOLD_OUTLINE, "bad-text": BAD_TEXT, "ember": EMBER,
+    "gold-dark": GOLD_DARK, "gold-outline": GOLD_OUTLINE, "bad-text": BAD_TEXT,
+    "good-text": GOOD_TEXT, "ember": EMBER,
     "button": BUTTON, "button-hover": BUTTON_HOVER,
 }
 

@@ -8,6 +8,10 @@ parameter's own type and bounds. Out-of-range numbers are clamped, anything
 unparseable (NaN, infinities, words, absurdly long strings) falls back to the
 default, unknown keys are ignored, and the page shows one short, escaped notice
 saying what was changed. Nothing from the query is ever evaluated.
+
+A text a visitor wrote (Episode 4's pasted text) may be kept in the link too, as a "long text":
+its own bound replaces :data:`MAX_VALUE_CHARS`, a longer one is left out of the link both when it
+is read and when it is written, and an empty one is not written at all.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import math
 import re
 import time
 from collections.abc import Mapping, Sequence
+from urllib.parse import urlencode
 
 import panel as pn
 import param
@@ -46,10 +51,12 @@ def _fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def parse_value(p: param.Parameter, text: str):
-    """``(value, reason)``: the value to use and why it differs from the text (``None`` if it does not)."""
+def parse_value(p: param.Parameter, text: str, max_chars: int = MAX_VALUE_CHARS):
+    """``(value, reason)``: the value to use and why it differs from the text (``None`` if it does not).
+
+    ``max_chars`` bounds the text (a long text's own bound; :data:`MAX_VALUE_CHARS` otherwise)."""
     default = p.default
-    if len(text) > MAX_VALUE_CHARS:
+    if len(text) > max_chars:
         return default, "too long, so the default was used"
     if isinstance(p, param.Boolean):
         low = text.lower()
@@ -93,17 +100,20 @@ def parse_value(p: param.Parameter, text: str):
 def read_query(state: param.Parameterized, names: Sequence[str],
                query: Mapping[str, object], aliases: Mapping[str, str] | None = None,
                value_aliases: Mapping[str, Mapping[str, str]] | None = None,
+               long_text: Mapping[str, int] | None = None,
                ) -> tuple[dict, list[str]]:
     """Parse ``query`` for ``names`` of ``state``: ``(values to apply, notices)``.
 
     ``aliases`` maps old keys of shared links to the names they now stand for; a key
     under its current name wins over its alias. ``value_aliases`` maps, per name, old values
     of shared links to the values they now stand for (``{"draft": {"learned": "ngram"}}``).
-    Notices are plain text (they quote the key as the link wrote it); escape them before
+    ``long_text`` maps the names of String parameters that hold a visitor's text to their bound
+    in characters. Notices are plain text (they quote the key as the link wrote it); escape them before
     showing them.
     """
     aliases = dict(aliases or {})
     value_aliases = dict(value_aliases or {})
+    long_text = dict(long_text or {})
     values, notices, unknown = {}, [], []
     for key, raw in query.items():
         key = str(key)
@@ -117,9 +127,12 @@ def read_query(state: param.Parameterized, names: Sequence[str],
             continue
         text = _text(raw)
         text = value_aliases.get(name, {}).get(text, text)
-        value, reason = parse_value(state.param[name], text)
+        value, reason = parse_value(state.param[name], text, long_text.get(name, MAX_VALUE_CHARS))
         values[name] = value
-        if reason:
+        if reason and name in long_text:
+            notices.append(f"the text in the link was longer than {long_text[name]:,} characters, "
+                           "so it was left out")
+        elif reason:
             notices.append(f"{key}={_short(text)} was {reason}; it is now {_fmt(value)}")
     if unknown:
         shown = ", ".join(f"“{_short(k, 20)}”" for k in unknown[:MAX_KEYS_REPORTED])
@@ -136,13 +149,28 @@ def notice_html(notices: Sequence[str]) -> str:
             f'changed:</strong><ul style="margin:0.2em 0 0 0">{items}</ul></div>')
 
 
+def url_values(state: param.Parameterized, names: Sequence[str],
+               long_text: Mapping[str, int] | None = None) -> dict[str, str]:
+    """What the address bar holds for ``names`` of ``state``: every value as text, except a long
+    text that is empty or over its bound."""
+    long_text = long_text or {}
+    out = {}
+    for n in names:
+        v = _fmt(getattr(state, n))
+        if n in long_text and not (0 < len(v) <= long_text[n]):
+            continue
+        out[n] = v
+    return out
+
+
 def bind_url(state: param.Parameterized, names: Sequence[str],
              aliases: Mapping[str, str] | None = None,
-             value_aliases: Mapping[str, Mapping[str, str]] | None = None) -> pn.pane.HTML:
+             value_aliases: Mapping[str, Mapping[str, str]] | None = None,
+             long_text: Mapping[str, int] | None = None) -> pn.pane.HTML:
     """Restore ``names`` of ``state`` from this session's URL and keep the URL in step.
 
     ``aliases`` are old keys and ``value_aliases`` old values still read from shared links
-    (see :func:`read_query`); the
+    and ``long_text`` the visitor's texts with their bounds (see :func:`read_query`); the
     address bar is written with the current names. Returns the notice pane (empty and
     hidden when nothing had to change). Outside a server session (a notebook, a test)
     it only returns the hidden pane. The notice speaks of the link as it was opened, so
@@ -155,7 +183,7 @@ def bind_url(state: param.Parameterized, names: Sequence[str],
         return pane
     try:
         values, notices = read_query(state, names, pn.state.session_args or {}, aliases,
-                                     value_aliases)
+                                     value_aliases, long_text)
     except Exception:  # noqa: BLE001 - a bad link must never break the page
         log.exception("could not read the query string")
         values, notices = {}, ["the link's settings could not be read, so defaults are used"]
@@ -176,7 +204,9 @@ def bind_url(state: param.Parameterized, names: Sequence[str],
         doc = pn.state.curdoc
 
         def write(*_):
-            location.update_query(**{n: _fmt(getattr(state, n)) for n in names})
+            query = {k: v for k, v in location.query_params.items() if k not in names}
+            query.update(url_values(state, names, long_text))
+            location.search = "?" + urlencode(query)
 
         def clean_link():
             # Replace whatever the link held (bad values, unknown keys) with the clean setup.

@@ -106,3 +106,76 @@ def short_path(times: Sequence[EpisodeTime], *, minutes: int = CLASS_MINUTES,
         path.append(n)
         total += by[n]
     return tuple(path)
+
+
+# --- class plans (the teacher's guide) -----------------------------------------------------------
+
+#: The long class the teacher's guide plans beside the short one (minutes).
+LONG_CLASS_MINUTES = 90
+#: Opening a class (the question of the day, the index page) and closing it (the summary, the
+#: series score), in minutes.
+OPEN_MINUTES, CLOSE_MINUTES = 2, 3
+#: The least discussion a long class gives each episode (minutes); a plan spreads what is left
+#: of its time over the episodes' discussions.
+DISCUSS_MINUTES = 3
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One step of a class: ``kind`` is "open", "episode", "discuss" or "close"."""
+
+    kind: str
+    minutes: int
+    episode: int | None = None
+
+
+@dataclass(frozen=True)
+class ClassPlan:
+    """A class of ``minutes``: open, then each episode at its measured time followed by its
+    discussion, then close."""
+
+    minutes: int
+    episodes: tuple[int, ...]
+    steps: tuple[PlanStep, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(s.minutes for s in self.steps)
+
+
+def class_plan(times: Sequence[EpisodeTime], episodes: Sequence[int], minutes: int) -> ClassPlan:
+    """``episodes`` in a class of ``minutes``: each at its measured time, and the rest of the
+    class (after opening and closing) for discussion: after each episode if that gives each at
+    least :data:`DISCUSS_MINUTES` (the minutes that do not divide evenly go to the first ones),
+    else in one block before the close. If the episodes alone overrun, the total says so."""
+    by = {t.number: t.minutes for t in times}
+    eps = tuple(n for n in episodes if n in by)
+    left = max(minutes - OPEN_MINUTES - CLOSE_MINUTES - sum(by[n] for n in eps), 0)
+    each, extra = divmod(left, len(eps)) if eps else (0, left)
+    steps = [PlanStep("open", OPEN_MINUTES)]
+    for i, n in enumerate(eps):
+        steps.append(PlanStep("episode", by[n], n))
+        if each >= DISCUSS_MINUTES:
+            steps.append(PlanStep("discuss", each + (i < extra), n))
+    if each < DISCUSS_MINUTES and left:
+        steps.append(PlanStep("discuss", left))
+    steps.append(PlanStep("close", CLOSE_MINUTES))
+    return ClassPlan(minutes, eps, tuple(steps))
+
+
+def short_class(times: Sequence[EpisodeTime]) -> ClassPlan:
+    """The :data:`CLASS_MINUTES` class: the short path the index states."""
+    return class_plan(times, short_path(times), CLASS_MINUTES)
+
+
+def long_class(times: Sequence[EpisodeTime], minutes: int = LONG_CLASS_MINUTES) -> ClassPlan:
+    """The longest run of episodes in order (from Episode 1) that fits ``minutes`` with at least
+    :data:`DISCUSS_MINUTES` of discussion after each."""
+    chosen: list[int] = []
+    used = OPEN_MINUTES + CLOSE_MINUTES
+    for t in sorted(times, key=lambda t: t.number):
+        if used + t.minutes + DISCUSS_MINUTES > minutes:
+            break
+        chosen.append(t.number)
+        used += t.minutes + DISCUSS_MINUTES
+    return class_plan(times, chosen, minutes)

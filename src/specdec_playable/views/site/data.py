@@ -22,6 +22,15 @@ def _size(n: int) -> str:
     return f"{n:,} bytes" if n < 10_000 else f"{n / 1000:,.0f} kB"
 
 
+def _unserved_html(names) -> str:
+    """What a section says of the files it describes that are not served (binary tables)."""
+    left = [n for n in names if n not in served_files()]
+    if not left:
+        return ""
+    return (f'<p class="sdp-small">Not served here: {esc(", ".join(left))} (binary arrays the '
+            "model's drafts read), in the project's <code>assets/</code> folder.</p>")
+
+
 def data_html() -> str:
     """The data page's body."""
     prov = provenance()
@@ -41,8 +50,8 @@ def data_html() -> str:
         rows.append(f'<tr id="{esc(name)}"><td><a href="{esc(file_href(name))}" download>{esc(name)}</a>'
                     f'</td><td class="n">{_size(file_size(name))}</td><td>{where}</td></tr>')
     notes = "".join(
-        f'<h2 id="{esc(section_id(names[0]))}">{esc(", ".join(names))}</h2>{_MD.render(body)}'
-        for body, names in sections.items())
+        f'<h2 id="{esc(section_id(names[0]))}">{esc(", ".join(names))}</h2>{_unserved_html(names)}'
+        f"{_MD.render(body)}" for body, names in sections.items())
     return (
         '<p class="sdp-kicker">Speculative Decoding, Playable</p>'
         '<h1 class="sdp-title">The data behind the figures</h1>'

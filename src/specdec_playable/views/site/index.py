@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import panel as pn
 
 from . import course
-from ..kit.page import GLOSSARY_HREF, SUMMARY_HREF, EpisodeRef, esc, site_shell
+from ..kit.page import GLOSSARY_HREF, GUIDE_HREF, SUMMARY_HREF, EpisodeRef, esc, site_shell
 
 SITE_TITLE = "Speculative Decoding, Playable"
 
@@ -34,7 +34,10 @@ def path_html(times) -> str:
             f'questions.{rest} Each time is the page\'s words at {course.WORDS_PER_MINUTE} a minute '
             f'plus {course.MINUTES_PER_STEP} minutes per “Try this” step. Before or after: the '
             f'<a href="{SUMMARY_HREF}">one-page summary</a> with the formulas, and the '
-            f'<a href="{GLOSSARY_HREF}">glossary</a>.</p>')
+            f'<a href="{GLOSSARY_HREF}">glossary</a>. Teaching it? The '
+            f'<a href="{GUIDE_HREF}">teacher’s guide</a> has each episode’s objectives, a '
+            f'{course.CLASS_MINUTES}- and a {course.LONG_CLASS_MINUTES}-minute class plan and the '
+            'answers.</p>')
 
 
 def episode_list_html(episodes: Sequence[EpisodeRef], times) -> str:

@@ -26,7 +26,9 @@ from ...state.cpu import cpu_passes
 from ...state.ep8 import BusyAndTrees, h200_curve
 from ...prose import words
 from ..ep6 import RED_FLAG
-from ..kit.page import EpisodeRef, esc, site_shell
+from ..kit.exercises import SeriesScore, questions_of
+from ..kit.page import GUIDE_HREF, EpisodeRef, esc, site_shell
+from ..kit.resources import stylesheet
 
 #: The worked example under the formulas.
 EXAMPLE = dict(q=0.8, k=4, c=0.1)
@@ -159,9 +161,26 @@ def summary_html(episodes: Sequence[EpisodeRef]) -> str:
         f'per round and a speedup of {e:.2f} / {1 + k * c:g} = '
         f'{_x(theory.expected_speedup(q, k, c))}. Theory: Leviathan, Kalman and Matias (2023).</p>'
         '<h2>The episodes</h2><p class="sdp-small">Each link opens the episode at the setting the '
-        f'sentence describes.</p><ol class="sdp-summary">{items}</ol>')
+        f'sentence describes.<span class="sdp-screen-only"> Teaching a class? The '
+        f'<a href="{GUIDE_HREF}">teacher’s guide</a> has the objectives, two class plans and the '
+        f'answers.</span></p><ol class="sdp-summary">{items}</ol>')
 
 
-def summary_page(episodes: Sequence[EpisodeRef]) -> pn.Column:
-    """The summary, for one session."""
-    return site_shell(summary_html(episodes), "course.css", name="summary")
+def series_score(episodes: Sequence[EpisodeRef], exercises: Mapping[int, Sequence]) -> SeriesScore:
+    """The part that adds up this browser's answers to each episode's questions (``exercises``:
+    episode number -> its questions)."""
+    eps = [e for e in episodes if exercises.get(e.number)]
+    return SeriesScore({f"ep{e.number}": questions_of(exercises[e.number]) for e in eps},
+                       {f"ep{e.number}": (f"Episode {e.number}: {e.title}", f"./{e.slug}#exercises")
+                        for e in eps})
+
+
+def summary_page(episodes: Sequence[EpisodeRef], exercises: Mapping[int, Sequence] | None = None,
+                 ) -> pn.Column:
+    """The summary, for one session; with ``exercises`` (episode number -> its questions), the
+    score of this browser's answers under the episodes."""
+    page = site_shell(summary_html(episodes), "course.css", name="summary")
+    if exercises:  # on the screen only: the summary prints on one page
+        page.insert(2, series_score(episodes, exercises).panel())
+        page.stylesheets = [*page.stylesheets, stylesheet("exercises.css")]
+    return page

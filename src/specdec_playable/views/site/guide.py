@@ -1,0 +1,168 @@
+"""The teacher's guide (``/guide``): for each episode what a student can do after it, the belief
+it sets out to correct and questions to discuss; a 45-minute and a 90-minute class plan timed
+from the pages; every "Check yourself" question with its answer; and how to serve a class.
+
+The plans come from :mod:`.course` (the episodes' measured times and the index's short path),
+the answers from :func:`episodes.answer_key` (the page's own answer at the question's setting):
+the site passes both in (``serve/site.py``), so this module builds no page and runs no state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import panel as pn
+
+from . import course
+from .index import SITE_TITLE
+from ..kit.page import GLOSSARY_HREF, SUMMARY_HREF, esc, site_shell
+
+#: The serving guide's section on classes (``docs/serving.md``, served by the site).
+SERVING_HREF = "./docs/serving.md#serving-a-class"
+DOCS_HREF = "./docs/serving.md"
+
+
+class AnswerRef(Protocol):
+    question: str
+    choices: tuple[str, ...]
+    right: int
+    explanation: str
+
+
+class TeachingRef(Protocol):
+    """What the guide needs of an episode (``episodes.Teaching``)."""
+
+    number: int
+    slug: str
+    title: str
+    objectives: tuple[str, ...]
+    misconception: tuple[str, str]
+    discuss: tuple[str, ...]
+    answers: tuple[AnswerRef, ...]
+
+
+def _episode_link(t: TeachingRef) -> str:
+    return f'<a href="./{esc(t.slug)}">Episode {t.number}: {esc(t.title)}</a>'
+
+
+def _step_html(step: course.PlanStep, by: dict[int, TeachingRef]) -> str:
+    t = by.get(step.episode) if step.episode is not None else None
+    if step.kind == "open":
+        return ("Open the <a href=\"./\">index</a> with the question of the day: can a model check a "
+                "text faster than it can write it?")
+    if step.kind == "episode" and t is not None:
+        return (f"{_episode_link(t)}: read, do its “Try this”, answer its questions "
+                f'(<a href="#guide-ep{t.number}">objectives and prompts</a>)')
+    if step.kind == "discuss" and t is not None:
+        return f"Discuss Episode {t.number}: one of <a href=\"#guide-ep{t.number}\">its prompts</a>"
+    if step.kind == "discuss":
+        return ("Discuss: one prompt from each episode (below), and the questions most of the class "
+                "got wrong")
+    return (f'Close on the <a href="{SUMMARY_HREF}">summary</a>: the formulas, the worked example, '
+            "and each student's series score under “Your answers”")
+
+
+def plan_html(plan: course.ClassPlan, teaching: Sequence[TeachingRef], *, heading: str,
+              plan_id: str, rest: Sequence[course.EpisodeTime]) -> str:
+    """One class plan as a table of steps with their minutes and the minute each starts at."""
+    by = {t.number: t for t in teaching}
+    rows, start = [], 0
+    for step in plan.steps:
+        rows.append(f'<tr><td class="n">{start}–{start + step.minutes}</td>'
+                    f'<td class="n">{step.minutes}</td><td>{_step_html(step, by)}</td></tr>')
+        start += step.minutes
+    over = ("" if plan.total <= plan.minutes else
+            f" The episodes alone take longer than {plan.minutes} minutes: this plan runs {plan.total}.")
+    left = [t for t in rest if t.number not in plan.episodes]
+    after = ("" if not left else
+             f'<p class="sdp-small">Not in this class, for homework or a second session: '
+             f'{", ".join(f"Episode {t.number}" for t in left)} '
+             f"(about {sum(t.minutes for t in left)} minutes).</p>")
+    return (f'<h3 id="{esc(plan_id)}">{esc(heading)}</h3>'
+            '<div class="sdp-hscroll"><table class="sdp-plan"><thead><tr><th>minute</th>'
+            '<th>minutes</th><th>step</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody><tfoot><tr><td></td><td class="n">{plan.total}</td>'
+            f"<td>in all</td></tr></tfoot></table></div>"
+            f'<p class="sdp-small">Episodes, in order: {", ".join(str(n) for n in plan.episodes)}.'
+            f"{over}</p>{after}")
+
+
+def episode_html(t: TeachingRef, time: course.EpisodeTime | None, on_path: bool) -> str:
+    """One episode's objectives, misconception and discussion prompts."""
+    when = "" if time is None else f"{time.minutes} minutes · "
+    where = "on the short path" if on_path else "goes deeper"
+    objectives = "".join(f"<li>{esc(o)}</li>" for o in t.objectives)
+    belief, shown = t.misconception
+    prompts = "".join(f"<li>{esc(p)}</li>" for p in t.discuss)
+    return (f'<section class="sdp-guide-ep" aria-labelledby="guide-ep{t.number}">'
+            f'<h3 id="guide-ep{t.number}">{_episode_link(t)}</h3>'
+            f'<p class="sdp-small">{when}{where} · <a href="#answers-ep{t.number}">its answers</a></p>'
+            f"<p><strong>After this episode a student can</strong></p><ul>{objectives}</ul>"
+            f"<p><strong>The misconception it targets:</strong> “{esc(belief)}” "
+            f"<strong>What the page shows instead:</strong> {esc(shown)}</p>"
+            f"<p><strong>To discuss</strong></p><ul>{prompts}</ul></section>")
+
+
+def answers_html(t: TeachingRef) -> str:
+    """An episode's questions, each with its choices, the right one and the page's explanation."""
+    items = []
+    for i, a in enumerate(t.answers, 1):
+        choices = " · ".join(esc(c) for c in a.choices)
+        items.append(f'<li><p><strong>Question {i}.</strong> {a.question}</p>'
+                     f'<p class="sdp-small">Choices: {choices}.</p>'
+                     f'<p><strong>Answer: {esc(a.choices[a.right])}.</strong> {a.explanation}</p></li>')
+    return (f'<h3 id="answers-ep{t.number}">Episode {t.number}</h3>'
+            f'<ol class="sdp-answers">{"".join(items)}</ol>')
+
+
+def guide_html(teaching: Sequence[TeachingRef], times: Sequence[course.EpisodeTime]) -> str:
+    """The guide's body (trusted HTML: package text, escaped titles, computed numbers)."""
+    by_time = {t.number: t for t in times}
+    path = set(course.short_path(times)) if times else set()
+    plans = ""
+    if times:
+        plans = (plan_html(course.short_class(times), teaching, plan_id="plan-45", rest=times,
+                           heading=f"A {course.CLASS_MINUTES}-minute class: the short path")
+                 + plan_html(course.long_class(times), teaching, plan_id="plan-90", rest=times,
+                             heading=f"A {course.LONG_CLASS_MINUTES}-minute class"))
+    episodes = "".join(episode_html(t, by_time.get(t.number), t.number in path) for t in teaching)
+    answers = "".join(answers_html(t) for t in teaching)
+    return f"""
+<p class="sdp-kicker">{esc(SITE_TITLE)} · Teacher's guide</p>
+<h1 class="sdp-title">Teaching with it: a guide for instructors</h1>
+<p class="sdp-lede">What each episode teaches, the belief it sets out to correct and questions to
+discuss; two class plans; the answer to every “Check yourself” question; and how to serve the site
+to a class. Students need only a browser; each episode page opens with its objectives in one line.</p>
+<nav class="sdp-toc" aria-label="On this page"><a href="#plans">Class plans</a>
+<a href="#episodes">The episodes</a><a href="#answers">Answers</a><a href="#serving">Serving the class</a></nav>
+<h2 id="plans">Class plans</h2>
+<p class="sdp-lede">Each episode's time is measured from its page, as on the index: its words at
+{course.WORDS_PER_MINUTE} a minute plus {course.MINUTES_PER_STEP} minutes per “Try this” step,
+rounded up. The first column is the minute each step starts and ends at.</p>
+{plans}
+<h2 id="episodes">The episodes</h2>
+{episodes}
+<h2 id="answers">Answers to the questions</h2>
+<p class="sdp-lede">Each answer is what the page itself says when a student presses a choice: the page
+moves its controls to the question's setting and computes the answer there. Here it is computed the
+same way on a fresh copy of the page; where the explanation quotes a simulation or a sample (measured
+rounds, drawn tokens) it is this copy's run, and a student's page shows its own run's numbers.
+A student's first choice counts, and the summary adds up the series.</p>
+{answers}
+<h2 id="serving">Serving the class</h2>
+<p class="sdp-lede">The <a href="{SERVING_HREF}">serving guide's section for a class</a> says what
+one process and several behind nginx held when a class was measured; the rest of
+<a href="{DOCS_HREF}">docs/serving.md</a> says how to start the server, run the real model, embed the
+pages in a course site and export them as static files.</p>
+<p class="sdp-lede">Answers are kept in each student's own browser (its local storage), never on the
+server: a student sees their score at the end of each episode and for the series on the
+<a href="{SUMMARY_HREF}#your-answers">summary</a>, and a shared computer's answers are cleared there
+with <em>Forget my answers in this browser</em>. A link a student shares carries the page's settings,
+not their answers. The <a href="{GLOSSARY_HREF}">glossary</a> defines every term the pages use.</p>
+"""
+
+
+def guide_page(teaching: Sequence[TeachingRef], times: Sequence[course.EpisodeTime] = ()) -> pn.Column:
+    """The teacher's guide, for one session (``times`` empty: no class plans)."""
+    return site_shell(guide_html(teaching, times), "course.css", "guide.css", name="guide")
