@@ -32,8 +32,9 @@ from ..prose.words import share
 from ..serve import interface
 from ..lm.compare import WRITTEN, Comparison, as_relay, token_texts
 from ..lm.decode import Generation
-from ..prose.ep7 import (CUSTOM, check_words, cost_words, kind_line, map_words, ratio_words,
-                         settings_line, status_line, verdict, why)
+from ..prose.ep7 import (CUSTOM, basis_line, check_words, cost_words, decoded, kind_line,
+                         map_words, per_token_ms, per_token_words, ratio_words, settings_line,
+                         status_line, verdict, why)
 from ..state.ep7 import PROMPT_MAX_CHARS, RealText
 from .kit import theme
 from .kit.follow import RunPoller
@@ -128,25 +129,39 @@ def _written_by(run: Generation) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _speedup_label(c: Comparison) -> str:
-    """The caption under the speedup: the fair verdict and its interval (or the old ratio)."""
+    """The caption under the speedup: the two times per token it divides, then the fair
+    verdict and its interval (or, for a run recorded before the race, the plain ratio)."""
+    spec_t, plain_t = per_token_ms(c)
+    basis = f"{per_token_words(plain_t)} ÷ {per_token_words(spec_t)} a token (decoding)"
     f = c.fair
     if f is None:
         words = ratio_words(c.speedup)
-        return "measured: " + words.split(":")[0] if words.startswith("slower") else \
-            "measured speedup, tokens per second (prompt pass excluded)"
+        return basis + (" · measured: " + words.split(":")[0] if words.startswith("slower") else
+                        " · measured speedup")
     if f.verdict == "too few rounds":
-        return "measured speedup: too few rounds for an interval"
+        return basis + " · too few rounds for an interval"
     what = {"faster": "faster", "slower": "slower"}.get(f.verdict, "no measurable difference")
-    return f"{what}: {f.level:.0%} interval {f.low:.2f}–{f.high:.2f}× over {f.n_rounds} rounds"
+    return f"{basis} · {what}: {f.level:.0%} interval {f.low:.2f}–{f.high:.2f}× over {f.n_rounds} rounds"
+
+
+def decode_clock_ms(run: Generation, t: float) -> float:
+    """A run's decoding clock when its own clock reads ``t``: the time after its prompt's pass
+    (0 during it), up to its whole decoding time."""
+    return min(max(t - run.prefill_ms, 0.0), run.decode_ms)
 
 
 def clock_rows(c: Comparison) -> dict:
-    """Display strings of the clocks at every pass end of either run (row 0: the start)."""
+    """Display strings of the clocks at every pass end of either run (row 0: the start).
+
+    The clocks count decoding (each run's own time after its prompt's pass), as the speedup
+    does; the prompt's pass is said in the caption.
+    """
     spec_t, spec_n = _written_by(c.spec)
     plain_t, plain_n = _written_by(c.plain)
     times = np.unique(np.concatenate([[0.0], spec_t, plain_t]))
     rows = dict(end_ms=times.tolist(), bad_rounds=[0] * len(times), spec_clock=[], spec_label=[],
-                plain_clock=[], plain_label=[], speedup=[], speedup_label=[], when=[])
+                plain_clock=[], plain_label=[], speedup=[], speedup_label=[], when=[], basis=[])
+    basis = basis_line(c)
     for t in times:
         done = []
         for run, ts, ns, who in ((c.spec, spec_t, spec_n, "spec"), (c.plain, plain_t, plain_n, "plain")):
@@ -154,25 +169,36 @@ def clock_rows(c: Comparison) -> dict:
             n = int(ns[k - 1]) if k else 0
             finished = k == len(ts)
             done.append(finished)
-            rows[f"{who}_clock"].append(_ms(run.wall_ms if finished else t))
-            rows[f"{who}_label"].append(_run_label(run, n, finished))
+            rows[f"{who}_clock"].append(_ms(run.decode_ms if finished else decode_clock_ms(run, t)))
+            rows[f"{who}_label"].append(_run_label(run, n, finished, c))
         both = all(done)
         rows["speedup"].append(f"{c.speedup:.2f}×" if both and math.isfinite(c.speedup) else "…")
         rows["speedup_label"].append(_speedup_label(c) if both else
                                      "measured speedup: once both runs have ended")
+        rows["basis"].append(basis if both else "")
         rows["when"].append("Both runs have ended." if both else
                             f"{t / 1e3:.2f} s into each run’s own time (the two took turns, pass "
                             "by pass; each clock counts only its own passes)")
     return rows
 
 
-def _run_label(run: Generation, n: int, finished: bool) -> str:
-    """The caption under a clock: the run's tokens, and its speed once it ended."""
+def _run_label(run: Generation, n: int, finished: bool, c: Comparison | None = None) -> str:
+    """The caption under a clock: the run's tokens and its prompt's pass (shown apart from the
+    clock), and once it ended its decoding time per token (what the speedup divides)."""
     who = "plain" if run.draft == "none" else "speculative"
     tokens = f"{n} token{'' if n == 1 else 's'}"
+    prompt = f"the prompt’s pass {_ms(run.prefill_ms)}, apart"
     if not finished:
-        return f"{who}: {tokens} so far"
-    return f"{who}: {tokens}, {run.tokens_per_second:.1f} tokens/s"
+        return f"{who}: {tokens} so far · {prompt}"
+    each = math.nan
+    if c is not None and c.finished:
+        spec_t, plain_t = per_token_ms(c)
+        each = plain_t if who == "plain" else spec_t
+    elif decoded(run):
+        each = run.decode_ms / decoded(run)
+    after = decoded(run)
+    return (f"{who}: {tokens}, the first from {prompt}; {after} after it, "
+            f"{per_token_words(each)} each")
 
 
 # --- the texts (see ep2_frame.js for the data-* contract) ----------------------------------------
@@ -277,7 +303,8 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
         if run is None:
             big.append(_stat("–", f"{label}: not started", keys=keys))
         else:
-            big.append(_stat(_ms(run.wall_ms), _run_label(run, len(run.tokens), run.stopped != "running"),
+            big.append(_stat(_ms(run.decode_ms), _run_label(run, len(run.tokens), run.stopped != "running",
+                                                            c if c is not None and c.finished else None),
                              keys=keys))
     finished = c is not None and c.finished and plain is not None
     sp = c.speedup if finished else math.nan
@@ -293,17 +320,21 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
             '<div class="ep7-small">'
             + _stat(share(spec.acceptance_rate), f"guesses accepted ({spec.accepted} of {judged} judged; "
                                                   f"{spec.proposed} proposed)")
-            + _stat(f"{spec.tokens_per_pass:.2f}", "tokens per verify pass")
+            + _stat(f"{spec.tokens_per_pass:.2f}", "tokens per pass after the prompt’s (each "
+                    "writes at least one: the end-of-text token counts)")
             + _stat(cost_words(cost) if math.isfinite(cost) else "–",
                     "draft cost c: one guess over one plain step")
             + _stat(f"{vcost:.1f}×" if math.isfinite(vcost) else "–", "one verify pass over one plain step")
-            + (_stat(f"{c.fair.work_speedup:.2f}×", "by the work: tokens per pass over the pass’s "
-                     "measured cost (an idle machine)")
+            + (_stat(f"{c.fair.work_speedup:.2f}×", "by the work: the speedup an idle machine "
+                     "would give, tokens per pass over a pass’s median cost in plain steps")
                if c.fair is not None and math.isfinite(c.fair.work_speedup) else "")
             + "</div>")
     when = ('<p class="when" data-k="when">Both runs have ended.</p>' if timed else "")
+    basis = basis_line(c) if finished else ""
+    key = ' data-k="basis"' if timed else ""
+    basis = f'<p class="ep7-basis"{key}>{esc(basis)}</p>' if basis else ""
     return (f'<div class="ep2-clocks ep7-clocks" data-sdp="{esc(uid)}-clocks">'
-            f'<div class="ep7-big">{"".join(big)}</div>{when}{small}</div>')
+            f'<div class="ep7-big">{"".join(big)}</div>{when}{basis}{small}</div>')
 
 
 def check_html(kind: str, sentence: str, uid: str, *, ep6_href: str = "", timed: bool = False) -> str:
