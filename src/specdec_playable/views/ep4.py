@@ -111,21 +111,21 @@ def _compared_cells(m: dict, key: str, fmt: str) -> str:
 
 
 def genre_table_html() -> str:
-    """Per text: tokens, mean measured acceptance, the share where greedy drafting is kept, how
-    probable the big model itself finds the text (mean p of each real token), and, per draft
-    compared (the head, the n-gram table, prompt lookup), its first guess kept and its tokens per
-    pass at k = 4."""
+    """Per text: tokens, mean measured acceptance, how probable the big model itself finds the
+    text (mean p of each real token), and, per draft compared (the head, the n-gram table, prompt
+    lookup), its first guess kept (the share where greedy drafting is kept: the head's is the
+    page's draft's) and its tokens per pass at k = 4."""
     rows = []
     for tid, m in measured.genre_means().items():
         rows.append(
             f'<tr data-text="{esc(tid)}"><td>{esc(short_name(m["kind"]))}</td>'
             f'<td class="n">{m["tokens"]}</td><td class="n">{m["alpha"]:.3f}</td>'
-            f'<td class="n">{m["greedy"]:.0%}</td><td class="n">{m["p_token"]:.2f}</td>'
+            f'<td class="n">{m["p_token"]:.2f}</td>'
             + _compared_cells(m, "greedy", ".0%") + _compared_cells(m, "tau", ".2f") + "</tr>")
     names = "".join(f"<th>{n}</th>" for n in COMPARED.values())
     return ('<div class="ep4-wrap sdp-hscroll"><table class="ep4-rule ep4-means"><thead><tr>'
             '<th rowspan="2">text</th><th rowspan="2">tokens</th><th rowspan="2">acceptance q</th>'
-            '<th rowspan="2">greedy kept</th><th rowspan="2">big model’s p<sub>big</sub></th>'
+            '<th rowspan="2">big model’s p<sub>big</sub></th>'
             f'<th colspan="{len(COMPARED)}">first guess kept</th>'
             f'<th colspan="{len(COMPARED)}">tokens per pass, k = 4</th></tr>'
             f'<tr>{names}{names}</tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>"
