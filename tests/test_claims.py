@@ -489,6 +489,49 @@ def test_ep6_fixed_prose_holds():
     assert "pull ahead" not in ep6.TRY_THIS and "labelled by hand" not in ep6.OUTRO
 
 
+def test_ep6_says_which_draft_each_part_plays():
+    """Part 1 plays the head, part 2 the n-gram table: the page says so with both drafts' measured
+    acceptance on each race text, and what the same race gives with each draft."""
+    from specdec_playable.prose import ep6 as prose6
+    from specdec_playable.state.ep6 import RACE_TEXTS, REPEATS
+
+    assert "draft head" in ep6.PART1_INTRO and "n-gram table" in ep6.PART2_INTRO
+    intro = html.unescape(ep6.PART2_INTRO)
+    for t in RACE_TEXTS:
+        ngram, head = (float(measured.measured_text(t, d).q.mean()) for d in ("ngram", "head"))
+        kind = measured.measured_text(t).kind
+        assert f"{ngram:.2f} against {head:.2f} on {prose4.in_prose(kind)}" in intro
+        # The head's number is Episode 4's table's acceptance q for the same text.
+        assert head == pytest.approx(measured.genre_means()[t]["alpha"])
+    d = FinePrint.param
+    for name, draft in (("n-gram table", "ngram"), ("head", "head")):
+        runs = prose6.race_with(RACE_TEXTS, REPEATS, d.fixed_k.default, d.c.default, d.race_seed.default, draft)
+        fixed, best = runs[0], max(runs[1:], key=lambda r: r.speedup)
+        said = re.search(rf"with the {name} (the best adaptive policy beats|a fixed k = \d+ is not beaten) "
+                         r"[^(]*\(([\d.]+)× against (?:at best )?([\d.]+)×\)", intro)
+        assert said, name
+        assert (said.group(1) == "the best adaptive policy beats") == (best.speedup > fixed.speedup)
+        hi, lo = (best, fixed) if best.speedup > fixed.speedup else (fixed, best)
+        assert (said.group(2), said.group(3)) == (f"{hi.speedup:.2f}", f"{lo.speedup:.2f}")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.05, 0.6), SEEDS)
+def test_ep6_no_text_offers_the_race_draft_q_above_its_break_even(c, seed):
+    """Step 4 and the dear-draft answer say no text keeps the n-gram table often enough at k = 1."""
+    from specdec_playable.prose import ep6 as prose6
+    from specdec_playable.state.ep6 import RACE_TEXTS
+    from specdec_playable.episodes.practice import ep6 as practice6
+
+    kind, top = prose6.best_race_q(RACE_TEXTS)
+    be = theory.break_even_q(1, practice6.TRY_C)
+    assert top < be and f"at best {top:.2f} on average" in ep6.TRY_THIS
+    s = FinePrint(rng=0, c=c, race_seed=seed, n_samples=100)
+    right, answer = practice6._answer_dear_race(s)
+    hard = max(float(s.stream.q[a:b].mean()) for _, a, b in s.stream.segments) < theory.break_even_q(1, c)
+    assert ("more than the n-gram table is kept at on any of the texts" in answer) == hard
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from(measured.CONTEXTS), st.floats(0.2, 4.0), st.integers(1, FAVOURITE_MAX),
        st.floats(0.0, 0.9))
