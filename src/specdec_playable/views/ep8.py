@@ -265,6 +265,7 @@ EP5_SLUG = "ep5_the_break_even_map"
 BATCH_KEY = chart_key(
     "Speedup against batch size",
     swatch("line", "you") + "your k, measured H200 pass times",
+    swatch("dot", "draft") + "the ring: your batch B",
     swatch("line", "dashed") + "your k, beyond 512 positions (fit)",
     swatch("line", "best") + "best k at each batch",
     swatch("line", "edge") + "where your k stops paying",
