@@ -59,6 +59,7 @@ def pass_cost_figure(name: str = "hardware"):
         ax.axis_label_text_color = theme.MUTED
         ax.major_label_text_color = theme.MUTED
     fig.outline_line_color = None
+    fig.toolbar.logo = None
     theme.lean(fig)
     return fig
 
