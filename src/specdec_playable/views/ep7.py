@@ -38,6 +38,7 @@ from ..prose.ep7 import (CUSTOM, basis_line, check_words, cost_words, decoded, k
 from ..state.ep7 import PROMPT_MAX_CHARS, RealText
 from .kit import theme
 from .kit.follow import RunPoller
+from .kit.inputs import SeedBox, control_help
 from .ep2 import STYLES, relay_timeline, token_span
 from .kit.lanes import Box, Lane, LanePlayer, Timeline
 from .kit.page import StateView, esc, page_css, prose
@@ -480,7 +481,9 @@ class RealTextView(StateView):
                                name="ep7-lanes")
         self._drawn: Comparison | None = None
         self.temperature = pn.widgets.FloatSlider.from_param(s.param.temperature, sizing_mode="stretch_width")
-        self.seed = pn.widgets.IntInput.from_param(s.param.seed, width=130)
+        # A text box that says why it refuses what is not a seed (no spinner: its arrows are
+        # targets too small to tap).
+        self.seed = pn.Column(SeedBox(s, "seed"), sizing_mode="stretch_width", margin=0)
         s.param.watch(self._show_prompt, ["task"])
         s.param.watch(self._show_sampling, ["decoding"])
         self._show_prompt()
@@ -581,6 +584,7 @@ class RealTextView(StateView):
             self.temperature, self.seed,
             pn.Row(self.run_button, self.cancel_button),
             self.prompt_view,
+            control_help(s, ["task", "draft", "k", "max_new", "decoding", "temperature", "seed"]),
             name="ep7-controls", sizing_mode="stretch_width", min_width=280, max_width=CONTROLS_PX,
             styles={"flex": f"0 1 {CONTROLS_PX}px"},
         )
