@@ -141,3 +141,13 @@ def test_the_table_has_no_column_twice():
     for row in rows:
         cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
         assert len(cells) == 4 + 2 * len(v.COMPARED)
+
+
+def test_the_phone_readout_states_each_sides_run():
+    s = BoilerplateVsPoetry(seed=3)
+    html_ = v.readout_html(s.runs, ["left", "right"])
+    for run in s.runs:
+        assert (f"{html.escape(run.text.title)}: <strong>{run.speedup:.2f}×</strong> the big model alone · "
+                f"{run.acceptance_rate:.0%} of drafts accepted (the text’s mean: "
+                f"{float(run.text.q.mean()):.0%})") in html_
+    assert "nothing pasted yet" in v.readout_html([s.runs[0], None], ["left", "Your text"])

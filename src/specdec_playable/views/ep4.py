@@ -220,6 +220,21 @@ def _speed_stat(run: TextRun) -> str:
     return stat(f"{s:.2f}×", f"speedup: {words}", css_class="ep4-slower" if how == "slower" else "")
 
 
+def readout_html(runs, titles) -> str:
+    """Each side's measured speedup and acceptance in a line under the controls: on a phone the
+    two sides' bars are a screen below the button that reruns them (``ep4.css`` shows it only
+    on narrow screens)."""
+    rows = []
+    for run, title in zip(runs, titles):
+        if run is None:
+            rows.append(f"<li>{esc(title)}: nothing pasted yet</li>")
+            continue
+        rows.append(f"<li>{esc(run.text.title)}: <strong>{run.speedup:.2f}×</strong> the big model "
+                    f"alone · {share(run.acceptance_rate)} of drafts accepted (the text’s mean: "
+                    f"{share(float(run.text.q.mean()))})</li>")
+    return f'<ul class="ep4-readout" role="status" aria-label="This run">{"".join(rows)}</ul>'
+
+
 def side_header_html(run: TextRun | None, choice_title: str) -> str:
     """A side's heading and measurements, or the empty paste slot's invitation."""
     if run is None:
@@ -230,7 +245,8 @@ def side_header_html(run: TextRun | None, choice_title: str) -> str:
     return (
         f'<h3 class="ep4-h">{esc(t.title)}</h3><p class="ep4-desc">{esc(t.description)}</p>'
         '<div class="ep4-stats">'
-        + stat(share(run.acceptance_rate), f"drafts accepted ({run.accepted} of {run.judged})")
+        + stat(share(float(t.q.mean())), "mean measured acceptance of its tokens")
+        + stat(share(run.acceptance_rate), f"drafts accepted this run ({run.accepted} of {run.judged})")
         + stat(f"{run.tokens_per_round:.1f}", f"tokens per round ({plural(run.n_rounds, 'round')})")
         + _speed_stat(run) + "</div>"
     )
@@ -316,10 +332,14 @@ class TextSide:
                                    name=f"ep4-tokens-{side}")
         self.source = ColumnDataSource(_empty_bars(), name=f"ep4-bars-{side}")
         self.figure = bars_figure(self.source, x_range, f"ep4-{side}")
+        # The heading and the bars, then (apart, so that on a phone both sides' bars come before
+        # either long text and stay in view with the controls) the marked text.
         self.panel = pn.Column(
-            self.header, pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"), self.tokens,
+            self.header, pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"),
             sizing_mode="stretch_width", min_width=330, styles={"flex": "1 1 430px"},
             name=f"ep4-side-{side}")
+        self.text_panel = pn.Column(self.tokens, sizing_mode="stretch_width", min_width=330,
+                                    styles={"flex": "1 1 430px"}, name=f"ep4-text-{side}")
 
     def show(self, run: TextRun | None, state: BoilerplateVsPoetry, choice_title: str) -> None:
         self.header.object = side_header_html(run, choice_title)
@@ -381,6 +401,8 @@ class BoilerplateVsPoetryView(StateView):
         self.sides = [TextSide(side, self.x_range) for side in SIDES]
         self.breakeven = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
                                       name="ep4-breakeven")
+        self.readout = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
+                                    name="ep4-readout", margin=(0, 10))
         self.run_button = pn.widgets.Button(label="Run again", color="primary",
                                             width=130, align="end")
         self.run_button.on_click(self._on_run_again)
@@ -502,6 +524,8 @@ class BoilerplateVsPoetryView(StateView):
             for side, run, choice in zip(self.sides, runs, (s.left, s.right)):
                 side.show(run, s, self._choice_title(choice))
             self.breakeven.object = breakeven_html(s)
+            self.readout.object = readout_html(
+                runs, [self._choice_title(choice) for choice in (s.left, s.right)])
 
     def layout(self):
         s = self.state
@@ -522,9 +546,10 @@ class BoilerplateVsPoetryView(StateView):
                              sizing_mode="stretch_width", name="ep4-controls")
         sides = pn.FlexBox(*(side.panel for side in self.sides), flex_wrap="wrap", gap="12px 28px",
                            sizing_mode="stretch_width", name="ep4-sides")
+        texts_ = pn.FlexBox(*(side.text_panel for side in self.sides), flex_wrap="wrap",
+                            gap="12px 28px", sizing_mode="stretch_width", name="ep4-texts")
         return pn.Column(
-            controls, self.breakeven,
-            prose(KEY_HTML + BARS_KEY, _CSS, KEYS_CSS),
-            sides, self.lower_slot,
+            controls, self.readout, prose(BARS_KEY, _CSS, KEYS_CSS), sides, self.breakeven,
+            prose(KEY_HTML, _CSS, KEYS_CSS), texts_, self.lower_slot,
             sizing_mode="stretch_width",
         )
