@@ -543,6 +543,8 @@ def test_ep6_sampling_numbers_name_the_favourite_share(context, temperature, fav
     label = token_label(s.labels[i])
     assert text.startswith(f"{s.p_draft[i]:.0%} how often the draft proposes its favourite, “{label}”")
     assert f"the big model writes it {s.p_big[i]:.0%} of the time" in text
+    assert f"it came out {s.frequencies[i]:.1%} of the {s.samples.n:,} outputs" in text
+    assert s.samples.counts()[i] == round(s.frequencies[i] * s.samples.n)
     assert s.p_draft[i] >= bias - 1e-12
 
 

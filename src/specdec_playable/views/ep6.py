@@ -204,7 +204,8 @@ def sampling_html(s: FinePrint) -> str:
     stats = (
         '<div class="ep6-stats">'
         + stat(f"{s.p_draft[fav]:.0%}", f"how often the draft proposes its favourite, “{label}” "
-               f"(the big model writes it {s.p_big[fav]:.0%} of the time)")
+               f"(the big model writes it {s.p_big[fav]:.0%} of the time; it came out "
+               f"{s.frequencies[fav]:.1%} of the {r.n:,} outputs)")
         + stat(share(r.acceptance_rate, 1),
                f"drafts kept, measured ({int(r.accepted.sum()):,} of {r.n:,})")
         + stat(f"{s.acceptance_theory:.1%}", "theory: q = sum over x of min(p_big(x), p_draft(x))",
@@ -511,10 +512,11 @@ class FinePrintView(StateView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        # Part 1's charts and part 2 are built when the visitor scrolls near them
+        # Part 1's lower chart and part 2 are built when the visitor scrolls near them
         # (views/kit/deferred.py); until then their charts and texts are None and the watchers
         # skip them.
-        self.sampling = self.models_key = None
+        self.sampling = SamplingCharts(s)
+        self.models_key = None
         self.context_note = prose(context_html(s), _CSS, name="ep6-context")
         self.sampling_numbers = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
                                              name="ep6-sampling-numbers", margin=(0, 10))
@@ -533,8 +535,8 @@ class FinePrintView(StateView):
         with pn.io.hold():
             self.sampling_numbers.object = sampling_html(self.state)
             self.context_note.object = context_html(self.state)
-            if self.sampling is not None:
-                self.sampling.update(self.state)
+            self.sampling.update(self.state)
+            if self.models_key is not None:
                 self.models_key.object = models_key(self.state.context)
 
     def _redraw_race(self, *_):
@@ -560,29 +562,28 @@ class FinePrintView(StateView):
             control_help(s, ["context", "temperature", "favourite", "bias", "n_samples"]),
             width=300, name="ep6-sampling-controls",
         )
+        # What came out, beside the controls that bend the draft (under them on a phone, after
+        # the numbers that read it out); the two distributions below.
+        right = pn.Column(self.sampling_numbers, prose(OUT_KEY, KEYS_CSS),
+                          pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width"),
+                          sizing_mode="stretch_width")
         part1 = pn.Column(
             prose(self.part1_intro, _CSS),
             self.context_note,
-            beside(part1_controls, self.sampling_numbers, basis="380px", min_width=300),
+            beside(part1_controls, right, basis="380px", min_width=300),
             self.charts_slot,
             sizing_mode="stretch_width",
         )
         return pn.Column(part1, self.part2_slot, sizing_mode="stretch_width")
 
     def _part1_charts(self):
-        """Part 1's charts: the two models' distributions and what came out."""
+        """Part 1's lower chart: the two models' distributions (what came out is beside the
+        controls, :meth:`layout`)."""
         s = self.state
-        self.sampling = SamplingCharts(s)
         self.models_key = prose(models_key(s.context), KEYS_CSS, name="ep6-models-key")
-        self.sampling.update(s)
-        return pn.FlexBox(
-            pn.Column(self.models_key,
-                      pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width"),
-                      sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
-            pn.Column(prose(OUT_KEY, KEYS_CSS),
-                      pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width"),
-                      sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
-            sizing_mode="stretch_width", flex_wrap="wrap")
+        return pn.Column(self.models_key,
+                         pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width"),
+                         sizing_mode="stretch_width")
 
     def _part2(self):
         """Part 2: the race of fixed and adaptive draft lengths, built when near."""
