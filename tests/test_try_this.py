@@ -177,6 +177,10 @@ def test_ep5_steps():
             for _ in range(12):
                 s.add_point()
             assert len(s.points) == 12 and s.misses <= 3
+            # The open square pools the twelve: one point, its interval narrower than any run's.
+            (g,) = s.pooled
+            assert g.runs == 12 and g.ci_high - g.ci_low < min(p.ci_high - p.ci_low for p in s.points)
+            assert "pools every run at your setting" in step.html
         if i == 2:
             assert s.c == practice5.TRY_C > BreakEvenMap.param.c.default
             assert s.points == []  # changing c clears the dots, as the chart note says
