@@ -21,6 +21,7 @@ from bokeh.models import ColumnDataSource
 from ..sim.relay import RelayResult
 from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
 from .kit import theme
+from .kit.a11y import describe
 from .kit.lanes import Box, Lane, LanePlayer, Timeline
 from .kit.inputs import SeedBox, control_help
 from .kit.page import StateView, esc, page_css, prose, session_doc, slider
@@ -328,6 +329,17 @@ def rounds_html(res: RelayResult, uid: str, *, at_start: bool = False) -> str:
             f'<ol>{"".join(items)}</ol></div>')
 
 
+def lanes_words(res: RelayResult) -> str:
+    """The lanes' text alternative: the run they play, in numbers (the rounds are listed under them)."""
+    rounds = res.rounds
+    bad = int((rounds["accepted"] == 0).sum())
+    made = int(rounds["tokens"].sum())
+    return (f"Two lanes on one wall clock: the draft model's steps above, the big model's verify "
+            f"passes below. {plural(res.n_rounds, 'round')} write {plural(made, 'token')} in "
+            f"{res.wall_ms:,.0f} ms; {plural(bad, 'bad round')}. Every round is listed with its marks "
+            "under the lanes.")
+
+
 def legend_html() -> str:
     """The key to the lanes' colours, marks and patterns."""
     items = [
@@ -387,6 +399,7 @@ class RelayView(StateView):
             self.text.object = text_html(self.state, self.uid, at_start=at_start)
             self.check.object = check_html(self.state.guarantee, self.uid, at_start=at_start)
             self.rounds_list.object = rounds_html(self.state.result, self.uid, at_start=at_start)
+            describe(self.player.figure, lanes_words(self.state.result))
             self.rounds.data = rows
             round_ms = self.state.k * DRAFT_STEP_MS + BIG_PASS_MS
             self.player.show(relay_timeline(self.state.result, window_ms=ROUNDS_IN_VIEW * round_ms),

@@ -21,6 +21,7 @@ from ..prose.ep4 import SHORT, short_name
 from ..prose.words import faster_or_slower, plural, share
 from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
 from .kit import theme
+from .kit.a11y import describe
 from .kit.deferred import when_near
 from .kit.follow import RunPoller
 from .kit.inputs import SeedBox, control_help
@@ -70,6 +71,29 @@ def histogram_items(pasted=None) -> list[tuple[str, np.ndarray]]:
 def histogram_factors(data: dict) -> list:
     """The histogram's rows bottom to top, so that it reads top down in the table's order."""
     return list(reversed(data["y"]))
+
+
+def histogram_words(data: dict) -> str:
+    """The histogram's text alternative: each text's mean acceptance and its share of tokens in
+    the highest and lowest fifth."""
+    names = list(dict.fromkeys(data["name"]))
+    top, low = bin_labels()[-1], bin_labels()[0]
+    parts = []
+    for name in names:
+        rows = {b: sh for n, b, sh in zip(data["name"], data["bin"], data["share"]) if n == name}
+        mean = next(m for n, m in zip(data["name"], data["mean"]) if n == name)
+        parts.append(f"{name}: mean {mean:.2f}, {rows[top]:.0%} of its tokens in {top}, "
+                     f"{rows[low]:.0%} in {low}")
+    return ("Bars of each text's tokens by measured acceptance, in fifths: " + "; ".join(parts) + ".")
+
+
+def bars_words(run, title: str) -> str:
+    """A side's wall-clock bars as words: the speculative run against the big model alone."""
+    if run is None:
+        return f"{title}: nothing pasted yet, so no run to show."
+    return (f"Wall clock of the run on {run.text.title}: speculative decoding {run.wall_ms:,.0f} ms "
+            f"({run.verify_ms:,.0f} ms of verify passes and {run.draft_ms:,.0f} ms of draft steps) "
+            f"against {run.baseline_ms:,.0f} ms for the big model alone: {run.speedup:.2f}×.")
 
 
 def histogram_figure(source: ColumnDataSource, factors) -> figure:
@@ -347,6 +371,7 @@ class TextSide:
         self.tokens.visible = run is not None
         self.source.data = _empty_bars() if run is None else bars_data(run, state.k, state.c)
         self.figure.visible = run is not None
+        describe(self.figure, bars_words(run, choice_title))
 
 
 # ---------------------------------------------------------------------------
@@ -489,6 +514,7 @@ class BoilerplateVsPoetryView(StateView):
         self.hist_source.data = data
         self.histogram = histogram_figure(
             self.hist_source, histogram_factors(data))
+        describe(self.histogram, histogram_words(data))
         return pn.Column(
             prose(HIST_KEY, _CSS, KEYS_CSS),
             pn.pane.Bokeh(self.histogram, sizing_mode="stretch_width", name="ep4-hist-pane"),
@@ -504,6 +530,7 @@ class BoilerplateVsPoetryView(StateView):
             self.histogram.y_range.factors = histogram_factors(data)
             self.histogram.height = 40 + 15 * len(data["y"])
             self.hist_source.data = data
+            describe(self.histogram, histogram_words(data))
 
     def _show_message(self, *_):
         if self.message is None:

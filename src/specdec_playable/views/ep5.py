@@ -24,6 +24,7 @@ from bokeh.plotting import figure
 from ..state import presets
 from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from .kit import theme
+from .kit.a11y import describe
 from .kit.deferred import when_near
 from .kit.inputs import control_help
 from .kit.keys import KEYS_CSS, chart_key, glyph, swatch
@@ -31,7 +32,7 @@ from .kit.labels import (GAP_PX, LINE_EM, Box, Frame, Tag, axis_end_for, box, pl
                          spread, text_width)
 from .kit.livehtml import LiveHTML
 from .kit.page import StateView, beside, esc, page_css, prose, slider
-from ..prose.words import noun, times
+from ..prose.words import noun, plural, times
 
 _CSS = "ep5.css"
 
@@ -219,6 +220,23 @@ def summary_html(s: BreakEvenMap) -> str:
                       f"{here.ci_high:.2f}×), theory {here.theory:.2f}×: the interval "
                       + ("misses" if here.misses else "covers") + " the curve.")
     return f'<p class="sdp-points">{be}</p><p class="sdp-points">{tally}</p>'
+
+
+def map_words(s: BreakEvenMap) -> str:
+    """The map's text alternative: the curves' break-even points, your point, the simulated ones."""
+    be = [f"k = {k} at q = {s.break_even(k):.2f}" for k in s.curve_ks if np.isfinite(s.break_even(k))]
+    text = (f"Speedup over plain decoding against the acceptance rate q, one theory curve per draft "
+            f"length at c = {s.c:.3f}. The curves cross 1× (break even) at "
+            + (", ".join(be) if be else "no q below 1") + f". Your q = {s.q:.2f} with k = {s.k}: "
+            f"theory {times(s.theory_speedup)}.")
+    pts = s.points
+    if pts:
+        text += (f" {plural(len(pts), 'simulated point')}, {s.misses} with an interval that misses "
+                 "its curve.")
+        for g in s.pooled:
+            text += (f" Pooled, the {g.runs} at q = {g.q:.2f}, k = {g.k}: {g.speedup:.2f}× "
+                     f"(95% interval {g.ci_low:.2f} to {g.ci_high:.2f}×), theory {g.theory:.2f}×.")
+    return text
 
 
 def source_html(s: BreakEvenMap) -> str:
@@ -450,6 +468,7 @@ class BreakEvenView(StateView):
             self.chart.update_curves(self.state)
             self.chart.update_points(self.state)
             self.summary.html = summary_html(self.state)
+            describe(self.chart.figure, map_words(self.state))
             self._on_preset()
 
     def _on_knobs(self, *events) -> None:
@@ -462,6 +481,7 @@ class BreakEvenView(StateView):
             else:
                 self.chart.update_you(self.state)
             self.summary.html = summary_html(self.state)
+            describe(self.chart.figure, map_words(self.state))
             self._on_preset()
 
     def _on_points(self, *_):
@@ -469,6 +489,7 @@ class BreakEvenView(StateView):
             self.chart.update_curves(self.state)
             self.chart.update_points(self.state)
             self.summary.html = summary_html(self.state)
+            describe(self.chart.figure, map_words(self.state))
 
     def _on_preset(self, *_):
         if self.source is not None:

@@ -30,6 +30,7 @@ from ..sim import adaptive, theory
 from ..data.measured import REST
 from ..state.ep6 import SAMPLE_SIZES, FinePrint
 from .kit import theme
+from .kit.a11y import describe
 from .kit.deferred import when_near
 from .kit.inputs import SeedBox, control_help
 from .kit.keys import KEYS_CSS, chart_key, swatch
@@ -148,6 +149,45 @@ class SamplingCharts:
                              p_big=big.tolist(), p_draft=draft.tolist())
         self.y_models.end = float(max(big.max(), draft.max())) * 1.12
         self.y_out.end = float(max(big.max(), draft.max(), freq.max())) * 1.12
+        describe(self.models_fig, models_words(s))
+        describe(self.out_fig, out_words(s))
+
+
+#: How many tokens a chart's words name one by one (the rest are summed up).
+_WORDS_TOKENS = 8
+
+
+def models_words(s: FinePrint) -> str:
+    """The two distributions' text alternative: each listed token's p_big and p_draft."""
+    labels = chart_labels(s)
+    rows = list(zip(labels, s.p_big, s.p_draft))
+    top = sorted(rows[:-1], key=lambda r: -max(r[1], r[2]))[:_WORDS_TOKENS] + rows[-1:]
+    parts = [f"{w}: {b:.1%} and {d:.1%}" for w, b, d in top]
+    return (f"Bars of the next-token probabilities after “{s.context}”, the big model's and the "
+            f"draft's, for {len(labels)} tokens; the {_WORDS_TOKENS} likeliest to either, and the rest "
+            "as one: " + "; ".join(parts) + ".")
+
+
+def out_words(s: FinePrint) -> str:
+    """What came out, as words: each listed token's share of the outputs against p_big."""
+    labels = chart_labels(s)
+    freq = s.frequencies
+    gap = float(np.abs(freq - s.p_big).max())
+    rows = list(zip(labels, freq, s.p_big))
+    top = sorted(rows[:-1], key=lambda r: -max(r[1], r[2]))[:_WORDS_TOKENS] + rows[-1:]
+    parts = [f"{w}: {f:.1%} (big model {b:.1%})" for w, f, b in top]
+    return (f"Bars of the share of {s.samples.n:,} outputs per token, with the big model's "
+            f"probability marked on each; the {_WORDS_TOKENS} likeliest tokens and the rest as one: "
+            + "; ".join(parts) + f". Over all {len(labels)}, the largest gap is {gap:.1%}.")
+
+
+def race_words(s: FinePrint) -> str:
+    """The race charts' text alternative: each policy's passes saved at the end, and its k."""
+    n = len(s.stream)
+    parts = [f"{r.label}: {n - r.total_cost:,.1f} passes saved, k from {int(r.k.min())} to "
+             f"{int(r.k.max())}" for r in s.runs]
+    return ("Lines of the passes each policy saved against plain decoding as the "
+            f"{n} tokens were written, over Python, the poem and JSON: " + "; ".join(parts) + ".")
 
 
 def _fmt_p(x: float) -> str:
@@ -312,6 +352,10 @@ class RaceCharts:
         self.y_wall.start, self.y_wall.end = lo - 0.05 * span, hi + 0.16 * span
         for lab in self.genre_labels:
             lab.y = hi + 0.06 * span
+        words = race_words(s)
+        describe(self.wall_fig, words)
+        describe(self.k_fig, "Steps of the draft length k each policy chose, round by round (0: "
+                             "speculation off). " + words.split(": ", 1)[1])
 
 
 def race_extent(runs) -> tuple[float, float]:

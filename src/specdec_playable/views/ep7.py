@@ -28,7 +28,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from ..prose.words import share
+from ..prose.words import plural, share
 from ..serve import interface
 from ..lm.compare import WRITTEN, Comparison, as_relay, token_texts
 from ..lm.decode import Generation
@@ -37,6 +37,7 @@ from ..prose.ep7 import (CUSTOM, basis_line, check_words, cost_words, decoded, k
                          status_line, verdict, why)
 from ..state.ep7 import PROMPT_MAX_CHARS, RealText
 from .kit import theme
+from .kit.a11y import describe
 from .kit.follow import RunPoller
 from .kit.inputs import SeedBox, control_help
 from .ep2 import STYLES, relay_timeline, token_span
@@ -409,6 +410,17 @@ def counter_text(text: str | None) -> str:
     return f"{n:,} of {PROMPT_MAX_CHARS} characters{over}"
 
 
+def lanes_words(c: Comparison) -> str:
+    """The lanes' text alternative: both runs' passes and their decoding clocks, in numbers."""
+    spec, plain = c.spec, c.plain
+    return (f"Three lanes, each run on its own clock from zero: the draft's guesses, the model's "
+            f"verify passes ({plural(spec.passes, 'pass', 'passes')} after the prompt's, "
+            f"{plural(len(spec.tokens), 'token')}, {_ms(spec.decode_ms)} of decoding) and the model "
+            f"alone ({plural(plain.passes, 'pass', 'passes')} after the prompt's, "
+            f"{plural(len(plain.tokens), 'token')}, {_ms(plain.decode_ms)}). The model accepted "
+            f"{spec.accepted} of the {spec.accepted + spec.rejected} guesses it judged.")
+
+
 def legend_html() -> str:
     """The key to the lanes' colours and marks and to the text's marks."""
     items = [
@@ -556,6 +568,7 @@ class RealTextView(StateView):
                 if self.player is None:
                     self._build_lanes()
                 self.player.show(timeline)
+                describe(self.player.figure, lanes_words(c))
                 self.lanes.visible = True
             return
         self._drawn = None

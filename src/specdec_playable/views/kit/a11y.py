@@ -47,3 +47,17 @@ class AccessibleNames(JSComponent):
         params.setdefault("height", 0)
         params.setdefault("margin", 0)
         super().__init__(**params)
+
+
+def describe(fig, text: str) -> None:
+    """Give a chart its text alternative: ``text`` (plain, computed from what the chart shows)
+    as the accessible name of the figure's element, sent again only when it changed.
+
+    A figure without a toolbar is an image to assistive technology (``role="img"``); one with a
+    toolbar is a named ``figure``, so its buttons stay reachable inside it.
+    """
+    tools = getattr(getattr(fig, "toolbar", None), "tools", ()) or ()
+    role = "figure" if fig.toolbar_location is not None and tools else "img"
+    attrs = {**fig.html_attributes, "role": role, "aria-label": " ".join(text.split())}
+    if dict(fig.html_attributes) != attrs:
+        fig.html_attributes = attrs
