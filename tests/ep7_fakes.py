@@ -101,6 +101,10 @@ def fake_turns(spec: Generation, plain: Generation) -> Turns:
                 pos[rnd] = pos.get(rnd, 1) + 1
             if kind in ("generate", "accepted", "correction", "bonus"):
                 tok[rnd] = tok.get(rnd, 0) + 1
+        # The bookkeeping after a run's last pass (the fakes' 0.5 ms) is part of its last turn,
+        # as a real run's is: the decoding turns then add up to the run's decoding time.
+        last = max(ms)
+        ms[last] += run.wall_ms - float(run.events.end_ms.max())
         return [(r, ms[r], tok.get(r, 0), 0 if r == 0 else pos.get(r, 1)) for r in sorted(ms)]
 
     srounds, prounds = per_round(spec), per_round(plain)

@@ -61,10 +61,12 @@ def run_task(page, site, query: str) -> dict:
     return page.evaluate(_SHOWN)
 
 
-def tokens_per_s(label: str) -> float:
-    m = re.search(r"(\d+) tokens?, ([\d.]+) tokens/s", label)
+def ms_per_token(label: str) -> float:
+    """A clock's caption: its time per token after the prompt's pass (what the speedup divides)."""
+    m = re.search(r"(\d+) tokens?, the first from the prompt’s pass [\d,]+ ms, apart; \d+ after it, "
+                  r"([\d,.]+) ms each", label)
     assert m, label
-    return float(m.group(2))
+    return float(m.group(2).replace(",", ""))
 
 
 def test_a_task_runs_end_to_end_with_marks_clocks_and_the_check(page, site, console, artifacts,
@@ -76,14 +78,21 @@ def test_a_task_runs_end_to_end_with_marks_clocks_and_the_check(page, site, cons
     # Episode 2's marks: prompt lookup on a sentence to repeat has accepted guesses, and every verify round
     # ends with the model's token at a miss or a bonus token.
     assert shown["accepted"] > 0 and shown["fixes"] + shown["bonus"] > 0
-    # Two measured clocks, and the speedup shown is the ratio of the two speeds shown.
+    # Two measured clocks (decoding, each prompt's pass apart), and the speedup shown is the
+    # ratio of the two times per token shown, and of the two clocks: both wrote the same tokens.
     for key in ("spec_clock", "plain_clock"):
         assert re.fullmatch(r"[\d,]+ ms", shown[key]), shown
-    spec_tps, plain_tps = tokens_per_s(shown["spec_label"]), tokens_per_s(shown["plain_label"])
+    spec_t, plain_t = ms_per_token(shown["spec_label"]), ms_per_token(shown["plain_label"])
     speedup = float(shown["speedup"].rstrip("×"))
-    # The speeds are shown to one decimal: the ratio of the rounded speeds is within that rounding.
-    lo, hi = (spec_tps - 0.05) / (plain_tps + 0.05), (spec_tps + 0.05) / (plain_tps - 0.05)
+    # The times are shown to 0.01 ms: the ratio of the rounded times is within that rounding.
+    lo, hi = (plain_t - 0.005) / (spec_t + 0.005), (plain_t + 0.005) / (spec_t - 0.005)
     assert lo - 0.005 <= speedup <= hi + 0.005, shown
+    spec_ms, plain_ms = (float(shown[k].removesuffix(" ms").replace(",", "")) for k in ("spec_clock", "plain_clock"))
+    lo, hi = (plain_ms - 0.5) / (spec_ms + 0.5), (plain_ms + 0.5) / (spec_ms - 0.5)
+    assert lo - 0.005 <= speedup <= hi + 0.005, shown
+    m = re.search(r"tokens per pass", shown["small"])
+    tpp = float(re.search(r"([\d.]+)tokens per pass", shown["small"]).group(1))
+    assert m and tpp >= 1, shown["small"]
     # Acceptance: the share shown is the count shown.
     m = re.search(r"(\d+)%guesses accepted \((\d+) of (\d+) judged", shown["small"])
     assert m, shown["small"]

@@ -279,7 +279,7 @@ def test_ep3_try_this_names_the_peak_the_chart_stars():
     by_k = s.speedup_by_k
     assert practice3.TRY_BEST_K == s.best_k == int(np.argmax(by_k)) + 1
     assert np.all(np.diff(by_k[: practice3.TRY_BEST_K]) > 0) and np.all(np.diff(by_k[practice3.TRY_BEST_K - 1:]) < 0)
-    assert f"peak at the starred k = {practice3.TRY_BEST_K}" in ep3.TRY_THIS
+    assert f"peak near the starred k = {practice3.TRY_BEST_K}" in ep3.TRY_THIS
 
 
 # --- Episode 4 -------------------------------------------------------------------------------
@@ -489,6 +489,49 @@ def test_ep6_fixed_prose_holds():
     assert "pull ahead" not in ep6.TRY_THIS and "labelled by hand" not in ep6.OUTRO
 
 
+def test_ep6_says_which_draft_each_part_plays():
+    """Part 1 plays the head, part 2 the n-gram table: the page says so with both drafts' measured
+    acceptance on each race text, and what the same race gives with each draft."""
+    from specdec_playable.prose import ep6 as prose6
+    from specdec_playable.state.ep6 import RACE_TEXTS, REPEATS
+
+    assert "draft head" in ep6.PART1_INTRO and "n-gram table" in ep6.PART2_INTRO
+    intro = html.unescape(ep6.PART2_INTRO)
+    for t in RACE_TEXTS:
+        ngram, head = (float(measured.measured_text(t, d).q.mean()) for d in ("ngram", "head"))
+        kind = measured.measured_text(t).kind
+        assert f"{ngram:.2f} against {head:.2f} on {prose4.in_prose(kind)}" in intro
+        # The head's number is Episode 4's table's acceptance q for the same text.
+        assert head == pytest.approx(measured.genre_means()[t]["alpha"])
+    d = FinePrint.param
+    for name, draft in (("n-gram table", "ngram"), ("head", "head")):
+        runs = prose6.race_with(RACE_TEXTS, REPEATS, d.fixed_k.default, d.c.default, d.race_seed.default, draft)
+        fixed, best = runs[0], max(runs[1:], key=lambda r: r.speedup)
+        said = re.search(rf"with the {name} (the best adaptive policy beats|a fixed k = \d+ is not beaten) "
+                         r"[^(]*\(([\d.]+)× against (?:at best )?([\d.]+)×\)", intro)
+        assert said, name
+        assert (said.group(1) == "the best adaptive policy beats") == (best.speedup > fixed.speedup)
+        hi, lo = (best, fixed) if best.speedup > fixed.speedup else (fixed, best)
+        assert (said.group(2), said.group(3)) == (f"{hi.speedup:.2f}", f"{lo.speedup:.2f}")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.05, 0.6), SEEDS)
+def test_ep6_no_text_offers_the_race_draft_q_above_its_break_even(c, seed):
+    """Step 4 and the dear-draft answer say no text keeps the n-gram table often enough at k = 1."""
+    from specdec_playable.prose import ep6 as prose6
+    from specdec_playable.state.ep6 import RACE_TEXTS
+    from specdec_playable.episodes.practice import ep6 as practice6
+
+    kind, top = prose6.best_race_q(RACE_TEXTS)
+    be = theory.break_even_q(1, practice6.TRY_C)
+    assert top < be and f"at best {top:.2f} on average" in ep6.TRY_THIS
+    s = FinePrint(rng=0, c=c, race_seed=seed, n_samples=100)
+    right, answer = practice6._answer_dear_race(s)
+    hard = max(float(s.stream.q[a:b].mean()) for _, a, b in s.stream.segments) < theory.break_even_q(1, c)
+    assert ("more than the n-gram table is kept at on any of the texts" in answer) == hard
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.sampled_from(measured.CONTEXTS), st.floats(0.2, 4.0), st.integers(1, FAVOURITE_MAX),
        st.floats(0.0, 0.9))
@@ -500,6 +543,8 @@ def test_ep6_sampling_numbers_name_the_favourite_share(context, temperature, fav
     label = token_label(s.labels[i])
     assert text.startswith(f"{s.p_draft[i]:.0%} how often the draft proposes its favourite, “{label}”")
     assert f"the big model writes it {s.p_big[i]:.0%} of the time" in text
+    assert f"it came out {s.frequencies[i]:.1%} of the {s.samples.n:,} outputs" in text
+    assert s.samples.counts()[i] == round(s.frequencies[i] * s.samples.n)
     assert s.p_draft[i] >= bias - 1e-12
 
 

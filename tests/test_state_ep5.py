@@ -165,3 +165,29 @@ def test_applying_a_preset_clears_points_made_at_another_c():
     s.add_point()
     s.apply_preset("h200-160m")
     assert s.points == []
+
+
+def test_points_at_one_setting_are_pooled_and_spread_side_by_side():
+    from specdec_playable.views import ep5 as v5
+
+    s = BreakEvenMap(rng=2)
+    for _ in range(12):
+        s.add_point()
+    s.q = 0.75
+    s.add_point()
+    (g,) = s.pooled  # the single point at q = 0.75 is not pooled
+    assert g.runs == 12 and g.q == pytest.approx(0.6)
+    offsets = v5.sideways(s.points)
+    group = offsets[:12]
+    assert len(set(group)) == 12 and max(abs(x) for x in group) <= v5.SPREAD_HALF + 1e-12
+    assert sum(group) == pytest.approx(0.0, abs=1e-12) and offsets[12] == 0.0
+    chart = v5.BreakEvenChart()
+    chart.update_curves(s)
+    chart.update_points(s)
+    assert list(chart.points.data["alpha"]) == [v5.POOLED_ALPHA] * 12 + [0.8]
+    assert chart.pooled.data["runs"] == [12]
+    words = v5.summary_html(s)
+    assert "Pooled" not in words  # the latest point (q = 0.75) has no pool
+    s.q = 0.6
+    s.add_point()
+    assert f"Pooled, the 13 runs at that setting ({13 * 400:,} rounds" in v5.summary_html(s)

@@ -122,6 +122,30 @@ def test_ep3_steps():
     assert "0.25" not in ep3.TRY_THIS
 
 
+def test_ep3_says_the_measured_peak_moves_with_the_luck_of_the_rounds():
+    """Step 1: the measured speedup moves by about the interval's half-width from move to move,
+    and theory puts the ks it names within that of the best: sweeping k at seeds 0..199, the
+    highest measured speedup lands on one of them most of the time, and not always on the star."""
+    from specdec_playable.sim.montecarlo import simulate
+
+    q, c = QualityDial.param.q.default, QualityDial.param.c.default
+    near, noise = practice3.TRY_NEAR, practice3.TRY_NOISE
+    step = plain(ep3.TRY_STEPS[0].html)
+    assert f"±{noise:.2f}×" in step and "the theory’s best k" in step
+    assert practice3.TRY_BEST_K in near and len(near) > 1
+    by_k = theory.expected_speedup(q, np.arange(1, K_SLIDER_MAX + 1), c)
+    assert all(by_k.max() - by_k[k - 1] <= noise for k in near)
+    assert all(by_k.max() - by_k[k - 1] > noise for k in range(1, K_SLIDER_MAX + 1) if k not in near)
+    half = [(simulate(q, practice3.TRY_BEST_K, c, 2000, rng=i).ci_high
+             - simulate(q, practice3.TRY_BEST_K, c, 2000, rng=i).ci_low) / 2 for i in range(100)]
+    assert np.mean(half) == pytest.approx(noise, rel=0.03)  # seeds 0..99
+    peaks = [int(np.argmax([simulate(q, k, c, 2000, rng=1000 * seed + k).speedup
+                            for k in range(1, K_SLIDER_MAX + 1)])) + 1 for seed in range(200)]
+    on_near = np.mean([p in near for p in peaks])
+    assert on_near > 0.85, on_near  # measured: 0.97
+    assert np.mean([p == practice3.TRY_BEST_K for p in peaks]) < 0.8  # the star's k: 0.52
+
+
 def test_ep4_steps():
     # Seeds 0..99 at each step's settings: each side's mean speedup is within 0.1 of the theory's
     # at its text's mean measured acceptance, the number the step quotes.
@@ -153,6 +177,10 @@ def test_ep5_steps():
             for _ in range(12):
                 s.add_point()
             assert len(s.points) == 12 and s.misses <= 3
+            # The open square pools the twelve: one point, its interval narrower than any run's.
+            (g,) = s.pooled
+            assert g.runs == 12 and g.ci_high - g.ci_low < min(p.ci_high - p.ci_low for p in s.points)
+            assert "pools every run at your setting" in step.html
         if i == 2:
             assert s.c == practice5.TRY_C > BreakEvenMap.param.c.default
             assert s.points == []  # changing c clears the dots, as the chart note says
@@ -233,6 +261,9 @@ def test_ep8_steps():
     for i, step, s in walk(s, ep8.TRY_STEPS):
         if i == 1:
             assert one_user > 1 and s.batch == BATCH_MAX and s.here.speedup < 1
+            # What moves is the ring (your batch) on your k's curve; the curve is every batch's.
+            assert "the blue curve stays put" in step.html and "the ring on it" in step.html
+            assert "curve fall" not in step.html
         if i == 2:
             assert s.positions == practice8.TRY_W * practice8.TRY_D
             assert s.tree_theory == pytest.approx(practice8.TRY_TREE)

@@ -3,6 +3,7 @@ genres (written from the measured means), the paste's progress line."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from services import service
 from specdec_playable.serve import jobs
 from specdec_playable.data import measured
+from specdec_playable.episodes import ep4
 from specdec_playable.state.ep4 import BoilerplateVsPoetry
 from specdec_playable.prose import ep4 as prose4
 from specdec_playable.views import ep4 as v
@@ -79,3 +81,73 @@ def _unlocked(s):
 def test_alpha_classes_cover_the_unit_interval():
     assert [v.token_alpha_class(a) for a in (0.0, 0.19, 0.2, 0.79, 0.8, 1.0)] == \
         ["m0", "m0", "m1", "m3", "m4", "m4"]
+
+
+# --- "Why boilerplate can fly": every text it names as flying is above the poem in the table ----
+
+
+def _fly_named(story: str) -> tuple[list[str], list[str]]:
+    """The texts the story names as flying (kept more often than on the poem) and as falling
+    short (the big model surer than on the poem, the head not kept more often)."""
+    fly = re.search(r"kept more often than on the poem \([\d.]+\) on (.*?) \(", story)
+    short = re.search(r"learned the habit too: on (.*?) the big model is surer than on the poem", story)
+    split = lambda m: re.split(r", | and ", m.group(1)) if m else []  # noqa: E731
+    return split(fly), split(short)
+
+
+def _check_fly_story(means: dict) -> None:
+    story = prose4.fly_story()
+    fly, short = _fly_named(story)
+    by_name = {prose4.in_prose(m["kind"]): m for m in means.values()}
+    poem = next(m for m in means.values() if m["kind"] == "poem")
+    assert fly or "kept more often" not in story
+    for name in fly:  # named as flying: the table has it above the poem
+        assert by_name[name]["alpha"] > poem["alpha"], (name, story)
+        assert f"{by_name[name]['alpha']:.2f} on {name}" in story
+    for name in short:  # named as falling short: at or below the poem, though easier for the big model
+        assert by_name[name]["alpha"] <= poem["alpha"] and by_name[name]["p_token"] > poem["p_token"]
+    # Every text above the poem is named as flying, and no other.
+    above = {prose4.in_prose(m["kind"]) for m in means.values() if m["alpha"] > poem["alpha"]}
+    assert set(fly) == above
+    # An example habit is given only for a text named as flying.
+    for kind, habit in prose4._HABITS.items():
+        if habit in story:
+            assert any(m["kind"] == kind and m["alpha"] > poem["alpha"] for m in means.values()), habit
+
+
+def test_why_boilerplate_can_fly_names_only_texts_above_the_poem():
+    _check_fly_story(measured.genre_means())
+    assert "form letter" not in _fly_named(prose4.fly_story())[0]  # at 0.310, below the poem's 0.321
+    assert html.escape(prose4.fly_story()) in ep4.EXPLAIN_HTML
+
+
+@pytest.mark.parametrize("poem_alpha", [0.0, 0.2, 0.31, 0.55, 0.7])
+def test_why_boilerplate_can_fly_follows_the_numbers_it_names(monkeypatch, poem_alpha):
+    """Move the poem's mean acceptance under, between and over the others: the sentence follows."""
+    real = measured.genre_means()
+    moved = {t: {**m, "alpha": poem_alpha} if m["kind"] == "poem" else m for t, m in real.items()}
+    monkeypatch.setattr(prose4.measured, "genre_means", lambda: moved)
+    _check_fly_story(moved)
+
+
+def test_the_table_has_no_column_twice():
+    """The head's first guess kept is the share where greedy drafting is kept: one column, not two."""
+    for m in measured.genre_means().values():
+        assert m["greedy"] == pytest.approx(m["compare"]["head"]["greedy"], abs=5e-5)  # stored to 4 places
+    html = v.genre_table_html()
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", html)
+    assert "greedy kept" not in heads
+    rows = re.findall(r"<tr data-text=[^>]*>(.*?)</tr>", html)
+    for row in rows:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row)
+        assert len(cells) == 4 + 2 * len(v.COMPARED)
+
+
+def test_the_phone_readout_states_each_sides_run():
+    s = BoilerplateVsPoetry(seed=3)
+    html_ = v.readout_html(s.runs, ["left", "right"])
+    for run in s.runs:
+        assert (f"{html.escape(run.text.title)}: <strong>{run.speedup:.2f}×</strong> the big model alone · "
+                f"{run.acceptance_rate:.0%} of drafts accepted (the text’s mean: "
+                f"{float(run.text.q.mean()):.0%})") in html_
+    assert "nothing pasted yet" in v.readout_html([s.runs[0], None], ["left", "Your text"])

@@ -46,7 +46,8 @@ NOTE = ("<p class=\"sdp-note\">Colour is never the only cue: each verdict has it
         "and in the lanes its own pattern. In the text, accepted drafts are underlined, a rejected guess is "
         "struck through, the big model’s own tokens sit on gold with ★ (bonus tokens with +), and blue italic "
         "words are drafts waiting for the check. Hover a box in the lanes for details; while the run plays "
-        "the lanes follow the clock, and at the end they show the whole run.</p>")
+        "the lanes follow the clock, and at the end they show the whole run; under them every round is "
+        "listed with its marks, which stay readable on any screen.</p>")
 
 _STEP, _PASS = f"{DRAFT_STEP_MS:,.0f} ms", f"{BIG_PASS_MS:,.0f} ms"
 OUTRO = f"""

@@ -22,7 +22,7 @@ import panel as pn
 from . import neighbours
 from .practice.ep4 import EXERCISES, LEFT, RIGHT, try_steps, try_this
 from ..data import measured, texts
-from ..prose.ep4 import BOILERPLATE, catch_line, genre_story, in_prose, title_holds
+from ..prose.ep4 import BOILERPLATE, fly_story, genre_story, in_prose, title_holds
 from ..shipped import asset_path
 from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
 from ..views.ep4 import PASTE_LABEL, BoilerplateVsPoetryView, genre_table_html
@@ -129,20 +129,15 @@ checking k tokens costs several single passes.</p>
 <h2>What the measurements say</h2>
 <p class="sdp-lede">{esc(genre_story())}</p>
 {genre_table_html()}
-<p class="sdp-note">Greedy draft kept: the share of tokens where the draft's top guess is the big
-model's top guess, which is how often greedy decoding would keep it. The big model's
-p<sub>big</sub> of the real token says how predictable the text is to the big model itself, whatever the
-draft. First guess kept, per draft: the same share for the head, the n-gram table and prompt lookup.
-Tokens per pass at k = 4: a real greedy round started at every token of the text (the draft guesses up
-to 4 tokens, one pass of the big model checks them), on average: 1 means no guess was ever kept.</p>
+<p class="sdp-note">Acceptance q: the mean over the text's tokens of the measured chance that
+speculative sampling keeps the draft head's guess. The big model's p<sub>big</sub> of the real token says
+how predictable the text is to the big model itself, whatever the draft. First guess kept, per draft:
+the share of tokens where the draft's top guess is the big model's top guess, which is how often greedy
+decoding would keep it, for the head, the n-gram table and prompt lookup. Tokens per pass at k = 4: a
+real greedy round started at every token of the text (the draft guesses up to 4 tokens, one pass of the
+big model checks them), on average: 1 means no guess was ever kept.</p>
 <h3>Why boilerplate can fly</h3>
-<p class="sdp-lede">In code, JSON, a form letter or a translation, many tokens are dictated by what
-came before: a bracket that was opened gets closed, a key repeats, a stock phrase runs on. There the big
-model often puts most of its probability on one token, and a draft that has learned the same habit puts its
-own there too, so the two overlap almost completely. A poem is written to avoid the obvious word: the
-big model spreads its probability over many, and the overlap is small whatever the draft. The big
-model's column shows the first half of that on these texts; the draft columns show how much of it each
-draft catches: {esc(catch_line())}</p>
+<p class="sdp-lede">{esc(fly_story())}</p>
 """
 
 

@@ -43,7 +43,9 @@ LEDE = ("One chart for the whole trade-off: the acceptance rate q (the share of 
 CHART_NOTE = """
 <p class="sdp-note">Curves and diamonds are theory; each dot is a measurement with its 95% interval as a
 whisker, and an ✗ marks one whose interval misses its curve. Dots simulated at the same q are spread
-sideways a little so they do not hide one another. Changing c moves every curve, so it clears the dots.</p>
+sideways a little, and once there are two or more at one q, k and c they fade behind an open square:
+all their rounds pooled into one measurement, with its own (narrower) 95% interval. Changing c moves
+every curve, so it clears the dots.</p>
 """
 
 PRESETS_INTRO = """

@@ -4,7 +4,9 @@ Part 1 shows that speculative *sampling* loses nothing: whatever the draft's
 distribution, the kept-or-replaced outputs follow the big model's exactly,
 checked with a chi-square test on up to 100,000 draws, and drafts are kept at the
 rate q = sum over x of min(p_big(x), p_draft(x)). Part 2 races four draft-length policies over code, a poem and
-JSON back to back on the same randomness: adapting k pays when the genre changes.
+JSON back to back on the same randomness, with the n-gram table's measured acceptance (a weaker
+draft than part 1's head, said on the page with both drafts' numbers): adapting k pays when the
+genre changes.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import panel as pn
 from . import neighbours
 from .practice.ep6 import EXERCISES, try_share, try_steps, try_this
 from ..data import measured
+from ..prose.ep6 import race_draft_story
 from ..prose.words import P_BIG, P_DRAFT
 from ..sim import adaptive
 from ..state.ep6 import RACE_TEXTS, REPEATS, FinePrint
 from ..views.ep6 import FinePrintView
 from ..views.kit.deferred import after_first_paint
 from ..views.kit.exercises import exercises_section
-from ..views.kit.page import episode_shell, prose
+from ..views.kit.page import episode_shell, esc, prose
 from ..views.kit.urlstate import bind_url
 
 NUMBER = 6
@@ -84,10 +87,12 @@ def _part2_intro() -> str:
                            for k, a in _race_means())
     return f"""<h2 class="ep6-part">Part 2: choosing k on the fly</h2>
 <p class="sdp-lede">The stream is three of Episode 4's texts, each {_TIMES} in a row, as the real
-model's tokens, each with the acceptance probability measured for the learned draft: {texts}.
+model's tokens, each with the acceptance probability measured for the n-gram table: {texts}.
 Each round a policy picks k, the draft guesses k tokens, and the big model keeps them up to the
 first wrong one and adds one of its own. A round costs 1 + k·c big-model passes, where c is the
 cost of one draft step over one big-model pass.</p>
+<p class="sdp-note">{esc(race_draft_story(RACE_TEXTS, REPEATS, FinePrint.param.fixed_k.default,
+                                         FinePrint.param.c.default, FinePrint.param.race_seed.default))}</p>
 <ol class="sdp-note">
 <li><strong>Fixed k</strong>: the same k every round, set with the slider.</li>
 <li><strong>+2 / −1</strong>: after a round where every draft was kept, draft 2 more next time;
@@ -132,7 +137,7 @@ Speculative Decoding” (ICML 2023); Chen, Borgeaud, Irving, Lespiau, Sifre and 
 Large Language Model Decoding with Speculative Sampling” (2023). The chi-square p-value is computed on
 this page from the regularized incomplete gamma function, over the tokens listed, with those expected
 fewer than 5 times pooled. Part 1's two distributions were measured once with the real model and
-the draft head, part 2's per-token acceptance with the real model and the learned draft, by
+the draft head, part 2's per-token acceptance with the real model and the n-gram table, by
 <code>scripts/score_texts.py</code> (Episode 4 says how); part
 2's wall clock is the simulation's own, counted in big-model passes, with each draft step costing c of
 one.</p>

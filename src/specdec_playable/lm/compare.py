@@ -70,7 +70,8 @@ class Comparison:
         """The race's speedup with its bootstrap interval and work-based figure (None without turns)."""
         if self.turns is None or not self.finished:
             return None
-        return fair_speedup(self.turns, rng=BOOTSTRAP_SEED)
+        return fair_speedup(self.turns, rng=BOOTSTRAP_SEED,
+                            ended=self.spec is not None and self.spec.stopped == "eos")
 
     @property
     def greedy(self) -> bool:

@@ -188,8 +188,15 @@ class Generation:
 
     @property
     def tokens_per_pass(self) -> float:
-        """Tokens written per target pass after the prefill (1.0 for plain decoding)."""
-        return (len(self.tokens) - 1) / self.passes if self.passes else 1.0
+        """Tokens written per target pass after the prefill (1.0 for plain decoding), at least 1.
+
+        Every pass writes at least one token: the end-of-sequence token a run's last pass may
+        write counts, although the output leaves it out (a short reply would otherwise read
+        below 1: ten tokens and an eleventh pass that wrote only the end).
+        """
+        if not self.passes:
+            return 1.0
+        return (len(self.tokens) - 1 + (self.stopped == "eos")) / self.passes
 
     @property
     def tokens_per_second(self) -> float:

@@ -129,7 +129,8 @@ class FairSpeedup:
         Rounds: a speculative round and the plain steps that ran after it.
     plain_ms_per_token, spec_ms_per_token : float
     tokens_per_pass : float
-        Speculative tokens per pass (1 for plain decoding).
+        Speculative tokens per pass after the prompt's (1 for plain decoding), the
+        end-of-sequence token counted when the run ended on it, so at least 1.
     step_ms : float
         Median plain step of this race.
     sizes, size_ms, size_counts : numpy.ndarray
@@ -221,12 +222,17 @@ def _check_fair(n_resamples, level) -> tuple[int, float]:
 
 
 def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
-                 level: float = LEVEL) -> FairSpeedup:
+                 level: float = LEVEL, ended: bool = False) -> FairSpeedup:
     """The speedup of a race with a bootstrap interval over rounds, and the work-based figure.
 
     Parameters
     ----------
     turns : Turns
+    ended : bool
+        The speculative run's last pass wrote the end-of-sequence token. ``tokens_per_pass``
+        counts it (every pass writes at least one token, as
+        :attr:`.decode.Generation.tokens_per_pass`), and so does ``work_speedup`` (plain decoding
+        pays a step for it too); the measured speedup counts the reply's tokens only.
     rng : numpy.random.Generator, int or None
         Draws the bootstrap's resamples (seed it for a repeatable interval).
     n_resamples : int
@@ -261,7 +267,7 @@ def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
     spec_tokens = int(turns.tokens[spec].sum())
     if spec.any() and math.isfinite(step) and step > 0:
         cost = dict(zip(sizes.tolist(), (size_ms / step).tolist()))
-        work = spec_tokens / sum(cost[z] for z in turns.positions[spec].tolist())
+        work = (spec_tokens + bool(ended)) / sum(cost[z] for z in turns.positions[spec].tolist())
     else:
         work = math.nan
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -272,7 +278,8 @@ def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
     return FairSpeedup(
         speedup=point, low=low, high=high, level=level, n_resamples=n_resamples, n_rounds=n,
         plain_ms_per_token=plain_mpt, spec_ms_per_token=spec_mpt,
-        tokens_per_pass=spec_tokens / int(spec.sum()) if spec.any() else 1.0, step_ms=step,
+        tokens_per_pass=(spec_tokens + bool(ended)) / int(spec.sum()) if spec.any() else 1.0,
+        step_ms=step,
         sizes=sizes.astype(np.int64), size_ms=size_ms, size_counts=counts.astype(np.int64),
         work_speedup=float(work))
 

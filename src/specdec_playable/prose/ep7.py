@@ -59,6 +59,58 @@ def ratio_words(speedup: float) -> str:
     return (f"slower than plain decoding: {shown}× its tokens per second "
             f"(plain decoding was {1 / speedup:.2f}× as fast)")
 
+def decoded(run) -> int:
+    """Tokens a run wrote after its prompt's pass (which wrote the first): what its decoding
+    time is divided by."""
+    return max(len(run.tokens) - 1, 0)
+
+
+def per_token_ms(c: Comparison) -> tuple[float, float]:
+    """(speculative, plain) decoding time per token, in ms: the two numbers the speedup divides.
+
+    With the race's turns they are the race's own (:class:`..lm.race.FairSpeedup`); without,
+    each run's decoding time (its clock less the prompt's pass) over the tokens it wrote after
+    its first. NaN where a run wrote nothing after its prompt's pass.
+    """
+    f = c.fair
+    if f is not None:
+        return f.spec_ms_per_token, f.plain_ms_per_token
+    out = []
+    for run in (c.spec, c.plain):
+        n = decoded(run) if run is not None else 0
+        out.append(run.decode_ms / n if n else math.nan)
+    return out[0], out[1]
+
+
+def per_token_words(ms: float) -> str:
+    """A time per token as the clocks show it (two decimals: their ratio is the speedup)."""
+    return f"{ms:,.2f} ms" if math.isfinite(ms) else "–"
+
+
+def basis_line(c: Comparison) -> str:
+    """What the two clocks and the speedup count, with the numbers that make the speedup.
+
+    The clocks count decoding, each run's prompt pass shown apart (no draft can shorten it:
+    both runs read the prompt the same way); the speedup is plain decoding's time per token over
+    speculative decoding's. Where both runs wrote the same number of tokens (greedy decoding)
+    that is also the ratio of the two clocks. Empty until both runs have ended.
+    """
+    if not c.finished or c.spec is None or c.plain is None or not math.isfinite(c.speedup):
+        return ""
+    spec_t, plain_t = per_token_ms(c)
+    ns, np_ = decoded(c.spec), decoded(c.plain)
+    text = (f"Both clocks count decoding only: each run’s prompt pass ({c.spec.prefill_ms:,.0f} ms "
+            f"and {c.plain.prefill_ms:,.0f} ms) is shown apart, since no draft can shorten it. "
+            f"The speedup is plain decoding’s time per token over speculative decoding’s: "
+            f"{per_token_words(plain_t)} ÷ {per_token_words(spec_t)} = {c.speedup:.2f}×")
+    if ns == np_:
+        return text + (f"; both wrote {plural(ns, 'token')} after their first, so it is also the "
+                       f"ratio of the two clocks ({c.plain.decode_ms:,.0f} ms ÷ "
+                       f"{c.spec.decode_ms:,.0f} ms).")
+    return text + (f". The two runs wrote different numbers of tokens ({ns} and {np_} after their "
+                   "first), so the clocks alone do not compare.")
+
+
 def cost_words(cost: float) -> str:
     """A draft cost c to three decimals, or "under 0.001" when it would round to 0.000."""
     return f"{cost:.3f}" if cost >= 0.0005 else "under 0.001"
@@ -92,7 +144,8 @@ def work_words(c: Comparison) -> str:
         return ""
     n = f.common_size
     cost = f.cost_of(n)
-    return (f"By the work alone, what an idle machine would show: {f.tokens_per_pass:.2f} tokens "
+    return (f"By the work, the speedup an idle machine would show (the passes priced at their "
+            f"median cost, so the load on the server drops out): {f.tokens_per_pass:.2f} tokens "
             f"per pass, and a pass over {n} position{'' if n == 1 else 's'} cost {cost:.1f}× a plain "
             f"step in this run (medians of {plural(int(f.size_counts.max()), 'pass', 'passes')} and "
             f"{plural(int(c.plain.passes), 'step')}), so {f.work_speedup:.2f}×.")

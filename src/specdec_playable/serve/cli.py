@@ -259,7 +259,7 @@ def _generate(args) -> int:
         return 1
     r = race(model, ids, draft, args.k, rng=args.seed, **kw)
     plain, spec = r.plain, r.spec
-    fair = fair_speedup(r.turns, rng=BOOTSTRAP_SEED)
+    fair = fair_speedup(r.turns, rng=BOOTSTRAP_SEED, ended=spec.stopped == "eos")
     matched = spec.tokens == plain.tokens
     gain = fair.speedup
     c = draft_cost(plain, spec) if spec.proposed else 0.0

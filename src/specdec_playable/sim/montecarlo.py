@@ -187,3 +187,55 @@ def simulate(q, k, c, n_rounds, *, rng) -> SimulationResult:
         ci_low=float((mean - half) / cost),
         ci_high=float((mean + half) / cost),
     )
+
+
+def expected_half_width(q: float, k: int, c: float, n_rounds: int) -> float:
+    """The half-width :func:`simulate`'s 95% interval has on average: 1.96 standard deviations of
+    a round's tokens (from the theory's distribution of accepted drafts) over ``sqrt(n_rounds)``,
+    over the round's cost. How far a measured speedup moves from run to run.
+
+    Examples
+    --------
+    >>> round(expected_half_width(0.8, 6, 0.1, 2000), 3)
+    0.063
+    """
+    q, k, c = _v.probability("q", q), _v.draft_length(k), _v.draft_cost(c)
+    n_rounds = _v.integer("n_rounds", n_rounds, 1, _v.ROUNDS_MAX)
+    pmf = theory.accepted_pmf(q, k)
+    tokens = np.arange(k + 1) + 1.0
+    mean = float(pmf @ tokens)
+    sd = math.sqrt(max(float(pmf @ tokens ** 2) - mean ** 2, 0.0))
+    return _Z95 * sd / math.sqrt(n_rounds) / (1.0 + k * c)
+
+
+def pool_runs(speedups, ci_low, ci_high, n_rounds: int) -> tuple[float, float, float]:
+    """Several :func:`simulate` runs at one (q, k, c), ``n_rounds`` rounds each, as one run of all
+    their rounds: the speedup over every round and its 95% interval (normal approximation over
+    the pooled rounds, the spread between the runs' means included).
+
+    Each run's standard deviation of a round's speedup is read back from its interval's
+    half-width (:func:`simulate` writes it as ``1.96 sd / sqrt(n_rounds)``).
+
+    Returns
+    -------
+    (speedup, ci_low, ci_high) : tuple of float
+
+    Examples
+    --------
+    >>> rs = [simulate(0.6, 4, 0.15, 400, rng=i) for i in range(12)]
+    >>> pooled = pool_runs([r.speedup for r in rs], [r.ci_low for r in rs], [r.ci_high for r in rs], 400)
+    >>> round(pooled[0], 6) == round(sum(r.total_tokens for r in rs) / (12 * 400) / 1.6, 6)
+    True
+    """
+    m = np.asarray(speedups, float)
+    lo, hi = np.asarray(ci_low, float), np.asarray(ci_high, float)
+    if m.ndim != 1 or m.size == 0 or lo.shape != m.shape or hi.shape != m.shape:
+        raise ValueError(f"speedups, ci_low and ci_high must be equal, non-empty 1-d sequences; "
+                         f"got shapes {m.shape}, {lo.shape}, {hi.shape}")
+    n = _v.integer("n_rounds", n_rounds, 2, _v.ROUNDS_MAX)
+    sd = (hi - lo) / 2 * math.sqrt(n) / _Z95
+    mean = float(m.mean())
+    total = m.size * n
+    var = (float(((n - 1) * sd ** 2).sum()) + n * float(((m - mean) ** 2).sum())) / (total - 1)
+    half = _Z95 * math.sqrt(max(var, 0.0)) / math.sqrt(total)
+    return mean, mean - half, mean + half

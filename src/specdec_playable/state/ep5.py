@@ -58,6 +58,25 @@ class SimPoint:
                    theory=r.theory_speedup)
 
 
+@dataclass(frozen=True)
+class PooledPoint:
+    """The points simulated at one (q, k, c), pooled: ``runs`` runs of N_ROUNDS rounds read as
+    one run of all their rounds (:func:`..sim.montecarlo.pool_runs`)."""
+
+    q: float
+    k: int
+    c: float
+    runs: int
+    speedup: float
+    ci_low: float
+    ci_high: float
+    theory: float
+
+    @property
+    def misses(self) -> bool:
+        return not (self.ci_low <= self.theory <= self.ci_high)
+
+
 @shared(maxsize=1024)
 def break_even_table(c: float) -> np.ndarray:
     """Break-even q of every draft length 1..K_SLIDER_MAX at draft cost ``c`` (index k - 1).
@@ -154,6 +173,24 @@ class BreakEvenMap(param.Parameterized):
     def misses(self) -> int:
         """Points whose 95% CI does not contain their theory value."""
         return sum(p.misses for p in self.points)
+
+    @property
+    def pooled(self) -> tuple[PooledPoint, ...]:
+        """Every (q, k, c) simulated more than once, its runs pooled into one point (in the
+        order the groups were first simulated): a dozen presses at one setting read as one
+        point with a narrow interval, not a pile of dots."""
+        groups: dict[tuple, list[SimPoint]] = {}
+        for p in self.points:
+            groups.setdefault((round(p.q, 6), p.k, round(p.c, 6)), []).append(p)
+        out = []
+        for pts in groups.values():
+            if len(pts) < 2:
+                continue
+            sp, lo, hi = montecarlo.pool_runs([p.speedup for p in pts], [p.ci_low for p in pts],
+                                              [p.ci_high for p in pts], N_ROUNDS)
+            out.append(PooledPoint(q=pts[0].q, k=pts[0].k, c=pts[0].c, runs=len(pts), speedup=sp,
+                                   ci_low=lo, ci_high=hi, theory=pts[0].theory))
+        return tuple(out)
 
     @property
     def current_preset(self) -> presets.Preset | None:

@@ -15,6 +15,7 @@ import param
 from ..sim.clocks import ClockComparison
 from ..state.ep1 import WritingVsChecking
 from .kit import theme
+from .kit.a11y import describe
 from .kit.lanes import Box, Lane, LanePlayer, Timeline
 from .kit.inputs import control_help
 from .kit.page import StateView, page_css, session_doc, slider, stat
@@ -45,6 +46,15 @@ def lane_timeline(comp: ClockComparison) -> Timeline:
                     tip=f"scores position {i + 1} (“{t.strip()}”) in the same pass", label_size=small)
                 for i, (s, e, t) in enumerate(zip(par.start_ms, par.end_ms, par.text))]
     return Timeline(tuple(writing + checking))
+
+
+def lanes_words(comp: ClockComparison) -> str:
+    """The lanes' text alternative: what the two lanes play out, in numbers."""
+    n = comp.n_tokens
+    return (f"Two lanes on one wall clock. Writing {plural(n, 'token')}: {plural(n, 'pass')} one "
+            f"after another, {ms(comp.sequential_ms)}. Checking the same {plural(n, 'token')}: one "
+            f"pass that scores every position at once, {ms(comp.parallel_ms)}. Writing takes "
+            f"{comp.ratio:.1f} times as long.")
 
 
 def summary_html(comp: ClockComparison, uid: str = "ep1", *, at_start: bool = False) -> str:
@@ -93,6 +103,7 @@ class WritingVsCheckingView(StateView):
         # them in the same frame.
         with pn.io.hold():
             self.player.show(lane_timeline(comp), at_start=at_start)
+            describe(self.player.figure, lanes_words(comp))
             self.summary.object = summary_html(comp, self.uid, at_start=at_start)
 
     def layout(self):

@@ -21,6 +21,7 @@ from bokeh.models import ColumnDataSource
 from ..sim.relay import RelayResult
 from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
 from .kit import theme
+from .kit.a11y import describe
 from .kit.lanes import Box, Lane, LanePlayer, Timeline
 from .kit.inputs import SeedBox, control_help
 from .kit.page import StateView, esc, page_css, prose, session_doc, slider
@@ -295,6 +296,50 @@ def check_html(g: Guarantee, uid: str, *, at_start: bool = False) -> str:
     )
 
 
+def rounds_html(res: RelayResult, uid: str, *, at_start: bool = False) -> str:
+    """Every round of the run in a list that wraps on any screen, each with Episode 2's marks:
+    a ✓ per accepted draft, ✗ for the first miss, – for each draft after it, ★ or + for the big
+    model's own token, and what the round wrote. On a phone the finished lanes are too narrow
+    for the marks of a whole run; here every round keeps them. Each round shows once it has
+    ended (``data-on``, see ``ep2_frame.js``), so the list grows with the replay."""
+    rounds = res.rounds
+    items = []
+    for r in range(res.n_rounds):
+        d, a, made = (int(rounds[c][r]) for c in ("drafted", "accepted", "tokens"))
+        v1 = float(rounds["end_ms"][r])
+        marks = ['<span class="sw acc">✓</span>'] * a
+        if a < d:
+            marks += ['<span class="sw rej">✗</span>'] + ['<span class="sw dis">–</span>'] * (d - a - 1)
+            own, said = "★", "the big model’s own token"
+        else:
+            own, said = "+", "a bonus token"
+        marks.append(f'<span class="sw gold">{own}</span>')
+        bad = a == 0 and d > 0
+        tag = '<span class="sw bad">bad</span>' if bad else ""
+        words = (f"round {r + 1}: {plural(a, 'draft')} of {d} accepted"
+                 + ("" if a == d else ", then the first miss") + f", and {said}: "
+                 f"{plural(made, 'token')}" + (", a bad round" if bad else ""))
+        items.append(
+            f'<li class="{"bad" if bad else ""}" data-on="{v1:g}"{" hidden" if at_start else ""}>'
+            f'<span class="sdp-sr">{esc(words)}</span>'
+            f'<span aria-hidden="true"><span class="rn">{r + 1}</span>{"".join(marks)}'
+            f'<span class="made">+{made}</span>{tag}'
+            "</span></li>")
+    return (f'<div class="ep2-rounds" data-sdp="{esc(uid)}-rounds"><h3>Every round, in order</h3>'
+            f'<ol>{"".join(items)}</ol></div>')
+
+
+def lanes_words(res: RelayResult) -> str:
+    """The lanes' text alternative: the run they play, in numbers (the rounds are listed under them)."""
+    rounds = res.rounds
+    bad = int((rounds["accepted"] == 0).sum())
+    made = int(rounds["tokens"].sum())
+    return (f"Two lanes on one wall clock: the draft model's steps above, the big model's verify "
+            f"passes below. {plural(res.n_rounds, 'round')} write {plural(made, 'token')} in "
+            f"{res.wall_ms:,.0f} ms; {plural(bad, 'bad round')}. Every round is listed with its marks "
+            "under the lanes.")
+
+
 def legend_html() -> str:
     """The key to the lanes' colours, marks and patterns."""
     items = [
@@ -328,7 +373,7 @@ class RelayView(StateView):
             LANES, name="ep2", height=250, y_pad=(0.62, 0.55), x_label="wall clock (simulated ms)",
             speeds=SPEEDS, step_label="Step one round", lane_clocks=False, styles=STYLES,
             frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rounds, uid=self.uid),
-            min_label_px=6, live=self.uid, rest_labels=("verify", "bad"), opens_at_start=True)
+            min_label_px=6, live=self.uid, opens_at_start=True)
         self.player.fit_on_ready(session_doc())
         css = [page_css(_CSS)]
         self.clocks = pn.pane.HTML(stylesheets=css, name="ep2-clocks", min_width=280,
@@ -336,6 +381,7 @@ class RelayView(StateView):
         self.text = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-text")
         self.check = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-check")
         self.legend = pn.pane.HTML(legend_html(), sizing_mode="stretch_width", stylesheets=css)
+        self.rounds_list = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep2-rounds")
         self.new_run = pn.widgets.Button(label="New run", width=110,
                                          align="end", description="Fresh randomness: draws a new seed")
         self.new_run.on_click(lambda _: self.state.new_run())
@@ -352,6 +398,8 @@ class RelayView(StateView):
             self.clocks.object = clocks_html(rows, self.uid, at_start=at_start)
             self.text.object = text_html(self.state, self.uid, at_start=at_start)
             self.check.object = check_html(self.state.guarantee, self.uid, at_start=at_start)
+            self.rounds_list.object = rounds_html(self.state.result, self.uid, at_start=at_start)
+            describe(self.player.figure, lanes_words(self.state.result))
             self.rounds.data = rows
             round_ms = self.state.k * DRAFT_STEP_MS + BIG_PASS_MS
             self.player.show(relay_timeline(self.state.result, window_ms=ROUNDS_IN_VIEW * round_ms),
@@ -369,6 +417,7 @@ class RelayView(StateView):
             pn.pane.Bokeh(self.player.controls),
             pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),
             self.legend,
+            self.rounds_list,
             self.text,
             self.check,
             prose(self.note),

@@ -26,6 +26,7 @@ from bokeh.plotting import figure
 
 from ..state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
 from .kit import theme
+from .kit.a11y import describe
 from .kit.inputs import control_help
 from .kit.keys import KEYS_CSS, chart_key, glyph, swatch
 from .kit.labels import Frame, Tag, place
@@ -171,6 +172,28 @@ def star_tag(k: int, y: float, text: str, frame: Frame) -> Tag:
     return place([choices], frame, required=[True])[0]
 
 
+def speedup_words(s: QualityDial) -> str:
+    """The speedup chart's text alternative: the theory's bars, the star, and your measured k."""
+    by_k, r = s.speedup_by_k, s.result
+    best = s.best_k
+    return (f"Bar chart of the theory's speedup for each draft length k from 1 to {K_SLIDER_MAX}, at "
+            f"q = {s.q:.2f} and c = {s.c:.2f}: {times(by_k[0])} at k = 1, highest {times(by_k[best - 1])} "
+            f"at k = {best} (the star), {times(by_k[-1])} at k = {K_SLIDER_MAX}; "
+            f"{int((by_k < 1).sum())} of the {K_SLIDER_MAX} bars are below 1×. Your k = {s.k}: theory "
+            f"{times(s.theory_speedup)}, measured {times(r.speedup)} (95% interval {r.ci_low:.2f} to "
+            f"{r.ci_high:.2f}×).")
+
+
+def histogram_words(s: QualityDial) -> str:
+    """The histogram's text alternative: each count of accepted drafts, measured and theory."""
+    r = s.result
+    measured = r.accepted_histogram() / r.n_rounds
+    parts = [f"{a} accepted: {m:.1%} (theory {t:.1%})" for a, (m, t) in
+             enumerate(zip(measured, s.theory_pmf))]
+    return (f"Share of the {r.n_rounds:,} rounds by how many of their {s.k} drafts were accepted, "
+            "measured against the theory: " + "; ".join(parts) + ".")
+
+
 class SpeedupByK:
     """Theory speedup for every draft length, the visitor's k with its measured value and CI."""
 
@@ -307,6 +330,8 @@ class QualityDialView(StateView):
         with pn.io.hold():
             self.speedup.update(s)
             self.histogram.update(s)
+            describe(self.speedup.figure, speedup_words(s))
+            describe(self.histogram.figure, histogram_words(s))
             self.numbers.html = numbers_html(s)
             self.economics.html = economics_html(s)
 

@@ -21,6 +21,7 @@ from ..prose.ep4 import SHORT, short_name
 from ..prose.words import faster_or_slower, plural, share
 from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
 from .kit import theme
+from .kit.a11y import describe
 from .kit.deferred import when_near
 from .kit.follow import RunPoller
 from .kit.inputs import SeedBox, control_help
@@ -72,6 +73,29 @@ def histogram_factors(data: dict) -> list:
     return list(reversed(data["y"]))
 
 
+def histogram_words(data: dict) -> str:
+    """The histogram's text alternative: each text's mean acceptance and its share of tokens in
+    the highest and lowest fifth."""
+    names = list(dict.fromkeys(data["name"]))
+    top, low = bin_labels()[-1], bin_labels()[0]
+    parts = []
+    for name in names:
+        rows = {b: sh for n, b, sh in zip(data["name"], data["bin"], data["share"]) if n == name}
+        mean = next(m for n, m in zip(data["name"], data["mean"]) if n == name)
+        parts.append(f"{name}: mean {mean:.2f}, {rows[top]:.0%} of its tokens in {top}, "
+                     f"{rows[low]:.0%} in {low}")
+    return ("Bars of each text's tokens by measured acceptance, in fifths: " + "; ".join(parts) + ".")
+
+
+def bars_words(run, title: str) -> str:
+    """A side's wall-clock bars as words: the speculative run against the big model alone."""
+    if run is None:
+        return f"{title}: nothing pasted yet, so no run to show."
+    return (f"Wall clock of the run on {run.text.title}: speculative decoding {run.wall_ms:,.0f} ms "
+            f"({run.verify_ms:,.0f} ms of verify passes and {run.draft_ms:,.0f} ms of draft steps) "
+            f"against {run.baseline_ms:,.0f} ms for the big model alone: {run.speedup:.2f}×.")
+
+
 def histogram_figure(source: ColumnDataSource, factors) -> figure:
     """Share of each text's tokens in each fifth of acceptance, one group of bars per text
     (``factors`` from :func:`histogram_factors`)."""
@@ -111,21 +135,21 @@ def _compared_cells(m: dict, key: str, fmt: str) -> str:
 
 
 def genre_table_html() -> str:
-    """Per text: tokens, mean measured acceptance, the share where greedy drafting is kept, how
-    probable the big model itself finds the text (mean p of each real token), and, per draft
-    compared (the head, the n-gram table, prompt lookup), its first guess kept and its tokens per
-    pass at k = 4."""
+    """Per text: tokens, mean measured acceptance, how probable the big model itself finds the
+    text (mean p of each real token), and, per draft compared (the head, the n-gram table, prompt
+    lookup), its first guess kept (the share where greedy drafting is kept: the head's is the
+    page's draft's) and its tokens per pass at k = 4."""
     rows = []
     for tid, m in measured.genre_means().items():
         rows.append(
             f'<tr data-text="{esc(tid)}"><td>{esc(short_name(m["kind"]))}</td>'
             f'<td class="n">{m["tokens"]}</td><td class="n">{m["alpha"]:.3f}</td>'
-            f'<td class="n">{m["greedy"]:.0%}</td><td class="n">{m["p_token"]:.2f}</td>'
+            f'<td class="n">{m["p_token"]:.2f}</td>'
             + _compared_cells(m, "greedy", ".0%") + _compared_cells(m, "tau", ".2f") + "</tr>")
     names = "".join(f"<th>{n}</th>" for n in COMPARED.values())
     return ('<div class="ep4-wrap sdp-hscroll"><table class="ep4-rule ep4-means"><thead><tr>'
             '<th rowspan="2">text</th><th rowspan="2">tokens</th><th rowspan="2">acceptance q</th>'
-            '<th rowspan="2">greedy kept</th><th rowspan="2">big model’s p<sub>big</sub></th>'
+            '<th rowspan="2">big model’s p<sub>big</sub></th>'
             f'<th colspan="{len(COMPARED)}">first guess kept</th>'
             f'<th colspan="{len(COMPARED)}">tokens per pass, k = 4</th></tr>'
             f'<tr>{names}{names}</tr></thead><tbody>' + "".join(rows) + "</tbody></table></div>"
@@ -220,6 +244,21 @@ def _speed_stat(run: TextRun) -> str:
     return stat(f"{s:.2f}×", f"speedup: {words}", css_class="ep4-slower" if how == "slower" else "")
 
 
+def readout_html(runs, titles) -> str:
+    """Each side's measured speedup and acceptance in a line under the controls: on a phone the
+    two sides' bars are a screen below the button that reruns them (``ep4.css`` shows it only
+    on narrow screens)."""
+    rows = []
+    for run, title in zip(runs, titles):
+        if run is None:
+            rows.append(f"<li>{esc(title)}: nothing pasted yet</li>")
+            continue
+        rows.append(f"<li>{esc(run.text.title)}: <strong>{run.speedup:.2f}×</strong> the big model "
+                    f"alone · {share(run.acceptance_rate)} of drafts accepted (the text’s mean: "
+                    f"{share(float(run.text.q.mean()))})</li>")
+    return f'<ul class="ep4-readout" role="status" aria-label="This run">{"".join(rows)}</ul>'
+
+
 #: The label of the button that sends a pasted text to be scored (the page's words name it).
 PASTE_LABEL = "Score and run my text"
 
@@ -237,7 +276,8 @@ def side_header_html(run: TextRun | None, choice_title: str, *, waiting: bool = 
     return (
         f'<h3 class="ep4-h">{esc(t.title)}</h3><p class="ep4-desc">{esc(t.description)}</p>'
         '<div class="ep4-stats">'
-        + stat(share(run.acceptance_rate), f"drafts accepted ({run.accepted} of {run.judged})")
+        + stat(share(float(t.q.mean())), "mean measured acceptance of its tokens")
+        + stat(share(run.acceptance_rate), f"drafts accepted this run ({run.accepted} of {run.judged})")
         + stat(f"{run.tokens_per_round:.1f}", f"tokens per round ({plural(run.n_rounds, 'round')})")
         + _speed_stat(run) + "</div>"
     )
@@ -323,10 +363,14 @@ class TextSide:
                                    name=f"ep4-tokens-{side}")
         self.source = ColumnDataSource(_empty_bars(), name=f"ep4-bars-{side}")
         self.figure = bars_figure(self.source, x_range, f"ep4-{side}")
+        # The heading and the bars, then (apart, so that on a phone both sides' bars come before
+        # either long text and stay in view with the controls) the marked text.
         self.panel = pn.Column(
-            self.header, pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"), self.tokens,
+            self.header, pn.pane.Bokeh(self.figure, sizing_mode="stretch_width"),
             sizing_mode="stretch_width", min_width=330, styles={"flex": "1 1 430px"},
             name=f"ep4-side-{side}")
+        self.text_panel = pn.Column(self.tokens, sizing_mode="stretch_width", min_width=330,
+                                    styles={"flex": "1 1 430px"}, name=f"ep4-text-{side}")
 
     def show(self, run: TextRun | None, state: BoilerplateVsPoetry, choice_title: str) -> None:
         waiting = run is None and bool(state.paste) and state.pasted is None
@@ -335,6 +379,7 @@ class TextSide:
         self.tokens.visible = run is not None
         self.source.data = _empty_bars() if run is None else bars_data(run, state.k, state.c)
         self.figure.visible = run is not None
+        describe(self.figure, bars_words(run, choice_title))
 
 
 # ---------------------------------------------------------------------------
@@ -389,6 +434,8 @@ class BoilerplateVsPoetryView(StateView):
         self.sides = [TextSide(side, self.x_range) for side in SIDES]
         self.breakeven = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
                                       name="ep4-breakeven")
+        self.readout = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
+                                    name="ep4-readout", margin=(0, 10))
         self.run_button = pn.widgets.Button(label="Run again", color="primary",
                                             width=130, align="end")
         self.run_button.on_click(self._on_run_again)
@@ -476,6 +523,7 @@ class BoilerplateVsPoetryView(StateView):
         self.hist_source.data = data
         self.histogram = histogram_figure(
             self.hist_source, histogram_factors(data))
+        describe(self.histogram, histogram_words(data))
         return pn.Column(
             prose(HIST_KEY, _CSS, KEYS_CSS),
             pn.pane.Bokeh(self.histogram, sizing_mode="stretch_width", name="ep4-hist-pane"),
@@ -491,6 +539,7 @@ class BoilerplateVsPoetryView(StateView):
             self.histogram.y_range.factors = histogram_factors(data)
             self.histogram.height = 40 + 15 * len(data["y"])
             self.hist_source.data = data
+            describe(self.histogram, histogram_words(data))
 
     def _show_message(self, *_):
         if self.message is None:
@@ -511,6 +560,8 @@ class BoilerplateVsPoetryView(StateView):
             for side, run, choice in zip(self.sides, runs, (s.left, s.right)):
                 side.show(run, s, self._choice_title(choice))
             self.breakeven.object = breakeven_html(s)
+            self.readout.object = readout_html(
+                runs, [self._choice_title(choice) for choice in (s.left, s.right)])
 
     def layout(self):
         s = self.state
@@ -531,9 +582,10 @@ class BoilerplateVsPoetryView(StateView):
                              sizing_mode="stretch_width", name="ep4-controls")
         sides = pn.FlexBox(*(side.panel for side in self.sides), flex_wrap="wrap", gap="12px 28px",
                            sizing_mode="stretch_width", name="ep4-sides")
+        texts_ = pn.FlexBox(*(side.text_panel for side in self.sides), flex_wrap="wrap",
+                            gap="12px 28px", sizing_mode="stretch_width", name="ep4-texts")
         return pn.Column(
-            controls, self.breakeven,
-            prose(KEY_HTML + BARS_KEY, _CSS, KEYS_CSS),
-            sides, self.lower_slot,
+            controls, self.readout, prose(BARS_KEY, _CSS, KEYS_CSS), sides, self.breakeven,
+            prose(KEY_HTML, _CSS, KEYS_CSS), texts_, self.lower_slot,
             sizing_mode="stretch_width",
         )

@@ -24,6 +24,7 @@ from bokeh.plotting import figure
 from ..state import presets
 from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
 from .kit import theme
+from .kit.a11y import describe
 from .kit.deferred import when_near
 from .kit.inputs import control_help
 from .kit.keys import KEYS_CSS, chart_key, glyph, swatch
@@ -31,7 +32,7 @@ from .kit.labels import (GAP_PX, LINE_EM, Box, Frame, Tag, axis_end_for, box, pl
                          spread, text_width)
 from .kit.livehtml import LiveHTML
 from .kit.page import StateView, beside, esc, page_css, prose, slider
-from ..prose.words import noun, times
+from ..prose.words import noun, plural, times
 
 _CSS = "ep5.css"
 
@@ -41,13 +42,32 @@ MAP_KEY = chart_key(
     swatch("line", "you") + "theory, your k",
     glyph("◆", "draft") + "break-even q (theory)",
     swatch("dot") + "simulated point; whisker: 95% CI",
+    glyph("□", "ink") + "every point at one q, k, c pooled; whisker: its 95% CI",
     glyph("✗", "rejected") + "interval misses its curve",
     swatch("dot", "draft") + "your q, k (theory)",
     swatch("zone") + "below 1×: slower than plain decoding",
 )
 
-#: Sideways nudge of successive points at the same q, so their whiskers do not hide each other.
-_JITTER = np.array([0, -3, 3, -6, 6, -1.5, 1.5, -4.5, 4.5]) * 0.003
+#: How strongly a single run is drawn once it is part of a pooled point.
+POOLED_ALPHA = 0.35
+#: Points simulated at one q are spread sideways this far apart (in q), within this half-width
+#: at most, so that their whiskers stand side by side like a comb around the pooled square.
+SPREAD_STEP, SPREAD_HALF = 0.006, 0.035
+
+
+def sideways(points) -> list[float]:
+    """Each point's sideways offset (in q): the points at one q, k and c spread evenly around it,
+    in the order they were simulated."""
+    groups: dict[tuple, list[int]] = {}
+    for i, p in enumerate(points):
+        groups.setdefault((round(p.q, 6), p.k, round(p.c, 6)), []).append(i)
+    out = [0.0] * len(points)
+    for members in groups.values():
+        n = len(members)
+        step = min(SPREAD_STEP, 2 * SPREAD_HALF / (n - 1)) if n > 1 else 0.0
+        for j, i in enumerate(members):
+            out[i] = (j - (n - 1) / 2) * step
+    return out
 
 #: The map's plotting area at its narrowest (a 390 px phone), in pixels: its labels are laid
 #: out for it, and so fit every wider one.
@@ -192,7 +212,31 @@ def summary_html(s: BreakEvenMap) -> str:
             f"<br>Latest: q = {last.q:.2f}, k = {last.k}, c = {last.c:.3f}: measured "
             f"{last.speedup:.2f}× (95% CI {last.ci_low:.2f}–{last.ci_high:.2f}×), theory "
             f"{last.theory:.2f}×.")
+        here = next((g for g in s.pooled if (round(g.q, 6), g.k, round(g.c, 6))
+                     == (round(last.q, 6), last.k, round(last.c, 6))), None)
+        if here is not None:
+            tally += (f"<br>Pooled, the {here.runs} runs at that setting ({here.runs * N_ROUNDS:,} "
+                      f"rounds, the square): {here.speedup:.2f}× (95% CI {here.ci_low:.2f}–"
+                      f"{here.ci_high:.2f}×), theory {here.theory:.2f}×: the interval "
+                      + ("misses" if here.misses else "covers") + " the curve.")
     return f'<p class="sdp-points">{be}</p><p class="sdp-points">{tally}</p>'
+
+
+def map_words(s: BreakEvenMap) -> str:
+    """The map's text alternative: the curves' break-even points, your point, the simulated ones."""
+    be = [f"k = {k} at q = {s.break_even(k):.2f}" for k in s.curve_ks if np.isfinite(s.break_even(k))]
+    text = (f"Speedup over plain decoding against the acceptance rate q, one theory curve per draft "
+            f"length at c = {s.c:.3f}. The curves cross 1× (break even) at "
+            + (", ".join(be) if be else "no q below 1") + f". Your q = {s.q:.2f} with k = {s.k}: "
+            f"theory {times(s.theory_speedup)}.")
+    pts = s.points
+    if pts:
+        text += (f" {plural(len(pts), 'simulated point')}, {s.misses} with an interval that misses "
+                 "its curve.")
+        for g in s.pooled:
+            text += (f" Pooled, the {g.runs} at q = {g.q:.2f}, k = {g.k}: {g.speedup:.2f}× "
+                     f"(95% interval {g.ci_low:.2f} to {g.ci_high:.2f}×), theory {g.theory:.2f}×.")
+    return text
 
 
 def source_html(s: BreakEvenMap) -> str:
@@ -246,7 +290,10 @@ class BreakEvenChart:
                                          baseline=["bottom"], dx=[-12.0], dy=[-8.0]), name="ep5-you")
         self.points = ColumnDataSource(
             dict(x=[], q=[], speedup=[], lo=[], hi=[], theory=[], k=[], c=[], marker=[], color=[],
-                 verdict=[]), name="ep5-points")
+                 verdict=[], alpha=[]), name="ep5-points")
+        self.pooled = ColumnDataSource(
+            dict(q=[], speedup=[], lo=[], hi=[], theory=[], k=[], c=[], runs=[], color=[], verdict=[]),
+            name="ep5-pooled")
 
     def _make_figure(self):
         fig = figure(
@@ -277,14 +324,27 @@ class BreakEvenChart:
         fig.scatter("q", "y", source=self.you, marker="circle", size=12, fill_color=theme.PAPER,
                     line_color=theme.DRAFT, line_width=2.5)
         fig.segment("x", "lo", "x", "hi", source=self.points, line_color="color", line_width=1.5,
-                    line_alpha=0.8)
-        dots = fig.scatter("x", "speedup", source=self.points, marker="marker", size=7,
-                           fill_color="color", line_color="color", fill_alpha=0.7, line_width=1.5)
+                    line_alpha="alpha")
+        dots = fig.scatter("x", "speedup", source=self.points, marker="marker", size=6,
+                           fill_color="color", line_color="color", fill_alpha="alpha",
+                           line_alpha="alpha", line_width=1.5)
+        # Points pressed at one setting, pooled: one square and its (narrower) interval on top of
+        # the faint single runs, so a dozen presses read as one measurement.
+        fig.segment("q", "lo", "q", "hi", source=self.pooled, line_color="color", line_width=3.5)
+        fig.rect("q", "lo", width=0.022, height=2, width_units="data", height_units="screen",
+                 source=self.pooled, fill_color="color", line_color="color")
+        fig.rect("q", "hi", width=0.022, height=2, width_units="data", height_units="screen",
+                 source=self.pooled, fill_color="color", line_color="color")
+        pooled = fig.scatter("q", "speedup", source=self.pooled, marker="square", size=11,
+                             fill_color=theme.PAPER, line_color="color", line_width=3)
         fig.text("q", "y", text="text", source=self.you, text_align="align", text_baseline="baseline",
                  x_offset="dx", y_offset="dy", text_font_size=f"{_YOU_PX:g}px", text_color=theme.DRAFT,
                  text_font_style="bold")
         fig.add_tools(HoverTool(renderers=[dots], tooltips=[
             ("simulated", "q @q{0.00}, k @k, c @c{0.000}"), ("measured", "@speedup{0.00}×"),
+            ("95% CI", "@lo{0.00}–@hi{0.00}×"), ("theory", "@theory{0.00}×"), ("", "@verdict")]))
+        fig.add_tools(HoverTool(renderers=[pooled], tooltips=[
+            ("pooled", "@runs runs at q @q{0.00}, k @k, c @c{0.000}"), ("measured", "@speedup{0.00}×"),
             ("95% CI", "@lo{0.00}–@hi{0.00}×"), ("theory", "@theory{0.00}×"), ("", "@verdict")]))
         fig.add_tools(HoverTool(renderers=[be], tooltips=[
             ("draft length", "k = @k"), ("breaks even at", "q = @q{0.000} (theory)")]))
@@ -354,10 +414,19 @@ class BreakEvenChart:
 
     def update_points(self, s: BreakEvenMap) -> None:
         pts = s.points
-        n = len(pts)
-        jitter = _JITTER[np.arange(n) % len(_JITTER)]
+        jitter = sideways(pts)
         mine = [p.k == s.k for p in pts]
-        self.points.data = dict(
+        pooled = s.pooled
+        grouped = {(round(g.q, 6), g.k, round(g.c, 6)) for g in pooled}
+        # A single run that is part of a pooled point is drawn faint: the square is the reading.
+        alpha = [POOLED_ALPHA if (round(p.q, 6), p.k, round(p.c, 6)) in grouped else 0.8 for p in pts]
+        self.pooled.data = dict(
+            q=[g.q for g in pooled], speedup=[g.speedup for g in pooled], lo=[g.ci_low for g in pooled],
+            hi=[g.ci_high for g in pooled], theory=[g.theory for g in pooled], k=[g.k for g in pooled],
+            c=[g.c for g in pooled], runs=[g.runs for g in pooled],
+            color=[theme.REJECTED if g.misses else theme.INK for g in pooled],
+            verdict=["CI misses the theory" if g.misses else "CI covers the theory" for g in pooled])
+        self.points.data = dict(alpha=alpha,
             x=[p.q + j for p, j in zip(pts, jitter)], q=[p.q for p in pts],
             speedup=[p.speedup for p in pts], lo=[p.ci_low for p in pts], hi=[p.ci_high for p in pts],
             theory=[p.theory for p in pts], k=[p.k for p in pts], c=[p.c for p in pts],
@@ -399,6 +468,7 @@ class BreakEvenView(StateView):
             self.chart.update_curves(self.state)
             self.chart.update_points(self.state)
             self.summary.html = summary_html(self.state)
+            describe(self.chart.figure, map_words(self.state))
             self._on_preset()
 
     def _on_knobs(self, *events) -> None:
@@ -411,6 +481,7 @@ class BreakEvenView(StateView):
             else:
                 self.chart.update_you(self.state)
             self.summary.html = summary_html(self.state)
+            describe(self.chart.figure, map_words(self.state))
             self._on_preset()
 
     def _on_points(self, *_):
@@ -418,6 +489,7 @@ class BreakEvenView(StateView):
             self.chart.update_curves(self.state)
             self.chart.update_points(self.state)
             self.summary.html = summary_html(self.state)
+            describe(self.chart.figure, map_words(self.state))
 
     def _on_preset(self, *_):
         if self.source is not None:
@@ -457,10 +529,13 @@ class BreakEvenView(StateView):
             control_help(s, ["q", "k", "c", "simulate", "clear"]),
             width=300, name="ep5-controls",
         )
+        # The map beside the controls (under them on a phone, after the summary, which reads
+        # out the break-even points and the simulated ones while the controls move).
+        right = pn.Column(self.summary, prose(MAP_KEY, KEYS_CSS),
+                          pn.pane.Bokeh(self.chart.figure, sizing_mode="stretch_width"),
+                          sizing_mode="stretch_width")
         return pn.Column(
-            beside(controls, self.summary, basis="420px"),
-            prose(MAP_KEY, KEYS_CSS),
-            pn.pane.Bokeh(self.chart.figure, sizing_mode="stretch_width"),
+            beside(controls, right, basis="420px"),
             prose(self.chart_note),
             self.presets_slot,
             sizing_mode="stretch_width",

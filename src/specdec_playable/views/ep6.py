@@ -30,6 +30,7 @@ from ..sim import adaptive, theory
 from ..data.measured import REST
 from ..state.ep6 import SAMPLE_SIZES, FinePrint
 from .kit import theme
+from .kit.a11y import describe
 from .kit.deferred import when_near
 from .kit.inputs import SeedBox, control_help
 from .kit.keys import KEYS_CSS, chart_key, swatch
@@ -148,6 +149,45 @@ class SamplingCharts:
                              p_big=big.tolist(), p_draft=draft.tolist())
         self.y_models.end = float(max(big.max(), draft.max())) * 1.12
         self.y_out.end = float(max(big.max(), draft.max(), freq.max())) * 1.12
+        describe(self.models_fig, models_words(s))
+        describe(self.out_fig, out_words(s))
+
+
+#: How many tokens a chart's words name one by one (the rest are summed up).
+_WORDS_TOKENS = 8
+
+
+def models_words(s: FinePrint) -> str:
+    """The two distributions' text alternative: each listed token's p_big and p_draft."""
+    labels = chart_labels(s)
+    rows = list(zip(labels, s.p_big, s.p_draft))
+    top = sorted(rows[:-1], key=lambda r: -max(r[1], r[2]))[:_WORDS_TOKENS] + rows[-1:]
+    parts = [f"{w}: {b:.1%} and {d:.1%}" for w, b, d in top]
+    return (f"Bars of the next-token probabilities after “{s.context}”, the big model's and the "
+            f"draft's, for {len(labels)} tokens; the {_WORDS_TOKENS} likeliest to either, and the rest "
+            "as one: " + "; ".join(parts) + ".")
+
+
+def out_words(s: FinePrint) -> str:
+    """What came out, as words: each listed token's share of the outputs against p_big."""
+    labels = chart_labels(s)
+    freq = s.frequencies
+    gap = float(np.abs(freq - s.p_big).max())
+    rows = list(zip(labels, freq, s.p_big))
+    top = sorted(rows[:-1], key=lambda r: -max(r[1], r[2]))[:_WORDS_TOKENS] + rows[-1:]
+    parts = [f"{w}: {f:.1%} (big model {b:.1%})" for w, f, b in top]
+    return (f"Bars of the share of {s.samples.n:,} outputs per token, with the big model's "
+            f"probability marked on each; the {_WORDS_TOKENS} likeliest tokens and the rest as one: "
+            + "; ".join(parts) + f". Over all {len(labels)}, the largest gap is {gap:.1%}.")
+
+
+def race_words(s: FinePrint) -> str:
+    """The race charts' text alternative: each policy's passes saved at the end, and its k."""
+    n = len(s.stream)
+    parts = [f"{r.label}: {n - r.total_cost:,.1f} passes saved, k from {int(r.k.min())} to "
+             f"{int(r.k.max())}" for r in s.runs]
+    return ("Lines of the passes each policy saved against plain decoding as the "
+            f"{n} tokens were written, over Python, the poem and JSON: " + "; ".join(parts) + ".")
 
 
 def _fmt_p(x: float) -> str:
@@ -204,7 +244,8 @@ def sampling_html(s: FinePrint) -> str:
     stats = (
         '<div class="ep6-stats">'
         + stat(f"{s.p_draft[fav]:.0%}", f"how often the draft proposes its favourite, “{label}” "
-               f"(the big model writes it {s.p_big[fav]:.0%} of the time)")
+               f"(the big model writes it {s.p_big[fav]:.0%} of the time; it came out "
+               f"{s.frequencies[fav]:.1%} of the {r.n:,} outputs)")
         + stat(share(r.acceptance_rate, 1),
                f"drafts kept, measured ({int(r.accepted.sum()):,} of {r.n:,})")
         + stat(f"{s.acceptance_theory:.1%}", "theory: q = sum over x of min(p_big(x), p_draft(x))",
@@ -311,6 +352,10 @@ class RaceCharts:
         self.y_wall.start, self.y_wall.end = lo - 0.05 * span, hi + 0.16 * span
         for lab in self.genre_labels:
             lab.y = hi + 0.06 * span
+        words = race_words(s)
+        describe(self.wall_fig, words)
+        describe(self.k_fig, "Steps of the draft length k each policy chose, round by round (0: "
+                             "speculation off). " + words.split(": ", 1)[1])
 
 
 def race_extent(runs) -> tuple[float, float]:
@@ -511,10 +556,11 @@ class FinePrintView(StateView):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        # Part 1's charts and part 2 are built when the visitor scrolls near them
+        # Part 1's lower chart and part 2 are built when the visitor scrolls near them
         # (views/kit/deferred.py); until then their charts and texts are None and the watchers
         # skip them.
-        self.sampling = self.models_key = None
+        self.sampling = SamplingCharts(s)
+        self.models_key = None
         self.context_note = prose(context_html(s), _CSS, name="ep6-context")
         self.sampling_numbers = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=[page_css(_CSS)],
                                              name="ep6-sampling-numbers", margin=(0, 10))
@@ -533,8 +579,8 @@ class FinePrintView(StateView):
         with pn.io.hold():
             self.sampling_numbers.object = sampling_html(self.state)
             self.context_note.object = context_html(self.state)
-            if self.sampling is not None:
-                self.sampling.update(self.state)
+            self.sampling.update(self.state)
+            if self.models_key is not None:
                 self.models_key.object = models_key(self.state.context)
 
     def _redraw_race(self, *_):
@@ -560,29 +606,28 @@ class FinePrintView(StateView):
             control_help(s, ["context", "temperature", "favourite", "bias", "n_samples"]),
             width=300, name="ep6-sampling-controls",
         )
+        # What came out, beside the controls that bend the draft (under them on a phone, after
+        # the numbers that read it out); the two distributions below.
+        right = pn.Column(self.sampling_numbers, prose(OUT_KEY, KEYS_CSS),
+                          pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width"),
+                          sizing_mode="stretch_width")
         part1 = pn.Column(
             prose(self.part1_intro, _CSS),
             self.context_note,
-            beside(part1_controls, self.sampling_numbers, basis="380px", min_width=300),
+            beside(part1_controls, right, basis="380px", min_width=300),
             self.charts_slot,
             sizing_mode="stretch_width",
         )
         return pn.Column(part1, self.part2_slot, sizing_mode="stretch_width")
 
     def _part1_charts(self):
-        """Part 1's charts: the two models' distributions and what came out."""
+        """Part 1's lower chart: the two models' distributions (what came out is beside the
+        controls, :meth:`layout`)."""
         s = self.state
-        self.sampling = SamplingCharts(s)
         self.models_key = prose(models_key(s.context), KEYS_CSS, name="ep6-models-key")
-        self.sampling.update(s)
-        return pn.FlexBox(
-            pn.Column(self.models_key,
-                      pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width"),
-                      sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
-            pn.Column(prose(OUT_KEY, KEYS_CSS),
-                      pn.pane.Bokeh(self.sampling.out_fig, sizing_mode="stretch_width"),
-                      sizing_mode="stretch_width", styles={"flex": "1 1 420px"}, min_width=300),
-            sizing_mode="stretch_width", flex_wrap="wrap")
+        return pn.Column(self.models_key,
+                         pn.pane.Bokeh(self.sampling.models_fig, sizing_mode="stretch_width"),
+                         sizing_mode="stretch_width")
 
     def _part2(self):
         """Part 2: the race of fixed and adaptive draft lengths, built when near."""

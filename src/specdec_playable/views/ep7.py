@@ -28,16 +28,19 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from ..prose.words import share
+from ..prose.words import plural, share
 from ..serve import interface
 from ..lm.compare import WRITTEN, Comparison, as_relay, token_texts
 from ..lm.decode import Generation
-from ..prose.ep7 import (CUSTOM, check_words, cost_words, kind_line, map_words, ratio_words,
-                         settings_line, status_line, verdict, why)
+from ..prose.ep7 import (CUSTOM, basis_line, check_words, cost_words, decoded, kind_line,
+                         map_words, per_token_ms, per_token_words, ratio_words, settings_line,
+                         status_line, verdict, why)
 from ..state.ep7 import PROMPT_MAX_CHARS, RealText
 from .kit import theme
+from .kit.a11y import describe
 from .kit.figures import anchor_figures
 from .kit.follow import RunPoller
+from .kit.inputs import SeedBox, control_help
 from .ep2 import STYLES, relay_timeline, token_span
 from .kit.lanes import Box, Lane, LanePlayer, Timeline
 from .kit.page import StateView, esc, page_css, prose
@@ -129,25 +132,39 @@ def _written_by(run: Generation) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _speedup_label(c: Comparison) -> str:
-    """The caption under the speedup: the fair verdict and its interval (or the old ratio)."""
+    """The caption under the speedup: the two times per token it divides, then the fair
+    verdict and its interval (or, for a run recorded before the race, the plain ratio)."""
+    spec_t, plain_t = per_token_ms(c)
+    basis = f"{per_token_words(plain_t)} ÷ {per_token_words(spec_t)} a token (decoding)"
     f = c.fair
     if f is None:
         words = ratio_words(c.speedup)
-        return "measured: " + words.split(":")[0] if words.startswith("slower") else \
-            "measured speedup, tokens per second (prompt pass excluded)"
+        return basis + (" · measured: " + words.split(":")[0] if words.startswith("slower") else
+                        " · measured speedup")
     if f.verdict == "too few rounds":
-        return "measured speedup: too few rounds for an interval"
+        return basis + " · too few rounds for an interval"
     what = {"faster": "faster", "slower": "slower"}.get(f.verdict, "no measurable difference")
-    return f"{what}: {f.level:.0%} interval {f.low:.2f}–{f.high:.2f}× over {f.n_rounds} rounds"
+    return f"{basis} · {what}: {f.level:.0%} interval {f.low:.2f}–{f.high:.2f}× over {f.n_rounds} rounds"
+
+
+def decode_clock_ms(run: Generation, t: float) -> float:
+    """A run's decoding clock when its own clock reads ``t``: the time after its prompt's pass
+    (0 during it), up to its whole decoding time."""
+    return min(max(t - run.prefill_ms, 0.0), run.decode_ms)
 
 
 def clock_rows(c: Comparison) -> dict:
-    """Display strings of the clocks at every pass end of either run (row 0: the start)."""
+    """Display strings of the clocks at every pass end of either run (row 0: the start).
+
+    The clocks count decoding (each run's own time after its prompt's pass), as the speedup
+    does; the prompt's pass is said in the caption.
+    """
     spec_t, spec_n = _written_by(c.spec)
     plain_t, plain_n = _written_by(c.plain)
     times = np.unique(np.concatenate([[0.0], spec_t, plain_t]))
     rows = dict(end_ms=times.tolist(), bad_rounds=[0] * len(times), spec_clock=[], spec_label=[],
-                plain_clock=[], plain_label=[], speedup=[], speedup_label=[], when=[])
+                plain_clock=[], plain_label=[], speedup=[], speedup_label=[], when=[], basis=[])
+    basis = basis_line(c)
     for t in times:
         done = []
         for run, ts, ns, who in ((c.spec, spec_t, spec_n, "spec"), (c.plain, plain_t, plain_n, "plain")):
@@ -155,25 +172,36 @@ def clock_rows(c: Comparison) -> dict:
             n = int(ns[k - 1]) if k else 0
             finished = k == len(ts)
             done.append(finished)
-            rows[f"{who}_clock"].append(_ms(run.wall_ms if finished else t))
-            rows[f"{who}_label"].append(_run_label(run, n, finished))
+            rows[f"{who}_clock"].append(_ms(run.decode_ms if finished else decode_clock_ms(run, t)))
+            rows[f"{who}_label"].append(_run_label(run, n, finished, c))
         both = all(done)
         rows["speedup"].append(f"{c.speedup:.2f}×" if both and math.isfinite(c.speedup) else "…")
         rows["speedup_label"].append(_speedup_label(c) if both else
                                      "measured speedup: once both runs have ended")
+        rows["basis"].append(basis if both else "")
         rows["when"].append("Both runs have ended." if both else
                             f"{t / 1e3:.2f} s into each run’s own time (the two took turns, pass "
                             "by pass; each clock counts only its own passes)")
     return rows
 
 
-def _run_label(run: Generation, n: int, finished: bool) -> str:
-    """The caption under a clock: the run's tokens, and its speed once it ended."""
+def _run_label(run: Generation, n: int, finished: bool, c: Comparison | None = None) -> str:
+    """The caption under a clock: the run's tokens and its prompt's pass (shown apart from the
+    clock), and once it ended its decoding time per token (what the speedup divides)."""
     who = "plain" if run.draft == "none" else "speculative"
     tokens = f"{n} token{'' if n == 1 else 's'}"
+    prompt = f"the prompt’s pass {_ms(run.prefill_ms)}, apart"
     if not finished:
-        return f"{who}: {tokens} so far"
-    return f"{who}: {tokens}, {run.tokens_per_second:.1f} tokens/s"
+        return f"{who}: {tokens} so far · {prompt}"
+    each = math.nan
+    if c is not None and c.finished:
+        spec_t, plain_t = per_token_ms(c)
+        each = plain_t if who == "plain" else spec_t
+    elif decoded(run):
+        each = run.decode_ms / decoded(run)
+    after = decoded(run)
+    return (f"{who}: {tokens}, the first from {prompt}; {after} after it, "
+            f"{per_token_words(each)} each")
 
 
 # --- the texts (see ep2_frame.js for the data-* contract) ----------------------------------------
@@ -278,7 +306,8 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
         if run is None:
             big.append(_stat("–", f"{label}: not started", keys=keys))
         else:
-            big.append(_stat(_ms(run.wall_ms), _run_label(run, len(run.tokens), run.stopped != "running"),
+            big.append(_stat(_ms(run.decode_ms), _run_label(run, len(run.tokens), run.stopped != "running",
+                                                            c if c is not None and c.finished else None),
                              keys=keys))
     finished = c is not None and c.finished and plain is not None
     sp = c.speedup if finished else math.nan
@@ -294,17 +323,21 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
             '<div class="ep7-small">'
             + _stat(share(spec.acceptance_rate), f"guesses accepted ({spec.accepted} of {judged} judged; "
                                                   f"{spec.proposed} proposed)")
-            + _stat(f"{spec.tokens_per_pass:.2f}", "tokens per verify pass")
+            + _stat(f"{spec.tokens_per_pass:.2f}", "tokens per pass after the prompt’s (each "
+                    "writes at least one: the end-of-text token counts)")
             + _stat(cost_words(cost) if math.isfinite(cost) else "–",
                     "draft cost c: one guess over one plain step")
             + _stat(f"{vcost:.1f}×" if math.isfinite(vcost) else "–", "one verify pass over one plain step")
-            + (_stat(f"{c.fair.work_speedup:.2f}×", "by the work: tokens per pass over the pass’s "
-                     "measured cost (an idle machine)")
+            + (_stat(f"{c.fair.work_speedup:.2f}×", "by the work: the speedup an idle machine "
+                     "would give, tokens per pass over a pass’s median cost in plain steps")
                if c.fair is not None and math.isfinite(c.fair.work_speedup) else "")
             + "</div>")
     when = ('<p class="when" data-k="when">Both runs have ended.</p>' if timed else "")
+    basis = basis_line(c) if finished else ""
+    key = ' data-k="basis"' if timed else ""
+    basis = f'<p class="ep7-basis"{key}>{esc(basis)}</p>' if basis else ""
     return (f'<div class="ep2-clocks ep7-clocks" data-sdp="{esc(uid)}-clocks">'
-            f'<div class="ep7-big">{"".join(big)}</div>{when}{small}</div>')
+            f'<div class="ep7-big">{"".join(big)}</div>{when}{basis}{small}</div>')
 
 
 def check_html(kind: str, sentence: str, uid: str, *, ep6_href: str = "", timed: bool = False) -> str:
@@ -376,6 +409,17 @@ def counter_text(text: str | None) -> str:
     n = len(text or "")
     over = " — too long: shorten it to run" if n > PROMPT_MAX_CHARS else ""
     return f"{n:,} of {PROMPT_MAX_CHARS} characters{over}"
+
+
+def lanes_words(c: Comparison) -> str:
+    """The lanes' text alternative: both runs' passes and their decoding clocks, in numbers."""
+    spec, plain = c.spec, c.plain
+    return (f"Three lanes, each run on its own clock from zero: the draft's guesses, the model's "
+            f"verify passes ({plural(spec.passes, 'pass', 'passes')} after the prompt's, "
+            f"{plural(len(spec.tokens), 'token')}, {_ms(spec.decode_ms)} of decoding) and the model "
+            f"alone ({plural(plain.passes, 'pass', 'passes')} after the prompt's, "
+            f"{plural(len(plain.tokens), 'token')}, {_ms(plain.decode_ms)}). The model accepted "
+            f"{spec.accepted} of the {spec.accepted + spec.rejected} guesses it judged.")
 
 
 def legend_html() -> str:
@@ -450,7 +494,9 @@ class RealTextView(StateView):
                                name="ep7-lanes")
         self._drawn: Comparison | None = None
         self.temperature = pn.widgets.FloatSlider.from_param(s.param.temperature, sizing_mode="stretch_width")
-        self.seed = pn.widgets.IntInput.from_param(s.param.seed, width=130)
+        # A text box that says why it refuses what is not a seed (no spinner: its arrows are
+        # targets too small to tap).
+        self.seed = pn.Column(SeedBox(s, "seed"), sizing_mode="stretch_width", margin=0)
         s.param.watch(self._show_prompt, ["task"])
         s.param.watch(self._show_sampling, ["decoding"])
         self._show_prompt()
@@ -525,6 +571,7 @@ class RealTextView(StateView):
                 if self.player is None:
                     self._build_lanes()
                 self.player.show(timeline)
+                describe(self.player.figure, lanes_words(c))
                 self.lanes.visible = True
             return
         self._drawn = None
@@ -553,6 +600,7 @@ class RealTextView(StateView):
             self.temperature, self.seed,
             pn.Row(self.run_button, self.cancel_button),
             self.prompt_view,
+            control_help(s, ["task", "draft", "k", "max_new", "decoding", "temperature", "seed"]),
             name="ep7-controls", sizing_mode="stretch_width", min_width=280, max_width=CONTROLS_PX,
             styles={"flex": f"0 1 {CONTROLS_PX}px"},
         )

@@ -27,6 +27,8 @@ from ..sim import trees
 from ..state.ep8 import (ANCHORS, BATCH_MAX, BATCHES, K_SLIDER_MAX, N_ROUNDS, Q_GRID, BusyAndTrees,
                          real_tree_drafts, real_tree_step, real_tree_table)
 from .kit import theme
+from .kit.theme import STATUS
+from .kit.a11y import describe
 from .kit.deferred import when_near
 from .kit.inputs import control_help
 from .kit.keys import KEYS_CSS, chart_key, glyph, swatch
@@ -40,12 +42,12 @@ _CSS = "ep8.css"
 REAL_TREE_KEY = chart_key(
     "A real tree, one verify pass",
     swatch("bar", "ink") + "the last accepted token (root)",
-    swatch("bar", "accepted") + "drafted, accepted",
-    swatch("bar", "rejected") + "drafted, checked, rejected",
-    swatch("bar", "discarded") + "not checked: under a rejected guess",
-    swatch("bar", "gold") + "the big model's own token",
+    swatch("bar", "accepted") + "✓ drafted, accepted",
+    swatch("bar", "rejected") + "✗ drafted, checked, rejected",
+    swatch("bar", "discarded") + "– not checked: under a rejected guess",
+    swatch("bar", "gold") + "★ or + the big model's own token",
     note=" In the mask, row i may look at column j where the cell is filled; the kept path's "
-         "rows are green.",
+         "rows are green and marked ✓ in the row labels.",
 )
 
 
@@ -153,6 +155,10 @@ def tree_nodes(step: TreeStep) -> dict:
             for a, j in zip(step.accepted, step.judged)]
     what = ["accepted" if a else "checked, rejected" if j else "not checked: its parent was rejected"
             for a, j in zip(step.accepted, step.judged)]
+    # Each verdict has its own mark, as in Episode 2's lanes: colour is never the only cue.
+    marks = [STATUS["accepted"]["mark"] if a else STATUS["rejected"]["mark"] if j else
+             STATUS["discarded"]["mark"] for a, j in zip(step.accepted, step.judged)]
+    own = STATUS.get(step.mark, STATUS["correction"])["mark"]
     end = step.path[-1] if step.path else -1
     end_x = 0.0 if end < 0 else depth[end]
     end_y = 0.0 if end < 0 else y[end]
@@ -161,9 +167,10 @@ def tree_nodes(step: TreeStep) -> dict:
         end_y = float(taken.min()) - 1.0
     xs = [0.0, *depth.tolist(), end_x + 1]
     ys = [0.0, *y.tolist(), end_y]
-    texts = [step.root_text, *step.texts, step.text]
+    labels = [token_label(step.root_text), *[f"{m} {token_label(t)}" for m, t in zip(marks, step.texts)],
+              f"{own} {token_label(step.text)}"]
     return dict(
-        x=xs, y=ys, text=[token_label(t) for t in texts],
+        x=xs, y=ys, text=labels,
         fill=[theme.INK, *fill, theme.GOLD],
         ink=[theme.PAPER, *[theme.INK if f == theme.DISCARDED else theme.PAPER for f in fill],
              theme.INK],
@@ -217,7 +224,7 @@ class RealTreePicture:
         v = m.astype(int) * np.where(on_path[:, None], 2, 1)
         self.mask = ColumnDataSource(dict(i=ii.ravel().tolist(), j=jj.ravel().tolist(),
                                           v=v.ravel().tolist(), what=what), name="ep8-real-mask")
-        labels = {i: f"{i} {names[i][:8]}" for i in range(size)}
+        labels = {i: f"{'✓ ' if on_path[i] else ''}{i} {names[i][:8]}" for i in range(size)}
         cell = min(22, 200 // size)        # px per cell: the figure fits a phone's 390 px
         mfig = figure(name="ep8-real-mask-fig", height=60 + cell * size, width=110 + cell * size,
                       tools="", toolbar_location=None, x_range=Range1d(-0.5, size - 0.5),
@@ -232,6 +239,30 @@ class RealTreePicture:
         mfig.grid.grid_line_color = None
         theme.style_figure(mfig)
         self.mask_figure = mfig
+        describe(fig, real_tree_words(step))
+        describe(mfig, real_mask_words(step))
+
+
+def real_mask_words(step: TreeStep) -> str:
+    """The real step's mask as words: how many cells are filled, which rows are the kept path's."""
+    size = step.mask.shape[0]
+    return (f"The attention mask of that pass, {size} × {size}: row i may look at column j where the "
+            f"cell is filled, its own token and its ancestors; {int(step.mask.sum())} of "
+            f"{size * size} cells are filled, and the {len(step.path) + 1} rows of the kept path, "
+            "root included, are marked ✓.")
+
+
+def real_tree_words(step: TreeStep) -> str:
+    """The real tree's text alternative: what the pass did with each guess, in words."""
+    acc = [token_label(t) for t, a in zip(step.texts, step.accepted) if a]
+    rej = int(sum(bool(j) and not a for a, j in zip(step.accepted, step.judged)))
+    unchecked = int(sum(not j for j in step.judged))
+    kept = " ".join(f"“{t}”" for t in acc) or "none"
+    return (f"One verify pass of the real model over a tree of {plural(len(step.texts), 'guess', 'guesses')} "
+            f"after “{token_label(step.root_text)}”: {len(acc)} accepted, on the kept path ({kept}); "
+            f"{rej} checked and rejected; {unchecked} not checked, under a rejected guess; then the "
+            f"big model's own token “{token_label(step.text)}” ({step.mark}). Marks: ✓ accepted, "
+            "✗ rejected, – not checked, ★ or + the big model's own token.")
 
 
 def real_tree_part(table: TreeVsChain, step: TreeStep, curve, *, intro: str, note: str,
@@ -265,6 +296,7 @@ EP5_SLUG = "ep5_the_break_even_map"
 BATCH_KEY = chart_key(
     "Speedup against batch size",
     swatch("line", "you") + "your k, measured H200 pass times",
+    swatch("dot", "draft") + "the ring: your batch B",
     swatch("line", "dashed") + "your k, beyond 512 positions (fit)",
     swatch("line", "best") + "best k at each batch",
     swatch("line", "edge") + "where your k stops paying",
@@ -469,6 +501,46 @@ def tree_html(s: BusyAndTrees) -> str:
     return "".join(out)
 
 
+def batch_words(s: BusyAndTrees) -> str:
+    """The batch chart's text alternative: your k's speedup across batch sizes and at yours."""
+    speed = np.asarray(s.costs.speedup, dtype=float)
+    edge = s.break_even_batch
+    stops = (f"it stops paying at batch {edge:,}" if edge is not None else
+             f"it pays at every batch up to {BATCH_MAX:,}")
+    return (f"Line chart of the speedup over plain decoding against the batch size B (log scale), "
+            f"for q = {s.q:.2f}, k = {s.k}, c = {s.c:.3f} on the H200's measured pass times: "
+            f"{speed[0]:.2f}× at B = 1, {speed[-1]:.2f}× at B = {BATCH_MAX:,}; {stops}. The ring, "
+            f"your batch B = {s.batch:,}: {float(s.here.speedup):.2f}×. The dashed line is the best "
+            f"k at each batch ({float(np.asarray(s.best.speedup).max()):.2f}× at best).")
+
+
+def split_words(s: BusyAndTrees) -> str:
+    """The split chart's text alternative: one user's time per token, plain and speculative."""
+    r = split_rows(s)
+    return (f"Bars of the time per generated token for one user at batch {s.batch:,}: plain decoding "
+            f"{r['plain'][0]:.2f} ms; speculative {r['draft'][1] + r['verify'][1]:.2f} ms, of which "
+            f"{r['draft'][1]:.2f} ms drafting and {r['verify'][1]:.2f} ms verifying.")
+
+
+def cost_words(s: BusyAndTrees, curve, base: float) -> str:
+    """The cost chart's text alternative: where your plain step and verify pass sit on it."""
+    n = [s.batch, s.batch * (s.k + 1)]
+    r = [float(curve.time_ms(x)) / base for x in n]
+    return (f"Time of one pass relative to scoring one position, against the positions it scores, "
+            f"both axes logarithmic, for an H200 with an 8B model shape and for this CPU with the real "
+            f"model. At your batch the plain step scores {n[0]:,} positions ({r[0]:.2f}× one position) "
+            f"and the verify pass {n[1]:,} ({r[1]:.2f}×).")
+
+
+def tree_curve_words(s: BusyAndTrees) -> str:
+    """The tree chart's text alternative: both curves at your q, and the measured dots."""
+    ch, tr = s.chain_sim, s.tree_sim
+    return (f"Lines of the tokens per verify pass against each candidate's acceptance rate q, theory, "
+            f"for a chain of {s.positions} and a tree of {s.width} × {s.depth} (the same "
+            f"{s.positions} positions). At q = {s.tree_q:.2f}: chain {s.chain_theory:.2f} (measured "
+            f"{ch.tokens_per_round:.2f}), tree {s.tree_theory:.2f} (measured {tr.tokens_per_round:.2f}).")
+
+
 class BatchChart:
     """Speedup against batch size: your k (measured range solid, fitted range dashed), best k, anchors."""
 
@@ -535,6 +607,7 @@ class BatchChart:
         self.edge.location = float(edge) if edge is not None else BATCH_MAX * 2.0
         top = max(float(speed.max()), float(best.speedup.max()), max(a.speedup for a in ANCHORS), 1.0)
         self.y_range.end = math.ceil((top * 1.12) * 2) / 2
+        describe(self.figure, batch_words(s))
 
 
 #: Positions past which a pass mark's label ends at the mark instead of starting there (the last
@@ -611,6 +684,7 @@ class CostChart:
         self.marks.data = dict(n=n, r=r, text=["plain", "verify"],
                                align=["right" if f else "left" for f in right],
                                dx=[4 if f else -4 for f in right])
+        describe(self.figure, cost_words(s, self._curve, self._base))
 
 
 class SplitChart:
@@ -638,6 +712,7 @@ class SplitChart:
         self.source.data = rows
         top = max(rows["plain"][0], rows["draft"][1] + rows["verify"][1])
         self.x_range.end = top * 1.08
+        describe(self.figure, split_words(s))
 
 
 class TreeCurves:
@@ -681,13 +756,14 @@ class TreeCurves:
             color=[c for _, c, _ in sims], what=[w for _, _, w in sims])
         self.you.location = s.tree_q
         self.y_range.end = math.ceil(float(max(chain.max(), tree.max())) + 0.6)
+        describe(self.figure, tree_curve_words(s))
 
 
 class TreePicture:
     """The draft tree (root, candidates by level) and the attention mask its verify pass needs."""
 
     def __init__(self):
-        self.nodes = ColumnDataSource(dict(x=[], y=[], text=[], fill=[]), name="ep8-nodes")
+        self.nodes = ColumnDataSource(dict(x=[], y=[], text=[], fill=[], marker=[]), name="ep8-nodes")
         self.edges = ColumnDataSource(dict(x0=[], y0=[], x1=[], y1=[]), name="ep8-edges")
         self.mask = ColumnDataSource(dict(i=[], j=[], v=[], what=[]), name="ep8-mask")
         self.tree_x = Range1d(-0.5, 4.5, name="ep8-tree-x")
@@ -696,7 +772,8 @@ class TreePicture:
                      toolbar_location=None, x_range=self.tree_x, y_range=self.tree_y,
                      x_axis_label="level (position ahead of the last accepted token)")
         fig.segment("x0", "y0", "x1", "y1", source=self.edges, line_color=theme.MUTED, line_width=1.5)
-        fig.scatter("x", "y", source=self.nodes, size=22, fill_color="fill", line_color=theme.INK)
+        fig.scatter("x", "y", source=self.nodes, size=22, fill_color="fill", line_color=theme.INK,
+                    marker="marker")
         fig.text("x", "y", text="text", source=self.nodes, text_align="center",
                  text_baseline="middle", text_font_size="10px", text_color=theme.PAPER)
         fig.yaxis.visible = False
@@ -730,7 +807,9 @@ class TreePicture:
         ys = [0.0, *pos["y"].tolist()]
         text = ["root", *[str(i) for i in range(n)]]
         fill = [theme.INK, *[theme.DRAFT if r == 0 else theme.MUTED for r in rank]]
-        self.nodes.data = dict(x=xs, y=ys, text=text, fill=fill)
+        # The shape says it too: a level's top guess is round, the other candidates square.
+        marker = ["circle", *["circle" if r == 0 else "square" for r in rank]]
+        self.nodes.data = dict(x=xs, y=ys, text=text, fill=fill, marker=marker)
         px = [0.0 if p < 0 else pos["x"][p] for p in parents]
         py = [0.0 if p < 0 else pos["y"][p] for p in parents]
         self.edges.data = dict(x0=px, y0=py, x1=pos["x"].tolist(), y1=pos["y"].tolist())
@@ -745,6 +824,13 @@ class TreePicture:
                               v=mask.ravel().astype(int).tolist(), what=what)
         self.mask_range.end = n - 0.5
         self.mask_y.start = n - 0.5
+        top = int((rank == 0).sum())
+        describe(self.figure, f"The draft tree of {s.width} × {s.depth}: {plural(n, 'node')} on "
+                              f"{plural(s.depth, 'level')} under the root; round nodes are each level's "
+                              f"top guess ({top}), square ones the other candidates ({n - top}).")
+        describe(self.mask_figure, f"The tree's attention mask, {n} × {n}: row i may look at "
+                                   f"column j where the cell is filled, its own node and its "
+                                   f"ancestors; {int(mask.sum())} of {n * n} cells are filled.")
 
 
 class BusyTreesView(StateView):

@@ -3,8 +3,11 @@ dear draft does."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import Exercise, TryStep
 from ...sim import theory
+from ...sim.montecarlo import expected_half_width
 from ...state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
 from ...views.kit.page import steps_html
 from ...prose.words import faster_or_slower, times
@@ -29,10 +32,27 @@ TRY_BELOW_Q = round(TRY_CLIFF_Q - 0.05, 2)
 TRY_CLIFF_BEST_Q = theory.break_even_q(TRY_BEST_K, _C0)
 
 
+#: How far the measured speedup moves from move to move at the best k (the 95% interval's mean
+#: half-width), and the draft lengths theory puts within that of the best.
+TRY_NOISE = expected_half_width(_Q0, TRY_BEST_K, _C0, N_ROUNDS)
+_BY_K = theory.expected_speedup(_Q0, np.arange(1, K_SLIDER_MAX + 1), _C0)
+TRY_NEAR = tuple(int(k) for k in np.flatnonzero(_BY_K >= _BY_K.max() - TRY_NOISE) + 1)
+
+
+def _near_words() -> str:
+    speeds = [times(_BY_K[k - 1]) for k in TRY_NEAR]
+    ks = ", ".join(str(k) for k in TRY_NEAR[:-1]) + f" and {TRY_NEAR[-1]}"
+    return (f"The star is the theory’s best k. The measured number carries the luck of its "
+            f"{N_ROUNDS:,} fresh rounds: near the peak its 95% interval spans about "
+            f"±{TRY_NOISE:.2f}×, more than the theory’s gaps between k = {ks} ("
+            + ", ".join(speeds[:-1]) + f" and {speeds[-1]}), so the highest measured speedup moves "
+            "among them, and now and then one further, from move to move.")
+
+
 TRY_STEPS = (
     TryStep(f"At the starting q = {_Q0:.2f} and c = {_C0:.2f}, push <em>Draft length k</em> from 1 "
-            f"up to {K_SLIDER_MAX} and watch the speedup rise, peak at the starred k = {TRY_BEST_K} and "
-            "sink again.", {"k": K_SLIDER_MAX}),
+            f"up to {K_SLIDER_MAX} and watch the speedup rise, peak near the starred k = {TRY_BEST_K} "
+            f"and sink again. {_near_words()}", {"k": K_SLIDER_MAX}),
     TryStep(f"Still at k = {K_SLIDER_MAX}, drag <em>Draft quality q</em> down to about {TRY_BELOW_Q:.2f}: "
             f"below q = {TRY_CLIFF_Q:.2f} speculating turns slower than not speculating.",
             {"q": TRY_BELOW_Q}),

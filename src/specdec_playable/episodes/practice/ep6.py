@@ -10,7 +10,9 @@ from .. import Exercise, TryStep
 from ...data import measured
 from ...data.recorded import recorded_runs
 from ...sim import adaptive, theory
-from ...state.ep6 import SAMPLE_SIZES, FinePrint, draft_distribution
+from ...prose.ep4 import in_prose
+from ...prose.ep6 import best_race_q
+from ...state.ep6 import RACE_TEXTS, SAMPLE_SIZES, FinePrint, draft_distribution
 from ...views.kit.page import esc, steps_html
 from ...views.kit.tokens import token_label
 
@@ -42,6 +44,7 @@ def try_steps() -> tuple[TryStep, ...]:
     label = token_label(measured.context(_CTX).labels[_FAV - 1])
     be = theory.break_even_q(1, TRY_C)
     lo, hi = early_exit_costs()
+    kind, top = best_race_q(RACE_TEXTS)
     return (
         TryStep(f"In part 1, push <em>Bias to the favourite</em> to {BIAS_MAX:g} and <em>Samples "
                 f"N</em> to {max(SAMPLE_SIZES):,}: the draft now proposes “{esc(label)}” "
@@ -50,13 +53,15 @@ def try_steps() -> tuple[TryStep, ...]:
         TryStep("In part 2, compare the lines: the fixed k of 4 saves only a few passes, while the "
                 "policies that adapt k save many more. The paragraph under the charts says why."),
         TryStep(f"Set <em>k of the fixed policy</em> to {TRY_FIXED_K}: now the fixed policy keeps "
-                "up with the best adaptive one, because on texts this hard the best k is 1 or 2.",
+                "up with the best adaptive one, because on texts this hard for the n-gram table the "
+                "best k is 1 or 2.",
                 {"fixed_k": TRY_FIXED_K}),
         TryStep(f"Last, raise <em>Draft cost c</em> to {TRY_C:.2f}, within what one step of the "
                 f"early-exit draft cost in Episode 7's recorded runs ({lo:.2f} to {hi:.2f}): every "
                 "policy now finishes behind plain "
                 "decoding, and the off switch least far behind, since at this cost even k = 1 "
-                f"needs q above {be:.2f} and no text offers that.", {"c": TRY_C}),
+                f"needs q above {be:.2f}, and on no text here is the n-gram table kept that often "
+                f"(at best {top:.2f} on average, on {esc(in_prose(kind))}).", {"c": TRY_C}),
     )
 
 
@@ -89,8 +94,8 @@ def _answer_dear_race(s: FinePrint):
     n = len(s.stream)
     be = theory.break_even_q(1, s.c)
     hard = max(float(s.stream.q[a:b].mean()) for _, a, b in s.stream.segments) < be
-    why = (f". At this cost even k = 1 needs q above {be:.2f}, more than any of the texts offers, "
-           "so the fewer drafts the better." if hard else ".")
+    why = (f". At this cost even k = 1 needs q above {be:.2f}, more than the n-gram table is kept "
+           "at on any of the texts, so the fewer drafts the better." if hard else ".")
     return [r.label for r in s.runs].index(fastest.label), (
         f"At c = {s.c:.2f} (seed {s.race_seed}) “{esc(fastest.label)}” took "
         f"{fastest.total_cost:,.1f} passes for {n} tokens ({fastest.speedup:.2f}×); the others "

@@ -21,8 +21,10 @@ TRY_CHAIN = trees.expected_tokens(trees.chain(TRY_W * TRY_D), TRY_TREE_Q)
 
 
 TRY_STEPS = (
-    TryStep(f"Drag <em>Batch size B</em> from 1 to {BATCH_MAX:,} and watch the blue curve fall "
-            "through the 1× line.", {"batch": BATCH_MAX}),
+    TryStep(f"Drag <em>Batch size B</em> from 1 to {BATCH_MAX:,}: the blue curve stays put (it is "
+            "your k's speedup at every batch size), and the ring on it, your batch, slides down the "
+            "curve and through the 1× line, as the speedup beside the sliders drops below 1×.",
+            {"batch": BATCH_MAX}),
     TryStep(f"Then, in part 2, set <em>q</em> to {TRY_TREE_Q:g}, <em>w</em> to {TRY_W} and "
             f"<em>d</em> to {TRY_D}: at the same {TRY_W * TRY_D} verified positions the tree of "
             f"{TRY_W} × {TRY_D} decides {TRY_TREE:.2f} tokens per pass in theory, the chain of "

@@ -9,9 +9,33 @@ names them in the browser (``views/static/a11y.js``).
 
 from __future__ import annotations
 
+import panel as pn
 from panel.custom import JSComponent
 
-from .resources import path
+from .resources import path, stylesheet
+
+#: The widgets whose handle is drawn at Bokeh's default 14 x 18 px unless they get
+#: ``targets.css``.
+_SLIDERS = (pn.widgets.IntSlider, pn.widgets.FloatSlider, pn.widgets.DiscreteSlider,
+            pn.widgets.RangeSlider, pn.widgets.IntRangeSlider)
+
+
+def enlarge_targets(root) -> None:
+    """Every slider in ``root`` gets handles of at least 24 x 24 px (``views/static/targets.css``),
+    and no input control keeps a hover tooltip (its ``description``): a tooltip opens over the
+    controls beside or under it, and what it said is in the help list under the controls
+    (:func:`.inputs.control_help`). Buttons keep theirs (the exercises' choices use them)."""
+    if not isinstance(root, pn.viewable.Viewable):
+        return
+    widgets = [root] if isinstance(root, pn.widgets.Widget) else []
+    for w in widgets + list(root.select(pn.widgets.Widget)):
+        if getattr(w, "_sdp_targets", False):
+            continue
+        w._sdp_targets = True
+        if isinstance(w, _SLIDERS):
+            w.stylesheets = [*w.stylesheets, stylesheet("targets.css")]
+        if not isinstance(w, pn.widgets.Button) and getattr(w, "description", None):
+            w.description = None
 
 
 class AccessibleNames(JSComponent):
@@ -23,3 +47,17 @@ class AccessibleNames(JSComponent):
         params.setdefault("height", 0)
         params.setdefault("margin", 0)
         super().__init__(**params)
+
+
+def describe(fig, text: str) -> None:
+    """Give a chart its text alternative: ``text`` (plain, computed from what the chart shows)
+    as the accessible name of the figure's element, sent again only when it changed.
+
+    A figure without a toolbar is an image to assistive technology (``role="img"``); one with a
+    toolbar is a named ``figure``, so its buttons stay reachable inside it.
+    """
+    tools = getattr(getattr(fig, "toolbar", None), "tools", ()) or ()
+    role = "figure" if fig.toolbar_location is not None and tools else "img"
+    attrs = {**fig.html_attributes, "role": role, "aria-label": " ".join(text.split())}
+    if dict(fig.html_attributes) != attrs:
+        fig.html_attributes = attrs

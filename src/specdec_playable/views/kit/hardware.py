@@ -10,6 +10,7 @@ import numpy as np
 
 from ...data import hardware
 from . import theme
+from .a11y import describe
 from .page import esc, prose
 
 _MODELS = (
@@ -59,8 +60,23 @@ def pass_cost_figure(name: str = "hardware"):
         ax.axis_label_text_color = theme.MUTED
         ax.major_label_text_color = theme.MUTED
     fig.outline_line_color = None
+    fig.toolbar.logo = None
     theme.lean(fig)
+    describe(fig, pass_cost_words(costs))
     return fig
+
+
+def pass_cost_words(costs) -> str:
+    """The chart's text alternative: each line's time at its fewest and most positions."""
+    lines = []
+    for model, label, _ in _MODELS:
+        for impl, _, impl_label in _IMPLS:
+            c = costs[(model, impl)]
+            lo, hi = int(c.n_positions.min()), int(c.n_positions.max())
+            lines.append(f"{label}, {impl_label}: {c.at(lo):.2f} ms for {lo} position"
+                         f"{'' if lo == 1 else 's'}, {c.at(hi):.2f} ms for {hi}")
+    return ("Time of one forward pass against the positions it scores, both axes logarithmic, one "
+            "line per model shape and implementation, measured: " + "; ".join(lines) + ".")
 
 
 #: A line counts as flat while a pass costs at most this much more than scoring one position.

@@ -20,11 +20,18 @@ from .page import esc, page_css
 from .terms import link_terms
 
 
+#: The line that opens a group's help (a disclosure: the list is one tap away, and the controls
+#: stay close to what they move).
+HELP_SUMMARY = "What each control does"
+
+
 def help_html(state: param.Parameterized, names: Sequence[str]) -> str:
-    """One line per control: its label in bold, then its parameter's doc (what it does, in what unit)."""
+    """One line per control: its label in bold, then its parameter's doc (what it does, in what
+    unit), in a closed disclosure under the controls."""
     rows = "".join(f"<li><strong>{esc(state.param[n].label)}</strong>: {esc(state.param[n].doc)}</li>"
                    for n in names)
-    return f'<ul class="sdp-help">{rows}</ul>'
+    return (f'<details class="sdp-help-box"><summary>{HELP_SUMMARY}</summary>'
+            f'<ul class="sdp-help">{rows}</ul></details>')
 
 
 def control_help(state: param.Parameterized, names: Sequence[str], **params) -> pn.pane.HTML:

@@ -1,12 +1,14 @@
 """What every part of an episode page gets once it is built (the shell's body, and each part
 built later, ``views/kit/deferred.py``): its figures' anchors and data lines
-(:func:`views.kit.figures.anchor_figures`), and its glossary terms linked (:func:`views.kit.terms.link_terms`)
-in every HTML block, now and whenever the block's text changes."""
+(:func:`views.kit.figures.anchor_figures`), its glossary terms linked (:func:`views.kit.terms.link_terms`)
+in every HTML block, now and whenever the block's text changes, and its controls' targets
+enlarged (:func:`views.kit.a11y.enlarge_targets`)."""
 
 from __future__ import annotations
 
 import panel as pn
 
+from .a11y import enlarge_targets
 from .figures import anchor_figures
 from .terms import link_terms
 
@@ -38,4 +40,5 @@ def finish_part(part):
     (a Viewer's layout, see :func:`views.kit.figures.anchor_figures`)."""
     part = anchor_figures(part)
     link_part_terms(part)
+    enlarge_targets(part)
     return part

@@ -69,6 +69,18 @@ TERMS: tuple[Term, ...] = (
          "How many tokens one round writes on average. With each draft accepted with probability q "
          "until the first miss, E = (1 − q<sup>k+1</sup>) / (1 − q): the accepted drafts plus the big "
          "model's own token.", (r"tokens per round",), (5,)),
+    Term("tokens-per-pass", "tokens per pass",
+         "The tokens one checking pass of the big model writes, on average: the guesses it accepted "
+         "plus its own token, so never less than 1 (with one chain of guesses it is the tokens per "
+         "round; Episode 8 counts it for trees). Episodes 4, 7 and 8 measure it on real text; on a "
+         "real reply the end-of-text token the last pass writes counts, though the reply does not "
+         "show it.", (r"tokens per (?:verify )?pass",), (7, 8)),
+    Term("by-the-work", "by the work (the work-based speedup)",
+         "Episode 7's second speedup: the one an idle machine would give. Each pass of the run is "
+         "priced at the median time of passes of its size over the median plain step, both measured "
+         "in the same run, and the tokens written are divided by that total. A busy moment on the "
+         "server, which slows a few passes, then no longer moves the figure; the measured speedup "
+         "beside it is the clocks' own.", (r"by the work",), (7,)),
     Term("speedup", "speedup",
          "How much faster than the big model alone: E / (1 + k·c) by the theory (Leviathan, Kalman "
          "and Matias 2023), or the big model's time alone divided by the measured time with "

@@ -1,11 +1,14 @@
 // Accessible names for the controls Panel and Bokeh render without one (see views/kit/a11y.py):
-// each slider handle after its slider's title, each spinner button "increase"/"decrease".
+// each slider handle after its slider's title, each spinner button "increase"/"decrease", and
+// each button of a chart's toolbar after its tool (Bokeh draws them as focusable divs with only
+// a title): role "button", the tool's name, and whether a toggled tool is on.
 // And exact values: noUiSlider writes a handle's aria-valuenow (and -min, -max) rounded to one
 // decimal, so a slider at 0.75 would be announced as 0.8; each handle gets the slider's own
 // numbers instead, on every update.
 
 const SETTLE_MS = 500;
 const SETTLE_RUNS = 20;
+const LATER_MS = 3000;
 
 // A number as a screen reader should read it: exact, without floating-point dust.
 function exact(x) {
@@ -50,6 +53,15 @@ function nameControls() {
       b.setAttribute('aria-label', 'increase ' + what.trim());
     for (const b of r.querySelectorAll('button.bk-spin-btn-down:not([aria-label])'))
       b.setAttribute('aria-label', 'decrease ' + what.trim());
+    for (const b of r.querySelectorAll('.bk-OnOffButton, .bk-ClickButton')) {
+      const name = b.getAttribute('title');
+      if (name && b.getAttribute('aria-label') !== name) b.setAttribute('aria-label', name);
+      if (b.getAttribute('role') !== 'button') b.setAttribute('role', 'button');
+      if (b.classList.contains('bk-OnOffButton')) {
+        const on = String(b.classList.contains('bk-active'));
+        if (b.getAttribute('aria-pressed') !== on) b.setAttribute('aria-pressed', on);
+      }
+    }
   }
 }
 
@@ -65,5 +77,9 @@ export function render({ el }) {
   if (!window.__sdp_a11y_focus) {
     window.__sdp_a11y_focus = true;
     document.addEventListener('focusin', nameControls, true);
+    // A toolbar's toggle changes on a click; parts of the page built later (when the visitor
+    // scrolls near them, or a run ends) are named on the next slow round.
+    document.addEventListener('click', () => setTimeout(nameControls, 50), true);
+    setInterval(() => { if (document.visibilityState === 'visible') nameControls(); }, LATER_MS);
   }
 }

@@ -13,6 +13,8 @@
 //                              data-k="nobad" only until then.
 //   [data-sdp="<uid>-check"]   the guarantee: data-k="pending" until the run ends,
 //                              data-k="result" from then on.
+//   [data-sdp="<uid>-rounds"]  the list of rounds (optional): each element with data-on
+//                              shows from that ms on.
 // `rounds` is a ColumnDataSource with one row per round end (row 0: the start): end_ms,
 // bad_rounds, and the display strings data-k names (views/ep2.py round_rows).
 // Elements are looked up once and again only after the server replaced them; the hook
@@ -35,6 +37,14 @@ function sdp_frame(t) {
     if (s.el.hidden === vis) s.el.hidden = !vis;
     const chk = t >= s.chk;
     if (s.el.classList.contains('chk') !== chk) s.el.classList.toggle('chk', chk);
+  }
+  if (!E.rounds || !E.rounds.isConnected) {
+    E.rounds = deep('[data-sdp="' + uid + '-rounds"]');
+    E.items = E.rounds ? Array.from(E.rounds.querySelectorAll('[data-on]'), el => ({el, on: +el.dataset.on})) : [];
+  }
+  for (const s of E.items) {
+    const vis = t >= s.on;
+    if (s.el.hidden === vis) s.el.hidden = !vis;
   }
   if (!E.clocks || !E.clocks.isConnected) {
     E.clocks = deep('[data-sdp="' + uid + '-clocks"]');
