@@ -114,7 +114,11 @@ def test_the_shipped_example_is_a_real_step_and_reproduces(model):
         draft = NgramDraft(min_share=meta["draft"]["min_share"])
     again = example_tree_step(model, message, draft, meta["width"], meta["depth"],
                               shape=meta["shape"], after=meta["after"])
-    assert again.to_dict() == step.to_dict()
+    # Every token, link and verdict exactly; the draft's probabilities to float32 rounding (a
+    # kernel that sums in another order moves them by about 1e-6).
+    want, got = step.to_dict(), again.to_dict()
+    assert np.allclose(got.pop("probs"), want.pop("probs"), rtol=1e-4, atol=1e-6)
+    assert got == want
 
 
 def test_bad_settings_raise_clear_errors(model, ids):

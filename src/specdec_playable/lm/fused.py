@@ -1,0 +1,182 @@
+"""The transformer blocks of a forward pass in one compiled call (numba), around the kernel's products.
+
+:meth:`.model.Model.forward` hands the residual stream of the ``n`` new positions to
+:func:`run_blocks`, which runs every block in compiled code: the RMSNorm, the fused query/key/value
+product, the rotary rotation, the new keys and values written into the cache, grouped-query
+attention of every new position over the cached and new positions (a mask for the new ones), the
+output product and residual, the second RMSNorm, the gate/up product, SwiGLU, the down product and
+residual. So a pass is two calls from Python (the blocks, then the head), not a few dozen numpy
+calls per block: on this CPU that Python and numpy overhead was about a millisecond a pass, a
+twentieth of a decoding step.
+
+The products are :func:`.kernel.products` on the packed weights; everything between them is
+loops over positions, heads and dimensions that LLVM vectorises (``exp`` is
+:func:`.kernel.vexp`). The numpy path of :meth:`.model.Model.forward` computes the same pass with
+numpy and is the reference the tests hold this one to.
+
+Layouts (all float32, C-contiguous): the weights of all blocks stacked,
+``(blocks, panels, in, 16)`` (:func:`.kernel.pack`); the cache ``(blocks, kv heads, capacity,
+head dim)``; queries and keys rotated in the halves form (pair ``i`` at dims ``i`` and
+``i + head_dim / 2``, see :mod:`.model`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kernel import HAVE_NUMBA, MAX_GROUP, PANEL
+
+__all__ = ["HAVE_NUMBA", "run_blocks"]
+
+if HAVE_NUMBA:
+    from numba import njit
+
+    from .kernel import products, vexp
+
+    F32 = np.float32
+
+    @njit(fastmath=True, cache=True)
+    def _norm_grouped(x, eps, xg, base, extra):
+        """``xg[g, k, j] = x[p, k] / rms(x[p])`` for position ``p`` = ``j``-th of group ``g``."""
+        n, d = x.shape
+        for p in range(n):
+            ss = F32(0.0)
+            for k in range(d):
+                ss += x[p, k] * x[p, k]
+            s = F32(1.0) / np.sqrt(ss / F32(d) + eps)
+            g, j = _group_of(p, base, extra)
+            for k in range(d):
+                xg[g, k, j] = x[p, k] * s
+
+    @njit(inline="always")
+    def _group_of(p, base, extra):
+        # position p's (group, place in it), groups of base + 1 positions first (extra of them)
+        big = extra * (base + 1)
+        if p < big:
+            return p // (base + 1), p % (base + 1)
+        return extra + (p - big) // base, (p - big) % base
+
+    @njit(fastmath=True, cache=True)
+    def _attend(qkv, kv, rope, heads, og, grouping):
+        """Rotate the new queries and keys, append keys and values to this block's cache
+        ``kv = (keys, values, past)``, and write each new position's attention output, grouped and
+        transposed, into ``og``. ``rope = (cos, sin, allowed)``, ``heads = (query heads, kv heads)``,
+        ``grouping = (base, extra)`` of the groups (see :func:`_group_of`)."""
+        cache_k, cache_v, past = kv
+        cos, sin, allowed = rope
+        n_heads, n_kv = heads
+        base, extra = grouping
+        n = qkv.shape[0]
+        hd = cache_k.shape[2]
+        half = hd // 2
+        group = n_heads // n_kv
+        for p in range(n):
+            for h in range(n_heads + n_kv):  # queries then keys, in place in qkv
+                o = h * hd
+                for i in range(half):
+                    a, c = qkv[p, o + i], qkv[p, o + half + i]
+                    qkv[p, o + i] = a * cos[p, i] - c * sin[p, i]
+                    qkv[p, o + half + i] = a * sin[p, i] + c * cos[p, i]
+            for h in range(n_kv):
+                ko = (n_heads + h) * hd
+                vo = (n_heads + n_kv + h) * hd
+                for e in range(hd):
+                    cache_k[h, past + p, e] = qkv[p, ko + e]
+                    cache_v[h, past + p, e] = qkv[p, vo + e]
+        end = past + n
+        out = np.empty(hd, F32)
+        scores = np.empty(end, F32)
+        for p in range(n):
+            g, j = _group_of(p, base, extra)
+            for qh in range(n_heads):
+                h = qh // group
+                qo = qh * hd
+                top = F32(-np.inf)
+                for t in range(end):
+                    if t >= past and not allowed[p, t - past]:
+                        scores[t] = F32(-np.inf)
+                        continue
+                    s = F32(0.0)
+                    for e in range(hd):  # the score scale is folded into the query weights
+                        s += qkv[p, qo + e] * cache_k[h, t, e]
+                    scores[t] = s
+                    top = max(top, s)
+                total = F32(0.0)
+                for t in range(end):
+                    w = vexp(scores[t] - top) if scores[t] > F32(-np.inf) else F32(0.0)
+                    scores[t] = w
+                    total += w
+                inv = F32(1.0) / total
+                for e in range(hd):
+                    out[e] = F32(0.0)
+                for t in range(end):
+                    w = scores[t] * inv
+                    if w != F32(0.0):
+                        for e in range(hd):
+                            out[e] += w * cache_v[h, t, e]
+                for e in range(hd):
+                    og[g, qo + e, j] = out[e]
+
+    @njit(fastmath=True, cache=True)
+    def _swiglu_grouped(gu, d_ff, ag, base, extra):
+        """``ag[g, k, j] = silu(gate[p, k]) * up[p, k]``, grouped and transposed like the inputs."""
+        n = gu.shape[0]
+        row = np.empty(d_ff, F32)
+        for p in range(n):
+            for k in range(d_ff):
+                gate = gu[p, k]
+                row[k] = gate / (F32(1.0) + vexp(-gate)) * gu[p, d_ff + k]
+            g, j = _group_of(p, base, extra)
+            for k in range(d_ff):
+                ag[g, k, j] = row[k]
+
+    @njit(fastmath=True, cache=True)
+    def _add(x, y):
+        n, d = x.shape
+        for p in range(n):
+            for k in range(d):
+                x[p, k] += y[p, k]
+
+    @njit(cache=True)
+    def run_blocks(x, weights, kv, rope, dims, capture):
+        """Run blocks ``0 .. depth - 1`` on the residual stream ``x`` (n, d), in place.
+
+        * ``weights = (qkv, o, gu, down)``: the stacked packed weights;
+        * ``kv = (keys, values, past)``: the cache (blocks, kv heads, capacity, head dim) receives
+          the new keys and values at ``past .. past + n - 1``;
+        * ``rope = (cos, sin, allowed)``: the new positions' rotary angles (n, head_dim / 2), and
+          ``allowed[i, j]`` lets new position ``i`` see new position ``j`` (every cached one is
+          visible);
+        * ``dims = (depth, query heads, kv heads, eps)``;
+        * ``capture = (slots, kept)``: after block ``m`` the stream is copied into
+          ``kept[slots[m]]`` where ``slots[m] >= 0``.
+        """
+        w_qkv, w_o, w_gu, w_down = weights
+        cache_k, cache_v, past = kv
+        depth, n_heads, n_kv, eps = dims
+        slots, kept = capture
+        n, d = x.shape
+        d_ff = w_down.shape[2]
+        groups = -(-n // MAX_GROUP)
+        gs = -(-n // groups)
+        base = n // groups
+        extra = n - base * groups
+        xg = np.zeros((groups, d, gs), F32)
+        ag = np.zeros((groups, d_ff, gs), F32)
+        qkv = np.empty((n, w_qkv.shape[1] * PANEL), F32)
+        gu = np.empty((n, w_gu.shape[1] * PANEL), F32)
+        y = np.empty((n, w_o.shape[1] * PANEL), F32)
+        eps = F32(eps)
+        for layer in range(depth):
+            _norm_grouped(x, eps, xg, base, extra)
+            products(xg, w_qkv[layer], n, qkv)
+            _attend(qkv, (cache_k[layer], cache_v[layer], past), rope, (n_heads, n_kv), xg, (base, extra))
+            products(xg, w_o[layer], n, y)
+            _add(x, y)
+            _norm_grouped(x, eps, xg, base, extra)
+            products(xg, w_gu[layer], n, gu)
+            _swiglu_grouped(gu, d_ff, ag, base, extra)
+            products(ag, w_down[layer], n, y)
+            _add(x, y)
+            if slots[layer + 1] >= 0:
+                kept[slots[layer + 1], :, :] = x
