@@ -104,10 +104,34 @@ def test_the_cache_holds_the_same_keys_and_values(model, numpy_path):
         cache = model.new_cache()
         model.forward(ids, cache, logits="none")
         model.forward(ids[:9], cache, logits="none")
-        return cache.k[:, :, :cache.length].copy(), cache.v[:, :, :cache.length].copy()
+        return cache.keys(), cache.v[:, :, :cache.length].copy()
 
     for got, want in zip(*_both(numpy_path, run)):
         assert np.abs(got - want).max() < 1e-3  # keys and values are O(1-10)
+
+
+def test_the_cache_keeps_keys_in_panels_of_64_positions(model):
+    cfg = model.config
+    cache = model.new_cache(capacity=70, n_layers=2)
+    assert cache.capacity == 128 and cache.k.shape == (2, cfg.n_kv_heads, 2, cfg.head_dim, 64)
+    rng = np.random.default_rng(3)
+    keys = rng.standard_normal((2, cfg.n_kv_heads, 100, cfg.head_dim)).astype(np.float32)
+    vals = rng.standard_normal(keys.shape).astype(np.float32)
+    for layer in range(2):
+        cache.put(layer, 0, keys[layer, :, :60], vals[layer, :, :60])
+    cache.length = 60
+    assert np.array_equal(cache.k[1, 2, 0, :, 7], keys[1, 2, 7])  # position t at [t // 64, :, t % 64]
+    cache.reserve(100)  # grows, keeps what it had
+    assert cache.capacity >= 160 and np.array_equal(cache.keys(), keys[:, :, :60])
+    for layer in range(2):
+        cache.put(layer, 60, keys[layer, :, 60:], vals[layer, :, 60:])
+    cache.length = 100
+    assert np.array_equal(cache.keys(1), keys[1]) and np.array_equal(cache.v[:, :, :100], vals)
+    cache.compact(50, [1, 14, 40])  # positions 51, 64, 90 become 50, 51, 52
+    assert cache.length == 53
+    want = keys[:, :, [*range(50), 51, 64, 90]]
+    assert np.array_equal(cache.keys(), want) and np.array_equal(cache.keys(0, 52), want[0, :, :52])
+    assert np.array_equal(cache.v[:, :, :53], vals[:, :, [*range(50), 51, 64, 90]])
 
 
 def test_greedy_outputs_unchanged(model, numpy_path):

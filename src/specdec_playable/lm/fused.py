@@ -31,11 +31,11 @@ __all__ = ["HAVE_NUMBA", "run_blocks"]
 if HAVE_NUMBA:
     from numba import njit
 
-    from .kernel import products, vexp
+    from .kernel import run_tile, products, vexp
 
     F32 = np.float32
 
-    @njit(fastmath=True, cache=True)
+    @njit(fastmath=True, error_model="numpy", cache=True)
     def _norm_grouped(x, eps, xg, base, extra):
         """``xg[g, k, j] = x[p, k] / rms(x[p])`` for position ``p`` = ``j``-th of group ``g``."""
         n, d = x.shape
@@ -56,68 +56,107 @@ if HAVE_NUMBA:
             return p // (base + 1), p % (base + 1)
         return extra + (p - big) // base, (p - big) % base
 
-    @njit(fastmath=True, cache=True)
+    @njit(fastmath=True, error_model="numpy", cache=True)
     def _attend(qkv, kv, rope, heads, og, grouping):
         """Rotate the new queries and keys, append keys and values to this block's cache
-        ``kv = (keys, values, past)``, and write each new position's attention output, grouped and
-        transposed, into ``og``. ``rope = (cos, sin, allowed)``, ``heads = (query heads, kv heads)``,
-        ``grouping = (base, extra)`` of the groups (see :func:`_group_of`)."""
+        ``kv = (keys, values, past)`` (the layouts of :class:`.model.KVCache`), and write each new
+        position's attention output, grouped and transposed, into ``og``.
+        ``rope = (cos, sin, allowed)``, ``heads = (query heads, kv heads)``, ``grouping = (base,
+        extra)`` of the position groups (see :func:`_group_of`).
+
+        Per key/value head, its ``q = n x group`` queries (position-major) are scored against the
+        keys by tile products over the packed keys (64 positions a panel), masked, softmaxed, and
+        the values weighted by tile products over the values (one panel of 64 dimensions)."""
         cache_k, cache_v, past = kv
         cos, sin, allowed = rope
         n_heads, n_kv = heads
-        base, extra = grouping
         n = qkv.shape[0]
-        hd = cache_k.shape[2]
-        half = hd // 2
+        hd = cache_v.shape[2]
         group = n_heads // n_kv
-        for p in range(n):
-            for h in range(n_heads + n_kv):  # queries then keys, in place in qkv
+        _rotate_and_store(qkv, (cache_k, cache_v, past), cos, sin, heads)
+        end = past + n
+        nq = n * group
+        t_pad = -(-end // PANEL) * PANEL
+        qt = np.empty((hd, nq), F32)
+        s = np.empty((nq, t_pad), F32)
+        pt = np.empty((end, nq), F32)
+        o = np.empty((nq, hd), F32)
+        tiles = -(-nq // MAX_GROUP)
+        for h in range(n_kv):
+            for q in range(nq):
+                qo = (h * group + q % group) * hd
+                for e in range(hd):
+                    qt[e, q] = qkv[q // group, qo + e]
+            kp, vh = cache_k[h], cache_v[h]
+            for i in range(tiles):
+                lo, hi = _bounds(nq, tiles, i)
+                for b in range(t_pad // PANEL):
+                    run_tile(kp, qt, s, (b * hd * PANEL, 0, hd, lo, nq, lo * t_pad + b * PANEL, t_pad, 0),
+                              hi - lo, 0)
+            _softmax_into(s, pt, past, allowed, group)
+            for i in range(tiles):
+                lo, hi = _bounds(nq, tiles, i)
+                run_tile(vh, pt, o, (0, 0, end, lo, nq, lo * hd, hd, 0), hi - lo, 0)
+            for q in range(nq):
+                g, j = _group_of(q // group, grouping[0], grouping[1])
+                qo = (h * group + q % group) * hd
+                for e in range(hd):
+                    og[g, qo + e, j] = o[q, e]
+
+    @njit(inline="always")
+    def _bounds(n, parts, i):
+        # part i of n items in `parts` equal parts, the first ones one longer
+        base, extra = n // parts, n % parts
+        lo = i * base + min(i, extra)
+        return lo, lo + base + (i < extra)
+
+    @njit(fastmath=True, error_model="numpy", cache=True)
+    def _rotate_and_store(qkv, kv, cos, sin, heads):
+        """Rotate the new queries and keys in place (halves form) and write the keys and values
+        into the cache at ``past ..``."""
+        cache_k, cache_v, past = kv
+        n_heads, n_kv = heads
+        hd = cache_v.shape[2]
+        half = hd // 2
+        for p in range(qkv.shape[0]):
+            for h in range(n_heads + n_kv):
                 o = h * hd
                 for i in range(half):
                     a, c = qkv[p, o + i], qkv[p, o + half + i]
                     qkv[p, o + i] = a * cos[p, i] - c * sin[p, i]
                     qkv[p, o + half + i] = a * sin[p, i] + c * cos[p, i]
+            t = past + p
             for h in range(n_kv):
                 ko = (n_heads + h) * hd
                 vo = (n_heads + n_kv + h) * hd
                 for e in range(hd):
-                    cache_k[h, past + p, e] = qkv[p, ko + e]
-                    cache_v[h, past + p, e] = qkv[p, vo + e]
-        end = past + n
-        out = np.empty(hd, F32)
-        scores = np.empty(end, F32)
-        for p in range(n):
-            g, j = _group_of(p, base, extra)
-            for qh in range(n_heads):
-                h = qh // group
-                qo = qh * hd
-                top = F32(-np.inf)
-                for t in range(end):
-                    if t >= past and not allowed[p, t - past]:
-                        scores[t] = F32(-np.inf)
-                        continue
-                    s = F32(0.0)
-                    for e in range(hd):  # the score scale is folded into the query weights
-                        s += qkv[p, qo + e] * cache_k[h, t, e]
-                    scores[t] = s
-                    top = max(top, s)
-                total = F32(0.0)
-                for t in range(end):
-                    w = vexp(scores[t] - top) if scores[t] > F32(-np.inf) else F32(0.0)
-                    scores[t] = w
-                    total += w
-                inv = F32(1.0) / total
-                for e in range(hd):
-                    out[e] = F32(0.0)
-                for t in range(end):
-                    w = scores[t] * inv
-                    if w != F32(0.0):
-                        for e in range(hd):
-                            out[e] += w * cache_v[h, t, e]
-                for e in range(hd):
-                    og[g, qo + e, j] = out[e]
+                    cache_k[h, t // PANEL, e, t % PANEL] = qkv[p, ko + e]
+                    cache_v[h, t, e] = qkv[p, vo + e]
 
-    @njit(fastmath=True, cache=True)
+    @njit(fastmath=True, error_model="numpy", cache=True)
+    def _softmax_into(s, pt, past, allowed, group):
+        """``pt[t, q]``: query ``q``'s attention weights over the ``end`` positions, from its scores
+        ``s[q, t]``; query ``q`` belongs to new position ``q // group``, which sees every cached
+        position and the new ones ``allowed`` lets it."""
+        end = pt.shape[0]
+        row = np.empty(end, F32)
+        for q in range(s.shape[0]):
+            p = q // group
+            top = F32(-np.inf)
+            for t in range(end):
+                seen = t < past or allowed[p, t - past]
+                row[t] = s[q, t] if seen else F32(-np.inf)
+                top = max(top, row[t])
+            total = F32(0.0)
+            for t in range(end):
+                w = vexp(row[t] - top) if row[t] > F32(-np.inf) else F32(0.0)
+                row[t] = w
+                total += w
+            inv = F32(1.0) / total
+            for t in range(end):
+                pt[t, q] = row[t] * inv
+
+    @njit(fastmath=True, error_model="numpy", cache=True)
     def _swiglu_grouped(gu, d_ff, ag, base, extra):
         """``ag[g, k, j] = silu(gate[p, k]) * up[p, k]``, grouped and transposed like the inputs."""
         n = gu.shape[0]
@@ -130,14 +169,14 @@ if HAVE_NUMBA:
             for k in range(d_ff):
                 ag[g, k, j] = row[k]
 
-    @njit(fastmath=True, cache=True)
+    @njit(fastmath=True, error_model="numpy", cache=True)
     def _add(x, y):
         n, d = x.shape
         for p in range(n):
             for k in range(d):
                 x[p, k] += y[p, k]
 
-    @njit(cache=True)
+    @njit(error_model="numpy", cache=True)
     def run_blocks(x, weights, kv, rope, dims, capture):
         """Run blocks ``0 .. depth - 1`` on the residual stream ``x`` (n, d), in place.
 

@@ -22,8 +22,8 @@ intrinsic), one specialisation per shape, so the compiler has nothing to get wro
 Shapes by the number of positions:
 
 * 1-6 positions (a decoding step, and checks of up to 5 drafted tokens): one group, the whole of
-  ``k`` in registers. The hardware prefetcher keeps the single stream going; software prefetch
-  made it slower (measured), so there is none.
+  ``k`` in registers. The hardware prefetcher keeps the single stream going, except with 2-3
+  positions, where the tile prefetches 2 KB ahead (:data:`SINGLE_PREFETCH`, measured).
 * 7 or more: equal groups of at most 6 (7-12: two, 13-18: three, ...). Each panel is worked in
   chunks of :data:`CHUNK` inputs (16 KB, kept in L1) and every group runs over a chunk before the
   next, so the weights still come from memory once; the accumulators go to ``out`` between chunks.
@@ -73,6 +73,11 @@ MAX_GROUP = 6
 #: With several groups, inputs per chunk: a panel's chunk (16 KB) stays in L1 while every group
 #: uses it.
 CHUNK = 64
+#: With one group of 2-3 positions, how many inputs (of 256 bytes) ahead a tile prefetches its
+#: panel into L2. Measured on this project's CPU, 1 thread: 3 positions went from about 1.4x the
+#: read floor to 1.05x; with 1 or 4-6 positions prefetching did not help (the hardware
+#: prefetcher keeps up), and prefetching 4 KB or more ahead made every shape slower.
+SINGLE_PREFETCH = 8
 
 
 def threads() -> int:
@@ -332,8 +337,10 @@ if HAVE_NUMBA:
                                     ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
 
     @njit(inline="always")
-    def _run_tile(w, x, out, at, p, flags):
-        # the literal specialisations the driver uses: (flags, group sizes) as products() needs them
+    def run_tile(w, x, out, at, p, flags):
+        """One tile product, :func:`_tile` ``((w, x, out), at, p, flags)`` with ``p`` positions
+        (1-6) and ``flags`` (0: overwrite, no prefetch; 2, 3, 4, 5: the chunked forms
+        :func:`products` uses) given at run time: the literal specialisations, chosen here."""
         if flags == 0:  # one group: all of k, no prefetch
             if p == 1:
                 _tile((w, x, out), at, 1, 0)
@@ -347,6 +354,11 @@ if HAVE_NUMBA:
                 _tile((w, x, out), at, 5, 0)
             else:
                 _tile((w, x, out), at, 6, 0)
+        elif flags == 8:  # one group of 2-3: all of k, the row 8 inputs ahead prefetched
+            if p == 2:
+                _tile((w, x, out), at, 2, 8)
+            else:
+                _tile((w, x, out), at, 3, 8)
         elif flags == 4:  # a first chunk, 2 lines prefetched per input
             if p == 3:
                 _tile((w, x, out), at, 3, 4)
@@ -388,9 +400,11 @@ if HAVE_NUMBA:
         groups, k_in, gs = xg.shape
         panels = w.shape[0]
         o_stride = out.shape[1]
-        if groups == 1:  # every position in registers for the whole of k; no prefetch needed
+        if groups == 1:  # every position in registers for the whole of k
+            flags = 8 if 2 <= n <= 3 else 0  # see SINGLE_PREFETCH
             for t in prange(panels):
-                _run_tile(w, xg, out, (t * k_in * PANEL, 0, k_in, 0, gs, t * PANEL, o_stride, 0), n, 0)
+                at = (t * k_in * PANEL, 0, k_in, 0, gs, t * PANEL, o_stride, (t * k_in + SINGLE_PREFETCH) * PANEL)
+                run_tile(w, xg, out, at, n, flags)
             return
         base = n // groups
         extra = n - base * groups
@@ -402,7 +416,7 @@ if HAVE_NUMBA:
                     lo = g * base + min(g, extra)
                     at = (t * k_in * PANEL, c, min(c + CHUNK, k_in), g * k_in * gs, gs,
                           lo * o_stride + t * PANEL, o_stride, nxt + g * CHUNK * lines * LANES)
-                    _run_tile(w, xg, out, at, base + (g < extra), 2 * lines + (c > 0))
+                    run_tile(w, xg, out, at, base + (g < extra), 2 * lines + (c > 0))
 
     @intrinsic
     def _f32_from_bits(typingctx, bits):
@@ -434,26 +448,29 @@ if HAVE_NUMBA:
         y = p * (f * f) + f + np.float32(1.0)
         return y * _f32_from_bits((np.int32(kf) + np.int32(127)) << np.int32(23))
 
-    @njit(parallel=True, fastmath=True, cache=True)
-    def _read(data, sums):
-        # every weight read once, as the tiles read it (four vector loads per input), and summed
+    @njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
+    def _read(data, zeros, sums):
+        # every weight read once, as a one-position tile reads it (times zero), nothing stored
+        # but one row of sums: a pure sum loop (P = 0) measured 3-8% slower here
         panels, k_in, _ = data.shape
         for t in prange(panels):
-            _tile((data, data, sums), (t * k_in * PANEL, 0, k_in, 0, 0, t * PANEL, 0, 0), 0, 0)
+            _tile((data, zeros, sums), (t * k_in * PANEL, 0, k_in, 0, 1, t * PANEL, 0, 0), 1, 0)
 
 
 def read_all(weights) -> float:
-    """Read every element of the given :class:`Packed` weights once (the sum of them all): the
-    memory floor a pass cannot beat, as the kernel's threads read it. A benchmark's yardstick."""
+    """Stream every element of the given :class:`Packed` weights once, as the one-position tile
+    does, with the kernel's threads and nothing else: the memory floor a pass cannot beat (a
+    benchmark's yardstick). Returns a number that depends on every weight (a zero here)."""
+    weights = list(weights)
+    if not HAVE_NUMBA:
+        return float(sum(np.sum(w.data if isinstance(w, Packed) else w) for w in weights)) * 0.0
+    _set_threads()
+    zeros = np.zeros((max(w.shape[1] for w in weights), 1), F32)
+    sums = np.empty((1, max(w.data.shape[0] for w in weights) * PANEL), F32)
     total = 0.0
     for w in weights:
-        if HAVE_NUMBA and isinstance(w, Packed):
-            _set_threads()
-            sums = np.empty((w.data.shape[0], PANEL), F32)
-            _read(w.data, sums.reshape(1, -1))
-            total += float(sums.sum())
-        else:
-            total += float(np.sum(w.data if isinstance(w, Packed) else w))
+        _read(w.data, zeros, sums)
+        total += float(sums[0, 0])
     return total
 
 

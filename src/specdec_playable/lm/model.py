@@ -109,26 +109,33 @@ class KVCache:
     Per run, never shared. ``length`` positions are valid; :meth:`rollback` forgets the rest, so
     rejected drafts cost nothing to undo. Storage grows by doubling when a pass needs more room.
 
+    Layout (float32): values ``v`` are ``(blocks, kv heads, capacity, head dim)``; keys are packed
+    in the kernel's panels of 64 positions, ``k`` ``(blocks, kv heads, capacity / 64, head dim,
+    64)``, position ``t``'s key at ``k[l, h, t // 64, :, t % 64]``. So a pass scores its queries
+    against the keys, and weights the values, with the same tile products as its weights
+    (:mod:`.fused`). :meth:`keys` gives one block's keys as ``(kv heads, positions, head dim)``.
+
     Parameters
     ----------
     config : Config
     n_layers : int
         How many blocks this cache serves (all of them for the target, fewer for an early exit).
     capacity : int
-        Positions to allocate up front.
+        Positions to allocate up front (rounded up to a multiple of 64).
     """
 
     def __init__(self, config: Config, n_layers: int | None = None, capacity: int = 256) -> None:
         self.config = config
         self.n_layers = config.n_layers if n_layers is None else int(n_layers)
-        shape = (self.n_layers, config.n_kv_heads, max(int(capacity), 1), config.head_dim)
-        self.k = np.zeros(shape, F32)
-        self.v = np.zeros(shape, F32)
+        cap = -(-max(int(capacity), 1) // PANEL) * PANEL
+        heads = (self.n_layers, config.n_kv_heads)
+        self.k = np.zeros(heads + (cap // PANEL, config.head_dim, PANEL), F32)
+        self.v = np.zeros(heads + (cap, config.head_dim), F32)
         self.length = 0
 
     @property
     def capacity(self) -> int:
-        return int(self.k.shape[2])
+        return int(self.v.shape[2])
 
     @property
     def nbytes(self) -> int:
@@ -142,12 +149,27 @@ class KVCache:
                              f"this pass needs {need}")
         if need <= self.capacity:
             return
-        cap = min(max(need, 2 * self.capacity), self.config.context)
-        for name in ("k", "v"):
-            old = getattr(self, name)
-            new = np.zeros(old.shape[:2] + (cap,) + old.shape[3:], F32)
-            new[:, :, :self.length] = old[:, :, :self.length]
-            setattr(self, name, new)
+        cap = -(-min(max(need, 2 * self.capacity), self.config.context) // PANEL) * PANEL
+        k = np.zeros(self.k.shape[:2] + (cap // PANEL,) + self.k.shape[3:], F32)
+        k[:, :, :self.k.shape[2]] = self.k
+        v = np.zeros(self.v.shape[:2] + (cap,) + self.v.shape[3:], F32)
+        v[:, :, :self.length] = self.v[:, :, :self.length]
+        self.k, self.v = k, v
+
+    def put(self, layer: int, start: int, keys: np.ndarray, values: np.ndarray) -> None:
+        """Write block ``layer``'s keys and values ``(kv heads, n, head dim)`` of positions
+        ``start .. start + n - 1`` (room must be reserved)."""
+        t = start + np.arange(keys.shape[1])
+        self.k[layer][:, t // PANEL, :, t % PANEL] = keys.transpose(1, 0, 2)
+        self.v[layer, :, start:start + keys.shape[1]] = values
+
+    def keys(self, layer: int | None = None, end: int | None = None) -> np.ndarray:
+        """Block ``layer``'s keys of positions ``0 .. end - 1`` (default: all valid), as a new
+        ``(kv heads, end, head dim)`` array; every block's, ``(blocks, kv heads, end, head dim)``,
+        when ``layer`` is None."""
+        end = self.length if end is None else int(end)
+        k = self.k if layer is None else self.k[layer]
+        return k.swapaxes(-1, -2).reshape(k.shape[:-3] + (-1, k.shape[-2]))[..., :end, :]
 
     def rollback(self, length: int) -> None:
         """Forget every position from ``length`` on (``0 <= length <= self.length``)."""
@@ -163,8 +185,8 @@ class KVCache:
         keep = np.asarray(keep, dtype=np.int64)
         if keep.size and (np.any(np.diff(keep) <= 0) or keep[0] < 0 or start + keep[-1] >= self.length):
             raise ValueError("keep must be ascending offsets of valid positions")
-        src = start + keep
-        self.k[:, :, start:start + keep.size] = self.k[:, :, src]
+        src, dst = start + keep, start + np.arange(keep.size)
+        self.k[:, :, dst // PANEL, :, dst % PANEL] = self.k[:, :, src // PANEL, :, src % PANEL]
         self.v[:, :, start:start + keep.size] = self.v[:, :, src]
         self.length = start + int(keep.size)
 
@@ -274,7 +296,7 @@ class Model:
         x = w.embed[ids]  # a fresh float32 copy
         if 0 in capture:
             captured[0] = x.copy()
-        if FUSED:
+        if FUSED and cfg.head_dim == PANEL:  # the compiled attention reads a head as one panel
             ang = pos.astype(F32)[:, None] * w.inv_freq[None, :]  # (n, 32), float32
             slot = np.full(depth + 1, -1, np.int64)
             later = [m for m in capture if 0 < m <= depth]
@@ -349,9 +371,8 @@ class Model:
         q, k = rot[:, :nh], rot[:, nh:]
         v = qkv[:, (nh + nkv) * hd:].reshape(n, nkv, hd)
         end = past + n
-        cache.k[layer, :, past:end] = k.transpose(1, 0, 2)
-        cache.v[layer, :, past:end] = v.transpose(1, 0, 2)
-        keys = cache.k[layer, :, :end]  # (kv, T, hd)
+        cache.put(layer, past, k.transpose(1, 0, 2), v.transpose(1, 0, 2))
+        keys = cache.keys(layer, end)  # (kv, T, hd)
         vals = cache.v[layer, :, :end]
         # Group the query heads by the key/value head they share: (kv, n * group, hd).
         qg = q.reshape(n, nkv, g, hd).transpose(1, 0, 2, 3).reshape(nkv, n * g, hd)
