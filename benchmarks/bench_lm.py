@@ -369,6 +369,76 @@ def bench_breakdown(model, repeats: int, ns=(1, 5, 9)) -> None:
               f"| {t['norms']:.2f} | {t['head']:.1f} | {rest:.2f} |")
 
 
+def _compete(threads: int, n: int = 5) -> None:
+    """A competing run: another model process verifying n positions a pass until it is killed."""
+    from specdec_playable.lm import kernel
+
+    model = get_model()
+    kernel.set_process_threads(threads)
+    run = _pass(model, n)
+    print("ready", flush=True)
+    while True:
+        run()
+
+
+def _competitor(threads: int):
+    import subprocess
+
+    env = {**os.environ, "NUMBA_NUM_THREADS": "2", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, __file__, "--compete", str(threads)], env=env,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    return proc
+
+
+def bench_threads(model, repeats: int, ns=(1, 2, 5, 9, 17, 33)) -> None:
+    """Passes at one and two threads, interleaved: with the machine to this run, then while
+    another model process verifies 5 positions a pass at one thread, then at two."""
+    from specdec_playable.lm import kernel
+
+    if kernel.numba is None or kernel.numba.config.NUMBA_NUM_THREADS < 2:
+        print("\n(threads: needs numba with a pool of 2 threads; NUMBA_NUM_THREADS=2)")
+        return
+
+    def at(t, fn):
+        def run():
+            kernel.use_threads(t)
+            try:
+                fn()
+            finally:
+                kernel.use_threads(None)
+        return run
+
+    fns = {}
+    for t in (1, 2):
+        fns[("floor", t)] = at(t, _floor(model))
+        for n in ns:
+            fns[(n, t)] = at(t, _pass(model, n))
+    print(f"\n## Threads: one pass over n positions at 1 and 2 threads, {CONTEXT} cached (medians of "
+          f"{repeats} interleaved repeats; ms)")
+    print("| n | alone, 1 thread | alone, 2 threads | 2 ÷ 1 | beside a run at 1 thread: 1 | 2 | 2 ÷ 1 "
+          "| beside a run at 2 threads: 1 | 2 | 2 ÷ 1 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    phases, loads = [], []
+    for other in (None, 1, 2):
+        proc = _competitor(other) if other else None
+        try:
+            loads.append(os.getloadavg()[0])
+            phases.append(_interleaved(fns, repeats))
+        finally:
+            if proc is not None:
+                proc.kill()
+                proc.wait()
+    for n in ("floor", *ns):
+        cells = []
+        for got in phases:
+            a, b = got[(n, 1)][0], got[(n, 2)][0]
+            cells += [f"{a:.1f}", f"{b:.1f}", f"{b / a:.2f}"]
+        print(f"| {n} | " + " | ".join(cells) + " |")
+    print("load average at the start of each part: " + ", ".join(f"{x:.2f}" for x in loads))
+
+
 def _drafts():
     from specdec_playable.lm.compare import make_draft
 
@@ -514,8 +584,9 @@ def _blas() -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", default="step,passes,breakdown,speed,ksweep,memory",
-                    help="comma-separated tables: step, passes, breakdown, speed, ksweep, memory")
+    ap.add_argument("--only", default="step,passes,breakdown,threads,speed,ksweep,memory",
+                    help="comma-separated tables: step, passes, breakdown, threads, speed, ksweep, memory")
+    ap.add_argument("--compete", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--write-csv", action="store_true", help="write assets/pass_cost_cpu.csv "
                     "(and, with --llama, assets/pass_cost_cpu_llamacpp.csv)")
@@ -529,6 +600,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-new", type=int, default=64, help="tokens per run in the speed table")
     ap.add_argument("--sessions", type=int, default=4, help="concurrent sessions in the memory table")
     args = ap.parse_args(argv)
+    if args.compete:
+        _compete(args.compete)
     only = set(args.only.split(","))
     rss_before = _rss_mb()
     t = time.perf_counter()
@@ -544,6 +617,8 @@ def main(argv=None) -> int:
         bench_passes(model, args.repeats, args.write_csv, args.llama)
     if "breakdown" in only:
         bench_breakdown(model, args.repeats)
+    if "threads" in only:
+        bench_threads(model, args.repeats)
     if "speed" in only:
         bench_speed(model, max(1, args.repeats // 7), args.k, args.max_new)
     if "ksweep" in only:

@@ -194,15 +194,25 @@ def test_vexp_matches_exp_within_float32_rounding():
 
 def test_threads_positive_and_settable():
     assert kernel.threads() >= 1
+    w = kernel.pack(rand(300, 20))
+    x = rand(9, 20)
+    pool = 2 if kernel.HAVE_NUMBA and kernel.numba.config.NUMBA_NUM_THREADS >= 2 else 1
     try:
-        assert kernel.use_threads(1) == 1
-        w = kernel.pack(rand(300, 20))
-        x = rand(9, 20)
+        assert kernel.set_process_threads(2) == pool  # this process: at most the pool
+        assert kernel.prepare_threads() == pool
         assert rel_err(kernel.matmul_t(x, w), x, w.unpack()) < TOL
+        assert kernel.use_threads(1) == 1  # this thread's own choice wins
+        assert rel_err(kernel.matmul_t(x, w), x, w.unpack()) < TOL
+        assert kernel.use_threads(None) == pool
         with pytest.raises(ValueError):
             kernel.use_threads(0)
+        with pytest.raises(ValueError):
+            kernel.set_process_threads(0)
     finally:
         kernel.use_threads(None)
+        kernel.set_process_threads(None)
+    assert kernel.prepare_threads() == (min(kernel.threads(), kernel.numba.config.NUMBA_NUM_THREADS)
+                                        if kernel.HAVE_NUMBA else 1)
 
 
 def test_numba_is_used_when_installed():

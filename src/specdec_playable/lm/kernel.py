@@ -59,7 +59,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["HAVE_NUMBA", "LANES", "MAX_GROUP", "PANEL", "Packed", "group_positions", "matmul_t",
-           "matmul_t_numpy", "pack", "read_all", "threads", "use_threads", "warmup"]
+           "matmul_t_numpy", "pack", "prepare_threads", "read_all", "set_process_threads", "threads",
+           "use_threads", "warmup"]
 
 F32 = np.float32
 
@@ -464,7 +465,7 @@ def read_all(weights) -> float:
     weights = list(weights)
     if not HAVE_NUMBA:
         return float(sum(np.sum(w.data if isinstance(w, Packed) else w) for w in weights)) * 0.0
-    _set_threads()
+    prepare_threads()
     zeros = np.zeros((max(w.shape[1] for w in weights), 1), F32)
     sums = np.empty((1, max(w.data.shape[0] for w in weights) * PANEL), F32)
     total = 0.0
@@ -513,7 +514,7 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
         return y
     padded = w.data.shape[0] * PANEL
     y = out if out is not None and padded == m else np.empty((n, padded), F32)
-    _set_threads()
+    prepare_threads()
     products(group_positions(x), w.data, n, y)
     if padded != m:
         y = y[:, :m]
@@ -527,26 +528,43 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
 _THREADS = 1
 if HAVE_NUMBA:
     _THREADS = max(1, min(threads(), numba.config.NUMBA_NUM_THREADS))
+_LOCAL = threading.local()
+_PROCESS = [None]  # the process-wide setting (set_process_threads), None: the default
 
 
-def _set_threads() -> None:
-    t = getattr(_LOCAL, "threads", None) or _THREADS
+def prepare_threads() -> int:
+    """Make the calling thread's next products use the threads in force, and return how many:
+    this thread's :func:`use_threads`, else the process's :func:`set_process_threads`, else
+    :func:`threads`. :meth:`.model.Model.forward` calls it before every pass."""
+    if not HAVE_NUMBA:
+        return 1
+    t = getattr(_LOCAL, "threads", None) or _PROCESS[0] or _THREADS
     if numba.get_num_threads() != t:  # the setting is per calling thread in numba
         numba.set_num_threads(t)
+    return t
 
 
-_LOCAL = threading.local()
+
+def _pool(n: int | None) -> int | None:
+    if n is not None and int(n) < 1:
+        raise ValueError(f"threads must be at least 1; got {n}")
+    return None if n is None or not HAVE_NUMBA else min(int(n), numba.config.NUMBA_NUM_THREADS)
 
 
 def use_threads(n: int | None) -> int:
-    """Set the threads the calling thread's products use (``None``: the default, :func:`threads`);
-    return the number now in force. At most numba's pool size."""
-    if n is not None and int(n) < 1:
-        raise ValueError(f"threads must be at least 1; got {n}")
-    if not HAVE_NUMBA:
-        return 1
-    _LOCAL.threads = None if n is None else min(int(n), numba.config.NUMBA_NUM_THREADS)
-    return _LOCAL.threads or _THREADS
+    """Set the threads the calling thread's products use (``None``: back to the process's
+    setting); return the number now in force. At most numba's pool size."""
+    _LOCAL.threads = _pool(n)
+    return prepare_threads()
+
+
+def set_process_threads(n: int | None) -> int:
+    """Set the threads every thread of this process uses from its next pass on, unless it chose
+    its own with :func:`use_threads` (``None``: back to :func:`threads`); return the new setting.
+    A server's model process sets it from the number of runs sharing the machine
+    (``serve.model_process``). At most numba's pool size."""
+    _PROCESS[0] = _pool(n)
+    return _PROCESS[0] or _THREADS
 
 
 def warmup() -> float:
