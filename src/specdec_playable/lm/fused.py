@@ -65,8 +65,9 @@ if HAVE_NUMBA:
         extra)`` of the position groups (see :func:`_group_of`).
 
         Per key/value head, its ``q = n x group`` queries (position-major) are scored against the
-        keys by tile products over the packed keys (64 positions a panel), masked, softmaxed, and
-        the values weighted by tile products over the values (one panel of 64 dimensions)."""
+        keys by tile products over the packed keys (64 positions a panel), the scores turned into
+        weights in place (masked, softmaxed), and the values weighted by tile products over the
+        values (one panel of 64 dimensions) reading the weights row by row."""
         cache_k, cache_v, past = kv
         cos, sin, allowed = rope
         n_heads, n_kv = heads
@@ -79,7 +80,6 @@ if HAVE_NUMBA:
         t_pad = -(-end // PANEL) * PANEL
         qt = np.empty((hd, nq), F32)
         s = np.empty((nq, t_pad), F32)
-        pt = np.empty((end, nq), F32)
         o = np.empty((nq, hd), F32)
         tiles = -(-nq // MAX_GROUP)
         for h in range(n_kv):
@@ -91,12 +91,12 @@ if HAVE_NUMBA:
             for i in range(tiles):
                 lo, hi = _bounds(nq, tiles, i)
                 for b in range(t_pad // PANEL):
-                    run_tile(kp, qt, s, (b * hd * PANEL, 0, hd, lo, nq, lo * t_pad + b * PANEL, t_pad, 0),
+                    run_tile(kp, qt, s, (b * hd * PANEL, 0, hd, lo, nq, 1, lo * t_pad + b * PANEL, t_pad, 0),
                               hi - lo, 0)
-            _softmax_into(s, pt, past, allowed, group)
+            _softmax(s, end, past, allowed, group)
             for i in range(tiles):
                 lo, hi = _bounds(nq, tiles, i)
-                run_tile(vh, pt, o, (0, 0, end, lo, nq, lo * hd, hd, 0), hi - lo, 0)
+                run_tile(vh, s, o, (0, 0, end, lo * t_pad, 1, t_pad, lo * hd, hd, 0), hi - lo, 0)
             for q in range(nq):
                 g, j = _group_of(q // group, grouping[0], grouping[1])
                 qo = (h * group + q % group) * hd
@@ -134,27 +134,31 @@ if HAVE_NUMBA:
                     cache_v[h, t, e] = qkv[p, vo + e]
 
     @njit(fastmath=True, error_model="numpy", cache=True)
-    def _softmax_into(s, pt, past, allowed, group):
-        """``pt[t, q]``: query ``q``'s attention weights over the ``end`` positions, from its scores
-        ``s[q, t]``; query ``q`` belongs to new position ``q // group``, which sees every cached
-        position and the new ones ``allowed`` lets it."""
-        end = pt.shape[0]
-        row = np.empty(end, F32)
+    def _softmax(s, end, past, allowed, group):
+        """Turn each query's scores ``s[q, :end]`` into its attention weights, in place: query
+        ``q`` belongs to new position ``q // group``, which sees every cached position and the new
+        ones ``allowed`` lets it (the others weigh 0)."""
+        n = end - past
         for q in range(s.shape[0]):
             p = q // group
             top = F32(-np.inf)
-            for t in range(end):
-                seen = t < past or allowed[p, t - past]
-                row[t] = s[q, t] if seen else F32(-np.inf)
-                top = max(top, row[t])
+            for t in range(past):  # the cached positions: all seen (loops LLVM vectorises)
+                top = s[q, t] if s[q, t] > top else top
+            for t in range(n):
+                if allowed[p, t] and s[q, past + t] > top:
+                    top = s[q, past + t]
             total = F32(0.0)
-            for t in range(end):
-                w = vexp(row[t] - top) if row[t] > F32(-np.inf) else F32(0.0)
-                row[t] = w
+            for t in range(past):
+                w = vexp(s[q, t] - top)
+                s[q, t] = w
+                total += w
+            for t in range(n):
+                w = vexp(s[q, past + t] - top) if allowed[p, t] else F32(0.0)
+                s[q, past + t] = w
                 total += w
             inv = F32(1.0) / total
             for t in range(end):
-                pt[t, q] = row[t] * inv
+                s[q, t] *= inv
 
     @njit(fastmath=True, error_model="numpy", cache=True)
     def _swiglu_grouped(gu, d_ff, ag, base, extra):

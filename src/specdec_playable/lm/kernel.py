@@ -250,11 +250,11 @@ if HAVE_NUMBA:
     def _tile(typingctx, arrays, at, P, FLAGS):
         """``out[p, r] (+)= sum_k w[k, r] * x[k, p]`` for the 64 rows of one panel and ``P``
         positions (a literal int), inputs ``k_lo <= k < k_hi``, where ``arrays = (w, x, out)`` and
-        ``at`` is the tuple of 8 ints ``(w_off, k_lo, k_hi, x_off, x_stride, o_off, o_stride,
-        pf_off)``; the arrays are flat-indexed from their data pointers:
+        ``at`` is the tuple of 9 ints ``(w_off, k_lo, k_hi, x_off, x_stride, x_pstride, o_off,
+        o_stride, pf_off)``; the arrays are flat-indexed from their data pointers:
 
         * ``w``: input ``k`` of the panel is the 64 floats at ``w_off + 64 k``;
-        * ``x``: position ``p``'s input ``k`` at ``x_off + k * x_stride + p``;
+        * ``x``: position ``p``'s input ``k`` at ``x_off + k * x_stride + p * x_pstride``;
         * ``out``: the 64 rows of position ``p`` at ``o_off + p * o_stride``.
 
         ``FLAGS`` (a literal int): bit 0 set adds to ``out`` (a later chunk of inputs) instead of
@@ -270,7 +270,7 @@ if HAVE_NUMBA:
         if not (isinstance(arrays, types.BaseTuple) and len(arrays) == 3
                 and all(_is_f32_c(a) for a in arrays.types)):
             return None
-        if not (isinstance(at, types.BaseTuple) and len(at) == 8
+        if not (isinstance(at, types.BaseTuple) and len(at) == 9
                 and all(isinstance(t, types.Integer) for t in at.types)):
             return None
         npos, flags = P.literal_value, FLAGS.literal_value
@@ -278,7 +278,7 @@ if HAVE_NUMBA:
         def codegen(context, builder, signature, args):
             ptrs = [context.make_array(t)(context, builder, builder.extract_value(args[0], i)).data
                     for i, t in enumerate(signature.args[0].types)]
-            offsets = [_as_i64(builder, builder.extract_value(args[1], i)) for i in range(8)]
+            offsets = [_as_i64(builder, builder.extract_value(args[1], i)) for i in range(9)]
             _emit_tile(builder, ptrs, offsets, npos, flags)
             return context.get_dummy_value()
 
@@ -287,7 +287,7 @@ if HAVE_NUMBA:
     def _emit_tile(builder, ptrs, offsets, npos, flags):
         """The IR of one :func:`_tile` (see there): accumulators, the loop over inputs, the stores."""
         wp, xp, op = ptrs
-        w_off, k_lo, k_hi, x_off, x_stride, o_off, o_stride, pf_off = offsets
+        w_off, k_lo, k_hi, x_off, x_stride, x_pstride, o_off, o_stride, pf_off = offsets
         nv, add, lines = PANEL // LANES, flags & 1, flags >> 1
         vptr = ir.PointerType(_VEC)
         fma = cgutils.get_or_insert_function(
@@ -316,7 +316,7 @@ if HAVE_NUMBA:
                 for v in range(nv):
                     builder.store(builder.fadd(wv[v], builder.load(acc[v][0])), acc[v][0])
             for p in range(npos):
-                s = builder.load(builder.gep(xp, [builder.add(xrow, _c64(p))]))
+                s = builder.load(builder.gep(xp, [builder.add(xrow, builder.mul(x_pstride, _c64(p)))]))
                 b = builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(_I32, 0)),
                                            undef, splat)
                 for v in range(nv):
@@ -404,7 +404,7 @@ if HAVE_NUMBA:
         if groups == 1:  # every position in registers for the whole of k
             flags = 8 if 2 <= n <= 3 else 0  # see SINGLE_PREFETCH
             for t in prange(panels):
-                at = (t * k_in * PANEL, 0, k_in, 0, gs, t * PANEL, o_stride, (t * k_in + SINGLE_PREFETCH) * PANEL)
+                at = (t * k_in * PANEL, 0, k_in, 0, gs, 1, t * PANEL, o_stride, (t * k_in + SINGLE_PREFETCH) * PANEL)
                 run_tile(w, xg, out, at, n, flags)
             return
         base = n // groups
@@ -415,7 +415,7 @@ if HAVE_NUMBA:
                 nxt = (t * k_in + c + CHUNK) * PANEL  # the next chunk's first line (maybe the next panel's)
                 for g in range(groups):
                     lo = g * base + min(g, extra)
-                    at = (t * k_in * PANEL, c, min(c + CHUNK, k_in), g * k_in * gs, gs,
+                    at = (t * k_in * PANEL, c, min(c + CHUNK, k_in), g * k_in * gs, gs, 1,
                           lo * o_stride + t * PANEL, o_stride, nxt + g * CHUNK * lines * LANES)
                     run_tile(w, xg, out, at, base + (g < extra), 2 * lines + (c > 0))
 
@@ -455,7 +455,7 @@ if HAVE_NUMBA:
         # but one row of sums: a pure sum loop (P = 0) measured 3-8% slower here
         panels, k_in, _ = data.shape
         for t in prange(panels):
-            _tile((data, zeros, sums), (t * k_in * PANEL, 0, k_in, 0, 1, t * PANEL, 0, 0), 1, 0)
+            _tile((data, zeros, sums), (t * k_in * PANEL, 0, k_in, 0, 1, 1, t * PANEL, 0, 0), 1, 0)
 
 
 def read_all(weights) -> float:
