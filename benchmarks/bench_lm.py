@@ -171,28 +171,27 @@ def _llama_pass(threads: int):
     return make
 
 
-def _pass_rows(got: dict, llama: bool) -> list[dict]:
+def _pass_rows(got: dict, t: int, llama: bool, numpy: bool) -> list[dict]:
     rows = []
     for n in PASS_NS:
-        r = dict(n_positions=n, median_ms=got[("pass", n)][0], p10_ms=got[("pass", n)][1],
-                 p90_ms=got[("pass", n)][2], numpy_ms=got[("numpy", n)][0],
-                 matmul_ms=got[("matmul", n)][0])
+        r = dict(n_positions=n, median_ms=got[("pass", n, t)][0], p10_ms=got[("pass", n, t)][1],
+                 p90_ms=got[("pass", n, t)][2], matmul_ms=got[("matmul", n, t)][0],
+                 numpy_ms=got[("numpy", n, t)][0] if numpy else float("nan"))
         if llama:
-            r.update(llama_ms=got[("llama", n)][0], llama_p10=got[("llama", n)][1],
-                     llama_p90=got[("llama", n)][2])
+            r.update(llama_ms=got[("llama", n, t)][0], llama_p10=got[("llama", n, t)][1],
+                     llama_p90=got[("llama", n, t)][2])
         rows.append(r)
     return rows
 
 
-def _print_passes(rows: list[dict], floor: tuple, llama: bool) -> None:
-    from specdec_playable.lm import kernel
-
+def _print_passes(rows: list[dict], floor: tuple, llama: bool, threads: int, loads: tuple) -> None:
     print("\n## One pass scoring n new positions (%d cached), full vocabulary head at each, "
-          "interleaved, %d thread(s)" % (CONTEXT, kernel.threads()))
-    print(f"read floor (kernel.read_all: every packed float32 weight read once, nothing else): "
+          "%d thread(s); every column in one interleaved loop (load average %.2f -> %.2f)"
+          % (CONTEXT, threads, *loads))
+    print(f"read floor (kernel.read_all: every packed float32 weight streamed once, nothing else): "
           f"median {floor[0]:.1f} ms, p10 {floor[1]:.1f} ms")
-    head = "| n | pass ms | p10 | ÷ floor | ÷ step | numpy path ms | ÷ its step |"
-    line = "|---|---|---|---|---|---|---|"
+    head = "| n | pass ms | p10 | ÷ floor | ÷ step | products alone | numpy path ms | ÷ its step |"
+    line = "|---|---|---|---|---|---|---|---|"
     if llama:
         head += " llama.cpp 4-bit ms | ÷ its step | ours ÷ llama.cpp |"
         line += "---|---|---|"
@@ -200,9 +199,10 @@ def _print_passes(rows: list[dict], floor: tuple, llama: bool) -> None:
     print(line)
     b, nb = rows[0]["median_ms"], rows[0]["numpy_ms"]
     for r in rows:
+        numpy = "- | -" if np.isnan(nb) else f"{r['numpy_ms']:.1f} | {r['numpy_ms'] / nb:.2f}"
         out = (f"| {r['n_positions']} | {r['median_ms']:.1f} | {r['p10_ms']:.1f} "
-               f"| {r['median_ms'] / floor[0]:.2f} | {r['median_ms'] / b:.2f} | {r['numpy_ms']:.1f} "
-               f"| {r['numpy_ms'] / nb:.2f} |")
+               f"| {r['median_ms'] / floor[0]:.2f} | {r['median_ms'] / b:.2f} | {r['matmul_ms']:.1f} "
+               f"| {numpy} |")
         if llama:
             out += (f" {r['llama_ms']:.1f} | {r['llama_ms'] / rows[0]['llama_ms']:.2f} "
                     f"| {r['median_ms'] / r['llama_ms']:.2f} |")
@@ -218,26 +218,54 @@ def _print_passes(rows: list[dict], floor: tuple, llama: bool) -> None:
               f"(target: faster)")
 
 
-def bench_passes(model, repeats: int, write_csv: bool, llama: bool = False) -> list[dict]:
+def _at_threads(t: int, fn):
+    """``fn`` with the kernel's products on ``t`` threads."""
     from specdec_playable.lm import kernel
 
-    fns = {("floor", 0): _floor(model)}
-    make_llama = _llama_pass(kernel.threads()) if llama else None
-    for n in PASS_NS:
-        fns[("pass", n)] = _pass(model, n)
-        fns[("numpy", n)] = _with_numpy_products(_pass(model, n))
-        fns[("matmul", n)] = _matmuls(model, n)
-        if make_llama is not None:
-            fns[("llama", n)] = make_llama(n)
+    def run():
+        kernel.use_threads(t)
+        try:
+            fn()
+        finally:
+            kernel.use_threads(None)
+    return run
+
+
+def bench_passes(model, repeats: int, write_csv: bool, llama: bool = False,
+                 threads: tuple = ()) -> dict:
+    """Every pass size at every thread count (the numpy path at the first, as BLAS was started),
+    llama.cpp beside each, all in one interleaved loop; print one table per thread count and
+    write the first one's to the CSV files."""
+    from specdec_playable.lm import kernel
+
+    threads = tuple(threads) or (kernel.threads(),)
+    fns = {}
+    for i, t in enumerate(threads):
+        fns[("floor", 0, t)] = _at_threads(t, _floor(model))
+        make_llama = _llama_pass(t) if llama else None
+        llama = make_llama is not None
+        for n in PASS_NS:
+            fns[("pass", n, t)] = _at_threads(t, _pass(model, n))
+            fns[("matmul", n, t)] = _at_threads(t, _matmuls(model, n))
+            if i == 0:
+                fns[("numpy", n, t)] = _with_numpy_products(_pass(model, n))
+            if llama:
+                fns[("llama", n, t)] = make_llama(n)
+    load0 = os.getloadavg()[0]
     got = _interleaved(fns, repeats)
-    rows = _pass_rows(got, make_llama is not None)
-    _print_passes(rows, got[("floor", 0)], make_llama is not None)
+    loads = (load0, os.getloadavg()[0])
+    out = {}
+    for i, t in enumerate(threads):
+        out[t] = rows = _pass_rows(got, t, llama, i == 0)
+        _print_passes(rows, got[("floor", 0, t)], llama, t, loads)
     if write_csv:
-        _write_pass_csv(rows, repeats, got[("floor", 0)][0], make_llama is not None, model)
-    return rows
+        t = threads[0]
+        _write_pass_csv(out[t], repeats, got[("floor", 0, t)][0], llama, model, t, loads)
+    return out
 
 
-def _write_pass_csv(rows: list[dict], repeats: int, floor_ms: float, llama: bool, model) -> None:
+def _write_pass_csv(rows: list[dict], repeats: int, floor_ms: float, llama: bool, model,
+                    threads: int, loads: tuple) -> None:
     from specdec_playable.lm import kernel
 
     path = ROOT / "assets" / "pass_cost_cpu.csv"
@@ -249,13 +277,14 @@ def _write_pass_csv(rows: list[dict], repeats: int, floor_ms: float, llama: bool
             out.writerow(["smollm2-135m", "float32-kernel-kvcache", r["n_positions"],
                           f"{r['median_ms']:.3f}", f"{r['p10_ms']:.3f}", f"{r['p90_ms']:.3f}",
                           f"{r['matmul_ms']:.3f}", f"{r['numpy_ms']:.3f}", CONTEXT])
-    meta = dict(cpu=_cpu_name(), cores=os.cpu_count(), threads=kernel.threads(),
+    command = "benchmarks/bench_lm.py " + " ".join(sys.argv[1:])
+    meta = dict(cpu=_cpu_name(), cores=os.cpu_count(), threads=int(threads),
                 kernel="numba" if kernel.HAVE_NUMBA else "numpy", numpy=np.__version__,
                 python=platform.python_version(),
                 date_utc=_dt.datetime.now(_dt.UTC).date().isoformat(),
-                load_average=round(os.getloadavg()[0], 2), repeats=repeats, blas=_blas(),
-                floor_ms=round(floor_ms, 2), weight_bytes=int(model.weights.nbytes),
-                command="benchmarks/bench_lm.py --only passes --write-csv")
+                load_average=round(loads[1], 2), load_average_start=round(loads[0], 2),
+                repeats=repeats, blas=_blas(), floor_ms=round(floor_ms, 2),
+                weight_bytes=int(model.weights.nbytes), command=command)
     (ROOT / "assets" / "pass_cost_cpu.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(f"wrote {path.relative_to(ROOT)} and its .meta.json")
     if llama:
@@ -271,8 +300,7 @@ def _write_pass_csv(rows: list[dict], repeats: int, floor_ms: float, llama: bool
         from specdec_playable.lm.source import model_file
 
         meta.update(llama_cpp_python=llama_cpp.__version__, weights="the same GGUF file, Q4_1 as stored",
-                    file_bytes=os.path.getsize(model_file()),
-                    command="benchmarks/bench_lm.py --only passes --llama --write-csv")
+                    file_bytes=os.path.getsize(model_file()))
         (ROOT / "assets" / "pass_cost_cpu_llamacpp.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(f"wrote {path.relative_to(ROOT)} and its .meta.json")
 
@@ -592,6 +620,9 @@ def main(argv=None) -> int:
                     "(and, with --llama, assets/pass_cost_cpu_llamacpp.csv)")
     ap.add_argument("--llama", action="store_true",
                     help="time llama.cpp on the same file beside the passes (needs llama-cpp-python)")
+    ap.add_argument("--threads", default="", help="comma-separated thread counts of the passes "
+                    "table, interleaved (default: the kernel's, from the environment); the CSV "
+                    "files get the first; NUMBA_NUM_THREADS must allow the largest")
     ap.add_argument("--k", type=int, default=4, help="draft length for the speed table")
     ap.add_argument("--sweep-draft", default="lookup", choices=("lookup", "learned", "head"),
                     help="the draft of the k sweep")
@@ -614,7 +645,8 @@ def main(argv=None) -> int:
     if "step" in only:
         bench_step(model, args.repeats)
     if "passes" in only:
-        bench_passes(model, args.repeats, args.write_csv, args.llama)
+        bench_passes(model, args.repeats, args.write_csv, args.llama,
+                     tuple(int(t) for t in args.threads.split(",") if t))
     if "breakdown" in only:
         bench_breakdown(model, args.repeats)
     if "threads" in only:
