@@ -200,6 +200,8 @@ def test_threads_positive_and_settable():
     try:
         assert kernel.set_process_threads(2) == pool  # this process: at most the pool
         assert kernel.prepare_threads() == pool
+        assert kernel.prepare_threads(kernel.PARALLEL_FROM) == pool
+        assert kernel.prepare_threads(kernel.PARALLEL_FROM - 1) == 1  # small passes: one thread
         assert rel_err(kernel.matmul_t(x, w), x, w.unpack()) < TOL
         assert kernel.use_threads(1) == 1  # this thread's own choice wins
         assert rel_err(kernel.matmul_t(x, w), x, w.unpack()) < TOL

@@ -302,7 +302,7 @@ class Model:
             later = [m for m in capture if 0 < m <= depth]
             slot[later] = np.arange(len(later))
             kept = np.empty((len(later), n, cfg.d_model), F32)
-            prepare_threads()
+            prepare_threads(n)
             fused.run_blocks(x, w.stacks, (cache.k, cache.v, past), (np.cos(ang), np.sin(ang), allowed),
                              (depth, cfg.n_heads, cfg.n_kv_heads, cfg.eps), (slot, kept))
             captured.update(zip(later, kept))
