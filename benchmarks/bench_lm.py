@@ -623,6 +623,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", default="", help="comma-separated thread counts of the passes "
                     "table, interleaved (default: the kernel's, from the environment); the CSV "
                     "files get the first; NUMBA_NUM_THREADS must allow the largest")
+    ap.add_argument("--process-threads", type=int, default=0,
+                    help="the process-wide thread setting a server's model process gets when its run "
+                    "is alone (kernel.set_process_threads; passes under kernel.PARALLEL_FROM "
+                    "positions still use one); 0: the environment's")
     ap.add_argument("--k", type=int, default=4, help="draft length for the speed table")
     ap.add_argument("--sweep-draft", default="lookup", choices=("lookup", "learned", "head"),
                     help="the draft of the k sweep")
@@ -635,12 +639,19 @@ def main(argv=None) -> int:
         _compete(args.compete)
     only = set(args.only.split(","))
     rss_before = _rss_mb()
+    if args.process_threads:
+        from specdec_playable.lm import kernel
+
+        kernel.set_process_threads(args.process_threads)
     t = time.perf_counter()
     model = get_model()
     load_s = time.perf_counter() - t
     after_load = _rss_mb()
+    from specdec_playable.lm import kernel
+
     print(f"# bench_lm: {_cpu_name()}, {os.cpu_count()} cores, numpy {np.__version__} ({_blas()}), "
-          f"load average {os.getloadavg()[0]:.2f}")
+          f"load average {os.getloadavg()[0]:.2f}; threads: {kernel.prepare_threads()} "
+          f"({kernel.prepare_threads(1)} for passes under {kernel.PARALLEL_FROM} positions)")
     print(f"model loaded in {load_s:.1f} s")
     if "step" in only:
         bench_step(model, args.repeats)
