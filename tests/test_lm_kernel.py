@@ -215,6 +215,7 @@ def test_threads_positive_and_settable():
         kernel.set_process_threads(None)
     assert kernel.prepare_threads() == (min(kernel.threads(), kernel.numba.config.NUMBA_NUM_THREADS)
                                         if kernel.HAVE_NUMBA else 1)
+    assert kernel.prepare_threads(1) == 1  # a decoding step: one thread unless asked
 
 
 def test_numba_is_used_when_installed():

@@ -533,7 +533,7 @@ _PROCESS = [None]  # the process-wide setting (set_process_threads), None: the d
 
 
 #: A pass over fewer positions than this runs on one thread whatever :func:`set_process_threads`
-#: allows (a thread's own :func:`use_threads` is taken as it is). Measured on this project's
+#: or the environment allow (a thread's own :func:`use_threads` is taken as it is). Measured on this project's
 #: 2-core machine (``benchmarks/bench_lm.py --only threads``): the weights stream no faster from
 #: two cores than from one, so a decoding step was 1.1-1.2x slower on two threads and 5-9
 #: positions about even, while 17 and 33 positions, whose arithmetic outlasts the stream, took
@@ -543,18 +543,14 @@ PARALLEL_FROM = 8
 
 def prepare_threads(n: int | None = None) -> int:
     """Make the calling thread's next products use the threads in force, and return how many:
-    this thread's :func:`use_threads`, else the process's :func:`set_process_threads` (one for
-    a pass over fewer than :data:`PARALLEL_FROM` positions ``n``), else :func:`threads`.
+    this thread's :func:`use_threads`; else one for a pass over fewer than :data:`PARALLEL_FROM`
+    positions ``n``, and otherwise the process's :func:`set_process_threads` or :func:`threads`.
     :meth:`.model.Model.forward` calls it before every pass."""
     if not HAVE_NUMBA:
         return 1
-    own = getattr(_LOCAL, "threads", None)
-    if own:
-        t = own
-    elif _PROCESS[0]:
-        t = 1 if n is not None and n < PARALLEL_FROM else _PROCESS[0]
-    else:
-        t = _THREADS
+    t = getattr(_LOCAL, "threads", None)
+    if not t:
+        t = 1 if n is not None and n < PARALLEL_FROM else (_PROCESS[0] or _THREADS)
     if numba.get_num_threads() != t:  # the setting is per calling thread in numba
         numba.set_num_threads(t)
     return t
