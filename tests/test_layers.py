@@ -52,7 +52,8 @@ def _imports(path: Path) -> set[str]:
 P = "specdec_playable"
 ROOMS = {
     "sim": ((), {"numpy"}),
-    "lm": (("sim",), {"numpy", "gguf", "tokenizers", "numba"}),
+    # llvmlite is numba's own code generator (installed with it): lm.kernel writes its tiles in it
+    "lm": (("sim",), {"numpy", "gguf", "tokenizers", "numba", "llvmlite"}),
     "data": (("sim", "lm"), {"numpy"}),
     "prose": (("sim", "lm", "data"), {"numpy"}),
     "state": (("sim", "lm", "data", "prose", "serve.interface"), {"numpy", "param"}),

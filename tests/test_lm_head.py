@@ -19,6 +19,7 @@ from specdec_playable.lm import head as lmhead
 from specdec_playable.lm.decode import generate, judge, speculate
 from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.head import DraftHead, HeadNotInstalled
+from specdec_playable.lm.kernel import Packed
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
 from specdec_playable.lm.score import accepted_along, score_text
@@ -39,7 +40,9 @@ def test_the_shipped_head_matches_its_provenance():
     w = lmhead.load_head()
     assert w.vocab.size == meta["vocab_size"] and (np.diff(w.vocab) > 0).all()
     assert all(a.dtype == np.float32 for name, a in w.arrays.items() if name != "vocab")
-    assert not any(a.flags.writeable for a in w.arrays.values())
+    stored = [a.data if isinstance(a, Packed) else a for a in w.arrays.values()]
+    assert not any(a.flags.writeable for a in stored)
+    assert all(isinstance(w[name], Packed) for name in lmhead.MATRICES if name in w.arrays)
     assert lmhead.load_head() is w  # loaded once, shared
 
 

@@ -1,8 +1,11 @@
-"""lm.kernel.matmul_t equals numpy's x @ w.T (float64 reference) within 1e-5 of the largest output.
+"""lm.kernel: the packed layout, the tile products against a float64 reference, and the fallbacks.
 
-The kernel and BLAS sum in different orders, so they agree to float32 rounding, not bit for bit:
-measured errors are ~3e-7 (kernel) and ~7e-7 (BLAS) of the largest |output|; 1e-5 leaves room for
-long inputs without hiding a wrong index (which gives errors of order 1).
+``matmul_t(x, pack(w))`` must equal ``x @ w.T`` for every tile shape the kernel uses (1..6 positions
+in one group, then equal groups of at most 6 in chunks of the input), so every position count from
+1 to 33 is checked, with row counts that leave a panel partly padded and input sizes that leave a
+chunk short. The kernel and BLAS sum in different orders, so they agree to float32 rounding, not
+bit for bit: measured errors are about 1e-6 of the largest |output|; 1e-5 leaves room for long
+inputs without hiding a wrong index or a lost chunk (errors of order 1).
 """
 import os
 
@@ -25,87 +28,194 @@ def rand(*shape):
     return RNG.standard_normal(shape, dtype=np.float32)
 
 
-SHAPES = [(7, 13), (1000, 576), (576, 1536), (13, 5), (1, 576), (12, 1), (25, 64), (960, 576)]
+# rows: a partial panel, exactly one, several and a partial last one, the model's; cols: odd, one
+# chunk short of a multiple, the model's two input sizes
+SHAPES = [(7, 13), (64, 1), (130, 64), (200, 129), (960, 576), (576, 1536), (13, 200)]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("n", range(1, 17))
-def test_equals_numpy(shape, n):
+@pytest.mark.parametrize("n", range(1, 34))
+def test_kernel_equals_float64_for_every_position_count(shape, n):
     m, k = shape
     w = rand(m, k)
     x = rand(n, k)
-    y = kernel.matmul_t(x, w)
+    y = kernel.matmul_t(x, kernel.pack(w))
     assert y.dtype == np.float32
     assert y.shape == (n, m)
     assert y.flags.c_contiguous
     assert rel_err(y, x, w) < TOL
-    assert np.allclose(y, x @ w.T, rtol=1e-4, atol=1e-4 * float(np.abs(y).max()))
 
 
-@pytest.mark.parametrize("n", [1, 2, 5, 9, 16, 31, 32, 33, 64])
-def test_both_sides_of_max_n(n):
-    w = rand(300, 96)
-    x = rand(n, 96)
-    assert rel_err(kernel.matmul_t(x, w), x, w) < TOL
+@pytest.mark.parametrize("n", [1, 5, 6, 7, 9, 13, 17, 33])
+def test_numpy_path_on_the_packed_layout(n):
+    w = rand(130, 70)
+    x = rand(n, 70)
+    y = kernel.matmul_t_numpy(x, kernel.pack(w))
+    assert y.dtype == np.float32 and y.shape == (n, 130) and y.flags.c_contiguous
+    assert rel_err(y, x, w) < TOL
 
 
-@pytest.mark.parametrize("n", [1, 3, 8])
-def test_x_need_not_be_contiguous(n):
+def test_a_plain_weight_is_multiplied_by_numpy():
     w = rand(100, 40)
+    x = rand(4, 40)
+    y = kernel.matmul_t(x, w)
+    assert y.dtype == np.float32
+    assert rel_err(y, x, w) < TOL
+    wt = rand(40, 100).T  # not C-contiguous: still right
+    assert rel_err(kernel.matmul_t(x, wt), x, wt) < TOL
+
+
+@pytest.mark.parametrize("n", [1, 3, 8, 20])
+def test_x_need_not_be_contiguous(n):
+    w = kernel.pack(rand(100, 40))
     big = rand(2 * n, 80)
     x = big[::2, ::2]  # strided view, shape (n, 40)
     assert not x.flags.c_contiguous
     y = kernel.matmul_t(x, w)
     assert y.dtype == np.float32
-    assert rel_err(y, x, w) < TOL
+    assert rel_err(y, x, w.unpack()) < TOL
     xt = rand(40, n).T  # Fortran-ordered (n, 40)
-    assert rel_err(kernel.matmul_t(xt, w), xt, w) < TOL
+    assert rel_err(kernel.matmul_t(xt, w), xt, w.unpack()) < TOL
 
 
-def test_weight_not_contiguous_falls_back_to_numpy():
-    wt = rand(40, 100)
-    w = wt.T  # (100, 40), not C-contiguous
-    x = rand(4, 40)
-    y = kernel.matmul_t(x, w)
-    assert y.dtype == np.float32
-    assert rel_err(y, x, w) < TOL
+def test_pack_layout_and_unpack():
+    w = rand(70, 5)
+    pw = kernel.pack(w)
+    assert pw.shape == (70, 5) and pw.rows == 70
+    assert pw.data.shape == (2, 5, kernel.PANEL) and pw.data.dtype == np.float32
+    assert pw.data.flags.c_contiguous and not pw.data.flags.writeable
+    # data[p, k, j] is row PANEL * p + j, input k; the padding rows are zero
+    assert pw.data[1, 3, 2] == w[kernel.PANEL + 2, 3]
+    assert np.all(pw.data[1, :, 70 - kernel.PANEL:] == 0.0)
+    assert np.array_equal(pw.unpack(), w)
+    assert pw.nbytes == pw.data.nbytes
+
+
+def test_pack_into_a_slice_of_a_stack():
+    stack = np.empty((3, 2, 9, kernel.PANEL), np.float32)
+    ws = [rand(100, 9) for _ in range(3)]
+    packed = [kernel.pack(w, out=stack[i]) for i, w in enumerate(ws)]
+    for i, (w, pw) in enumerate(zip(ws, packed)):
+        assert pw.data.base is stack and np.shares_memory(pw.data, stack[i])
+        assert np.array_equal(pw.unpack(), w)
+    with pytest.raises(ValueError):
+        kernel.pack(ws[0], out=np.empty((2, 9, 16), np.float32))
+
+
+def test_rows_are_gathered_from_the_packed_layout():
+    w = rand(150, 11)
+    pw = kernel.pack(w)
+    ids = np.array([0, 63, 64, 149, 7, 7])
+    assert np.array_equal(pw[ids], w[ids])
+    assert np.array_equal(pw[[3]], w[[3]])
+    assert np.array_equal(pw[5], w[5])
+    assert np.array_equal(pw[-1], w[-1])
+    assert np.array_equal(pw[10:20], w[10:20])
+    with pytest.raises(IndexError):
+        pw[[150]]
+    with pytest.raises(TypeError):
+        pw[0, 0]
 
 
 def test_out_argument_and_no_overwrite_of_inputs():
     w = rand(50, 30)
     x = rand(5, 30)
-    w0, x0 = w.copy(), x.copy()
+    pw = kernel.pack(w)
+    x0 = x.copy()
     out = np.full((5, 50), np.nan, np.float32)
-    y = kernel.matmul_t(x, w, out=out)
+    y = kernel.matmul_t(x, pw, out=out)
     assert y is out
     assert rel_err(out, x, w) < TOL
-    assert np.array_equal(w, w0) and np.array_equal(x, x0)
+    assert np.array_equal(x, x0) and np.array_equal(pw.unpack(), w)
+    full = np.full((3, 64), np.nan, np.float32)  # a whole panel: written in place
+    assert kernel.matmul_t(x[:3], kernel.pack(rand(64, 30)), out=full) is full
+    assert np.isfinite(full).all()
 
 
 def test_zero_positions():
-    y = kernel.matmul_t(np.zeros((0, 8), np.float32), rand(5, 8))
+    y = kernel.matmul_t(np.zeros((0, 8), np.float32), kernel.pack(rand(5, 8)))
     assert y.shape == (0, 5) and y.dtype == np.float32
 
 
 def test_rejects_float64_and_bad_shapes():
-    w = rand(5, 8)
+    w = kernel.pack(rand(5, 8))
     with pytest.raises(TypeError):
         kernel.matmul_t(np.zeros((2, 8)), w)  # float64 would silently slow everything down
     with pytest.raises(ValueError):
         kernel.matmul_t(rand(2, 7), w)
+    with pytest.raises(ValueError):
+        kernel.matmul_t(rand(2, 8), w, out=np.empty((2, 6), np.float32))
+    with pytest.raises(ValueError):
+        kernel.pack(np.zeros((4, 4)))  # float64
+    with pytest.raises(ValueError):
+        kernel.pack(np.zeros((0, 4), np.float32))
 
 
-@pytest.mark.parametrize("n", [1, 2, 6, 7, 16])
-def test_numpy_fallback_path(n):
-    w = rand(1100, 64)  # more than one 1024-row block
-    x = rand(n, 64)
-    y = kernel.matmul_t_numpy(x, w)
-    assert y.dtype == np.float32
-    assert rel_err(y, x, w) < TOL
+@pytest.mark.parametrize("n", [1, 6, 7, 12, 13, 33])
+def test_grouped_inputs(n):
+    x = rand(n, 10)
+    xg = kernel.group_positions(x)
+    groups, k, gs = xg.shape
+    assert k == 10 and gs <= kernel.MAX_GROUP and groups * gs >= n
+    assert groups == -(-n // kernel.MAX_GROUP)
+    sizes = [hi - lo for lo, hi in (kernel._group_bounds(n, groups, g) for g in range(groups))]
+    assert sum(sizes) == n and max(sizes) - min(sizes) <= 1 and max(sizes) == gs
+    lo, hi = kernel._group_bounds(n, groups, groups - 1)
+    assert np.array_equal(xg[groups - 1, :, :hi - lo], x[lo:hi].T)
 
 
-def test_threads_positive():
+def test_read_all_streams_every_weight_and_returns_a_number():
+    ws = [kernel.pack(rand(70, 9)), kernel.pack(rand(64, 3))]
+    assert kernel.read_all(ws) == 0.0  # every weight times zero
+    nan = kernel.pack(np.full((3, 4), np.nan, np.float32))
+    assert np.isnan(kernel.read_all([nan]))  # it did read them
+
+
+def test_vexp_matches_exp_within_float32_rounding():
+    pytest.importorskip("numba")
+    if not kernel.HAVE_NUMBA:
+        pytest.skip("numba switched off")
+    from numba import njit
+
+    @njit(fastmath=True)
+    def many(a):
+        out = np.empty_like(a)
+        for i in range(a.size):
+            out[i] = kernel.vexp(a[i])
+        return out
+
+    a = np.linspace(-87.0, 88.0, 100_001).astype(np.float32)
+    got = many(a).astype(np.float64)
+    want = np.exp(a.astype(np.float64))
+    assert np.max(np.abs(got - want) / want) < 5e-7
+    ends = many(np.array([-1e4, 1e4, np.float32(-np.inf)], np.float32))
+    assert np.all(np.isfinite(ends)) and np.all(ends > 0)  # clamped, never inf or nan
+
+
+def test_threads_positive_and_settable():
     assert kernel.threads() >= 1
+    w = kernel.pack(rand(300, 20))
+    x = rand(9, 20)
+    pool = 2 if kernel.HAVE_NUMBA and kernel.numba.config.NUMBA_NUM_THREADS >= 2 else 1
+    try:
+        assert kernel.set_process_threads(2) == pool  # this process: at most the pool
+        assert kernel.prepare_threads() == pool
+        assert kernel.prepare_threads(kernel.PARALLEL_FROM) == pool
+        assert kernel.prepare_threads(kernel.PARALLEL_FROM - 1) == 1  # small passes: one thread
+        assert rel_err(kernel.matmul_t(x, w), x, w.unpack()) < TOL
+        assert kernel.use_threads(1) == 1  # this thread's own choice wins
+        assert rel_err(kernel.matmul_t(x, w), x, w.unpack()) < TOL
+        assert kernel.use_threads(None) == pool
+        with pytest.raises(ValueError):
+            kernel.use_threads(0)
+        with pytest.raises(ValueError):
+            kernel.set_process_threads(0)
+    finally:
+        kernel.use_threads(None)
+        kernel.set_process_threads(None)
+    assert kernel.prepare_threads() == (min(kernel.threads(), kernel.numba.config.NUMBA_NUM_THREADS)
+                                        if kernel.HAVE_NUMBA else 1)
+    assert kernel.prepare_threads(1) == 1  # a decoding step: one thread unless asked
 
 
 def test_numba_is_used_when_installed():

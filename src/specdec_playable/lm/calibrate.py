@@ -43,7 +43,7 @@ class PassTimes:
     seconds : float
         Wall time the measurement took.
     threads : int
-        Threads each product used (:func:`.kernel.threads`).
+        Threads each pass used (what :func:`.kernel.prepare_threads` had in force).
     kernel : str
         ``"numba"`` (the register-tile kernel) or ``"numpy"`` (the fallback).
     measured_at : float
@@ -98,14 +98,16 @@ def measure_pass_times(model, ns=CALIBRATION_NS, *, budget_s: float = BUDGET_S, 
     for x in new:  # warm-up: the kernel's first call per shape, the caches
         _timed_pass(model, cache, x)
     rounds: list[list[float]] = []
+    threads = set()
     while len(rounds) < max_repeats and not (rounds and stopped()):
+        threads.add(kernel.prepare_threads())
         rounds.append([_timed_pass(model, cache, x) for x in new])
         if len(rounds) >= min_repeats and time.perf_counter() - t0 > budget_s:
             break
     med = np.median(np.array(rounds), axis=0)
     return PassTimes(ns, tuple(round(float(m), 2) for m in med), len(rounds),
-                     time.perf_counter() - t0, kernel.threads() if kernel.HAVE_NUMBA else 1,
-                     "numba" if kernel.HAVE_NUMBA else "numpy", time.time())
+                     time.perf_counter() - t0, max(threads), "numba" if kernel.HAVE_NUMBA else "numpy",
+                     time.time())
 
 
 __all__ = ["BUDGET_S", "CALIBRATION_NS", "CONTEXT", "PassTimes", "measure_pass_times"]

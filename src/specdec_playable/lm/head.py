@@ -14,7 +14,9 @@ positions, if the asset has it, and a SwiGLU feed-forward), then an RMSNorm. The
 only the ``N`` tokens the model writes most (FR-Spec's reduced vocabulary), so one draft step
 streams a few MB of weights, not the 113 MB of the full head; the draft's q is zero elsewhere.
 
-Serving is numpy only. The target's features come from the decoder (``observe``, called with the
+Serving is numpy and the target's kernel: the head's matrices and its readout rows are packed
+for :func:`.kernel.matmul_t` (in place of their plain copies), so a draft step streams them as the
+target's passes stream theirs. The target's features come from the decoder (``observe``, called with the
 hidden states of the prompt's prefill and of each verify pass's kept positions); a caller that
 does not provide them is served anyway: the head then runs the target itself to get them.
 """
@@ -31,6 +33,7 @@ import numpy as np
 from ..shipped import asset_path
 from . import sampling
 from .drafts import EMPTY, Proposal
+from .kernel import Packed, matmul_t, pack
 
 ASSET = "lm/draft_head.npz"
 META = "lm/draft_head.json"
@@ -45,9 +48,14 @@ class HeadNotInstalled(FileNotFoundError):
     """The draft head's weights are not in ``assets/``; the message names the script that makes them."""
 
 
+#: The head's matrices, stored ``(out, in)`` and packed for the kernel.
+MATRICES = ("fc", "wqkv", "wo", "wgu", "wdown")
+
+
 @dataclass(frozen=True, eq=False)
 class HeadWeights:
-    """The head's float32 weights, read-only (see the module docstring), and its shape."""
+    """The head's float32 weights, read-only (see the module docstring), and its shape. The
+    matrices (:data:`MATRICES`) are :class:`.kernel.Packed`; the rest plain arrays."""
 
     arrays: dict
     n_heads: int
@@ -77,7 +85,7 @@ def weights_from_arrays(arrays: dict) -> HeadWeights:
             continue
         a = np.ascontiguousarray(a, dtype=np.int64 if name == "vocab" else F32)
         a.setflags(write=False)
-        out[name] = a
+        out[name] = pack(a) if name in MATRICES else a
     return HeadWeights(out, n_heads=int(np.asarray(arrays["n_heads"]).reshape(-1)[0]),
                        window=int(np.asarray(arrays["window"]).reshape(-1)[0]),
                        rope_base=float(np.asarray(arrays["rope_base"]).reshape(-1)[0]),
@@ -116,9 +124,9 @@ def head_meta() -> dict:
                                f"with `python {SCRIPT}`") from None
 
 
-def readout(model, w: HeadWeights) -> np.ndarray:
-    """The rows of the target's tied head for the head's vocabulary (float32, shared, read-only),
-    kept with the weights they were made for."""
+def readout(model, w: HeadWeights) -> Packed:
+    """The rows of the target's tied head for the head's vocabulary (float32, packed for the
+    kernel, shared, read-only), kept with the weights they were made for."""
     embed = model.weights.embed
     for source, rows in w.readouts:
         if source is embed:
@@ -127,8 +135,7 @@ def readout(model, w: HeadWeights) -> np.ndarray:
         for source, rows in w.readouts:
             if source is embed:
                 return rows
-        rows = np.ascontiguousarray(embed[w.vocab])
-        rows.setflags(write=False)
+        rows = pack(np.ascontiguousarray(embed[w.vocab]))
         w.readouts.append((embed, rows))
         return rows
 
@@ -172,7 +179,7 @@ def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
     inv = (w.rope_base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)).astype(F32)
     ang = pos[:, None] * inv[None, :]
     cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
-    qkv = rms(x, w.eps) @ w["wqkv"].T  # attention norm and 1/sqrt(hd) folded into wqkv
+    qkv = matmul_t(rms(x, w.eps), w["wqkv"])  # attention norm and 1/sqrt(hd) folded into wqkv
     qk = qkv[:, :2 * d].reshape(n, 2 * nh, hd)
     a, c = qk[..., :half], qk[..., half:]
     rot = np.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
@@ -191,7 +198,7 @@ def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
     s /= s.sum(axis=-1, keepdims=True)
     o = (s @ cache.v[:, lo:end]).transpose(1, 0, 2).reshape(n, d)
     cache.length = end
-    return o @ w["wo"].T
+    return matmul_t(np.ascontiguousarray(o), w["wo"])
 
 
 def head_forward(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
@@ -201,22 +208,22 @@ def head_forward(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
     Head position ``j`` takes the target's feature at ``j - 1`` (real or predicted) and the
     embedding of token ``j``, and predicts the feature at ``j``.
     """
-    x = np.concatenate((rms(feats, w.eps), rms(embeds, w.eps)), axis=1) @ w["fc"].T
+    x = matmul_t(np.concatenate((rms(feats, w.eps), rms(embeds, w.eps)), axis=1), w["fc"])
     if w.attention:
         x = x + _attend(w, x, cache)
     else:
         cache.length += x.shape[0]
-    gu = rms(x, w.eps) @ w["wgu"].T  # feed-forward norm folded into wgu
+    gu = matmul_t(rms(x, w.eps), w["wgu"])  # feed-forward norm folded into wgu
     d_ff = gu.shape[1] // 2
     gate, up = gu[:, :d_ff], gu[:, d_ff:]
-    x = x + (gate / (F32(1.0) + np.exp(-gate)) * up) @ w["wdown"].T
+    x = x + matmul_t(gate / (F32(1.0) + np.exp(-gate)) * up, w["wdown"])
     return rms(x, w.eps) * w["out_norm"]
 
 
 def head_logits(model, w: HeadWeights, predicted: np.ndarray) -> np.ndarray:
     """Full-vocabulary logits (n, vocab) of predicted features: -inf outside the head's vocabulary."""
     out = np.full((predicted.shape[0], model.config.vocab_size), -np.inf, F32)
-    out[:, w.vocab] = predicted @ readout(model, w).T
+    out[:, w.vocab] = matmul_t(np.asarray(predicted, F32), readout(model, w))
     return out
 
 
@@ -341,7 +348,7 @@ class HeadRun:
         return pred[-1:]
 
     def _logits(self, f: np.ndarray) -> np.ndarray:
-        return (self.readout @ f[0]).astype(np.float64)
+        return matmul_t(f[:1], self.readout)[0].astype(np.float64)
 
     def propose(self, context, k: int, *, temperature: float = 0.0, top_p: float = 1.0,
                 rng=None) -> Proposal:

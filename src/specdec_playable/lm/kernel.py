@@ -1,61 +1,84 @@
-"""``x @ w.T`` for a few positions, reading each weight row from memory once per call.
+"""``x @ w.T`` for a few positions, streaming each weight from memory once, the arithmetic under it.
 
 Decoding and verifying with a small model on a CPU is memory-bound: a pass over ``n`` new positions
-multiplies every weight matrix by ``n`` activation vectors, and for ``n`` up to about 16 streaming the
-weights from memory takes longer than the arithmetic. numpy does not exploit that. A matrix-vector
-product per position re-reads the weight ``n`` times (from cache at best), and OpenBLAS's
-matrix-matrix product packs the whole weight into its own layout on every call, which costs about as
-much as a second pass over it.
+multiplies every weight matrix by ``n`` activation vectors. One core of this project's CPU (Zen 4,
+AVX-512 with FMA) reads about 27 GB/s and does about 100 GFLOP/s in float32: 20 ms to stream the
+538 MB of weights, 2.7 ms of arithmetic per position (0.27 GFLOP). So up to 6-7 positions the
+arithmetic fits under the stream, if the two overlap.
 
-:func:`specdec_playable.lm.model.linear` runs every product of the forward pass through
-:func:`matmul_t`. Its kernel (numba, ``parallel=True``, ``fastmath=True``) works on *register tiles*: it takes
-:data:`ROWS` rows of the weight at a time and, while they are in L1/L2 cache, multiplies them by the
-positions two at a time, holding the ``ROWS x 2`` partial dot products in scalar accumulators that
-LLVM turns into vector registers (the inner loop over the input dimension is vectorised, with
-``fastmath`` allowing the reordered sum). A last odd position uses a ``ROWS x 1`` tile, so 5
-positions are not padded to 8. A single position (a decoding step) uses 16-row tiles: there is no
-reuse to exploit, and more independent row streams read memory faster. Row blocks are shared
-between threads with ``prange``.
+The layout. :func:`pack` stores a weight ``(out, in)`` once, at load, as *panels* of
+:data:`PANEL` = 64 output rows: ``data[p, k, :]`` holds the 64 weights of rows ``64 p .. 64 p + 63``
+for input ``k`` (256 bytes: four cache lines, four AVX-512 registers). A panel is one sequential
+stream, and so is a whole matrix. The packed copy replaces the original (:class:`Packed` is what
+the model keeps); ``Packed[ids]`` gathers rows, which is how the tied embedding reads its tokens.
 
-So each weight element crosses the memory bus once per call, for any ``n``; the cost of more
-positions is arithmetic on data already in cache. For many positions (prefill of a long prompt)
-BLAS's blocked matrix-matrix product is faster, and :func:`matmul_t` hands ``n > MAX_N`` to
-``x @ w.T``.
+The tile. One panel times ``P <= 6`` positions: for each input ``k`` it loads the panel's four
+registers, broadcasts the ``P`` inputs ``x[p, k]`` and does ``4 P`` fused multiply-adds into ``4 P``
+vector accumulators (at most 24 of the 32 registers), which stay in registers for the whole loop:
+no horizontal sums, no stores until the end. :func:`_tile` generates it as LLVM IR (a numba
+intrinsic), one specialisation per shape, so the compiler has nothing to get wrong; the driver
+:func:`products` shares panels between threads with ``prange``.
 
-numba is optional. Without it (or with ``SPECDEC_NO_NUMBA=1`` in the environment) every call uses the
-numpy path described in :func:`matmul_t_numpy`; results agree with the kernel to float32 rounding
-(the sum is taken in a different order).
+Shapes by the number of positions:
 
-The first call compiles the kernel (about 2 s); ``cache=True`` stores the machine code next to this
-file (or in numba's user cache directory when that is not writable), so it happens once per machine.
-Nothing requires the cache to exist. The model process calls :func:`warmup` as it loads.
+* 1-6 positions (a decoding step, and checks of up to 5 drafted tokens): one group, the whole of
+  ``k`` in registers. The hardware prefetcher keeps the single stream going, except with 2-3
+  positions, where the tile prefetches 2 KB ahead (:data:`SINGLE_PREFETCH`, measured).
+* 7 or more: equal groups of at most 6 (7-12: two, 13-18: three, ...). Each panel is worked in
+  chunks of :data:`CHUNK` inputs (16 KB, kept in L1) and every group runs over a chunk before the
+  next, so the weights still come from memory once; the accumulators go to ``out`` between chunks.
+  While the groups work on one chunk they prefetch the next into L2, spread over the groups, so
+  the memory stream does not wait for the arithmetic (without it 9 positions took 1.4x as long).
 
-Threads: the kernel uses :func:`threads` of them (a server's model processes are given one each,
-like their BLAS; see ``serve.jobs.blas_env``). If numba's OpenMP layer is used, idle threads sleep
-rather than spin (``OMP_WAIT_POLICY=PASSIVE`` unless the environment says otherwise): a spinning
-pool on a shared 2-core machine takes the cores from the other process and both slow down.
+The inputs are passed transposed and grouped (:func:`group_positions`), so the broadcasts of one
+``k`` come from one cache line.
+
+numba is optional. Without it (or with ``SPECDEC_NO_NUMBA=1`` in the environment) every call uses
+:func:`matmul_t_numpy` (numpy on the same packed layout); results agree with the kernel to float32
+rounding (the sums are taken in a different order). A plain (unpacked) weight array is also
+accepted and multiplied by numpy.
+
+The first call compiles the kernel (several seconds: one specialisation per tile shape);
+``cache=True`` stores the machine code next to this file (or in numba's user cache directory when
+that is not writable), so it happens once per machine. Nothing requires the cache to exist. The
+model process calls :func:`warmup` as it loads.
+
+Threads: the kernel uses :func:`threads` of them unless told otherwise (a server's model processes
+are given one each, like their BLAS; see ``serve.jobs.blas_env``), and :func:`use_threads` changes
+it for the calling thread. If numba's OpenMP layer is used, idle threads sleep rather than spin
+(``OMP_WAIT_POLICY=PASSIVE`` unless the environment says otherwise): a spinning pool on a shared
+2-core machine takes the cores from the other process and both slow down.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["matmul_t", "matmul_t_numpy", "HAVE_NUMBA", "MAX_N", "ROWS", "threads", "warmup"]
+__all__ = ["HAVE_NUMBA", "LANES", "MAX_GROUP", "PANEL", "Packed", "group_positions", "matmul_t",
+           "matmul_t_numpy", "pack", "prepare_threads", "read_all", "set_process_threads", "threads",
+           "use_threads", "warmup"]
 
 F32 = np.float32
 
-#: Above this many positions :func:`matmul_t` uses ``x @ w.T`` (BLAS's blocked product wins there).
-MAX_N = 32
-
-#: Weight rows per register tile. 12 rows x 2 positions = 24 accumulators: enough independent
-#: memory streams and FMA chains to keep the core busy, few enough for the 32 vector registers.
-ROWS = 12
-
-#: numpy fallback: up to this many positions, matrix-vector products over blocks of rows.
-_GEMV_MAX_N = 6
-_GEMV_ROWS = 1024
+#: Floats in one vector register (512 bits), and one cache line.
+LANES = 16
+#: Output rows per panel: four vector registers a position, four cache lines an input.
+PANEL = 64
+#: Positions of one tile (4 x 6 = 24 accumulators of the 32 vector registers); more positions are
+#: split into equal groups of at most this many.
+MAX_GROUP = 6
+#: With several groups, inputs per chunk: a panel's chunk (16 KB) stays in L1 while every group
+#: uses it.
+CHUNK = 64
+#: With one group of 2-3 positions, how many inputs (of 256 bytes) ahead a tile prefetches its
+#: panel into L2. Measured on this project's CPU, 1 thread: 3 positions went from about 1.4x the
+#: read floor to 1.05x; with 1 or 4-6 positions prefetching did not help (the hardware
+#: prefetcher keeps up), and prefetching 4 KB or more ahead made every shape slower.
+SINGLE_PREFETCH = 8
 
 
 def threads() -> int:
@@ -71,25 +94,125 @@ def threads() -> int:
         return os.cpu_count() or 1
 
 
-def matmul_t_numpy(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+# -- the packed layout -------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class Packed:
+    """A weight ``(rows, cols)`` stored as panels of :data:`PANEL` rows, for :func:`matmul_t`.
+
+    ``data[p, k, j]`` is the weight of row ``PANEL * p + j`` and input ``k``; rows past ``rows``
+    (the last panel's padding) are zero. ``data`` is float32, C-contiguous and read-only.
+
+    Examples
+    --------
+    >>> w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> pw = pack(w)
+    >>> pw.shape, pw.data.shape
+    ((2, 3), (1, 3, 64))
+    >>> pw[[1]]
+    array([[3., 4., 5.]], dtype=float32)
+    """
+
+    data: np.ndarray
+    rows: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.rows, int(self.data.shape[1])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+    def __getitem__(self, ids) -> np.ndarray:
+        """Rows ``ids`` (an int, a sequence or array of ints, or a slice) as a new float32
+        ``(len(ids), cols)`` array (an int gives one row, ``(cols,)``)."""
+        if isinstance(ids, tuple):
+            raise TypeError("Packed[...] takes row indices only (one weight row per index)")
+        if isinstance(ids, slice):
+            ids = np.arange(self.rows)[ids]
+        idx = np.asarray(ids)
+        if idx.dtype.kind not in "iu" and idx.size:
+            raise TypeError(f"row indices must be integers; got {idx.dtype}")
+        idx = idx.astype(np.int64)
+        if idx.size and (idx.min() < -self.rows or idx.max() >= self.rows):
+            raise IndexError(f"row index out of range for {self.rows} rows")
+        idx = np.where(idx < 0, idx + self.rows, idx)
+        return self.data[idx // PANEL, :, idx % PANEL]
+
+    def unpack(self) -> np.ndarray:
+        """The weight in its original ``(rows, cols)`` layout (a new array)."""
+        p, k, lanes = self.data.shape
+        return np.ascontiguousarray(self.data.transpose(0, 2, 1).reshape(p * lanes, k)[:self.rows])
+
+
+def pack(w: np.ndarray, out: np.ndarray | None = None) -> Packed:
+    """Pack a float32 weight ``(rows, cols)`` into panels of :data:`PANEL` rows (read-only).
+
+    ``out``, if given, is the float32 C-contiguous ``(ceil(rows / PANEL), cols, PANEL)`` array to
+    pack into (a slice of a larger array, so that several weights share one allocation).
+    """
+    w = np.asarray(w)
+    if w.ndim != 2 or w.dtype != F32:
+        raise ValueError(f"pack: need a float32 (rows, cols) array; got {w.dtype} {w.shape}")
+    m, k = w.shape
+    if m == 0 or k == 0:
+        raise ValueError(f"pack: empty weight {w.shape}")
+    panels = -(-m // PANEL)
+    if out is None:
+        out = np.empty((panels, k, PANEL), F32)
+    elif out.shape != (panels, k, PANEL) or out.dtype != F32 or not out.flags.c_contiguous:
+        raise ValueError(f"pack: out must be float32 C-contiguous {(panels, k, PANEL)}")
+    full = m // PANEL
+    out[:full] = w[:full * PANEL].reshape(full, PANEL, k).transpose(0, 2, 1)
+    if full < panels:
+        out[full] = 0.0
+        out[full, :, :m - full * PANEL] = w[full * PANEL:].T
+    out.setflags(write=False)
+    return Packed(out, m)
+
+
+def group_positions(x: np.ndarray) -> np.ndarray:
+    """``x`` (n, in) as the kernel reads it: ``(groups, in, size)``, ``groups`` equal groups of at
+    most :data:`MAX_GROUP` positions (the first ones one longer where ``n`` does not divide), each
+    group's inputs transposed (zero-padded where a group is one short)."""
+    n, k = x.shape
+    groups = -(-n // MAX_GROUP)
+    gs = -(-n // groups)
+    xg = np.zeros((groups, k, gs), F32)
+    for g in range(groups):
+        lo, hi = _group_bounds(n, groups, g)
+        xg[g, :, :hi - lo] = x[lo:hi].T
+    return xg
+
+
+def _group_bounds(n: int, groups: int, g: int) -> tuple[int, int]:
+    base, extra = divmod(n, groups)
+    lo = g * base + min(g, extra)
+    return lo, lo + base + (g < extra)
+
+
+# -- the numpy path ----------------------------------------------------------------------------
+
+def matmul_t_numpy(x: np.ndarray, w) -> np.ndarray:
     """``x @ w.T`` with numpy only: the fallback of :func:`matmul_t`.
 
-    One position: one matrix-vector product. Up to 6 positions: matrix-vector products over blocks
-    of 1024 rows, so each block comes from memory once and from cache for the other positions. More:
-    BLAS's matrix-matrix product.
+    A :class:`Packed` weight is multiplied panel by panel (one stacked matrix product); a plain
+    ``(out, in)`` array by BLAS.
     """
-    n = x.shape[0]
-    if n == 1:
-        return (w @ x[0])[None, :]
-    if n > _GEMV_MAX_N:
-        return x @ w.T
-    out = np.empty((n, w.shape[0]), F32)
-    for s in range(0, w.shape[0], _GEMV_ROWS):
-        block = w[s:s + _GEMV_ROWS]
-        for j in range(n):
-            np.dot(block, x[j], out=out[j, s:s + _GEMV_ROWS])
-    return out
+    x = np.asarray(x, dtype=F32)
+    if not isinstance(w, Packed):
+        return np.ascontiguousarray(x @ w.T)
+    p, k, lanes = w.data.shape
+    y = np.matmul(x, w.data)  # (panels, n, lanes)
+    return np.ascontiguousarray(y.transpose(1, 0, 2).reshape(x.shape[0], p * lanes)[:, :w.rows])
 
+
+# -- the kernel --------------------------------------------------------------------------------
 
 try:
     if os.environ.get("SPECDEC_NO_NUMBA"):
@@ -98,7 +221,10 @@ try:
     # a layer that may be entered from two Python threads at once (numba's workqueue may not)
     os.environ.setdefault("NUMBA_THREADING_LAYER", "threadsafe")
     import numba
-    from numba import njit, prange
+    from llvmlite import ir
+    from numba import njit, prange, types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised when numba is absent
     numba = None
@@ -106,159 +232,262 @@ except ImportError:  # pragma: no cover - exercised when numba is absent
 
 
 if HAVE_NUMBA:
-    @njit(fastmath=True, cache=True, inline="always")
-    def _tile_12x2(x, w, out, r, p, k_in):
-        # 12 weight rows (r..r+11) times 2 positions (p, p+1): 24 scalar accumulators, which
-        # LLVM keeps in vector registers; a_i and b_i share w_i, loaded once for both positions
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = a8 = a9 = a10 = a11 = F32(0.0)
-        b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = b8 = b9 = b10 = b11 = F32(0.0)
-        for k in range(k_in):
-            u, v = x[p, k], x[p + 1, k]
-            w0, w1, w2, w3 = w[r, k], w[r + 1, k], w[r + 2, k], w[r + 3, k]
-            w4, w5, w6, w7 = w[r + 4, k], w[r + 5, k], w[r + 6, k], w[r + 7, k]
-            w8, w9, w10, w11 = w[r + 8, k], w[r + 9, k], w[r + 10, k], w[r + 11, k]
-            a0, b0 = a0 + w0 * u, b0 + w0 * v
-            a1, b1 = a1 + w1 * u, b1 + w1 * v
-            a2, b2 = a2 + w2 * u, b2 + w2 * v
-            a3, b3 = a3 + w3 * u, b3 + w3 * v
-            a4, b4 = a4 + w4 * u, b4 + w4 * v
-            a5, b5 = a5 + w5 * u, b5 + w5 * v
-            a6, b6 = a6 + w6 * u, b6 + w6 * v
-            a7, b7 = a7 + w7 * u, b7 + w7 * v
-            a8, b8 = a8 + w8 * u, b8 + w8 * v
-            a9, b9 = a9 + w9 * u, b9 + w9 * v
-            a10, b10 = a10 + w10 * u, b10 + w10 * v
-            a11, b11 = a11 + w11 * u, b11 + w11 * v
-        out[p, r], out[p, r + 1], out[p, r + 2] = a0, a1, a2
-        out[p, r + 3], out[p, r + 4], out[p, r + 5] = a3, a4, a5
-        out[p, r + 6], out[p, r + 7], out[p, r + 8] = a6, a7, a8
-        out[p, r + 9], out[p, r + 10], out[p, r + 11] = a9, a10, a11
-        out[p + 1, r], out[p + 1, r + 1], out[p + 1, r + 2] = b0, b1, b2
-        out[p + 1, r + 3], out[p + 1, r + 4], out[p + 1, r + 5] = b3, b4, b5
-        out[p + 1, r + 6], out[p + 1, r + 7], out[p + 1, r + 8] = b6, b7, b8
-        out[p + 1, r + 9], out[p + 1, r + 10], out[p + 1, r + 11] = b9, b10, b11
+    _F32 = ir.FloatType()
+    _I32 = ir.IntType(32)
+    _I64 = ir.IntType(64)
+    _VEC = ir.VectorType(_F32, LANES)
 
-    @njit(fastmath=True, cache=True, inline="always")
-    def _tile_12x1(x, w, out, r, p, k_in):
-        # 12 weight rows times 1 position: the odd last position, and single-position decoding
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = a8 = a9 = a10 = a11 = F32(0.0)
-        for k in range(k_in):
-            u = x[p, k]
-            a0 += w[r, k] * u
-            a1 += w[r + 1, k] * u
-            a2 += w[r + 2, k] * u
-            a3 += w[r + 3, k] * u
-            a4 += w[r + 4, k] * u
-            a5 += w[r + 5, k] * u
-            a6 += w[r + 6, k] * u
-            a7 += w[r + 7, k] * u
-            a8 += w[r + 8, k] * u
-            a9 += w[r + 9, k] * u
-            a10 += w[r + 10, k] * u
-            a11 += w[r + 11, k] * u
-        out[p, r] = a0
-        out[p, r + 1] = a1
-        out[p, r + 2] = a2
-        out[p, r + 3] = a3
-        out[p, r + 4] = a4
-        out[p, r + 5] = a5
-        out[p, r + 6] = a6
-        out[p, r + 7] = a7
-        out[p, r + 8] = a8
-        out[p, r + 9] = a9
-        out[p, r + 10] = a10
-        out[p, r + 11] = a11
+    def _as_i64(builder, v):
+        return v if v.type == _I64 else builder.sext(v, _I64)
 
-    @njit(fastmath=True, cache=True, inline="always")
-    def _tile_16x1(x, w, out, r, k_in):
-        # 16 weight rows times the single position of a decoding step: 16 independent streams
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = F32(0.0)
-        a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = F32(0.0)
-        for k in range(k_in):
-            u = x[0, k]
-            a0 += w[r, k] * u
-            a1 += w[r + 1, k] * u
-            a2 += w[r + 2, k] * u
-            a3 += w[r + 3, k] * u
-            a4 += w[r + 4, k] * u
-            a5 += w[r + 5, k] * u
-            a6 += w[r + 6, k] * u
-            a7 += w[r + 7, k] * u
-            a8 += w[r + 8, k] * u
-            a9 += w[r + 9, k] * u
-            a10 += w[r + 10, k] * u
-            a11 += w[r + 11, k] * u
-            a12 += w[r + 12, k] * u
-            a13 += w[r + 13, k] * u
-            a14 += w[r + 14, k] * u
-            a15 += w[r + 15, k] * u
-        out[0, r] = a0
-        out[0, r + 1] = a1
-        out[0, r + 2] = a2
-        out[0, r + 3] = a3
-        out[0, r + 4] = a4
-        out[0, r + 5] = a5
-        out[0, r + 6] = a6
-        out[0, r + 7] = a7
-        out[0, r + 8] = a8
-        out[0, r + 9] = a9
-        out[0, r + 10] = a10
-        out[0, r + 11] = a11
-        out[0, r + 12] = a12
-        out[0, r + 13] = a13
-        out[0, r + 14] = a14
-        out[0, r + 15] = a15
+    def _c64(v: int):
+        return ir.Constant(_I64, v)
+
+    def _is_f32_c(a) -> bool:
+        return isinstance(a, types.Array) and a.dtype == types.float32 and a.layout == "C"
+
+    @intrinsic
+    def _tile(typingctx, arrays, at, P, FLAGS):
+        """``out[p, r] (+)= sum_k w[k, r] * x[k, p]`` for the 64 rows of one panel and ``P``
+        positions (a literal int), inputs ``k_lo <= k < k_hi``, where ``arrays = (w, x, out)`` and
+        ``at`` is the tuple of 9 ints ``(w_off, k_lo, k_hi, x_off, x_stride, x_pstride, o_off,
+        o_stride, pf_off)``; the arrays are flat-indexed from their data pointers:
+
+        * ``w``: input ``k`` of the panel is the 64 floats at ``w_off + 64 k``;
+        * ``x``: position ``p``'s input ``k`` at ``x_off + k * x_stride + p * x_pstride``;
+        * ``out``: the 64 rows of position ``p`` at ``o_off + p * o_stride``.
+
+        ``FLAGS`` (a literal int): bit 0 set adds to ``out`` (a later chunk of inputs) instead of
+        overwriting it; ``FLAGS >> 1`` is how many cache lines of ``w`` to prefetch per input,
+        consecutive lines from ``w[pf_off]`` on (0: none).
+
+        The ``4 x P`` accumulators are vector registers (allocas that LLVM promotes); each input
+        is 4 vector loads, ``P`` broadcasts and ``4 P`` fused multiply-adds. ``P = 0`` only reads:
+        it sums the panel's vectors into ``out[o_off .. o_off + 63]`` (the memory floor).
+        """
+        if not (isinstance(P, types.IntegerLiteral) and isinstance(FLAGS, types.IntegerLiteral)):
+            return None
+        if not (isinstance(arrays, types.BaseTuple) and len(arrays) == 3
+                and all(_is_f32_c(a) for a in arrays.types)):
+            return None
+        if not (isinstance(at, types.BaseTuple) and len(at) == 9
+                and all(isinstance(t, types.Integer) for t in at.types)):
+            return None
+        npos, flags = P.literal_value, FLAGS.literal_value
+
+        def codegen(context, builder, signature, args):
+            ptrs = [context.make_array(t)(context, builder, builder.extract_value(args[0], i)).data
+                    for i, t in enumerate(signature.args[0].types)]
+            offsets = [_as_i64(builder, builder.extract_value(args[1], i)) for i in range(9)]
+            _emit_tile(builder, ptrs, offsets, npos, flags)
+            return context.get_dummy_value()
+
+        return types.void(arrays, at, P, FLAGS), codegen
+
+    def _emit_tile(builder, ptrs, offsets, npos, flags):
+        """The IR of one :func:`_tile` (see there): accumulators, the loop over inputs, the stores."""
+        wp, xp, op = ptrs
+        w_off, k_lo, k_hi, x_off, x_stride, x_pstride, o_off, o_stride, pf_off = offsets
+        nv, add, lines = PANEL // LANES, flags & 1, flags >> 1
+        vptr = ir.PointerType(_VEC)
+        fma = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_VEC, [_VEC, _VEC, _VEC]), "llvm.fmuladd.v16f32")
+        undef = ir.Constant(_VEC, ir.Undefined)
+        splat = ir.Constant(ir.VectorType(_I32, LANES), [0] * LANES)
+
+        def out_ptr(v, p):
+            at = builder.add(o_off, builder.add(builder.mul(o_stride, _c64(p)), _c64(LANES * v)))
+            return builder.bitcast(builder.gep(op, [at]), vptr)
+
+        acc = [[cgutils.alloca_once(builder, _VEC) for _ in range(max(npos, 1))] for _ in range(nv)]
+        for v in range(nv):
+            for p in range(max(npos, 1)):
+                first = builder.load(out_ptr(v, p), align=4) if add else ir.Constant(_VEC, [0.0] * LANES)
+                builder.store(first, acc[v][p])
+        with cgutils.for_range_slice(builder, k_lo, k_hi, _c64(1), inc=True) as (k, _):
+            row = builder.gep(wp, [builder.add(w_off, builder.mul(k, _c64(PANEL)))])
+            wv = [builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), vptr), align=4)
+                  for v in range(nv)]
+            if lines:
+                first = builder.add(pf_off, builder.mul(builder.sub(k, k_lo), _c64(LANES * lines)))
+                _emit_prefetch(builder, wp, first, lines)
+            xrow = builder.add(x_off, builder.mul(k, x_stride))
+            if npos == 0:
+                for v in range(nv):
+                    builder.store(builder.fadd(wv[v], builder.load(acc[v][0])), acc[v][0])
+            for p in range(npos):
+                s = builder.load(builder.gep(xp, [builder.add(xrow, builder.mul(x_pstride, _c64(p)))]))
+                b = builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(_I32, 0)),
+                                           undef, splat)
+                for v in range(nv):
+                    builder.store(builder.call(fma, [wv[v], b, builder.load(acc[v][p])]), acc[v][p])
+        for v in range(nv):
+            for p in range(max(npos, 1)):
+                builder.store(builder.load(acc[v][p]), out_ptr(v, p), align=4)
+
+    def _emit_prefetch(builder, wp, first, lines):
+        """Ask for ``lines`` cache lines of ``w`` from float ``first`` on, into L2 (a hint: it never
+        faults, wherever it points; into L1 it evicted the chunk the groups were still using)."""
+        i8p = ir.PointerType(ir.IntType(8))
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
+        for i in range(lines):
+            line = builder.gep(wp, [builder.add(first, _c64(LANES * i))])
+            # read, locality 2 (L2 and outward), data cache
+            builder.call(prefetch, [builder.bitcast(line, i8p), ir.Constant(_I32, 0),
+                                    ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
+
+    @njit(inline="always")
+    def run_tile(w, x, out, at, p, flags):
+        """One tile product, :func:`_tile` ``((w, x, out), at, p, flags)`` with ``p`` positions
+        (1-6) and ``flags`` (0: overwrite, no prefetch; 2, 3, 4, 5: the chunked forms
+        :func:`products` uses) given at run time: the literal specialisations, chosen here."""
+        if flags == 0:  # one group: all of k, no prefetch
+            if p == 1:
+                _tile((w, x, out), at, 1, 0)
+            elif p == 2:
+                _tile((w, x, out), at, 2, 0)
+            elif p == 3:
+                _tile((w, x, out), at, 3, 0)
+            elif p == 4:
+                _tile((w, x, out), at, 4, 0)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 0)
+            else:
+                _tile((w, x, out), at, 6, 0)
+        elif flags == 8:  # one group of 2-3: all of k, the row 8 inputs ahead prefetched
+            if p == 2:
+                _tile((w, x, out), at, 2, 8)
+            else:
+                _tile((w, x, out), at, 3, 8)
+        elif flags == 4:  # a first chunk, 2 lines prefetched per input
+            if p == 3:
+                _tile((w, x, out), at, 3, 4)
+            elif p == 4:
+                _tile((w, x, out), at, 4, 4)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 4)
+            else:
+                _tile((w, x, out), at, 6, 4)
+        elif flags == 5:  # a later chunk, 2 lines per input
+            if p == 3:
+                _tile((w, x, out), at, 3, 5)
+            elif p == 4:
+                _tile((w, x, out), at, 4, 5)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 5)
+            else:
+                _tile((w, x, out), at, 6, 5)
+        elif flags == 2:  # a first chunk, 1 line per input
+            if p == 4:
+                _tile((w, x, out), at, 4, 2)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 2)
+            else:
+                _tile((w, x, out), at, 6, 2)
+        elif flags == 3:  # a later chunk, 1 line per input
+            if p == 4:
+                _tile((w, x, out), at, 4, 3)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 3)
+            else:
+                _tile((w, x, out), at, 6, 3)
 
     @njit(parallel=True, fastmath=True, cache=True)
-    def _matvec_tiles(x, w, out):
-        """out[0] = w @ x[0] for one position (x, out of shape (1, in), (1, out))."""
-        k_in = x.shape[1]
-        m = w.shape[0]
-        blocks = m // 16
-        for b in prange(blocks):
-            _tile_16x1(x, w, out, b * 16, k_in)
-        for r in range(blocks * 16, m):
-            acc = F32(0.0)
-            for k in range(k_in):
-                acc += w[r, k] * x[0, k]
-            out[0, r] = acc
+    def products(xg, w, n, out):
+        """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) (see
+        :func:`group_positions`), packed ``w`` (panels, in, 64) and ``out`` (>= n, >= 64 panels),
+        all float32 C-contiguous. Padded rows are written too (as the zero rows' products)."""
+        groups, k_in, gs = xg.shape
+        panels = w.shape[0]
+        o_stride = out.shape[1]
+        if groups == 1:  # every position in registers for the whole of k
+            flags = 8 if 2 <= n <= 3 else 0  # see SINGLE_PREFETCH
+            for t in prange(panels):
+                at = (t * k_in * PANEL, 0, k_in, 0, gs, 1, t * PANEL, o_stride, (t * k_in + SINGLE_PREFETCH) * PANEL)
+                run_tile(w, xg, out, at, n, flags)
+            return
+        base = n // groups
+        extra = n - base * groups
+        lines = 2 if groups <= 3 else 1  # per input, so that the groups cover the next chunk
+        for t in prange(panels):  # chunks of k in L1, every group over each chunk
+            for c in range(0, k_in, CHUNK):
+                nxt = (t * k_in + c + CHUNK) * PANEL  # the next chunk's first line (maybe the next panel's)
+                for g in range(groups):
+                    lo = g * base + min(g, extra)
+                    at = (t * k_in * PANEL, c, min(c + CHUNK, k_in), g * k_in * gs, gs, 1,
+                          lo * o_stride + t * PANEL, o_stride, nxt + g * CHUNK * lines * LANES)
+                    run_tile(w, xg, out, at, base + (g < extra), 2 * lines + (c > 0))
 
-    @njit(parallel=True, fastmath=True, cache=True)
-    def _matmul_t_tiles(x, w, out):
-        """out[:] = x @ w.T for C-contiguous float32 x (n, in), w (out, in), out (n, out)."""
-        n, k_in = x.shape
-        m = w.shape[0]
-        blocks = m // 12
-        for b in prange(blocks):
-            r = b * 12
-            p = 0
-            while p + 2 <= n:  # all positions while these 12 rows are in cache
-                _tile_12x2(x, w, out, r, p, k_in)
-                p += 2
-            if p < n:
-                _tile_12x1(x, w, out, r, p, k_in)
-        for r in range(blocks * 12, m):  # the last m % 12 rows, one dot product each
-            for p in range(n):
-                acc = F32(0.0)
-                for k in range(k_in):
-                    acc += w[r, k] * x[p, k]
-                out[p, r] = acc
+    @intrinsic
+    def _f32_from_bits(typingctx, bits):
+        """The float32 whose bit pattern is the int32 ``bits``."""
+        if not isinstance(bits, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(builder.trunc(args[0], _I32) if args[0].type != _I32 else args[0],
+                                   _F32)
+
+        return types.float32(bits), codegen
+
+    @njit(inline="always", fastmath=True)
+    def vexp(x):
+        """``exp(x)`` in float32, written so that LLVM vectorises a loop of it (numba's ``math.exp``
+        is a scalar library call): Cody-Waite range reduction and Cephes' degree-6 polynomial
+        (error about 1 ulp); ``x`` is clamped to [-87, 88], so the result is finite and
+        positive."""
+        x = min(max(x, np.float32(-87.0)), np.float32(88.0))
+        kf = np.floor(x * np.float32(1.44269504088896341) + np.float32(0.5))
+        f = x - kf * np.float32(0.693359375) + kf * np.float32(2.12194440e-4)
+        p = np.float32(1.9875691500e-4)
+        p = p * f + np.float32(1.3981999507e-3)
+        p = p * f + np.float32(8.3334519073e-3)
+        p = p * f + np.float32(4.1665795894e-2)
+        p = p * f + np.float32(1.6666665459e-1)
+        p = p * f + np.float32(5.0000001201e-1)
+        y = p * (f * f) + f + np.float32(1.0)
+        return y * _f32_from_bits((np.int32(kf) + np.int32(127)) << np.int32(23))
+
+    @njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
+    def _read(data, zeros, sums):
+        # every weight read once, as a one-position tile reads it (times zero), nothing stored
+        # but one row of sums: a pure sum loop (P = 0) measured 3-8% slower here
+        panels, k_in, _ = data.shape
+        for t in prange(panels):
+            _tile((data, zeros, sums), (t * k_in * PANEL, 0, k_in, 0, 1, 1, t * PANEL, 0, 0), 1, 0)
 
 
-def matmul_t(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Return ``x @ w.T`` in float32, reading each row of ``w`` from memory once.
+def read_all(weights) -> float:
+    """Stream every element of the given :class:`Packed` weights once, as the one-position tile
+    does, with the kernel's threads and nothing else: the memory floor a pass cannot beat (a
+    benchmark's yardstick). Returns a number that depends on every weight (a zero here)."""
+    weights = list(weights)
+    if not HAVE_NUMBA:
+        return float(sum(np.sum(w.data if isinstance(w, Packed) else w) for w in weights)) * 0.0
+    prepare_threads()
+    zeros = np.zeros((max(w.shape[1] for w in weights), 1), F32)
+    sums = np.empty((1, max(w.data.shape[0] for w in weights) * PANEL), F32)
+    total = 0.0
+    for w in weights:
+        _read(w.data, zeros, sums)
+        total += float(sums[0, 0])
+    return total
+
+
+def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
+    """Return ``x @ w.T`` in float32, streaming each weight from memory once.
 
     Parameters
     ----------
     x : numpy.ndarray
-        float32 activations, shape ``(n, in)``; any strides (copied to C order if needed: it is
-        small).
-    w : numpy.ndarray
-        float32 weight stored ``(out, in)``, as a linear layer keeps it. It should be C-contiguous;
-        if it is not, the product falls back to numpy rather than copy the weight on every call.
+        float32 activations, shape ``(n, in)``; any strides (they are regrouped for the kernel
+        anyway: :func:`group_positions`).
+    w : Packed or numpy.ndarray
+        The weight, ``(out, in)``: packed by :func:`pack` (the kernel's layout, as the model keeps
+        it), or a plain float32 array (multiplied by numpy).
     out : numpy.ndarray, optional
-        C-contiguous float32 array of shape ``(n, out)`` to write into (only used by the kernel
-        path; the numpy paths return a new array and ``out`` receives a copy).
+        C-contiguous float32 array of shape ``(n, out)`` to write into.
 
     Returns
     -------
@@ -267,50 +496,96 @@ def matmul_t(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.
 
     Notes
     -----
-    - ``1 <= n <= MAX_N`` with numba present: the register-tile kernel on :func:`threads` threads.
-    - ``n > MAX_N``: ``x @ w.T`` (BLAS), fastest for prefill.
-    - numba absent: :func:`matmul_t_numpy`.
-
     The kernel sums in a different order from BLAS; against a float64 reference its largest error,
-    relative to the largest output, is about 3e-7 at the model's shapes (BLAS: about 7e-7).
-    Tests use 1e-5.
+    relative to the largest output, is below 1e-6 at the model's shapes. Tests use 1e-5.
     """
-    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+    if x.ndim != 2 or len(w.shape) != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"matmul_t: shapes {x.shape} and {w.shape} do not match (n, in), (out, in)")
     if x.dtype != F32 or w.dtype != F32:
         raise TypeError(f"matmul_t: float32 only, got {x.dtype} and {w.dtype}")
-    n = x.shape[0]
-    if n == 0 or not HAVE_NUMBA or n > MAX_N or not w.flags.c_contiguous:
-        y = np.ascontiguousarray(matmul_t_numpy(x, w), dtype=F32)
+    n, m = x.shape[0], w.shape[0]
+    if out is not None and (out.shape != (n, m) or out.dtype != F32 or not out.flags.c_contiguous):
+        raise ValueError("matmul_t: out must be C-contiguous float32 of shape (n, out)")
+    if n == 0 or not HAVE_NUMBA or not isinstance(w, Packed):
+        y = matmul_t_numpy(x, w)
         if out is not None:
             out[...] = y
             return out
         return y
-    x = np.ascontiguousarray(x)
-    if out is None:
-        out = np.empty((n, w.shape[0]), F32)
-    elif out.shape != (n, w.shape[0]) or out.dtype != F32 or not out.flags.c_contiguous:
-        raise ValueError("matmul_t: out must be C-contiguous float32 of shape (n, out)")
-    t = _THREADS
-    if numba.get_num_threads() != t:  # the setting is per calling thread in numba
-        numba.set_num_threads(t)
-    if n == 1:
-        _matvec_tiles(x, w, out)
-    else:
-        _matmul_t_tiles(x, w, out)
-    return out
+    padded = w.data.shape[0] * PANEL
+    y = out if out is not None and padded == m else np.empty((n, padded), F32)
+    prepare_threads(n)
+    products(group_positions(x), w.data, n, y)
+    if padded != m:
+        y = y[:, :m]
+        if out is None:
+            return np.ascontiguousarray(y)
+        out[...] = y
+        return out
+    return y
 
 
 _THREADS = 1
 if HAVE_NUMBA:
     _THREADS = max(1, min(threads(), numba.config.NUMBA_NUM_THREADS))
+_LOCAL = threading.local()
+_PROCESS = [None]  # the process-wide setting (set_process_threads), None: the default
+
+
+#: A pass over fewer positions than this runs on one thread whatever :func:`set_process_threads`
+#: or the environment allow (a thread's own :func:`use_threads` is taken as it is). Measured on this project's
+#: 2-core machine (``benchmarks/bench_lm.py --only threads``): the weights stream no faster from
+#: two cores than from one, so a decoding step was 1.1-1.2x slower on two threads and 5-9
+#: positions about even, while 17 and 33 positions, whose arithmetic outlasts the stream, took
+#: 0.76x and 0.64x as long.
+PARALLEL_FROM = 8
+
+
+def prepare_threads(n: int | None = None) -> int:
+    """Make the calling thread's next products use the threads in force, and return how many:
+    this thread's :func:`use_threads`; else one for a pass over fewer than :data:`PARALLEL_FROM`
+    positions ``n``, and otherwise the process's :func:`set_process_threads` or :func:`threads`.
+    :meth:`.model.Model.forward` calls it before every pass."""
+    if not HAVE_NUMBA:
+        return 1
+    t = getattr(_LOCAL, "threads", None)
+    if not t:
+        t = 1 if n is not None and n < PARALLEL_FROM else (_PROCESS[0] or _THREADS)
+    if numba.get_num_threads() != t:  # the setting is per calling thread in numba
+        numba.set_num_threads(t)
+    return t
+
+
+
+def _pool(n: int | None) -> int | None:
+    if n is not None and int(n) < 1:
+        raise ValueError(f"threads must be at least 1; got {n}")
+    return None if n is None or not HAVE_NUMBA else min(int(n), numba.config.NUMBA_NUM_THREADS)
+
+
+def use_threads(n: int | None) -> int:
+    """Set the threads the calling thread's products use (``None``: back to the process's
+    setting); return the number now in force. At most numba's pool size."""
+    _LOCAL.threads = _pool(n)
+    return prepare_threads()
+
+
+def set_process_threads(n: int | None) -> int:
+    """Set the threads every thread of this process uses from its next pass on, unless it chose
+    its own with :func:`use_threads` (``None``: back to :func:`threads`); return the new setting.
+    A server's model process sets it from the number of runs sharing the machine
+    (``serve.model_process``). At most numba's pool size."""
+    _PROCESS[0] = _pool(n)
+    return _PROCESS[0] or _THREADS
 
 
 def warmup() -> float:
-    """Compile (or load from cache) the kernel now; return the seconds it took."""
+    """Compile (or load from cache) the kernel now, every tile shape; return the seconds it took."""
     import time
     t0 = time.perf_counter()
     if HAVE_NUMBA:
-        matmul_t(np.zeros((1, 16), F32), np.zeros((19, 16), F32))
-        matmul_t(np.zeros((3, 16), F32), np.zeros((13, 16), F32))
+        w = pack(np.zeros((2 * PANEL + 1, 8), F32))
+        for n in range(1, 2 * MAX_GROUP + 1):
+            matmul_t(np.zeros((n, 8), F32), w)
+        read_all([w])
     return time.perf_counter() - t0

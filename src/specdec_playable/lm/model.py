@@ -6,13 +6,18 @@ embedding. Weights are dequantised from the GGUF file to float32 once and then f
 (``setflags(write=False)``); every session and worker thread shares the one copy. What a run changes
 lives in its own :class:`KVCache`.
 
-For speed each block keeps three fused matrices, stored ``(out, in)`` so that one position is a
-matrix-vector product that streams the matrix once:
+For speed each block keeps four matrices ``(out, in)``, three of them fused:
 
 * ``wqkv`` (960 x 576): the query, key and value projections, with the attention RMSNorm weight and
   the 1/sqrt(64) score scale folded in;
 * ``wgu`` (3072 x 576): the gate and up projections, with the feed-forward RMSNorm weight folded in;
 * ``wo`` (576 x 576) and ``wdown`` (576 x 1536).
+
+Every matrix, and the embedding, is packed once at load into the kernel's layout
+(:func:`.kernel.pack`, panels of 16 rows; the packed copy is the only one), each kind stacked over
+the blocks, and a pass runs the blocks in one compiled call (:func:`.fused.run_blocks`) and the
+head through :func:`.kernel.matmul_t`. Without numba, or with :data:`FUSED` set False, the same
+pass runs as numpy code (:meth:`Model._block`), the reference the compiled one is tested against.
 
 GGUF stores the query and key rows permuted for llama.cpp's rotary form (rotate interleaved pairs
 0,1 / 2,3 / ...). The loader permutes them once more, consistently for queries and keys, so that pair
@@ -22,17 +27,23 @@ contiguous halves.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .kernel import matmul_t
+from . import fused
+from .kernel import PANEL, Packed, matmul_t, pack, prepare_threads
 from .source import model_file
 from .tokenizer import Tokenizer
 
 F32 = np.float32
+
+#: Whether :meth:`Model.forward` runs the blocks in compiled code (:func:`.fused.run_blocks`; True
+#: when numba is present). Set it False (tests, benchmarks) to run the numpy reference path.
+FUSED = fused.HAVE_NUMBA
 
 
 @dataclass(frozen=True)
@@ -58,27 +69,33 @@ class Config:
 
 @dataclass(frozen=True, eq=False)
 class Block:
-    """One transformer block's fused, frozen float32 weights (see the module docstring)."""
+    """One transformer block's fused, frozen float32 weights (see the module docstring), packed
+    for the kernel: views of :attr:`Weights.stacks`."""
 
-    wqkv: np.ndarray
-    wo: np.ndarray
-    wgu: np.ndarray
-    wdown: np.ndarray
+    wqkv: Packed
+    wo: Packed
+    wgu: Packed
+    wdown: Packed
 
 
 @dataclass(frozen=True, eq=False)
 class Weights:
-    """All weights, float32 and read-only. ``embed`` (vocab x d_model) is also the output head."""
+    """All weights, float32 and read-only. ``embed`` (vocab x d_model, packed; ``embed[ids]``
+    gathers rows) is also the output head. ``stacks`` holds every block's packed ``wqkv``, ``wo``,
+    ``wgu`` and ``wdown``, each kind as one ``(blocks, panels, in, 16)`` array; the blocks'
+    :class:`.kernel.Packed` weights are views of them, not copies."""
 
-    embed: np.ndarray
+    embed: Packed
     blocks: tuple[Block, ...]
     final_norm: np.ndarray
     inv_freq: np.ndarray
+    stacks: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
     def arrays(self) -> list[np.ndarray]:
-        out = [self.embed, self.final_norm, self.inv_freq]
+        """Every weight's storage (the packed matrices' panels), each once."""
+        out = [self.embed.data, self.final_norm, self.inv_freq]
         for b in self.blocks:
-            out += [b.wqkv, b.wo, b.wgu, b.wdown]
+            out += [b.wqkv.data, b.wo.data, b.wgu.data, b.wdown.data]
         return out
 
     @property
@@ -92,26 +109,33 @@ class KVCache:
     Per run, never shared. ``length`` positions are valid; :meth:`rollback` forgets the rest, so
     rejected drafts cost nothing to undo. Storage grows by doubling when a pass needs more room.
 
+    Layout (float32): values ``v`` are ``(blocks, kv heads, capacity, head dim)``; keys are packed
+    in the kernel's panels of 64 positions, ``k`` ``(blocks, kv heads, capacity / 64, head dim,
+    64)``, position ``t``'s key at ``k[l, h, t // 64, :, t % 64]``. So a pass scores its queries
+    against the keys, and weights the values, with the same tile products as its weights
+    (:mod:`.fused`). :meth:`keys` gives one block's keys as ``(kv heads, positions, head dim)``.
+
     Parameters
     ----------
     config : Config
     n_layers : int
         How many blocks this cache serves (all of them for the target, fewer for an early exit).
     capacity : int
-        Positions to allocate up front.
+        Positions to allocate up front (rounded up to a multiple of 64).
     """
 
     def __init__(self, config: Config, n_layers: int | None = None, capacity: int = 256) -> None:
         self.config = config
         self.n_layers = config.n_layers if n_layers is None else int(n_layers)
-        shape = (self.n_layers, config.n_kv_heads, max(int(capacity), 1), config.head_dim)
-        self.k = np.zeros(shape, F32)
-        self.v = np.zeros(shape, F32)
+        cap = -(-max(int(capacity), 1) // PANEL) * PANEL
+        heads = (self.n_layers, config.n_kv_heads)
+        self.k = np.zeros(heads + (cap // PANEL, config.head_dim, PANEL), F32)
+        self.v = np.zeros(heads + (cap, config.head_dim), F32)
         self.length = 0
 
     @property
     def capacity(self) -> int:
-        return int(self.k.shape[2])
+        return int(self.v.shape[2])
 
     @property
     def nbytes(self) -> int:
@@ -125,12 +149,27 @@ class KVCache:
                              f"this pass needs {need}")
         if need <= self.capacity:
             return
-        cap = min(max(need, 2 * self.capacity), self.config.context)
-        for name in ("k", "v"):
-            old = getattr(self, name)
-            new = np.zeros(old.shape[:2] + (cap,) + old.shape[3:], F32)
-            new[:, :, :self.length] = old[:, :, :self.length]
-            setattr(self, name, new)
+        cap = -(-min(max(need, 2 * self.capacity), self.config.context) // PANEL) * PANEL
+        k = np.zeros(self.k.shape[:2] + (cap // PANEL,) + self.k.shape[3:], F32)
+        k[:, :, :self.k.shape[2]] = self.k
+        v = np.zeros(self.v.shape[:2] + (cap,) + self.v.shape[3:], F32)
+        v[:, :, :self.length] = self.v[:, :, :self.length]
+        self.k, self.v = k, v
+
+    def put(self, layer: int, start: int, keys: np.ndarray, values: np.ndarray) -> None:
+        """Write block ``layer``'s keys and values ``(kv heads, n, head dim)`` of positions
+        ``start .. start + n - 1`` (room must be reserved)."""
+        t = start + np.arange(keys.shape[1])
+        self.k[layer][:, t // PANEL, :, t % PANEL] = keys.transpose(1, 0, 2)
+        self.v[layer, :, start:start + keys.shape[1]] = values
+
+    def keys(self, layer: int | None = None, end: int | None = None) -> np.ndarray:
+        """Block ``layer``'s keys of positions ``0 .. end - 1`` (default: all valid), as a new
+        ``(kv heads, end, head dim)`` array; every block's, ``(blocks, kv heads, end, head dim)``,
+        when ``layer`` is None."""
+        end = self.length if end is None else int(end)
+        k = self.k if layer is None else self.k[layer]
+        return k.swapaxes(-1, -2).reshape(k.shape[:-3] + (-1, k.shape[-2]))[..., :end, :]
 
     def rollback(self, length: int) -> None:
         """Forget every position from ``length`` on (``0 <= length <= self.length``)."""
@@ -146,8 +185,8 @@ class KVCache:
         keep = np.asarray(keep, dtype=np.int64)
         if keep.size and (np.any(np.diff(keep) <= 0) or keep[0] < 0 or start + keep[-1] >= self.length):
             raise ValueError("keep must be ascending offsets of valid positions")
-        src = start + keep
-        self.k[:, :, start:start + keep.size] = self.k[:, :, src]
+        src, dst = start + keep, start + np.arange(keep.size)
+        self.k[:, :, dst // PANEL, :, dst % PANEL] = self.k[:, :, src // PANEL, :, src % PANEL]
         self.v[:, :, start:start + keep.size] = self.v[:, :, src]
         self.length = start + int(keep.size)
 
@@ -250,19 +289,31 @@ class Model:
         if pos.shape != (n,):
             raise ValueError(f"positions must have shape ({n},); got {pos.shape}")
         cache.reserve(n)
-        bias = self._bias(n, past, mask)
-        rope = self._rope(pos)
-        capture = set(int(m) for m in capture)
+        allowed = self._allowed(n, mask)
+        capture = sorted(set(int(m) for m in capture))
         captured = {}
 
         x = w.embed[ids]  # a fresh float32 copy
         if 0 in capture:
             captured[0] = x.copy()
-        with np.errstate(over="ignore"):
-            for layer in range(depth):
-                x = self._block(layer, x, cache, past, rope, bias)
-                if layer + 1 in capture:
-                    captured[layer + 1] = x.copy()
+        if FUSED and cfg.head_dim == PANEL:  # the compiled attention reads a head as one panel
+            ang = pos.astype(F32)[:, None] * w.inv_freq[None, :]  # (n, 32), float32
+            slot = np.full(depth + 1, -1, np.int64)
+            later = [m for m in capture if 0 < m <= depth]
+            slot[later] = np.arange(len(later))
+            kept = np.empty((len(later), n, cfg.d_model), F32)
+            prepare_threads(n)
+            fused.run_blocks(x, w.stacks, (cache.k, cache.v, past), (np.cos(ang), np.sin(ang), allowed),
+                             (depth, cfg.n_heads, cfg.n_kv_heads, cfg.eps), (slot, kept))
+            captured.update(zip(later, kept))
+        else:
+            bias = self._bias(allowed, past)
+            rope = self._rope(pos)
+            with np.errstate(over="ignore"):
+                for layer in range(depth):
+                    x = self._block(layer, x, cache, past, rope, bias)
+                    if layer + 1 in capture:
+                        captured[layer + 1] = x.copy()
         cache.length = past + n
         h = rms_norm(x, cfg.eps) * w.final_norm
         out = None
@@ -278,18 +329,23 @@ class Model:
         """Logits (n, vocab) of final-normed hidden states, through the tied embedding."""
         return linear(hidden, self.weights.embed)
 
-    def _bias(self, n: int, past: int, mask) -> np.ndarray | None:
-        """Additive attention bias over (new, past + new) keys; None when nothing is masked."""
+    @staticmethod
+    def _allowed(n: int, mask) -> np.ndarray:
+        """Which new positions each new position sees, (n, n) bool (default causal)."""
         if mask is None:
-            if n == 1:
-                return None
-            allowed = np.tri(n, dtype=bool)
-        else:
-            allowed = np.asarray(mask, dtype=bool)
-            if allowed.shape != (n, n):
-                raise ValueError(f"mask must have shape ({n}, {n}); got {allowed.shape}")
-            if not allowed[np.arange(n), np.arange(n)].all():
-                raise ValueError("mask must let every token attend to itself")
+            return np.tri(n, dtype=bool)
+        allowed = np.asarray(mask, dtype=bool)
+        if allowed.shape != (n, n):
+            raise ValueError(f"mask must have shape ({n}, {n}); got {allowed.shape}")
+        if not allowed[np.arange(n), np.arange(n)].all():
+            raise ValueError("mask must let every token attend to itself")
+        return np.ascontiguousarray(allowed)
+
+    def _bias(self, allowed: np.ndarray, past: int) -> np.ndarray | None:
+        """Additive attention bias over (new, past + new) keys; None when nothing is masked."""
+        n = allowed.shape[0]
+        if allowed.all():
+            return None
         bias = np.zeros((n, past + n), F32)
         bias[:, past:][~allowed] = -np.inf
         # Rows of the grouped score matrix are (new position, query head in group).
@@ -300,6 +356,7 @@ class Model:
         return np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
 
     def _block(self, layer, x, cache, past, rope, bias):
+        """One block in numpy (the reference path): the residual stream after block ``layer``."""
         cos, sin = rope  # of the new positions' angles
         cfg = self.config
         b = self.weights.blocks[layer]
@@ -315,9 +372,8 @@ class Model:
         q, k = rot[:, :nh], rot[:, nh:]
         v = qkv[:, (nh + nkv) * hd:].reshape(n, nkv, hd)
         end = past + n
-        cache.k[layer, :, past:end] = k.transpose(1, 0, 2)
-        cache.v[layer, :, past:end] = v.transpose(1, 0, 2)
-        keys = cache.k[layer, :, :end]  # (kv, T, hd)
+        cache.put(layer, past, k.transpose(1, 0, 2), v.transpose(1, 0, 2))
+        keys = cache.keys(layer, end)  # (kv, T, hd)
         vals = cache.v[layer, :, :end]
         # Group the query heads by the key/value head they share: (kv, n * group, hd).
         qg = q.reshape(n, nkv, g, hd).transpose(1, 0, 2, 3).reshape(nkv, n * g, hd)
@@ -357,6 +413,71 @@ def _halves_order(n_heads: int, head_dim: int) -> np.ndarray:
     return (np.arange(n_heads)[:, None] * head_dim + within[None, :]).reshape(-1)
 
 
+def _config(meta) -> Config:
+    """The model's shape from the GGUF metadata (``meta(key)`` reads one field)."""
+    arch = meta("general.architecture")
+    return Config(
+        n_layers=int(meta(f"{arch}.block_count")),
+        d_model=int(meta(f"{arch}.embedding_length")),
+        d_ff=int(meta(f"{arch}.feed_forward_length")),
+        n_heads=int(meta(f"{arch}.attention.head_count")),
+        n_kv_heads=int(meta(f"{arch}.attention.head_count_kv")),
+        head_dim=int(meta(f"{arch}.rope.dimension_count")),
+        rope_base=float(meta(f"{arch}.rope.freq_base")),
+        eps=float(meta(f"{arch}.attention.layer_norm_rms_epsilon")),
+        vocab_size=int(meta(f"{arch}.vocab_size")),
+        context=int(meta(f"{arch}.context_length")),
+    )
+
+
+def _pack_blocks(cfg: Config, get) -> tuple[tuple[Block, ...], tuple[np.ndarray, ...]]:
+    """Every block's weights fused (see the module docstring) and packed straight into four
+    stacked arrays, one per kind; ``get(name)`` dequantises one tensor to float32.
+
+    Each tensor is packed as soon as it is read, so the loader never holds more than one
+    dequantised tensor besides the stacks (what it frees stays in the process's heap)."""
+    hd = cfg.head_dim
+    q_order = _halves_order(cfg.n_heads, hd)
+    k_order = _halves_order(cfg.n_kv_heads, hd)
+    scale = F32(1.0 / np.sqrt(hd))
+    d, qkv_rows = cfg.d_model, (cfg.n_heads + 2 * cfg.n_kv_heads) * hd
+    shapes = ((qkv_rows, d), (d, cfg.n_heads * hd), (2 * cfg.d_ff, d), (d, cfg.d_ff))
+    stacks = tuple(np.empty((cfg.n_layers, -(-rows // PANEL), cols, PANEL), F32) for rows, cols in shapes)
+    nq, nk = cfg.n_heads * hd, cfg.n_kv_heads * hd
+    blocks = []
+    for i in range(cfg.n_layers):
+        p = f"blk.{i}."
+        attn, ffn = get(p + "attn_norm.weight")[None, :], get(p + "ffn_norm.weight")[None, :]
+        parts = (  # (rows, how to make them), called in this iteration
+            ((nq, lambda: get(p + "attn_q.weight")[q_order] * (scale * attn)),
+             (nk, lambda: get(p + "attn_k.weight")[k_order] * attn),
+             (nk, lambda: get(p + "attn_v.weight") * attn)),
+            ((d, lambda: get(p + "attn_output.weight")),),
+            ((cfg.d_ff, lambda: get(p + "ffn_gate.weight") * ffn),
+             (cfg.d_ff, lambda: get(p + "ffn_up.weight") * ffn)),
+            ((d, lambda: get(p + "ffn_down.weight")),),
+        )
+        blocks.append(Block(*(_pack_rows(ws, stack[i]) for ws, stack in zip(parts, stacks))))
+    for s in stacks:
+        s.setflags(write=False)
+    return tuple(blocks), stacks
+
+
+def _pack_rows(parts, out: np.ndarray) -> Packed:
+    """The matrix stacking the rows ``make()`` gives for each ``(rows, make)`` of ``parts``, packed
+    into ``out``: each part made and packed straight into its own panels when the parts fall on
+    panel boundaries (no concatenated copy), else concatenated first."""
+    if any(rows % PANEL for rows, _ in parts[:-1]):
+        return pack(np.concatenate([make() for _, make in parts]), out=out)
+    at = 0
+    for rows, make in parts:
+        n = -(-rows // PANEL)
+        pack(make(), out=out[at:at + n])
+        at += n
+    out.setflags(write=False)
+    return Packed(out, sum(rows for rows, _ in parts))
+
+
 def load(path=None) -> Model:
     """Read the GGUF file and build the model (several seconds; use :func:`get_model`)."""
     import gguf
@@ -370,53 +491,39 @@ def load(path=None) -> Model:
     def meta(key):
         return f[key].contents()
 
-    arch = meta("general.architecture")
-    cfg = Config(
-        n_layers=int(meta(f"{arch}.block_count")),
-        d_model=int(meta(f"{arch}.embedding_length")),
-        d_ff=int(meta(f"{arch}.feed_forward_length")),
-        n_heads=int(meta(f"{arch}.attention.head_count")),
-        n_kv_heads=int(meta(f"{arch}.attention.head_count_kv")),
-        head_dim=int(meta(f"{arch}.rope.dimension_count")),
-        rope_base=float(meta(f"{arch}.rope.freq_base")),
-        eps=float(meta(f"{arch}.attention.layer_norm_rms_epsilon")),
-        vocab_size=int(meta(f"{arch}.vocab_size")),
-        context=int(meta(f"{arch}.context_length")),
-    )
+    cfg = _config(meta)
     tensors = {t.name: t for t in reader.tensors}
 
-    def get(name: str) -> np.ndarray:
-        # A copy: float32 tensors come back as views of the memory-mapped file, which would keep
-        # the whole file mapped (and resident) for as long as the model lives.
+    def raw(name: str) -> np.ndarray:
+        # float32 tensors come back as views of the memory-mapped file: packed (a copy) or copied
         t = tensors[name]
-        return np.array(dequantize(t.data, t.tensor_type), dtype=F32, copy=True)
+        return np.asarray(dequantize(t.data, t.tensor_type), dtype=F32)
 
-    hd = cfg.head_dim
-    q_order = _halves_order(cfg.n_heads, hd)
-    k_order = _halves_order(cfg.n_kv_heads, hd)
-    scale = F32(1.0 / np.sqrt(hd))
-    blocks = []
-    for i in range(cfg.n_layers):
-        p = f"blk.{i}."
-        attn_norm, ffn_norm = get(p + "attn_norm.weight"), get(p + "ffn_norm.weight")
-        wq = get(p + "attn_q.weight")[q_order] * scale
-        wk = get(p + "attn_k.weight")[k_order]
-        wv = get(p + "attn_v.weight")
-        wqkv = np.concatenate((wq, wk, wv)) * attn_norm[None, :]
-        wgu = np.concatenate((get(p + "ffn_gate.weight"), get(p + "ffn_up.weight"))) * ffn_norm[None, :]
-        blocks.append(Block(wqkv=_freeze(wqkv), wo=_freeze(get(p + "attn_output.weight")),
-                            wgu=_freeze(wgu), wdown=_freeze(get(p + "ffn_down.weight"))))
-    inv_freq = cfg.rope_base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
-    weights = Weights(embed=_freeze(get("token_embd.weight")), blocks=tuple(blocks),
-                      final_norm=_freeze(get("output_norm.weight")), inv_freq=_freeze(inv_freq))
+    blocks, stacks = _pack_blocks(cfg, raw)
+    inv_freq = cfg.rope_base ** (-np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim)
+    # A copy of the norm, which does not keep the whole file mapped (and resident) as it lives.
+    weights = Weights(embed=pack(raw("token_embd.weight")), blocks=blocks,
+                      final_norm=_freeze(np.array(raw("output_norm.weight"), copy=True)),
+                      inv_freq=_freeze(inv_freq), stacks=stacks)
     types = meta("tokenizer.ggml.token_type")
     tokenizer = Tokenizer(
         tokens=meta("tokenizer.ggml.tokens"), merges=meta("tokenizer.ggml.merges"),
         control=[i for i, t in enumerate(types) if t == 3],
         bos_id=int(meta("tokenizer.ggml.bos_token_id")), eos_id=int(meta("tokenizer.ggml.eos_token_id")),
     )
-    del reader, tensors
+    del reader, tensors, raw, meta
+    _return_freed_heap()
     return Model(cfg, weights, tokenizer, load_seconds=time.perf_counter() - t0)
+
+
+def _return_freed_heap() -> None:
+    """Hand the heap the loader freed (its dequantised temporaries) back to the system: glibc keeps
+    it otherwise, tens of MB of every model process's resident memory. Nothing where there is no
+    glibc."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 _LOCK = threading.Lock()

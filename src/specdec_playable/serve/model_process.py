@@ -12,7 +12,10 @@ interpreter (not a fork of the threaded server, and not ``multiprocessing``'s sp
 would re-run the server's ``__main__``).
 
 The child runs at a lower CPU priority and with one BLAS thread per product, like the queue's
-workers. As it loads the model it times forward passes of 1 to 32 positions
+workers. Its kernel's threads follow :func:`threads_per_run`: whenever the number of runs in this
+server's children changes, every child is told how many threads its passes may use (on the pipe
+that carries cancellations), so a run alone on the machine uses :data:`THREADS_ALONE` and two
+runs at once use one core each. As it loads the model it times forward passes of 1 to 32 positions
 (:func:`.calibrate.measure_pass_times`, a few seconds); :func:`calibration` gives the latest such
 measurement of any child of this server, which the pages use to price a pass on this machine. Cancelling sets an event the child's runs check at every pass; a child that does not
 answer within its time budget (plus a margin) is terminated and replaced on the next run.
@@ -41,8 +44,52 @@ LOAD_S = 180.0
 #: Environment variable: seconds the child's start-up calibration may take (0 skips it).
 CALIBRATE_ENV = "SDP_CALIBRATE_S"
 
+#: Threads a run's passes use when it is the only run in this server's children (measured:
+#: ``benchmarks/bench_lm.py --only threads``; see :func:`threads_per_run`).
+THREADS_ALONE = 2
+#: On the cancel pipe, a number at or above this tells the child its threads (the rest).
+_THREADS_CODE = 0xFFFF0000
+
 _ready = threading.Event()
 _calibration: list = [None]  # the latest PassTimes of any child (an immutable value)
+_children: set = set()  # live ModelProcess objects of this server
+_runs = [0]  # runs in them now
+_runs_lock = threading.Lock()
+
+
+def threads_per_run(runs: int, cores: int | None = None) -> int:
+    """Threads each run's passes use with ``runs`` runs in the children at once: the cores shared
+    out, at most :data:`THREADS_ALONE`, at least one.
+
+    >>> threads_per_run(1, 2), threads_per_run(2, 2), threads_per_run(0, 1)
+    (2, 1, 1)
+    """
+    cores = (os.cpu_count() or 1) if cores is None else int(cores)
+    return max(1, min(THREADS_ALONE, cores // max(int(runs), 1)))
+
+
+def _tell_threads() -> None:
+    """Tell every child the threads a run may use now (called with ``_runs_lock`` held)."""
+    code = struct.pack("I", _THREADS_CODE + threads_per_run(_runs[0]))
+    for child in list(_children):
+        try:
+            os.write(child._cancel_fd, code)
+        except OSError:
+            pass
+
+
+class _Running:
+    """Counts one run in the children for as long as it lasts (``with _Running(): ...``)."""
+
+    def __enter__(self):
+        with _runs_lock:
+            _runs[0] += 1
+            _tell_threads()
+
+    def __exit__(self, *exc):
+        with _runs_lock:
+            _runs[0] -= 1
+            _tell_threads()
 
 
 def model_ready() -> bool:
@@ -84,10 +131,15 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     cancel = threading.Event()
     current = [0]
 
-    def watch_cancel() -> None:  # the parent writes the number of the run to stop
+    def watch_cancel() -> None:  # the parent writes the number of the run to stop, or threads
+        from ..lm import kernel
+
         with os.fdopen(cancel_fd, "rb", buffering=0) as fh:
             while chunk := fh.read(4):
-                if struct.unpack("I", chunk)[0] == current[0]:
+                value = struct.unpack("I", chunk)[0]
+                if value >= _THREADS_CODE:
+                    kernel.set_process_threads(value - _THREADS_CODE)
+                elif value == current[0]:
                     cancel.set()
         cancel.set()  # the parent is gone
 
@@ -162,6 +214,9 @@ class ModelProcess:
         self._cancel_fd = can_w
         self._run = 0
         self._loaded = False
+        with _runs_lock:
+            _children.add(self)
+            _tell_threads()
 
     @property
     def loaded(self) -> bool:
@@ -174,6 +229,8 @@ class ModelProcess:
 
     def close(self) -> None:
         """Stop the child (it holds a copy of the model's weights)."""
+        with _runs_lock:
+            _children.discard(self)
         for conn in (self._requests, self._replies):
             conn.close()
         try:
@@ -232,17 +289,18 @@ class ModelProcess:
         """
         self._wait_loaded(cancel)
         self._run += 1
-        self._requests.send((self._run, dict(op="measure", text=text, max_seconds=max_seconds)))
-        deadline = time.monotonic() + max_seconds + GRACE_S
-        while True:
-            kind, value = self._receive(deadline, cancel)
-            if kind == "progress":
-                if report is not None:
-                    report(value)
-            elif kind == "done":
-                return value
-            elif kind == "error":
-                raise RuntimeError(value)
+        with _Running():
+            self._requests.send((self._run, dict(op="measure", text=text, max_seconds=max_seconds)))
+            deadline = time.monotonic() + max_seconds + GRACE_S
+            while True:
+                kind, value = self._receive(deadline, cancel)
+                if kind == "progress":
+                    if report is not None:
+                        report(value)
+                elif kind == "done":
+                    return value
+                elif kind == "error":
+                    raise RuntimeError(value)
 
     def compare(self, prompt: str, draft: str, k: int, *, max_new: int, temperature: float = 0.0,
                 top_p: float = 1.0, seed: int | None = None, cancel: threading.Event | None = None,
@@ -255,25 +313,26 @@ class ModelProcess:
         """
         self._wait_loaded(cancel)
         self._run += 1
-        self._requests.send((self._run, dict(prompt=prompt, draft=draft, k=k, max_new=max_new,
-                                             temperature=temperature, top_p=top_p, seed=seed,
-                                             max_seconds=max_seconds)))
-        deadline = time.monotonic() + max_seconds + GRACE_S
-        mirror: Mirror | None = None
-        while True:
-            kind, value = self._receive(deadline, cancel)
-            if kind == "prompt":
-                mirror = Mirror(value, draft, k, temperature, top_p)
-                if report is not None:
-                    report(mirror.live)
-            elif kind == "done":
-                return value
-            elif kind == "error":
-                raise RuntimeError(value)
-            else:
-                mirror.feed(kind, value)
-                if report is not None:
-                    report(mirror.live)
+        with _Running():
+            self._requests.send((self._run, dict(prompt=prompt, draft=draft, k=k, max_new=max_new,
+                                                 temperature=temperature, top_p=top_p, seed=seed,
+                                                 max_seconds=max_seconds)))
+            deadline = time.monotonic() + max_seconds + GRACE_S
+            mirror: Mirror | None = None
+            while True:
+                kind, value = self._receive(deadline, cancel)
+                if kind == "prompt":
+                    mirror = Mirror(value, draft, k, temperature, top_p)
+                    if report is not None:
+                        report(mirror.live)
+                elif kind == "done":
+                    return value
+                elif kind == "error":
+                    raise RuntimeError(value)
+                else:
+                    mirror.feed(kind, value)
+                    if report is not None:
+                        report(mirror.live)
 
 
 _local = threading.local()
@@ -297,5 +356,5 @@ def stop_thread_process() -> None:
         _local.proc = None
 
 
-__all__ = ["CALIBRATE_ENV", "ModelProcess", "calibration", "model_ready", "thread_process",
-           "stop_thread_process"]
+__all__ = ["CALIBRATE_ENV", "THREADS_ALONE", "ModelProcess", "calibration", "model_ready",
+           "thread_process", "threads_per_run", "stop_thread_process"]

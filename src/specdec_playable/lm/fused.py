@@ -1,0 +1,225 @@
+"""The transformer blocks of a forward pass in one compiled call (numba), around the kernel's products.
+
+:meth:`.model.Model.forward` hands the residual stream of the ``n`` new positions to
+:func:`run_blocks`, which runs every block in compiled code: the RMSNorm, the fused query/key/value
+product, the rotary rotation, the new keys and values written into the cache, grouped-query
+attention of every new position over the cached and new positions (a mask for the new ones), the
+output product and residual, the second RMSNorm, the gate/up product, SwiGLU, the down product and
+residual. So a pass is two calls from Python (the blocks, then the head), not a few dozen numpy
+calls per block: on this CPU that Python and numpy overhead was about a millisecond a pass, a
+twentieth of a decoding step.
+
+The products are :func:`.kernel.products` on the packed weights; everything between them is
+loops over positions, heads and dimensions that LLVM vectorises (``exp`` is
+:func:`.kernel.vexp`). The numpy path of :meth:`.model.Model.forward` computes the same pass with
+numpy and is the reference the tests hold this one to.
+
+Layouts (all float32, C-contiguous): the weights of all blocks stacked,
+``(blocks, panels, in, 16)`` (:func:`.kernel.pack`); the cache ``(blocks, kv heads, capacity,
+head dim)``; queries and keys rotated in the halves form (pair ``i`` at dims ``i`` and
+``i + head_dim / 2``, see :mod:`.model`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kernel import HAVE_NUMBA, MAX_GROUP, PANEL
+
+__all__ = ["HAVE_NUMBA", "run_blocks"]
+
+if HAVE_NUMBA:
+    from numba import njit
+
+    from .kernel import run_tile, products, vexp
+
+    F32 = np.float32
+
+    @njit(fastmath=True, error_model="numpy", cache=True)
+    def _norm_grouped(x, eps, xg, base, extra):
+        """``xg[g, k, j] = x[p, k] / rms(x[p])`` for position ``p`` = ``j``-th of group ``g``."""
+        n, d = x.shape
+        for p in range(n):
+            ss = F32(0.0)
+            for k in range(d):
+                ss += x[p, k] * x[p, k]
+            s = F32(1.0) / np.sqrt(ss / F32(d) + eps)
+            g, j = _group_of(p, base, extra)
+            for k in range(d):
+                xg[g, k, j] = x[p, k] * s
+
+    @njit(inline="always")
+    def _group_of(p, base, extra):
+        # position p's (group, place in it), groups of base + 1 positions first (extra of them)
+        big = extra * (base + 1)
+        if p < big:
+            return p // (base + 1), p % (base + 1)
+        return extra + (p - big) // base, (p - big) % base
+
+    @njit(fastmath=True, error_model="numpy", cache=True)
+    def _attend(qkv, kv, rope, heads, og, grouping):
+        """Rotate the new queries and keys, append keys and values to this block's cache
+        ``kv = (keys, values, past)`` (the layouts of :class:`.model.KVCache`), and write each new
+        position's attention output, grouped and transposed, into ``og``.
+        ``rope = (cos, sin, allowed)``, ``heads = (query heads, kv heads)``, ``grouping = (base,
+        extra)`` of the position groups (see :func:`_group_of`).
+
+        Per key/value head, its ``q = n x group`` queries (position-major) are scored against the
+        keys by tile products over the packed keys (64 positions a panel), the scores turned into
+        weights in place (masked, softmaxed), and the values weighted by tile products over the
+        values (one panel of 64 dimensions) reading the weights row by row."""
+        cache_k, cache_v, past = kv
+        cos, sin, allowed = rope
+        n_heads, n_kv = heads
+        n = qkv.shape[0]
+        hd = cache_v.shape[2]
+        group = n_heads // n_kv
+        _rotate_and_store(qkv, (cache_k, cache_v, past), cos, sin, heads)
+        end = past + n
+        nq = n * group
+        t_pad = -(-end // PANEL) * PANEL
+        qt = np.empty((hd, nq), F32)
+        s = np.empty((nq, t_pad), F32)
+        o = np.empty((nq, hd), F32)
+        tiles = -(-nq // MAX_GROUP)
+        for h in range(n_kv):
+            for q in range(nq):
+                qo = (h * group + q % group) * hd
+                for e in range(hd):
+                    qt[e, q] = qkv[q // group, qo + e]
+            kp, vh = cache_k[h], cache_v[h]
+            for i in range(tiles):
+                lo, hi = _bounds(nq, tiles, i)
+                for b in range(t_pad // PANEL):
+                    run_tile(kp, qt, s, (b * hd * PANEL, 0, hd, lo, nq, 1, lo * t_pad + b * PANEL, t_pad, 0),
+                              hi - lo, 0)
+            _softmax(s, end, past, allowed, group)
+            for i in range(tiles):
+                lo, hi = _bounds(nq, tiles, i)
+                run_tile(vh, s, o, (0, 0, end, lo * t_pad, 1, t_pad, lo * hd, hd, 0), hi - lo, 0)
+            for q in range(nq):
+                g, j = _group_of(q // group, grouping[0], grouping[1])
+                qo = (h * group + q % group) * hd
+                for e in range(hd):
+                    og[g, qo + e, j] = o[q, e]
+
+    @njit(inline="always")
+    def _bounds(n, parts, i):
+        # part i of n items in `parts` equal parts, the first ones one longer
+        base, extra = n // parts, n % parts
+        lo = i * base + min(i, extra)
+        return lo, lo + base + (i < extra)
+
+    @njit(fastmath=True, error_model="numpy", cache=True)
+    def _rotate_and_store(qkv, kv, cos, sin, heads):
+        """Rotate the new queries and keys in place (halves form) and write the keys and values
+        into the cache at ``past ..``."""
+        cache_k, cache_v, past = kv
+        n_heads, n_kv = heads
+        hd = cache_v.shape[2]
+        half = hd // 2
+        for p in range(qkv.shape[0]):
+            for h in range(n_heads + n_kv):
+                o = h * hd
+                for i in range(half):
+                    a, c = qkv[p, o + i], qkv[p, o + half + i]
+                    qkv[p, o + i] = a * cos[p, i] - c * sin[p, i]
+                    qkv[p, o + half + i] = a * sin[p, i] + c * cos[p, i]
+            t = past + p
+            for h in range(n_kv):
+                ko = (n_heads + h) * hd
+                vo = (n_heads + n_kv + h) * hd
+                for e in range(hd):
+                    cache_k[h, t // PANEL, e, t % PANEL] = qkv[p, ko + e]
+                    cache_v[h, t, e] = qkv[p, vo + e]
+
+    @njit(fastmath=True, error_model="numpy", cache=True)
+    def _softmax(s, end, past, allowed, group):
+        """Turn each query's scores ``s[q, :end]`` into its attention weights, in place: query
+        ``q`` belongs to new position ``q // group``, which sees every cached position and the new
+        ones ``allowed`` lets it (the others weigh 0)."""
+        n = end - past
+        for q in range(s.shape[0]):
+            p = q // group
+            top = F32(-np.inf)
+            for t in range(past):  # the cached positions: all seen (loops LLVM vectorises)
+                top = s[q, t] if s[q, t] > top else top
+            for t in range(n):
+                if allowed[p, t] and s[q, past + t] > top:
+                    top = s[q, past + t]
+            total = F32(0.0)
+            for t in range(past):
+                w = vexp(s[q, t] - top)
+                s[q, t] = w
+                total += w
+            for t in range(n):
+                w = vexp(s[q, past + t] - top) if allowed[p, t] else F32(0.0)
+                s[q, past + t] = w
+                total += w
+            inv = F32(1.0) / total
+            for t in range(end):
+                s[q, t] *= inv
+
+    @njit(fastmath=True, error_model="numpy", cache=True)
+    def _swiglu_grouped(gu, d_ff, ag, base, extra):
+        """``ag[g, k, j] = silu(gate[p, k]) * up[p, k]``, grouped and transposed like the inputs."""
+        n = gu.shape[0]
+        row = np.empty(d_ff, F32)
+        for p in range(n):
+            for k in range(d_ff):
+                gate = gu[p, k]
+                row[k] = gate / (F32(1.0) + vexp(-gate)) * gu[p, d_ff + k]
+            g, j = _group_of(p, base, extra)
+            for k in range(d_ff):
+                ag[g, k, j] = row[k]
+
+    @njit(fastmath=True, error_model="numpy", cache=True)
+    def _add(x, y):
+        n, d = x.shape
+        for p in range(n):
+            for k in range(d):
+                x[p, k] += y[p, k]
+
+    @njit(error_model="numpy", cache=True)
+    def run_blocks(x, weights, kv, rope, dims, capture):
+        """Run blocks ``0 .. depth - 1`` on the residual stream ``x`` (n, d), in place.
+
+        * ``weights = (qkv, o, gu, down)``: the stacked packed weights;
+        * ``kv = (keys, values, past)``: the cache (blocks, kv heads, capacity, head dim) receives
+          the new keys and values at ``past .. past + n - 1``;
+        * ``rope = (cos, sin, allowed)``: the new positions' rotary angles (n, head_dim / 2), and
+          ``allowed[i, j]`` lets new position ``i`` see new position ``j`` (every cached one is
+          visible);
+        * ``dims = (depth, query heads, kv heads, eps)``;
+        * ``capture = (slots, kept)``: after block ``m`` the stream is copied into
+          ``kept[slots[m]]`` where ``slots[m] >= 0``.
+        """
+        w_qkv, w_o, w_gu, w_down = weights
+        cache_k, cache_v, past = kv
+        depth, n_heads, n_kv, eps = dims
+        slots, kept = capture
+        n, d = x.shape
+        d_ff = w_down.shape[2]
+        groups = -(-n // MAX_GROUP)
+        gs = -(-n // groups)
+        base = n // groups
+        extra = n - base * groups
+        xg = np.zeros((groups, d, gs), F32)
+        ag = np.zeros((groups, d_ff, gs), F32)
+        qkv = np.empty((n, w_qkv.shape[1] * PANEL), F32)
+        gu = np.empty((n, w_gu.shape[1] * PANEL), F32)
+        y = np.empty((n, w_o.shape[1] * PANEL), F32)
+        eps = F32(eps)
+        for layer in range(depth):
+            _norm_grouped(x, eps, xg, base, extra)
+            products(xg, w_qkv[layer], n, qkv)
+            _attend(qkv, (cache_k[layer], cache_v[layer], past), rope, (n_heads, n_kv), xg, (base, extra))
+            products(xg, w_o[layer], n, y)
+            _add(x, y)
+            _norm_grouped(x, eps, xg, base, extra)
+            products(xg, w_gu[layer], n, gu)
+            _swiglu_grouped(gu, d_ff, ag, base, extra)
+            products(ag, w_down[layer], n, y)
+            _add(x, y)
+            if slots[layer + 1] >= 0:
+                kept[slots[layer + 1], :, :] = x
