@@ -149,6 +149,42 @@ def test_on_a_fake_clock_the_race_alternates_and_reports_the_pass_times_untouche
                                       / (rounds[:, 0].sum() / rounds[:, 1].sum()))
 
 
+class _ThreadsSeen:
+    """The model, noting the threads the kernel would give a 40-position pass at each forward."""
+
+    def __init__(self, model) -> None:
+        self._model, self.seen = model, []
+
+    def forward(self, tokens, cache, **kw):
+        from specdec_playable.lm import kernel
+
+        self.seen.append(kernel.prepare_threads(40))
+        return self._model.forward(tokens, cache, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+
+def test_every_pass_of_a_race_runs_on_one_thread_and_the_callers_setting_comes_back(model):
+    from specdec_playable.lm import kernel
+
+    if not kernel.HAVE_NUMBA:
+        pytest.skip("numba is not installed: every pass runs on one thread anyway")
+    # The process allows two threads to large passes; a CPU clock would count both, so the race
+    # takes one for all its passes, and the caller's own setting (none here) is back after it.
+    kernel.set_process_threads(2)
+    try:
+        seen = _ThreadsSeen(model)
+        ids = model.tokenizer.chat(PROMPTS["json-reshape"].message)
+        r = race(seen, ids, PromptLookup(), 4, max_new=8)
+        assert r.spec.tokens == r.plain.tokens and len(seen.seen) >= 4
+        assert set(seen.seen) == {1}
+        assert kernel.own_threads() is None
+        assert kernel.prepare_threads(40) == min(2, kernel.numba.config.NUMBA_NUM_THREADS)
+    finally:
+        kernel.set_process_threads(None)
+
+
 def test_a_race_stops_both_runs_when_cancelled_and_budgets_time_for_both(model):
     ids = model.tokenizer.chat(PROMPTS["poem"].message)
     cancel = threading.Event()

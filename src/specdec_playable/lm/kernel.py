@@ -59,7 +59,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["HAVE_NUMBA", "LANES", "MAX_GROUP", "PANEL", "Packed", "group_positions", "matmul_t",
-           "matmul_t_numpy", "pack", "prepare_threads", "read_all", "set_process_threads", "threads",
+           "matmul_t_numpy", "own_threads", "pack", "prepare_threads", "read_all", "set_process_threads", "threads",
            "use_threads", "warmup"]
 
 F32 = np.float32
@@ -568,6 +568,12 @@ def use_threads(n: int | None) -> int:
     setting); return the number now in force. At most numba's pool size."""
     _LOCAL.threads = _pool(n)
     return prepare_threads()
+
+
+def own_threads() -> int | None:
+    """The calling thread's own setting (:func:`use_threads`), or ``None`` where it follows the
+    process's; ``use_threads(own_threads())`` puts back what a caller found."""
+    return getattr(_LOCAL, "threads", None)
 
 
 def set_process_threads(n: int | None) -> int:

@@ -14,9 +14,10 @@ its own passes, so the turns (:class:`Turns`) and both generations read the time
 measured, untouched. The race's clock is the process's CPU time (:data:`CPU_CLOCK`): a pass that
 waits for a core (another visitor's run, another program on a crowded machine) does not count
 the wait, which would fall on whichever pass it happened to hit, while a pass slowed by the
-machine's memory being shared (the physics of the pass changing) still counts it. With one thread
-per run, as the server runs them, it is the run's own time on a core, the wall time of a quiet
-machine; with more threads it is their sum. :func:`fair_speedup` groups the turns into rounds (one speculative round and
+machine's memory being shared (the physics of the pass changing) still counts it. A CPU clock
+counts every thread of the process, so the race runs all its passes on one thread (the kernel's
+:func:`.kernel.use_threads`, put back when it ends): each pass's time is then its own time on one
+core, the wall time of a quiet machine. :func:`fair_speedup` groups the turns into rounds (one speculative round and
 the plain steps that ran next to it), reports the speedup as plain time per token over speculative
 time per token, with a bootstrap interval over rounds, and the work-based figure beside it: tokens
 per pass against the measured cost of each pass size (the median turn of each size over the median
@@ -338,10 +339,14 @@ def race_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 6
 
 
 def _take_turns(runs: dict) -> RacePasses:
+    from . import kernel
+
     tokens = {SPEC: 0, PLAIN: 0}
     results: dict[str, Generation] = {}
     rows: list[tuple] = []
+    found = kernel.own_threads()
     try:
+        kernel.use_threads(1)  # one core: the CPU clock is then each pass's own time
         while len(results) < len(runs):
             me = next_run(tokens, set(results))
             try:
@@ -354,6 +359,7 @@ def _take_turns(runs: dict) -> RacePasses:
                          update.positions if update.round > 0 else 0))
             yield me, update
     finally:
+        kernel.use_threads(found)
         for run in runs.values():
             run.close()
     return Race(spec=results[SPEC], plain=results[PLAIN], turns=Turns.from_rows(rows))
