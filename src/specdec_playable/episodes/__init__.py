@@ -16,8 +16,10 @@ session or notebook cell::
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import re
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,8 +34,21 @@ class EpisodeInfo:
     summary: str
     module: ModuleType
 
-    def page(self):
-        return self.module.page()
+    def page(self, seed: int | None = None):
+        """The page for one session; with ``seed``, on a fresh state whose randomness is drawn
+        from it (where its state draws any), so two builds show the same words and numbers (the
+        site measures an episode's reading time on such a page)."""
+        if seed is None:
+            return self.module.page()
+        cls = self.state_class()
+        takes_rng = "rng" in inspect.signature(cls.__init__).parameters
+        return self.module.page(cls(rng=seed) if takes_rng else cls())
+
+    def state_class(self) -> type:
+        """The class of the state ``page`` wires to its view (from ``page``'s annotation)."""
+        hint = typing.get_type_hints(self.module.page)["state"]
+        (cls,) = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+        return cls
 
 
 @dataclass(frozen=True)
