@@ -195,6 +195,10 @@ def console(page):
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
+    # A failed load's console line does not say what failed: name it beside (a failing test
+    # shows both).
+    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url[:200]} ({r.failure})")
+            if "ERR_ABORTED" not in (r.failure or "") else None)
     return errors
 
 
