@@ -189,16 +189,20 @@ def model_data(page, name: str) -> dict:
                   for (const k in d) o[k] = Array.from(d[k]); return o; }""", name)
 
 
+class _Errors(list):
+    """Console errors, and (``failed``) the requests that failed beside them."""
+
+
 @pytest.fixture
 def console(page):
     """Collects console errors and page errors of the test's page."""
-    errors: list[str] = []
+    errors = _Errors()
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
-    # A failed load's console line does not say what failed: name it beside (a failing test
-    # shows both).
-    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url[:200]} ({r.failure})")
-            if "ERR_ABORTED" not in (r.failure or "") else None)
+    # A failed load's console line does not say what failed: the failed requests are kept beside
+    # the errors (not as errors: a stylesheet that does not load logs nothing) and named with them.
+    errors.failed = []
+    page.on("requestfailed", lambda r: errors.failed.append(f"{r.url[:200]} ({r.failure})"))
     return errors
 
 
@@ -241,4 +245,5 @@ def assert_clean(page, errors: list[str]) -> None:
     assert len(text) > 200, f"page shows almost no text: {text!r}"
     for bad in ("Traceback", "Exception:", "Error:"):
         assert bad not in text, f"{bad!r} shown on the page"
-    assert errors == [], f"console errors: {errors}"
+    failed = getattr(errors, "failed", [])
+    assert errors == [], f"console errors: {errors}" + (f"; failed requests: {failed}" if failed else "")

@@ -104,7 +104,16 @@ def test_ep8_part3_draws_the_recorded_real_step_and_the_measured_table(page, sit
     wait_for_bokeh(page, "ep8-real-nodes")
     step = real_tree_step()
     nodes = model_data(page, "ep8-real-nodes")
-    assert nodes["text"] == [real.token_label(t) for t in (step.root_text, *step.texts, step.text)]
+    # Each node shows its token, and every drafted node and the model's own token its verdict's
+    # mark (colour is never the only cue): ✓ kept, ✗ rejected, – not checked; the model's own last.
+    tokens = [real.token_label(t) for t in (step.root_text, *step.texts, step.text)]
+    assert nodes["text"][0] == tokens[0]
+    status = real.STATUS
+    for shown, token, a, j in zip(nodes["text"][1:-1], tokens[1:-1], step.accepted, step.judged):
+        mark = status["accepted" if a else "rejected" if j else "discarded"]["mark"]
+        assert shown == f"{mark} {token}", (shown, token)
+    assert nodes["text"][-1].endswith(tokens[-1]) and nodes["text"][-1] != tokens[-1]
+    assert len({status[k]["mark"] for k in ("accepted", "rejected", "discarded")}) == 3
     assert nodes["fill"].count(real.theme.ACCEPTED) == len(step.path)
     mask = model_data(page, "ep8-real-mask")
     size = len(step.tokens) + 1

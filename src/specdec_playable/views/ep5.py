@@ -42,7 +42,7 @@ MAP_KEY = chart_key(
     swatch("line", "you") + "theory, your k",
     glyph("◆", "draft") + "break-even q (theory)",
     swatch("dot") + "simulated point; whisker: 95% CI",
-    glyph("□", "ink") + "every point at one q, k, c pooled; whisker: its 95% CI",
+    glyph("□", "ink") + "points at one setting, pooled; whisker: 95% CI",
     glyph("✗", "rejected") + "interval misses its curve",
     swatch("dot", "draft") + "your q, k (theory)",
     swatch("zone") + "below 1×: slower than plain decoding",
@@ -535,7 +535,7 @@ class BreakEvenView(StateView):
                           pn.pane.Bokeh(self.chart.figure, sizing_mode="stretch_width"),
                           sizing_mode="stretch_width")
         return pn.Column(
-            beside(controls, right, basis="420px"),
+            beside(controls, right, basis="420px", min_width=300),
             prose(self.chart_note),
             self.presets_slot,
             sizing_mode="stretch_width",
