@@ -256,7 +256,8 @@ def readout_html(runs, titles) -> str:
         rows.append(f"<li>{esc(run.text.title)}: <strong>{run.speedup:.2f}×</strong> the big model "
                     f"alone · {share(run.acceptance_rate)} of drafts accepted (the text’s mean: "
                     f"{share(float(run.text.q.mean()))})</li>")
-    return f'<ul class="ep4-readout" role="status" aria-label="This run">{"".join(rows)}</ul>'
+    return (f'<div role="status" aria-label="This run"><ul class="ep4-readout">{"".join(rows)}'
+            "</ul></div>")
 
 
 #: The label of the button that sends a pasted text to be scored (the page's words name it).

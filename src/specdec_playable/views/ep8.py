@@ -65,7 +65,14 @@ def table_html(table: TreeVsChain, cost: np.ndarray) -> str:
                 f'<tr{top}><td class="l">{n if j == 0 else ""}</td><td class="l">{esc(table.label[i])}</td>'
                 f"<td>{table.nodes_per_pass[i]:.2f}</td><td>{table.q[i]:.3f}</td>"
                 f"<td>{table.tokens_per_pass[i]:.2f}</td><td>{cost[i]:.2f}</td></tr>")
-    return f'<div class="ep8-scroll"><table class="ep8-real">{head}{"".join(body)}</table></div>'
+    return _scrolling(head + "".join(body), "Every tree shape, pooled over the prompts")
+
+
+def _scrolling(rows: str, label: str) -> str:
+    """A table that scrolls sideways on a narrow screen: a region a keyboard can reach and scroll
+    (focusable, and named for a screen reader)."""
+    return (f'<div class="ep8-scroll" tabindex="0" role="region" aria-label="{esc(label)}">'
+            f'<table class="ep8-real">{rows}</table></div>')
 
 
 def prompts_html(table: TreeVsChain, positions: int) -> str:
@@ -82,7 +89,7 @@ def prompts_html(table: TreeVsChain, positions: int) -> str:
             (f"<td><strong>{vals[lab]:.2f}</strong></td>" if vals[lab] == top and top > min(vals.values())
              else f"<td>{vals[lab]:.2f}</td>") for lab in labels)
         body.append(f'<tr><td class="l">{esc(p)}</td>{cells}</tr>')
-    return f'<div class="ep8-scroll"><table class="ep8-real">{head}{"".join(body)}</table></div>'
+    return _scrolling(head + "".join(body), f"Tokens per pass by prompt, {positions} positions")
 
 
 def table_sentence(table: TreeVsChain, cost: np.ndarray, draft: str = "the draft head") -> str:
