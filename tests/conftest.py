@@ -193,17 +193,36 @@ class _Errors(list):
     """Console errors, and (``failed``) the requests that failed beside them."""
 
 
+def _collect(page, errors: _Errors) -> None:
+    """Append ``page``'s console errors and page errors to ``errors``, and its failed requests to
+    ``errors.failed``: a failed load's console line does not say what failed, so the failed
+    requests are kept beside the errors (not as errors: a stylesheet that does not load logs
+    nothing) and named with them."""
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.failed.append(f"{r.url[:200]} ({r.failure})"))
+
+
 @pytest.fixture
 def console(page):
     """Collects console errors and page errors of the test's page."""
     errors = _Errors()
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    # A failed load's console line does not say what failed: the failed requests are kept beside
-    # the errors (not as errors: a stylesheet that does not load logs nothing) and named with them.
     errors.failed = []
-    page.on("requestfailed", lambda r: errors.failed.append(f"{r.url[:200]} ({r.failure})"))
+    _collect(page, errors)
     return errors
+
+
+@pytest.fixture
+def phone(browser, playwright, console):
+    """A page under Playwright's iPhone 13 emulation (touch, 390 px, the viewport tag honoured),
+    its errors collected in ``console``."""
+    device = playwright.devices["iPhone 13"]
+    assert device["is_mobile"] and device["viewport"]["width"] == 390
+    context = browser.new_context(**device)
+    page = context.new_page()
+    _collect(page, console)
+    yield page
+    context.close()
 
 
 #: A glossary link inside a sentence (``a.sdp-term``) is read as part of the words around it.

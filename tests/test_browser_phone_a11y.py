@@ -63,16 +63,6 @@ _CHARTS = """() => {
 }"""
 
 
-@pytest.fixture
-def phone(browser, playwright, console):
-    context = browser.new_context(**playwright.devices["iPhone 13"])
-    page = context.new_page()
-    page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: console.append(str(e)))
-    yield page
-    context.close()
-
-
 @pytest.mark.parametrize("path", PATHS)
 def test_every_control_is_a_24px_target_and_every_chart_is_described_on_a_phone(phone, site, console,
                                                                                  path):

@@ -26,18 +26,6 @@ PAGES = ["/", "/summary", "/glossary", "/data", "/guide"] + [f"/{e.slug}" for e 
 TAG = re.compile(r'<meta name="viewport" content="([^"]*)">')
 
 
-@pytest.fixture
-def phone(browser, playwright, console):
-    device = playwright.devices["iPhone 13"]
-    assert device["is_mobile"] and device["viewport"]["width"] == 390
-    context = browser.new_context(**device)
-    page = context.new_page()
-    page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: console.append(str(e)))
-    yield page
-    context.close()
-
-
 def _deep(page, js_selector: str, body: str):
     """Run ``body`` (a function of the first element matching the selector, in any shadow root)."""
     return page.evaluate(f"""() => {{

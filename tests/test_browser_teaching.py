@@ -149,16 +149,6 @@ def test_untrusted_storage_is_ignored(page, site, console):
     assert_clean(page, console)
 
 
-@pytest.fixture
-def phone(browser, playwright, console):
-    context = browser.new_context(**playwright.devices["iPhone 13"])
-    p = context.new_page()
-    p.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
-    p.on("pageerror", lambda e: console.append(str(e)))
-    yield p
-    context.close()
-
-
 def test_on_a_phone_the_answer_stays_on_screen_and_nothing_covers_the_other_choices(phone, site, console,
                                                                                   artifacts):
     phone.goto(f"{site.url}/{ep5.SLUG}")
