@@ -23,14 +23,6 @@ from playwright.sync_api import sync_playwright
 
 from specdec_playable.episodes import available
 from specdec_playable.serve.site import index_page
-from specdec_playable.state.ep1 import WritingVsChecking
-from specdec_playable.state.ep2 import Relay
-from specdec_playable.state.ep3 import QualityDial
-from specdec_playable.state.ep4 import BoilerplateVsPoetry
-from specdec_playable.state.ep5 import BreakEvenMap
-from specdec_playable.state.ep6 import FinePrint
-from specdec_playable.state.ep7 import RealText
-from specdec_playable.state.ep8 import BusyAndTrees
 
 WIDTHS = (1280, 390)
 SEED = 1
@@ -42,17 +34,6 @@ CHROMIUM_ARGS = [
 #: draft quality under its first URL key) that the page corrects and says so.
 LINKS = [("ep3-slower", "/ep3_the_quality_dial?q=0.25&k=12&c=0.3"),
          ("ep2-badlink", "/ep2_the_relay?quality=2&k=99&seed=5")]
-#: A fresh, seeded state per episode (the page's own defaults otherwise).
-STATES = {
-    1: lambda: WritingVsChecking(),
-    2: lambda: Relay(),
-    3: lambda: QualityDial(rng=SEED),
-    4: lambda: BoilerplateVsPoetry(rng=SEED),
-    5: lambda: BreakEvenMap(rng=SEED),
-    6: lambda: FinePrint(rng=SEED),
-    7: lambda: RealText(),
-    8: lambda: BusyAndTrees(rng=SEED),
-}
 
 
 def _free_port() -> int:
@@ -64,7 +45,7 @@ def _free_port() -> int:
 def _apps() -> dict:
     apps = {"/": index_page}
     for ep in available():
-        apps[ep.slug] = (lambda ep=ep: ep.module.page(STATES[ep.number]()))
+        apps[ep.slug] = (lambda ep=ep: ep.page(seed=SEED))  # a fresh state, seeded
     return apps
 
 
