@@ -4,8 +4,11 @@ EAGLE-style: the head takes the model's final-normed feature f_t and the embeddi
 and predicts f_{t+1}, read out through the model's tied head over the N tokens it writes most (its
 own greedy choices on the training text; ``--vocab-from corpus``: the corpus's most frequent). Loss:
 cross-entropy against the model's own next-token distribution (over those N tokens) plus
-``--reg-weight`` x smooth-L1 on the feature; ``--unroll 2`` adds the same loss for a second step
-fed with the head's own predicted features (what drafting a second token does).
+``--reg-weight`` x smooth-L1 on the feature. ``--unroll N`` trains N drafting steps per position
+(EAGLE-3's training-time test, Li et al. 2025): step s is fed the head's own predicted features
+from step s - 1 and attends as drafting does, over the real positions before the draft and the
+draft's own (see ``_ttt_attention``); the loss is averaged over the steps. ``--init-from`` continues
+a shipped head instead of starting from seeded weights.
 
 Steps, each resumable from ``--work`` (default ``.cache/draft_head``, git-ignored):
 
@@ -146,6 +149,51 @@ CHAT = (
     "Describe a cat in three sentences.",
     "Write a short poem about a rainy afternoon.",
     "Write a short thank-you note to a neighbour who watered the plants.",
+    # Added for the unrolled (training-time test) run: more of what the model writes across code,
+    # JSON, explanations, letters and lists; none an Episode 7 task or a benchmark prompt.
+    "Write a SQL query that lists every order placed in the last seven days.",
+    "Write a SQL query that counts the employees in each department.",
+    "Write a SQL statement that creates a table for blog posts with an id, a title and a date.",
+    "Write a SQL query that joins the orders and customers tables on the customer id.",
+    "Write a SQL query that finds the average salary per job title.",
+    "Write a Python class for a temperature sensor that stores readings and returns their mean.",
+    "Write a Python class for a queue built on two stacks.",
+    "Write a Python dataclass for a library book with a title, an author and a due date.",
+    "Write a Python function that validates an email address with a regular expression.",
+    "Write a Python function that groups a list of words by their first letter.",
+    "Write a Python function that downloads a web page with urllib and returns its title.",
+    "Write a Python function that computes the factorial of n without recursion.",
+    "Write a Python script that renames every .jpeg file in a folder to .jpg.",
+    "Write a Python unit test for a function that adds two numbers.",
+    "Write a JavaScript function that formats a date as YYYY-MM-DD.",
+    "Write a JavaScript function that sorts an array of objects by a key.",
+    "Write a JavaScript event listener that toggles a dark mode class on the body.",
+    "Write a Node.js script that reads a file and prints its line count.",
+    "Write a bash script that backs up a folder into a dated tar.gz archive.",
+    "Write a shell command that finds the ten largest files in a directory.",
+    "Write a bash loop that pings three hosts and prints which are reachable.",
+    "Write an HTML form with a name field, an email field and a submit button.",
+    "Write CSS for a navigation bar with three links in a row.",
+    "Write an HTML table of three fruits and their prices.",
+    "Write a YAML file for a Docker Compose setup with a web app and a Postgres database.",
+    "Write a YAML configuration for a logging system with two handlers.",
+    "Write a Kubernetes deployment in YAML for an nginx container with two replicas.",
+    "Give a JSON object for a movie with a title, a director, a year and a list of actors.",
+    "Give a JSON array of four tasks, each with an id, a title and a done flag.",
+    "Return a JSON object describing a restaurant with its name, address and opening hours.",
+    "Give a JSON schema for a product with a name, a price and a stock count.",
+    "Explain in two sentences why the ocean is salty.",
+    "Explain in two sentences how a vaccine works.",
+    "Explain in a short paragraph what a database index is.",
+    "Explain in two sentences what causes thunder.",
+    "Explain the difference between RAM and storage to a beginner.",
+    "Explain in a short paragraph how the internet sends a message.",
+    "Write a short email asking a manager for a day off next Friday.",
+    "Write a short letter to a friend describing a holiday by the lake.",
+    "List five tips for writing clean code.",
+    "List the steps to make a cup of tea.",
+    "List six countries in South America and their capitals.",
+    "Give a bulleted list of things to pack for a camping trip.",
 )
 
 
@@ -464,19 +512,98 @@ def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed
     return p
 
 
-def jax_head(params, feats, embeds, n_heads: int):
-    """lm.head.head_forward in JAX over whole chunks (B, T, d): causal attention, no cache."""
+def _rms(x):
     import jax
     import jax.numpy as jnp
 
-    def rms(x):
-        return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-5)
+    return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-5)
 
-    x = jnp.concatenate((rms(feats), rms(embeds)), axis=-1) @ params["fc"].T
+
+def _shift(x, n: int):
+    """``x`` moved ``n`` positions later along axis 1 (zeros in front): out[:, j] = x[:, j - n]."""
+    import jax.numpy as jnp
+
+    if n == 0:
+        return x
+    return jnp.concatenate((jnp.zeros_like(x[:, :n]), x[:, :-n]), axis=1)
+
+
+def _ttt_attention(q, own, past, hd: int):
+    """Attention of drafting step ``s = len(past)`` over what the head's cache holds when it drafts.
+
+    Training index ``j`` of step ``s`` is the ``s + 1``-th guess of a draft that starts at index
+    ``j - s``: its cache holds the real positions ``<= j - s`` (step 0's keys) and one position
+    from each earlier drafting step ``r`` (at index ``j - s + r``), then its own. EAGLE-3's
+    training-time test, as :meth:`specdec_playable.lm.head.HeadRun.propose` serves it.
+    ``q``, keys and values are ``(B, T, H, hd)``, keys rotated; ``own`` is this step's (k, v).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    s_ = len(past)
+    t = q.shape[1]
+    k0, v0 = (past[0] if past else own)
+    scores = jnp.einsum("bqhe,bkhe->bhqk", q, k0) / np.sqrt(hd)
+    allowed = jnp.tril(jnp.ones((t, t), bool), -s_)  # real keys at i <= j - s
+    scores = jnp.where(allowed[None, None], scores, -jnp.inf)
+    diag, vals = [], []
+    for r in range(1, s_ + 1):
+        kr, vr = past[r] if r < s_ else own
+        kr, vr = _shift(kr, s_ - r), _shift(vr, s_ - r)
+        d = jnp.einsum("bqhe,bqhe->bhq", q, kr) / np.sqrt(hd)
+        ok = jnp.arange(t) >= s_ - r
+        diag.append(jnp.where(ok[None, None], d, -jnp.inf)[..., None])
+        vals.append(vr)
+    p = jax.nn.softmax(jnp.concatenate([scores] + diag, axis=-1), axis=-1)
+    o = jnp.einsum("bhqk,bkhe->bqhe", p[..., :t], v0)
+    for r, vr in enumerate(vals):
+        o = o + p[..., t + r].transpose(0, 2, 1)[..., None] * vr
+    return o
+
+
+def params_from_asset(path: Path, args) -> dict:
+    """Float32 training weights from a shipped asset (:func:`export` undone), to train further.
+
+    Raises ``SystemExit`` with a one-line reason when its shape is not the one ``args`` asks for.
+    """
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    want = dict(n_heads=args.n_heads, window=args.chunk, d_ff=arrays["wgu"].shape[0] // 2,
+                n_vocab=arrays["vocab"].size)
+    got = dict(n_heads=int(arrays["n_heads"][0]), window=int(arrays["window"][0]), d_ff=args.d_ff,
+               n_vocab=args.n_vocab)
+    if want != got or ("wqkv" in arrays) != (args.block == "attention"):
+        raise SystemExit(f"--init-from {path}: the asset's shape {want} is not this run's {got} "
+                         f"(--block {args.block})")
+    out = {k: arrays[k].astype(np.float32) for k in ("fc", "wgu", "wdown", "out_norm", "wqkv", "wo")
+           if k in arrays}
+    if "wqkv" in out:
+        d = out["wqkv"].shape[1]
+        out["wqkv"][:d] *= np.sqrt(d // args.n_heads)
+    return out
+
+
+def asset_vocab(path: Path) -> np.ndarray:
+    with np.load(path) as z:
+        return z["vocab"].astype(np.int64)
+
+
+def jax_head(params, feats, embeds, n_heads: int, past=()):
+    """lm.head.head_forward in JAX over whole chunks (B, T, d), no cache.
+
+    ``past``: the keys and values of the earlier drafting steps (step 0 fed the target's real
+    features; see :func:`_ttt_attention`); empty for plain causal attention. Returns the predicted
+    features and this step's (keys, values).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.concatenate((_rms(feats), _rms(embeds)), axis=-1) @ params["fc"].T
+    kv = None
     if "wqkv" in params:
         b, t, d = x.shape
         hd = d // n_heads
-        qkv = rms(x) @ params["wqkv"].T
+        qkv = _rms(x) @ params["wqkv"].T
         q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, t, n_heads, hd) for i in range(3))
         inv = 10000.0 ** (-jnp.arange(0, hd, 2, dtype=jnp.float32) / hd)
         ang = jnp.arange(t, dtype=jnp.float32)[:, None] * inv[None, :]
@@ -486,38 +613,56 @@ def jax_head(params, feats, embeds, n_heads: int):
             a, c = z[..., :hd // 2], z[..., hd // 2:]
             return jnp.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
 
-        s = jnp.einsum("bqhe,bkhe->bhqk", rope(q), rope(k)) / np.sqrt(hd)
-        s = jnp.where(jnp.tril(jnp.ones((t, t), bool))[None, None], s, -jnp.inf)
-        o = jnp.einsum("bhqk,bkhe->bqhe", jax.nn.softmax(s, axis=-1), v).reshape(b, t, d)
+        kv = (rope(k), v)
+        o = _ttt_attention(rope(q), kv, list(past), hd).reshape(b, t, d)
         x = x + o @ params["wo"].T
-    gu = rms(x) @ params["wgu"].T
+    gu = _rms(x) @ params["wgu"].T
     gate, up = jnp.split(gu, 2, axis=-1)
     x = x + (jax.nn.silu(gate) * up) @ params["wdown"].T
-    return rms(x) * params["out_norm"]
+    return _rms(x) * params["out_norm"], kv
+
+
+def unrolled(params, feats, embeds, n_heads: int, steps: int) -> list:
+    """The head's predicted features at each of ``steps`` drafting steps (training-time test).
+
+    Step 0 reads the target's real features; step ``s`` at index ``j`` reads the head's own
+    prediction of step ``s - 1`` at ``j - 1`` (what drafting a further token feeds it) and
+    attends as drafting does (:func:`_ttt_attention`). Tokens are the real next tokens: a later
+    guess only counts once the earlier ones matched them.
+    """
+    import jax.numpy as jnp
+
+    inputs, past, preds = feats, [], []
+    for _ in range(steps):
+        pred, kv = jax_head(params, inputs, embeds, n_heads, past)
+        preds.append(pred)
+        past.append(kv)
+        inputs = jnp.concatenate((feats[:, :1], pred[:, :-1]), axis=1)
+    return preds
 
 
 def loss_fn(params, batch, readout, cfg):
-    """Mean over valid positions of CE(model's p over the vocabulary, head's q) + w * smooth L1."""
+    """Mean over drafting steps of the mean over valid positions of CE(model's p over the
+    vocabulary, head's q) + w * smooth L1 on the feature; per step (loss, first-guess agreement)."""
     import jax
     import jax.numpy as jnp
 
     feats, embeds, target, valid = batch
     tlog = target @ readout.T
     p = jax.nn.softmax(tlog, axis=-1)
-    inputs, total, parts = feats, 0.0, []
-    for _ in range(cfg["unroll"]):
-        pred = jax_head(params, inputs, embeds, cfg["n_heads"])
+    total, parts = 0.0, []
+    preds = unrolled(params, feats, embeds, cfg["n_heads"], cfg["unroll"])
+    for s_, pred in enumerate(preds):
         logq = jax.nn.log_softmax(pred @ readout.T, axis=-1)
         ce = -(p * logq).sum(-1)
         diff = jnp.abs(pred - target)
         reg = jnp.where(diff < 1.0, 0.5 * diff * diff, diff - 0.5).mean(-1)
-        n = valid.sum()
-        step_loss = ((ce + cfg["reg_weight"] * reg) * valid).sum() / n
-        acc = ((logq.argmax(-1) == tlog.argmax(-1)) * valid).sum() / n
+        ok = valid * (jnp.arange(valid.shape[1]) >= s_)[None, :]  # a draft needs a real start
+        n = jnp.maximum(ok.sum(), 1.0)
+        step_loss = ((ce + cfg["reg_weight"] * reg) * ok).sum() / n
+        acc = ((logq.argmax(-1) == tlog.argmax(-1)) * ok).sum() / n
         total = total + step_loss / cfg["unroll"]
         parts.append((step_loss, acc))
-        # The next step's input at position j is the head's own prediction at j - 1.
-        inputs = jnp.concatenate((feats[:, :1], pred[:, :-1]), axis=1)
     return total, parts
 
 
@@ -562,9 +707,12 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
     cfg = dict(unroll=args.unroll, n_heads=args.n_heads, reg_weight=args.reg_weight)
     embed = model.weights.embed
     readout = jnp.asarray(embed[vocab])
-    params = {k: jnp.asarray(v) for k, v in init_params(
-        model.config.d_model, args.d_ff, args.block == "attention", model.weights.final_norm,
-        args.seed).items()}
+    if args.init_from:
+        start_from = params_from_asset(Path(args.init_from), args)
+    else:
+        start_from = init_params(model.config.d_model, args.d_ff, args.block == "attention",
+                                 model.weights.final_norm, args.seed)
+    params = {k: jnp.asarray(v) for k, v in start_from.items()}
     sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, min(50, args.steps // 10 + 1),
                                                args.steps, args.lr * 0.05)
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.01))
@@ -588,12 +736,13 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
         params, opt_state = update(params, opt_state, g)
         seen += int(batch[3].sum())
         rec = dict(step=step + 1, loss=round(float(loss), 4), tokens_seen=(step + 1) * int(batch[3].sum()),
-                   acc=[round(float(a), 4) for _, a in parts])
+                   acc=[round(float(a), 4) for _, a in parts],
+                   losses=[round(float(x), 4) for x, _ in parts])
         history.append(rec)
         if (step + 1) % args.print_every == 0 or step + 1 == args.steps:
             el = time.perf_counter() - t0
             eta = el / (step + 1 - start) * (args.steps - step - 1)
-            print(f"  step {step + 1}/{args.steps} loss {rec['loss']:.3f} first-token agreement "
+            print(f"  step {step + 1}/{args.steps} loss {rec['loss']:.3f} agreement per guess "
                   f"{' / '.join(f'{a:.2f}' for a in rec['acc'])} ({el:.0f} s, ~{eta:.0f} s left)",
                   flush=True)
         if evaluate is not None and (step + 1) in evaluate[0]:
@@ -614,7 +763,9 @@ def subset(data: dict, fraction: float, seed: int) -> dict:
 
 def run_tag(args) -> str:
     return (f"{args.seed}_{args.data_scale}_{args.train_fraction}_{args.block}_{args.d_ff}_"
-            f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}")
+            f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}"
+            + (f"_from{hashlib.sha256(Path(args.init_from).read_bytes()).hexdigest()[:10]}"
+               if args.init_from else ""))
 
 
 def export(params, vocab: np.ndarray, args) -> dict:
@@ -780,7 +931,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--n-vocab", type=int, default=8192, help="tokens the head reads out (FR-Spec)")
     a("--vocab-from", choices=("corpus", "model"), default="model",
       help="rank the vocabulary by corpus frequency (FR-Spec) or by the model's own greedy choices")
-    a("--unroll", type=int, choices=(1, 2), default=1, help="training steps fed back per position")
+    a("--unroll", type=int, choices=range(1, 9), default=1, metavar="{1..8}",
+      help="drafting steps trained per position, each fed the head's own features (EAGLE-3's "
+           "training-time test)")
+    a("--init-from", default="", help="continue training this head asset (same shape) in place "
+      "of seeded initial weights")
     a("--steps", type=int, default=900)
     a("--batch", type=int, default=8, help="chunks per step")
     a("--lr", type=float, default=1e-3)
@@ -791,6 +946,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--no-measure", dest="measure", action="store_false")
     a("--no-write", action="store_true")
     a("--out", default=str(ROOT / "assets" / "lm" / "draft_head.npz"))
+    a("--prepare-only", action="store_true",
+      help="steps 1-2 only (corpus, replies, features), cached in --work for a later run")
     a("--tiny", action="store_true", help="a smoke run: tiny corpus, tiny head, a few steps")
     args = ap.parse_args(argv)
     if args.tiny:
@@ -804,6 +961,9 @@ def run(args) -> dict:
     t_start = time.perf_counter()
     model = get_model()
     prep = prepare(model, args)
+    if args.prepare_only:
+        print(f"prepared in {time.perf_counter() - t_start:.0f} s: {prep['summary']}")
+        return dict(history=[], arrays={}, results={}, seconds=prep["seconds"])
     tok = model.tokenizer
     t0 = time.perf_counter()
     choices = model_choices(model, prep["train"])
@@ -811,6 +971,8 @@ def run(args) -> dict:
         cover_choices, choices = choices, np.zeros_like(choices)
     vocab = pick_vocab(choices, prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
                        always=(tok.eos_id, tok.im_end))
+    if args.init_from:  # the head it continues reads out over its own vocabulary
+        vocab = asset_vocab(Path(args.init_from))
     if args.vocab_from == "corpus":
         choices = cover_choices
     cover = choices[vocab].sum() / max(1, choices.sum())

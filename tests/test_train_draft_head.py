@@ -44,3 +44,54 @@ def test_a_tiny_training_run_lowers_the_loss(tmp_path):
     again = script.run(args)
     assert len(again["history"]) == args.steps
     assert all(np.array_equal(out["arrays"][k], again["arrays"][k]) for k in out["arrays"])
+
+
+def test_a_tiny_unrolled_run_lowers_the_loss_of_every_drafting_step(tmp_path):
+    script = _script()
+    args = script.parse_args(["--tiny", "--seed", "5", "--unroll", "3", "--work", str(tmp_path),
+                              "--no-write"])
+    out = script.run(args)
+    per_step = np.array([h["losses"] for h in out["history"]])
+    assert per_step.shape == (args.steps, 3) and np.isfinite(per_step).all()
+    assert (per_step[-10:].mean(axis=0) < 0.8 * per_step[:5].mean(axis=0)).all(), per_step
+    again = script.run(args)
+    assert all(np.array_equal(out["arrays"][k], again["arrays"][k]) for k in out["arrays"])
+
+
+def _tiny_head(script, seed: int, d: int = 48, n_heads: int = 3, d_ff: int = 32):
+    """Seeded weights whose float16 export is exact (head dim 16: the folded 1/4 is exact too)."""
+    rng = np.random.default_rng(seed)
+    p = script.init_params(d, d_ff, True, 1.0 + 0.1 * rng.standard_normal(d), seed)
+    p["wo"] = p["wo"] * 10.0  # attention that matters, so a wrong mask shows
+    return {k: v.astype(np.float16).astype(np.float32) for k, v in p.items()}
+
+
+def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_features():
+    """Step s of the training-time test at index j equals the numpy serving code drafting its
+    (s+1)-th guess from a draft that starts at j - s: real features up to j - s, then the head's
+    own predictions, each attending over what the draft's cache holds. Fed the target's real
+    features instead, step s would be step 0, which it is not (checked)."""
+    script = _script()
+    from specdec_playable.lm.head import HeadCache, head_forward, weights_from_arrays
+
+    d, n_heads, t, steps = 48, 3, 14, 4
+    params = _tiny_head(script, seed=11, d=d, n_heads=n_heads)
+    args = script.parse_args(["--tiny", "--n-heads", str(n_heads), "--chunk", "64"])
+    rng = np.random.default_rng(12)
+    feats = rng.standard_normal((t, d)).astype(np.float32)
+    embeds = rng.standard_normal((t, d)).astype(np.float32)
+    preds = [np.asarray(x)[0] for x in script.unrolled(params, feats[None], embeds[None], n_heads,
+                                                       steps)]
+    w = weights_from_arrays(script.export(params, np.arange(8), args))
+    checked = 0
+    for start in range(0, t - steps + 1):
+        cache = HeadCache(w)
+        f = head_forward(w, feats[:start + 1], embeds[:start + 1], cache)[-1:]
+        np.testing.assert_allclose(f[0], preds[0][start], rtol=1e-4, atol=1e-4)
+        for s in range(1, steps):
+            f = head_forward(w, f, embeds[start + s:start + s + 1], cache)
+            np.testing.assert_allclose(f[0], preds[s][start + s], rtol=1e-4, atol=1e-4,
+                                       err_msg=f"draft from {start}, guess {s + 1}")
+            assert not np.allclose(preds[s][start + s], preds[0][start + s], atol=1e-3)
+            checked += 1
+    assert checked == (t - steps + 1) * (steps - 1)

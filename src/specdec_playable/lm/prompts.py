@@ -161,6 +161,13 @@ PROMPTS: dict[str, Task] = {t.key: t for t in (
          + TABLE),
     Task("poem", "poem", "Write a short free-verse poem about an old kettle."),
     Task("capital", "fact", "What is the capital of France?"),
+    # Fresh code no training run has seen (the draft head's benchmark; held out of its corpus).
+    Task("sql-top", "code", "Write a SQL query that returns the ten customers with the highest "
+         "total order value."),
+    Task("py-class", "code", "Write a Python class for a rectangle with a width, a height and "
+         "methods for its area and its perimeter."),
+    Task("yaml-ci", "code", "Write a YAML workflow for GitHub Actions that installs Python 3.12 "
+         "and runs pytest on every push."),
     TASKS["sky"], TASKS["repeat"], TASKS["json-person"], TASKS["where"], TASKS["sum-function"],
 )}
 
