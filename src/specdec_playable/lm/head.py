@@ -262,12 +262,14 @@ class DraftHead:
     """
 
     name: str = "head"
+    #: Another head asset to draft with (a benchmark's candidate); empty: the shipped head.
+    path: str = ""
     capture = ()
     #: Teacher-forced scoring hands this draft the target's features (:mod:`.score`).
     needs_features = True
 
     def weights(self) -> HeadWeights:
-        return load_head()
+        return load_head(self.path or None)
 
     def begin(self, model) -> "HeadRun":
         return HeadRun(model, self.weights())

@@ -1,0 +1,152 @@
+"""The draft head on text nobody tuned for: tokens per pass, which guesses are kept, and the race.
+
+For each draft (the shipped head, any head asset given with ``--head``, the n-gram table and
+prompt lookup) and each task (Episode 7's code and JSON tasks and its sky explanation, plus three
+fresh code prompts no training run saw: ``sql-top``, ``py-class``, ``yaml-ci``):
+
+1. **Acceptance** (greedy, ``--k`` drafts a round, no timing): tokens per pass, and how often
+   guesses 1..k are kept of the times they are checked (a guess is checked when every earlier
+   guess of its round was kept).
+2. **Race** (``--race-ks``): the fair race (``lm.race``: both runs in one loop, one thread, as
+   the server's model processes run) at each k, its speedup with a 95% bootstrap interval and the
+   work-based figure beside it; the best k per task is marked.
+
+Run from a checkout (one thread, a quiet machine):
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_head.py \\
+        [--head path/to/draft_head.npz ...] [--k 4] [--race-ks 2,3,4,6] [--max-new 64]
+
+Prints Markdown tables (the ones quoted in docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from specdec_playable.lm import get_model
+from specdec_playable.lm.decode import speculate
+from specdec_playable.lm.drafts import PromptLookup
+from specdec_playable.lm.head import DraftHead
+from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.prompts import PROMPTS
+
+TASKS = ("sum-function", "json-person", "sql-top", "py-class", "yaml-ci", "sky")
+
+
+def drafts(heads: list[str]) -> dict:
+    out = {"head (shipped)": DraftHead}
+    for path in heads:
+        p = Path(path)
+        if not p.is_file():
+            raise SystemExit(f"--head {path}: no such file")
+        out[f"head ({p.name})"] = (lambda p=p: DraftHead(path=str(p)))
+    out["n-gram table"] = NgramDraft
+    out["prompt lookup"] = PromptLookup
+    return out
+
+
+def acceptance(model, makes: dict, tasks, k: int, max_new: int) -> dict:
+    """Per (draft, task): the greedy Generation at ``k``."""
+    got = {}
+    for name, make in makes.items():
+        for task in tasks:
+            ids = model.tokenizer.chat(PROMPTS[task].message)
+            checked, kept = np.zeros(k, int), np.zeros(k, int)
+
+            def count(u, checked=checked, kept=kept):
+                if u.proposed:
+                    checked[:min(len(u.proposed), u.n_accepted + 1)] += 1
+                    kept[:u.n_accepted] += 1
+
+            g = speculate(model, ids, make(), k, max_new=max_new, progress=count)
+            got[name, task] = (g, checked, kept)
+        print(f"  acceptance: {name} done", file=sys.stderr, flush=True)
+    return got
+
+
+def print_acceptance(got: dict, makes: dict, tasks, k: int, max_new: int) -> None:
+    print(f"\n## Tokens per pass at k = {k} (greedy, {max_new} new tokens)")
+    print("| draft | " + " | ".join(tasks) + " |")
+    print("|---|" + "---:|" * len(tasks))
+    for name in makes:
+        print(f"| {name} | " + " | ".join(f"{got[name, t][0].tokens_per_pass:.2f}" for t in tasks)
+              + " |")
+    print(f"\n## Each guess kept of the times it is checked, k = {k} (kept/checked at guess 1..{k})")
+    print("| draft | task | " + " | ".join(f"guess {i + 1}" for i in range(k)) + " |")
+    print("|---|---|" + "---:|" * k)
+    code = [t for t in tasks if PROMPTS[t].kind in ("code", "json")]
+    for name in makes:
+        rows = [(t, got[name, t][1], got[name, t][2]) for t in tasks]
+        if code:
+            rows.append(("all code and JSON", sum(got[name, t][1] for t in code),
+                         sum(got[name, t][2] for t in code)))
+        for t, checked, kept in rows:
+            cells = [f"{kept[i] / checked[i]:.0%} ({kept[i]}/{checked[i]})" if checked[i] else "–"
+                     for i in range(k)]
+            print(f"| {name} | {t} | " + " | ".join(cells) + " |")
+
+
+def races(model, makes: dict, tasks, ks, max_new: int, repeats: int) -> None:
+    from specdec_playable.lm.race import fair_speedup, race
+
+    print(f"\n## The fair race, one thread (median of {repeats} by speedup; load average "
+          f"{os.getloadavg()[0]:.2f})")
+    print("| draft | task | k | tokens per pass | speedup [95% interval] | work figure |")
+    print("|---|---|---:|---:|---|---:|")
+    for name, make in makes.items():
+        for task in tasks:
+            ids = model.tokenizer.chat(PROMPTS[task].message)
+            rows = []
+            for k in ks:
+                got = sorted((fair_speedup(race(model, ids, make(), k, max_new=max_new).turns, rng=7)
+                              for _ in range(repeats)), key=lambda f: f.speedup)
+                rows.append((k, got[len(got) // 2]))
+            best = max(rows, key=lambda kf: kf[1].speedup)[0]
+            for k, f in rows:
+                mark = " **best**" if k == best else ""
+                print(f"| {name} | {task} | {k}{mark} | {f.tokens_per_pass:.2f} | {f.speedup:.2f}x "
+                      f"[{f.low:.2f}, {f.high:.2f}] | {f.work_speedup:.2f}x |", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--head", action="append", default=[], help="another head asset to compare")
+    ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated prompts of lm.prompts")
+    ap.add_argument("--k", type=int, default=4, help="drafts a round in the acceptance tables")
+    ap.add_argument("--race-ks", default="2,3,4,6", help="comma-separated k of the race table; "
+                    "empty: no races")
+    ap.add_argument("--max-new", type=int, default=64)
+    ap.add_argument("--repeats", type=int, default=3, help="races per cell (the median is shown)")
+    ap.add_argument("--drafts", default="", help="comma-separated draft names to keep (default all)")
+    args = ap.parse_args(argv)
+    tasks = tuple(t for t in args.tasks.split(",") if t)
+    unknown = [t for t in tasks if t not in PROMPTS]
+    if unknown:
+        raise SystemExit(f"unknown tasks {unknown}; choose from {sorted(PROMPTS)}")
+    makes = drafts(args.head)
+    if args.drafts:
+        keep = {d.strip() for d in args.drafts.split(",")}
+        makes = {n: m for n, m in makes.items() if n in keep}
+    model = get_model()
+    from specdec_playable.lm import kernel
+
+    print(f"# bench_head: {os.cpu_count()} cores, threads {kernel.prepare_threads()}, load average "
+          f"{os.getloadavg()[0]:.2f}")
+    t0 = time.perf_counter()
+    got = acceptance(model, makes, tasks, args.k, args.max_new)
+    print_acceptance(got, makes, tasks, args.k, args.max_new)
+    ks = tuple(int(k) for k in args.race_ks.split(",") if k)
+    if ks:
+        races(model, makes, tasks, ks, args.max_new, args.repeats)
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
