@@ -228,8 +228,14 @@ def test_every_chart_saves_as_png_and_svg(browser, site, artifacts):
         wait_for_bokeh(page)
         plots = page.evaluate("""() => [...Bokeh.documents[0].all_models]
             .filter(m => m.html_id && m.html_id.startsWith('fig-') && m.name).map(m => m.name).sort()""")
-        buttons = page.evaluate(f"""() => ({_DEEP})(['button.sdp-save', true])
-            .map(b => b.dataset.plot + ' ' + b.dataset.sdpSave).sort()""")
+        # The page's listener adds the buttons once each figure has drawn: wait for them.
+        query = f"""() => ({_DEEP})(['button.sdp-save', true])
+            .map(b => b.dataset.plot + ' ' + b.dataset.sdpSave).sort()"""
+        try:
+            page.wait_for_function(f"() => ({query})().length >= {2 * len(plots)}", timeout=15_000)
+        except PlaywrightTimeoutError:
+            pass  # the assertion below says which buttons are missing
+        buttons = page.evaluate(query)
         assert buttons == sorted(f"{n} {k}" for n in plots for k in ("png", "svg")), e.slug
         if e.number == 7:
             continue  # its lanes appear with a finished run (tests/test_figures.py builds them)
