@@ -643,7 +643,8 @@ def unrolled(params, feats, embeds, n_heads: int, steps: int) -> list:
 
 def loss_fn(params, batch, readout, cfg):
     """Mean over drafting steps of the mean over valid positions of CE(model's p over the
-    vocabulary, head's q) + w * smooth L1 on the feature; per step (loss, first-guess agreement)."""
+    vocabulary, head's q) + w * smooth L1 on the feature; per step, its loss and how often its
+    guess is the model's greedy token."""
     import jax
     import jax.numpy as jnp
 
@@ -764,8 +765,7 @@ def subset(data: dict, fraction: float, seed: int) -> dict:
 def run_tag(args) -> str:
     return (f"{args.seed}_{args.data_scale}_{args.train_fraction}_{args.block}_{args.d_ff}_"
             f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}"
-            + (f"_from{hashlib.sha256(Path(args.init_from).read_bytes()).hexdigest()[:10]}"
-               if args.init_from else ""))
+            + (f"_from{sha256_file(Path(args.init_from))[:10]}" if args.init_from else ""))
 
 
 def export(params, vocab: np.ndarray, args) -> dict:
@@ -969,10 +969,11 @@ def run(args) -> dict:
     choices = model_choices(model, prep["train"])
     if args.vocab_from == "corpus":
         cover_choices, choices = choices, np.zeros_like(choices)
-    vocab = pick_vocab(choices, prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
-                       always=(tok.eos_id, tok.im_end))
     if args.init_from:  # the head it continues reads out over its own vocabulary
         vocab = asset_vocab(Path(args.init_from))
+    else:
+        vocab = pick_vocab(choices, prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
+                           always=(tok.eos_id, tok.im_end))
     if args.vocab_from == "corpus":
         choices = cover_choices
     cover = choices[vocab].sum() / max(1, choices.sum())
