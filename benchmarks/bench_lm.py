@@ -11,7 +11,9 @@ through the compiled path (``lm.fused`` and ``lm.kernel``: what the model uses),
 numpy reference path (``model.FUSED = False``, products by ``kernel.matmul_t_numpy``), and the
 read floor (``kernel.read_all``: a kernel that only reads every packed float32 weight once, with
 the pass's threads). ``breakdown`` splits a pass at 1, 5 and 9 positions into its products, its
-attention, its norms and SwiGLU, the head and what is left (Python). With ``--llama``, and
+attention, its norms and SwiGLU, the head and what is left (Python). ``prefetch`` times passes over
+1-6 positions at one thread with each prefetch distance of the one-group tile (the table
+``kernel.PREFETCH`` keeps per CPU vendor). With ``--llama``, and
 ``llama-cpp-python``
 importable, llama.cpp evaluates the same GGUF file (its 4-bit weights as stored) with the same
 thread count in the same loop. llama-cpp-python is not a dependency: on this project's CPU build it
@@ -321,7 +323,8 @@ def _breakdown_parts(model, n: int) -> dict:
     x0 = w.embed[ids[CONTEXT:]]
     ang = (CONTEXT + np.arange(n)).astype(np.float32)[:, None] * w.inv_freq[None, :]
     rope = (np.cos(ang), np.sin(ang), np.tri(n, dtype=bool))
-    dims = (cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.eps)
+    ahead = kernel.prefetch_ahead(n)
+    dims = (cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.eps, ahead)
     capture = (np.full(cfg.n_layers + 1, -1, np.int64), np.empty((0, n, cfg.d_model), np.float32))
     xg = kernel.group_positions(x0)
     ag = kernel.group_positions(np.ones((n, cfg.d_ff), np.float32))
@@ -331,12 +334,12 @@ def _breakdown_parts(model, n: int) -> dict:
     grouping = (n // groups, n - (n // groups) * groups)
 
     @njit
-    def products(xg, ag, outs, n):
+    def products(xg, ag, outs, n, ahead):
         for layer in range(qkv.shape[0]):
-            kernel.products(xg, qkv[layer], n, outs[0])
-            kernel.products(xg, o[layer], n, outs[1])
-            kernel.products(xg, gu[layer], n, outs[2])
-            kernel.products(ag, down[layer], n, outs[3])
+            kernel.products(xg, qkv[layer], n, outs[0], ahead)
+            kernel.products(xg, o[layer], n, outs[1], ahead)
+            kernel.products(xg, gu[layer], n, outs[2], ahead)
+            kernel.products(ag, down[layer], n, outs[3], ahead)
 
     @njit
     def attention(q, ck, cv, past, rope, heads, og, grouping):
@@ -367,7 +370,7 @@ def _breakdown_parts(model, n: int) -> dict:
         "pass": whole,
         "blocks": lambda: fused.run_blocks(x0.copy(), w.stacks, (cache.k, cache.v, CONTEXT), rope, dims,
                                            capture),
-        "products": lambda: products(xg, ag, tuple(outs), n),
+        "products": lambda: products(xg, ag, tuple(outs), n, ahead),
         "attention": lambda: attention(q, cache.k, cache.v, CONTEXT, rope, (cfg.n_heads, cfg.n_kv_heads),
                                        xg, grouping),
         "norms": lambda: norms(x0, np.float32(cfg.eps), xg, gu_in, cfg.d_ff, ag, grouping, cfg.n_layers),
@@ -395,6 +398,44 @@ def bench_breakdown(model, repeats: int, ns=(1, 5, 9)) -> None:
         rest = t["pass"] - t["blocks"] - t["head"]
         print(f"| {n} | {t['pass']:.1f} | {t['blocks']:.1f} | {t['products']:.1f} | {t['attention']:.2f} "
               f"| {t['norms']:.2f} | {t['head']:.1f} | {rest:.2f} |")
+
+
+def bench_prefetch(model, repeats: int, distances=(0, 4, 8, 12, 16, 24, 32)) -> None:
+    """How far ahead a one-group tile should prefetch, on this CPU: passes over 1-6 positions at
+    one thread with every distance (inputs of 256 bytes ahead; 0: none) in one interleaved loop,
+    beside the read floor. ``kernel.PREFETCH`` keeps one row per CPU vendor from this table."""
+    from specdec_playable.lm import kernel
+
+    saved = kernel.set_prefetch(None)
+
+    def with_distance(d, fn):
+        def run():
+            kernel.set_prefetch((d,) * kernel.MAX_GROUP)
+            try:
+                fn()
+            finally:
+                kernel.set_prefetch(saved)
+        return run
+
+    ns = range(1, kernel.MAX_GROUP + 1)
+    fns = {("floor", 0): _at_threads(1, _floor(model))}
+    for n in ns:
+        for d in distances:
+            fns[(n, d)] = _at_threads(1, with_distance(d, _pass(model, n)))
+    load0 = os.getloadavg()[0]
+    got = _interleaved(fns, repeats)
+    floor = got[("floor", 0)][0]
+    print(f"\n## Prefetch distance of a one-group tile, one thread, {kernel.cpu_vendor() or 'unknown vendor'} "
+          f"(pass ms, medians of {repeats} interleaved repeats; load average {load0:.2f} -> "
+          f"{os.getloadavg()[0]:.2f}); read floor {floor:.1f} ms; in force now: {saved}")
+    print("| n | " + " | ".join("none" if d == 0 else f"{d / 4:g} KB"
+                                  for d in distances) + " | best | best ÷ floor |")
+    print("|---|" + "---|" * (len(distances) + 2))
+    for n in ns:
+        ms = [got[(n, d)][0] for d in distances]
+        best = int(np.argmin(ms))
+        print(f"| {n} | " + " | ".join(f"{v:.1f}" for v in ms)
+              + f" | {distances[best]} | {ms[best] / floor:.2f} |")
 
 
 def _compete(threads: int, n: int = 5) -> None:
@@ -615,7 +656,8 @@ def _blas() -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="step,passes,breakdown,threads,speed,ksweep,memory",
-                    help="comma-separated tables: step, passes, breakdown, threads, speed, ksweep, memory")
+                    help="comma-separated tables: step, passes, breakdown, prefetch, threads, speed, "
+                    "ksweep, memory")
     ap.add_argument("--compete", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--write-csv", action="store_true", help="write assets/pass_cost_cpu.csv "
@@ -662,6 +704,8 @@ def main(argv=None) -> int:
                      tuple(int(t) for t in args.threads.split(",") if t))
     if "breakdown" in only:
         bench_breakdown(model, args.repeats)
+    if "prefetch" in only:
+        bench_prefetch(model, args.repeats)
     if "threads" in only:
         bench_threads(model, args.repeats)
     if "speed" in only:

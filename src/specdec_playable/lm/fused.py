@@ -190,13 +190,14 @@ if HAVE_NUMBA:
         * ``rope = (cos, sin, allowed)``: the new positions' rotary angles (n, head_dim / 2), and
           ``allowed[i, j]`` lets new position ``i`` see new position ``j`` (every cached one is
           visible);
-        * ``dims = (depth, query heads, kv heads, eps)``;
+        * ``dims = (depth, query heads, kv heads, eps, ahead)``, ``ahead`` the products' prefetch
+          distance (:func:`.kernel.prefetch_ahead`);
         * ``capture = (slots, kept)``: after block ``m`` the stream is copied into
           ``kept[slots[m]]`` where ``slots[m] >= 0``.
         """
         w_qkv, w_o, w_gu, w_down = weights
         cache_k, cache_v, past = kv
-        depth, n_heads, n_kv, eps = dims
+        depth, n_heads, n_kv, eps, ahead = dims
         slots, kept = capture
         n, d = x.shape
         d_ff = w_down.shape[2]
@@ -212,14 +213,14 @@ if HAVE_NUMBA:
         eps = F32(eps)
         for layer in range(depth):
             _norm_grouped(x, eps, xg, base, extra)
-            products(xg, w_qkv[layer], n, qkv)
+            products(xg, w_qkv[layer], n, qkv, ahead)
             _attend(qkv, (cache_k[layer], cache_v[layer], past), rope, (n_heads, n_kv), xg, (base, extra))
-            products(xg, w_o[layer], n, y)
+            products(xg, w_o[layer], n, y, ahead)
             _add(x, y)
             _norm_grouped(x, eps, xg, base, extra)
-            products(xg, w_gu[layer], n, gu)
+            products(xg, w_gu[layer], n, gu, ahead)
             _swiglu_grouped(gu, d_ff, ag, base, extra)
-            products(ag, w_down[layer], n, y)
+            products(ag, w_down[layer], n, y, ahead)
             _add(x, y)
             if slots[layer + 1] >= 0:
                 kept[slots[layer + 1], :, :] = x

@@ -22,8 +22,9 @@ intrinsic), one specialisation per shape, so the compiler has nothing to get wro
 Shapes by the number of positions:
 
 * 1-6 positions (a decoding step, and checks of up to 5 drafted tokens): one group, the whole of
-  ``k`` in registers. The hardware prefetcher keeps the single stream going, except with 2-3
-  positions, where the tile prefetches 2 KB ahead (:data:`SINGLE_PREFETCH`, measured).
+  ``k`` in registers. While the arithmetic of several positions runs, the hardware prefetcher
+  alone lets the stream fall behind, so the tile also asks for its panel a few KB ahead, into L2
+  (:func:`prefetch_ahead`: how far, per position count, measured per CPU family).
 * 7 or more: equal groups of at most 6 (7-12: two, 13-18: three, ...). Each panel is worked in
   chunks of :data:`CHUNK` inputs (16 KB, kept in L1) and every group runs over a chunk before the
   next, so the weights still come from memory once; the accumulators go to ``out`` between chunks.
@@ -58,9 +59,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "LANES", "MAX_GROUP", "PANEL", "Packed", "group_positions", "matmul_t",
-           "matmul_t_numpy", "own_threads", "pack", "prepare_threads", "read_all", "set_process_threads", "threads",
-           "use_threads", "warmup"]
+__all__ = ["HAVE_NUMBA", "LANES", "MAX_GROUP", "PANEL", "PREFETCH", "Packed", "check_prefetch", "cpu_vendor",
+           "group_positions", "matmul_t", "matmul_t_numpy", "own_threads", "pack", "prefetch_ahead",
+           "prepare_threads", "read_all", "set_prefetch", "set_process_threads", "threads", "use_threads",
+           "warmup"]
 
 F32 = np.float32
 
@@ -74,11 +76,23 @@ MAX_GROUP = 6
 #: With several groups, inputs per chunk: a panel's chunk (16 KB) stays in L1 while every group
 #: uses it.
 CHUNK = 64
-#: With one group of 2-3 positions, how many inputs (of 256 bytes) ahead a tile prefetches its
-#: panel into L2. Measured on this project's CPU, 1 thread: 3 positions went from about 1.4x the
-#: read floor to 1.05x; with 1 or 4-6 positions prefetching did not help (the hardware
-#: prefetcher keeps up), and prefetching 4 KB or more ahead made every shape slower.
-SINGLE_PREFETCH = 8
+#: With one group of 1-6 positions, how many inputs (of 256 bytes: four cache lines) ahead a tile
+#: prefetches its panel into L2, by the number of positions (0: no prefetch), per CPU vendor, each
+#: measured at one thread with ``benchmarks/bench_lm.py --only prefetch``:
+#:
+#: * AMD (Zen 4, 2026-12-01): 2 KB ahead took 3 positions from about 1.4x the read floor to 1.05x;
+#:   with 1 or 4-6 positions prefetching did not help, and 4 KB or more made every shape slower.
+#: * Intel (Xeon, Sapphire Rapids family, 2026-12-02): without it 5 positions took 1.7x the read
+#:   floor, with 4 KB ahead 1.2x; 3-12 KB were alike, 2 KB half as good; one position gained a
+#:   few per cent.
+#:
+#: Other vendors get AMD's (what shipped first). ``SPECDEC_PREFETCH`` in the environment (one
+#: number for every count, or six separated by commas) overrides the table; so does
+#: :func:`set_prefetch`.
+PREFETCH = {
+    "AuthenticAMD": (0, 8, 8, 0, 0, 0),
+    "GenuineIntel": (16, 16, 16, 16, 16, 16),
+}
 
 
 def threads() -> int:
@@ -92,6 +106,60 @@ def threads() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``, ...) from ``/proc/cpuinfo``,
+    or ``""`` where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _parse_prefetch(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isdigit() for p in parts) or len(parts) not in (1, MAX_GROUP):
+        raise ValueError(f"SPECDEC_PREFETCH must be one number or {MAX_GROUP} separated by commas "
+                         f"(inputs ahead, 0-256); got {text!r}")
+    return check_prefetch(tuple(int(p) for p in parts) * (MAX_GROUP if len(parts) == 1 else 1))
+
+
+def check_prefetch(ahead) -> tuple[int, ...]:
+    """``ahead`` as a tuple of :data:`MAX_GROUP` ints in [0, 256], or ValueError."""
+    ahead = tuple(int(a) for a in ahead)
+    if len(ahead) != MAX_GROUP or not all(0 <= a <= 256 for a in ahead):
+        raise ValueError(f"prefetch distances: {MAX_GROUP} numbers of inputs ahead in [0, 256]; "
+                         f"got {ahead}")
+    return ahead
+
+
+def _default_prefetch() -> tuple[int, ...]:
+    env = os.environ.get("SPECDEC_PREFETCH", "").strip()
+    if env:
+        return _parse_prefetch(env)
+    return PREFETCH.get(cpu_vendor(), PREFETCH["AuthenticAMD"])
+
+
+_AHEAD = [_default_prefetch()]
+
+
+def prefetch_ahead(n: int) -> int:
+    """Inputs ahead that a one-group tile of ``n`` positions prefetches (0: none, and for more
+    than :data:`MAX_GROUP` positions, whose groups prefetch chunk by chunk)."""
+    return _AHEAD[0][n - 1] if 1 <= n <= MAX_GROUP else 0
+
+
+def set_prefetch(ahead=None) -> tuple[int, ...]:
+    """Set the process's prefetch distances (:data:`MAX_GROUP` ints, one per position count;
+    ``None``: back to the default for this CPU); return them. A benchmark's knob: results do not
+    depend on it, only speed."""
+    _AHEAD[0] = _default_prefetch() if ahead is None else check_prefetch(ahead)
+    return _AHEAD[0]
 
 
 # -- the packed layout -------------------------------------------------------------------------
@@ -340,8 +408,9 @@ if HAVE_NUMBA:
     @njit(inline="always")
     def run_tile(w, x, out, at, p, flags):
         """One tile product, :func:`_tile` ``((w, x, out), at, p, flags)`` with ``p`` positions
-        (1-6) and ``flags`` (0: overwrite, no prefetch; 2, 3, 4, 5: the chunked forms
-        :func:`products` uses) given at run time: the literal specialisations, chosen here."""
+        (1-6) and ``flags`` (0: overwrite, no prefetch; 8: overwrite, the whole input row
+        prefetched from ``at[8]`` on; 2, 3, 4, 5: the chunked forms :func:`products` uses) given at
+        run time: the literal specialisations, chosen here."""
         if flags == 0:  # one group: all of k, no prefetch
             if p == 1:
                 _tile((w, x, out), at, 1, 0)
@@ -355,11 +424,19 @@ if HAVE_NUMBA:
                 _tile((w, x, out), at, 5, 0)
             else:
                 _tile((w, x, out), at, 6, 0)
-        elif flags == 8:  # one group of 2-3: all of k, the row 8 inputs ahead prefetched
-            if p == 2:
+        elif flags == 8:  # one group: all of k, a whole input row (4 lines) prefetched per input
+            if p == 1:
+                _tile((w, x, out), at, 1, 8)
+            elif p == 2:
                 _tile((w, x, out), at, 2, 8)
-            else:
+            elif p == 3:
                 _tile((w, x, out), at, 3, 8)
+            elif p == 4:
+                _tile((w, x, out), at, 4, 8)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 8)
+            else:
+                _tile((w, x, out), at, 6, 8)
         elif flags == 4:  # a first chunk, 2 lines prefetched per input
             if p == 3:
                 _tile((w, x, out), at, 3, 4)
@@ -394,17 +471,19 @@ if HAVE_NUMBA:
                 _tile((w, x, out), at, 6, 3)
 
     @njit(parallel=True, fastmath=True, cache=True)
-    def products(xg, w, n, out):
+    def products(xg, w, n, out, ahead):
         """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) (see
         :func:`group_positions`), packed ``w`` (panels, in, 64) and ``out`` (>= n, >= 64 panels),
-        all float32 C-contiguous. Padded rows are written too (as the zero rows' products)."""
+        all float32 C-contiguous. Padded rows are written too (as the zero rows' products).
+        ``ahead``: with one group, how many inputs ahead the tile prefetches its panel (0: not at
+        all; :func:`prefetch_ahead`)."""
         groups, k_in, gs = xg.shape
         panels = w.shape[0]
         o_stride = out.shape[1]
         if groups == 1:  # every position in registers for the whole of k
-            flags = 8 if 2 <= n <= 3 else 0  # see SINGLE_PREFETCH
+            flags = 8 if ahead > 0 else 0
             for t in prange(panels):
-                at = (t * k_in * PANEL, 0, k_in, 0, gs, 1, t * PANEL, o_stride, (t * k_in + SINGLE_PREFETCH) * PANEL)
+                at = (t * k_in * PANEL, 0, k_in, 0, gs, 1, t * PANEL, o_stride, (t * k_in + ahead) * PANEL)
                 run_tile(w, xg, out, at, n, flags)
             return
         base = n // groups
@@ -515,7 +594,7 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     padded = w.data.shape[0] * PANEL
     y = out if out is not None and padded == m else np.empty((n, padded), F32)
     prepare_threads(n)
-    products(group_positions(x), w.data, n, y)
+    products(group_positions(x), w.data, n, y, prefetch_ahead(n))
     if padded != m:
         y = y[:, :m]
         if out is None:

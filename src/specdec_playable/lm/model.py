@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import fused
-from .kernel import PANEL, Packed, matmul_t, pack, prepare_threads
+from .kernel import PANEL, Packed, matmul_t, pack, prefetch_ahead, prepare_threads
 from .source import model_file
 from .tokenizer import Tokenizer
 
@@ -304,7 +304,7 @@ class Model:
             kept = np.empty((len(later), n, cfg.d_model), F32)
             prepare_threads(n)
             fused.run_blocks(x, w.stacks, (cache.k, cache.v, past), (np.cos(ang), np.sin(ang), allowed),
-                             (depth, cfg.n_heads, cfg.n_kv_heads, cfg.eps), (slot, kept))
+                             (depth, cfg.n_heads, cfg.n_kv_heads, cfg.eps, prefetch_ahead(n)), (slot, kept))
             captured.update(zip(later, kept))
         else:
             bias = self._bias(allowed, past)
