@@ -223,3 +223,33 @@ def test_numba_is_used_when_installed():
     if os.environ.get("SPECDEC_NO_NUMBA"):
         pytest.skip("numba switched off by SPECDEC_NO_NUMBA")
     assert kernel.HAVE_NUMBA
+
+
+@pytest.mark.parametrize("n", range(1, kernel.MAX_GROUP + 1))
+def test_prefetch_distance_changes_no_result(n):
+    """A prefetch is a hint: every distance (none, short, past the end of the weight) gives the
+    float64 product to float32 rounding, and the setting goes back to this CPU's default."""
+    w = rand(200, 129)
+    x = rand(n, 129)
+    default = kernel.set_prefetch(None)
+    try:
+        for ahead in (0, 1, 16, 256):
+            assert kernel.set_prefetch((ahead,) * kernel.MAX_GROUP) == (ahead,) * kernel.MAX_GROUP
+            assert kernel.prefetch_ahead(n) == ahead
+            assert rel_err(kernel.matmul_t(x, kernel.pack(w)), x, w) < TOL
+    finally:
+        assert kernel.set_prefetch(None) == default
+    assert kernel.prefetch_ahead(kernel.MAX_GROUP + 1) == 0  # groups prefetch chunk by chunk
+
+
+def test_prefetch_settings_are_checked():
+    if not os.environ.get("SPECDEC_PREFETCH"):  # the table's row for this CPU, AMD's for others
+        want = kernel.PREFETCH.get(kernel.cpu_vendor(), kernel.PREFETCH["AuthenticAMD"])
+        assert kernel.set_prefetch(None) == want
+    assert kernel._parse_prefetch("12") == (12,) * kernel.MAX_GROUP
+    assert kernel._parse_prefetch("0,8,8,0,0,0") == (0, 8, 8, 0, 0, 0)
+    for bad in ("", "x", "1,2", "-1", "300", "1,2,3,4,5,6,7"):
+        with pytest.raises(ValueError):
+            kernel._parse_prefetch(bad)
+    with pytest.raises(ValueError):
+        kernel.set_prefetch((1, 2, 3))
