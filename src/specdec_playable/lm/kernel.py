@@ -611,13 +611,21 @@ _LOCAL = threading.local()
 _PROCESS = [None]  # the process-wide setting (set_process_threads), None: the default
 
 
-#: A pass over fewer positions than this runs on one thread whatever :func:`set_process_threads`
-#: or the environment allow (a thread's own :func:`use_threads` is taken as it is). Measured on this project's
-#: 2-core machine (``benchmarks/bench_lm.py --only threads``): the weights stream no faster from
-#: two cores than from one, so a decoding step was 1.1-1.2x slower on two threads and 5-9
-#: positions about even, while 17 and 33 positions, whose arithmetic outlasts the stream, took
-#: 0.76x and 0.64x as long.
-PARALLEL_FROM = 8
+#: Per CPU vendor, the fewest positions a pass must have to use more than one thread (a thread's
+#: own :func:`use_threads` is taken as it is), measured on this project's 2-core machines
+#: (``benchmarks/bench_lm.py --only threads``, each run alone):
+#:
+#: * AMD (Zen 4): the weights streamed no faster from two cores than from one, so a decoding step
+#:   was 1.1-1.2x slower on two threads and 5-9 positions about even, while 17 and 33 positions,
+#:   whose arithmetic outlasts the stream, took 0.76x and 0.64x as long: from 8 positions on.
+#: * Intel (Xeon, Sapphire Rapids family): one core's stream is bound by how many cache misses it
+#:   can keep in flight, so two cores read faster: every pass, a decoding step included, took
+#:   0.75-0.80x as long on two threads: from 1 position on.
+#:
+#: Other vendors get AMD's.
+PARALLEL_FROM_BY_VENDOR = {"AuthenticAMD": 8, "GenuineIntel": 1}
+#: This CPU's entry of :data:`PARALLEL_FROM_BY_VENDOR`.
+PARALLEL_FROM = PARALLEL_FROM_BY_VENDOR.get(cpu_vendor(), PARALLEL_FROM_BY_VENDOR["AuthenticAMD"])
 
 
 def prepare_threads(n: int | None = None) -> int:
