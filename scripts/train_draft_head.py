@@ -194,6 +194,94 @@ CHAT = (
     "List the steps to make a cup of tea.",
     "List six countries in South America and their capitals.",
     "Give a bulleted list of things to pack for a camping trip.",
+    # Added for the head fed several layers (EAGLE-3): many more of the kinds of reply the pages
+    # and benchmarks race, none an Episode 7 task or a benchmark prompt (the overlap check holds).
+    "Write a Python function that removes the vowels from a string.",
+    "Write a Python function that returns the second largest number in a list.",
+    "Write a Python function that checks whether two words are anagrams.",
+    "Write a Python function that splits a list into chunks of size n.",
+    "Write a Python function that counts the lines, words and characters of a string.",
+    "Write a Python function that returns the common elements of two lists.",
+    "Write a Python function that converts a Roman numeral to an integer.",
+    "Write a Python function that computes the median of a list of numbers.",
+    "Write a Python function that turns a dictionary into a list of key-value pairs sorted by value.",
+    "Write a Python function that capitalises every sentence in a paragraph.",
+    "Write a Python function that returns the product of a list of numbers.",
+    "Write a Python function that finds the index of the smallest item in a list.",
+    "Write a Python class for a circle with a radius and a method for its area.",
+    "Write a Python class for a shopping cart that adds items and returns the total.",
+    "Write a Python class for a counter with increment, decrement and reset methods.",
+    "Write a Python class for a student with a name and a list of grades, and a method for the mean grade.",
+    "Write a Python dataclass for a point in two dimensions with a method for its distance to the origin.",
+    "Write a Python context manager that times the code inside it.",
+    "Write a Python decorator that prints how long a function takes.",
+    "Write a Python script that prints the ten most common words in a text file.",
+    "Write a Python function that parses a date string in the format DD/MM/YYYY.",
+    "Write a Python function that writes a list of dictionaries to a CSV file.",
+    "Write a JavaScript function that checks whether a number is even.",
+    "Write a JavaScript function that counts the vowels in a string.",
+    "Write a JavaScript function that returns the largest number in an array.",
+    "Write a JavaScript function that converts an object into a query string.",
+    "Write a JavaScript class for a counter with increment and reset methods.",
+    "Write a JavaScript function that waits for a given number of milliseconds with a promise.",
+    "Write a JavaScript function that groups an array of objects by a property.",
+    "Write a JavaScript function that validates a password's length and digits.",
+    "Write a SQL query that returns the products that are out of stock.",
+    "Write a SQL query that finds the number of orders per month.",
+    "Write a SQL query that deletes every user who has not logged in for a year.",
+    "Write a SQL query that returns the names of the employees hired after 2020.",
+    "Write a SQL statement that adds an email column to a users table.",
+    "Write a SQL query that lists the books and their authors, ordered by title.",
+    "Write a SQL query that finds duplicate email addresses in a users table.",
+    "Write a SQL statement that updates the price of a product by its id.",
+    "Write a bash script that prints the disk usage of every folder in the current directory.",
+    "Write a bash script that counts the files in a folder by their extension.",
+    "Write a shell command that replaces a word in every .md file of a folder.",
+    "Write a bash function that checks whether a command is installed.",
+    "Write an HTML page with a list of three favourite books.",
+    "Write an HTML card with an image, a title and a short description.",
+    "Write CSS that makes a button blue with rounded corners and a hover effect.",
+    "Write CSS for a two-column layout with a sidebar on the left.",
+    "Write a YAML file describing a recipe with ingredients and steps.",
+    "Write a YAML configuration for a web app with a database url, a port and a debug flag.",
+    "Write a YAML list of three team members with their names and roles.",
+    "Write a Dockerfile for a small Python web application.",
+    "Give a JSON object for a song with a title, an artist, an album and a duration in seconds.",
+    "Give a JSON object describing a laptop with a brand, a model, a price and its specifications.",
+    "Give a JSON array of three students with their names and grades.",
+    "Return a JSON object for a calendar event with a title, a start time, an end time and attendees.",
+    "Give a JSON object for a hotel booking with a guest name, dates and a room type.",
+    "Give a JSON object describing a dog with a name, a breed, an age and a list of tricks.",
+    "Return a JSON object with the settings of a text editor: font, size, theme and tab width.",
+    "Give a JSON array of three countries with their capitals and currencies.",
+    "Give a JSON object for an invoice with a number, a date, a customer and line items.",
+    "Return only a JSON object with the keys title and year for the film Casablanca.",
+    "Explain in two sentences why ice floats on water.",
+    "Explain in two sentences how a compass works.",
+    "Explain in two sentences why we need sleep.",
+    "Explain in two sentences what gravity is.",
+    "Explain in two sentences why bread rises.",
+    "Explain in two sentences how plants drink water.",
+    "Explain in two sentences what a black hole is.",
+    "Explain in a short paragraph what a function is in programming.",
+    "Explain in a short paragraph what version control is.",
+    "Explain in a short paragraph how a search engine finds pages.",
+    "Explain the difference between a compiler and an interpreter in two sentences.",
+    "Explain what a for loop does, with a small example in Python.",
+    "Write a short email inviting the team to a lunch on Friday.",
+    "Write a short letter thanking a host for a dinner party.",
+    "Write a short email to a customer apologising for a delayed order.",
+    "Write a polite note asking a neighbour to keep the noise down at night.",
+    "Write a short letter of recommendation for a hard-working intern.",
+    "Write a short email asking a professor for an extension on an essay.",
+    "List five ways to save water at home.",
+    "List four healthy breakfast ideas.",
+    "List five common mistakes new programmers make.",
+    "List the planets of the solar system in order from the sun.",
+    "List five tips for a good night's sleep.",
+    "Give a numbered list of steps to change a flat bicycle tyre.",
+    "List three benefits of regular exercise.",
+    "List five animals that live in the Arctic.",
 )
 
 
@@ -385,32 +473,45 @@ def chunks_of(items: list, length: int) -> tuple[list[np.ndarray], list[str]]:
     return out, genres
 
 
-def collect(model, chunks: list[np.ndarray], path: Path, length: int) -> dict:
-    """Tokens (n, L), features (n, L, d) float16 and lengths of every chunk (resumable per shard)."""
+def collect(model, chunks: list[np.ndarray], path: Path, length: int, layers=()) -> dict:
+    """Tokens (n, L), final-normed features (n, L, d) float16, lengths of every chunk and, with
+    ``layers``, the residual stream after each of those blocks (n, L, len(layers), d) float16 as
+    ``low`` (resumable per shard)."""
     n, d = len(chunks), model.config.d_model
+    layers = tuple(layers)
     shard = 32
     parts = []
     t0 = time.perf_counter()
     path.mkdir(parents=True, exist_ok=True)
+    tag = "" if not layers else "_l" + "-".join(map(str, layers))
+    keys = ("toks", "feats", "lens") + (("low",) if layers else ())
     for s in range(0, n, shard):
-        f = path / f"shard_{s // shard:04d}_{length}.npz"
+        f = path / f"shard_{s // shard:04d}_{length}{tag}.npz"
         if not f.is_file():
             toks = np.zeros((min(shard, n - s), length), np.int32)
             feats = np.zeros((toks.shape[0], length, d), np.float16)
+            low = np.zeros((toks.shape[0], length, len(layers), d), np.float16)
             lens = np.zeros(toks.shape[0], np.int32)
             for j, c in enumerate(chunks[s:s + shard]):
-                fw = model.forward(c, model.new_cache(capacity=length), logits="none")
+                fw = model.forward(c, model.new_cache(capacity=length), logits="none", capture=layers)
                 toks[j, :c.size], feats[j, :c.size], lens[j] = c, fw.hidden, c.size
-            np.savez(f, toks=toks, feats=feats, lens=lens)
+                for i, m in enumerate(layers):
+                    low[j, :c.size, i] = fw.captured[m]
+            arrays = dict(toks=toks, feats=feats, lens=lens) | (dict(low=low) if layers else {})
+            np.savez(f, **arrays)
             done = min(s + shard, n)
-            rate = sum(c.size for c in chunks[:done]) / (time.perf_counter() - t0)
+            rate = sum(c.size for c in chunks[s:done]) / (time.perf_counter() - t0)
+            t0 = time.perf_counter()
             print(f"  features {done}/{n} chunks ({rate:.0f} tokens/s)", flush=True)
         with np.load(f) as z:
             parts.append({k: z[k] for k in z.files})
     if not parts:
-        return dict(toks=np.zeros((0, length), np.int32), feats=np.zeros((0, length, d), np.float16),
-                    lens=np.zeros(0, np.int32))
-    return {k: np.concatenate([p[k] for p in parts]) for k in ("toks", "feats", "lens")}
+        empty = dict(toks=np.zeros((0, length), np.int32), feats=np.zeros((0, length, d), np.float16),
+                     lens=np.zeros(0, np.int32))
+        if layers:
+            empty["low"] = np.zeros((0, length, len(layers), d), np.float16)
+        return empty
+    return {k: np.concatenate([p[k] for p in parts]) for k in keys}
 
 
 def model_choices(model, data: dict, block: int = 4096) -> np.ndarray:
@@ -461,8 +562,12 @@ def prepare(model, args) -> dict:
     (tr_chunks, _), (ho_chunks, ho_genres) = chunks_of(train, args.chunk), chunks_of(held, args.chunk)
     tag = f"{args.seed}_{scale}_{args.chat_max_new}_{len(prompts)}"
     t0 = time.perf_counter()
-    data = collect(model, tr_chunks, work / f"train_{tag}", args.chunk)
-    held_data = collect(model, ho_chunks, work / f"held_{tag}", args.chunk)
+    layers = collected_layers(args.layers)
+    data = collect(model, tr_chunks, work / f"train_{tag}", args.chunk, layers)
+    held_data = collect(model, ho_chunks, work / f"held_{tag}", args.chunk, layers)
+    if args.layers:  # the head's layers, in its order, out of those collected
+        for part in (data, held_data):
+            part["low"] = part["low"][:, :, [layers.index(m) for m in args.layers]]
     held_data["genre"] = np.array(ho_genres)
     t_feat = time.perf_counter() - t0
     summary = corpus_summary(train, held)
@@ -473,6 +578,19 @@ def prepare(model, args) -> dict:
               f"{v['files']:>4} files  licences: {', '.join(sorted(v['licences']))}")
     return dict(train=data, held=held_data, summary=summary,
                 seconds=dict(corpus=round(t_corpus, 1), features=round(t_feat, 1)))
+
+
+#: Residual streams collected for a head fed several layers (EAGLE-3's low and middle layers and a
+#: late one: blocks 2, 15 and 27 of 30): any ``--layers`` drawn from them reuses one collection.
+COLLECT_LAYERS = (2, 15, 27)
+
+
+def collected_layers(layers) -> tuple[int, ...]:
+    """The blocks whose residual streams step 2 keeps for a head that reads ``layers``."""
+    layers = tuple(layers)
+    if not layers:
+        return ()
+    return COLLECT_LAYERS if set(layers) <= set(COLLECT_LAYERS) else layers
 
 
 def hash_share(doc: Doc, ids) -> float:
@@ -498,8 +616,10 @@ def corpus_summary(train, held) -> dict:
 
 # ------------------------------------------------------------------------------------ training
 
-def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed: int) -> dict:
-    """Seeded initial weights (float32 numpy): the layer of lm.head before training."""
+def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed: int,
+                n_layers: int = 0) -> dict:
+    """Seeded initial weights (float32 numpy): the layer of lm.head before training; with
+    ``n_layers`` lower layers fed in, a fusion that starts as the last layer alone."""
     rng = np.random.default_rng([seed, 1])
 
     def mat(out, inp, scale=1.0):
@@ -509,7 +629,17 @@ def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed
              out_norm=np.asarray(final_norm, np.float32).copy())
     if attention:
         p.update(wqkv=mat(3 * d, d), wo=mat(d, d, 0.1))
+    if n_layers:
+        p["fuse"] = identity_fuse(d, n_layers)
     return p
+
+
+def identity_fuse(d: int, n_layers: int) -> np.ndarray:
+    """The fusion ``[0, ..., 0, I]`` (d, d x (n_layers + 1)): the last layer's feature alone, so
+    a head fed several layers starts as the head it continues."""
+    fuse = np.zeros((d, d * (n_layers + 1)), np.float32)
+    fuse[:, d * n_layers:] = np.eye(d, dtype=np.float32)
+    return fuse
 
 
 def _rms(x):
@@ -575,8 +705,14 @@ def params_from_asset(path: Path, args) -> dict:
     if want != got or ("wqkv" in arrays) != (args.block == "attention"):
         raise SystemExit(f"--init-from {path}: the asset's shape {want} is not this run's {got} "
                          f"(--block {args.block})")
-    out = {k: arrays[k].astype(np.float32) for k in ("fc", "wgu", "wdown", "out_norm", "wqkv", "wo")
+    out = {k: arrays[k].astype(np.float32) for k in ("fc", "wgu", "wdown", "out_norm", "wqkv", "wo", "fuse")
            if k in arrays}
+    have = tuple(int(m) for m in arrays.get("layers", ()))
+    if have and have != tuple(args.layers):
+        raise SystemExit(f"--init-from {path}: the asset reads blocks {have}, this run --layers "
+                         f"{','.join(map(str, args.layers)) or '(none)'}")
+    if args.layers and "fuse" not in out:  # a head of the last layer alone, now fed several
+        out["fuse"] = identity_fuse(out["fc"].shape[0], len(args.layers))
     if "wqkv" in out:
         d = out["wqkv"].shape[1]
         out["wqkv"][:d] *= np.sqrt(d // args.n_heads)
@@ -586,6 +722,17 @@ def params_from_asset(path: Path, args) -> dict:
 def asset_vocab(path: Path) -> np.ndarray:
     with np.load(path) as z:
         return z["vocab"].astype(np.int64)
+
+
+def jax_inputs(params, feats, low):
+    """The head's inputs at real positions (lm.head.head_inputs): ``feats`` (B, T, d) themselves,
+    or with a fusion, ``fuse [rms(low[..., i, :]) ..., feats]`` for ``low`` (B, T, L, d)."""
+    import jax.numpy as jnp
+
+    if "fuse" not in params:
+        return feats
+    z = jnp.concatenate([_rms(low[..., i, :]) for i in range(low.shape[-2])] + [feats], axis=-1)
+    return z @ params["fuse"].T
 
 
 def jax_head(params, feats, embeds, n_heads: int, past=()):
@@ -622,22 +769,24 @@ def jax_head(params, feats, embeds, n_heads: int, past=()):
     return _rms(x) * params["out_norm"], kv
 
 
-def unrolled(params, feats, embeds, n_heads: int, steps: int) -> list:
+def unrolled(params, feats, embeds, n_heads: int, steps: int, low=None) -> list:
     """The head's predicted features at each of ``steps`` drafting steps (training-time test).
 
-    Step 0 reads the target's real features; step ``s`` at index ``j`` reads the head's own
-    prediction of step ``s - 1`` at ``j - 1`` (what drafting a further token feeds it) and
-    attends as drafting does (:func:`_ttt_attention`). Tokens are the real next tokens: a later
-    guess only counts once the earlier ones matched them.
+    Step 0 reads the target's real features (fused with ``low``, the lower layers' residual
+    streams, for a head fed several layers: :func:`jax_inputs`); step ``s`` at index ``j``
+    reads the head's own prediction of step ``s - 1`` at ``j - 1`` (what drafting a further
+    token feeds it) and attends as drafting does (:func:`_ttt_attention`). Tokens are the real
+    next tokens: a later guess only counts once the earlier ones matched them.
     """
     import jax.numpy as jnp
 
-    inputs, past, preds = feats, [], []
+    real = jax_inputs(params, feats, low)
+    inputs, past, preds = real, [], []
     for _ in range(steps):
         pred, kv = jax_head(params, inputs, embeds, n_heads, past)
         preds.append(pred)
         past.append(kv)
-        inputs = jnp.concatenate((feats[:, :1], pred[:, :-1]), axis=1)
+        inputs = jnp.concatenate((real[:, :1], pred[:, :-1]), axis=1)
     return preds
 
 
@@ -648,11 +797,11 @@ def loss_fn(params, batch, readout, cfg):
     import jax
     import jax.numpy as jnp
 
-    feats, embeds, target, valid = batch
+    feats, low, embeds, target, valid = batch
     tlog = target @ readout.T
     p = jax.nn.softmax(tlog, axis=-1)
     total, parts = 0.0, []
-    preds = unrolled(params, feats, embeds, cfg["n_heads"], cfg["unroll"])
+    preds = unrolled(params, feats, embeds, cfg["n_heads"], cfg["unroll"], low)
     for s_, pred in enumerate(preds):
         logq = jax.nn.log_softmax(pred @ readout.T, axis=-1)
         ce = -(p * logq).sum(-1)
@@ -668,10 +817,13 @@ def loss_fn(params, batch, readout, cfg):
 
 
 def make_batch(data: dict, idx: np.ndarray, embed: np.ndarray):
+    """``(features, lower layers' streams or None, next tokens' embeddings, next features,
+    valid)`` of the chunks ``idx``."""
     toks, feats, lens = data["toks"][idx], data["feats"][idx].astype(np.float32), data["lens"][idx]
+    low = data["low"][idx, :-1].astype(np.float32) if "low" in data else None
     t = toks.shape[1]
     valid = (np.arange(1, t)[None, :] < lens[:, None]).astype(np.float32)
-    return (feats[:, :-1], embed[toks[:, 1:]], feats[:, 1:], valid)
+    return (feats[:, :-1], low, embed[toks[:, 1:]], feats[:, 1:], valid)
 
 
 def save_ckpt(path: Path, step: int, params, opt_state, history: list) -> None:
@@ -712,7 +864,7 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
         start_from = params_from_asset(Path(args.init_from), args)
     else:
         start_from = init_params(model.config.d_model, args.d_ff, args.block == "attention",
-                                 model.weights.final_norm, args.seed)
+                                 model.weights.final_norm, args.seed, len(args.layers))
     params = {k: jnp.asarray(v) for k, v in start_from.items()}
     sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, min(50, args.steps // 10 + 1),
                                                args.steps, args.lr * 0.05)
@@ -735,8 +887,8 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
         batch = make_batch(data, idx, embed)
         (loss, parts), g = grad(params, batch)
         params, opt_state = update(params, opt_state, g)
-        seen += int(batch[3].sum())
-        rec = dict(step=step + 1, loss=round(float(loss), 4), tokens_seen=(step + 1) * int(batch[3].sum()),
+        seen += int(batch[-1].sum())
+        rec = dict(step=step + 1, loss=round(float(loss), 4), tokens_seen=(step + 1) * int(batch[-1].sum()),
                    acc=[round(float(a), 4) for _, a in parts],
                    losses=[round(float(x), 4) for x, _ in parts])
         history.append(rec)
@@ -765,6 +917,7 @@ def subset(data: dict, fraction: float, seed: int) -> dict:
 def run_tag(args) -> str:
     return (f"{args.seed}_{args.data_scale}_{args.train_fraction}_{args.block}_{args.d_ff}_"
             f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}"
+            + (f"_l{'-'.join(map(str, args.layers))}" if args.layers else "")
             + (f"_from{sha256_file(Path(args.init_from))[:10]}" if args.init_from else ""))
 
 
@@ -775,6 +928,8 @@ def export(params, vocab: np.ndarray, args) -> dict:
         d = out["wqkv"].shape[1]
         out["wqkv"][:d] /= np.sqrt(d // args.n_heads)
     out = {k: v.astype(np.float16) for k, v in out.items()}
+    if args.layers:
+        out["layers"] = np.array(args.layers, np.int32)
     out.update(vocab=vocab.astype(np.int32), n_heads=np.array([args.n_heads], np.int32),
                window=np.array([args.chunk], np.int32), rope_base=np.array([10000.0]),
                eps=np.array([1e-5]))
@@ -788,13 +943,15 @@ def episode4_texts() -> dict[str, str]:
     return {t["id"]: t["source"] for t in texts}
 
 
-def agreement(model, w, toks: np.ndarray, feats: np.ndarray) -> tuple[int, int, float, int]:
+def agreement(model, w, toks: np.ndarray, feats: np.ndarray, low=None) -> tuple[int, int, float, int]:
     """Teacher-forced on one sequence: (kept first drafts, positions, sum of min(p, q), positions
-    whose target token is outside the head's vocabulary)."""
+    whose target token is outside the head's vocabulary); ``low`` (n, layers, d): the residual
+    streams of the head's lower layers."""
     from specdec_playable.lm import sampling
 
     n = toks.size
-    pred = lmhead.teacher_forced(model, w, toks, feats, 0, n)[1:]
+    captured = None if low is None else {m: low[:, i] for i, m in enumerate(w.layers)}
+    pred = lmhead.teacher_forced(model, w, toks, lmhead.head_inputs(w, feats, captured), 0, n)[1:]
     target = model.head(feats[1:])
     q = sampling.probabilities(lmhead.head_logits(model, w, pred), 1.0)
     p = sampling.probabilities(target, 1.0)
@@ -812,15 +969,17 @@ def measure(model, arrays: dict, held: dict, *, tau_every: int = 0) -> dict:
     for i in range(held["toks"].shape[0]):
         L = int(held["lens"][i])
         r = agreement(model, w, held["toks"][i, :L].astype(np.int64),
-                      held["feats"][i, :L].astype(np.float32))
+                      held["feats"][i, :L].astype(np.float32),
+                      held["low"][i, :L].astype(np.float32) if "low" in held else None)
         g = out.setdefault(f"held {genres[i]}" if genres is not None else "held", [0, 0, 0.0, 0])
         for j in range(4):
             g[j] += r[j]
     tok = model.tokenizer
     for name, src in episode4_texts().items():
         ids = np.array([tok.bos_id, *tok.encode(src)], np.int64)
-        feats = model.forward(ids, model.new_cache(capacity=ids.size), logits="none").hidden
-        out[f"ep4 {name}"] = list(agreement(model, w, ids, feats))
+        fw = model.forward(ids, model.new_cache(capacity=ids.size), logits="none", capture=w.layers)
+        low = np.stack([fw.captured[m] for m in w.layers], axis=1) if w.layers else None
+        out[f"ep4 {name}"] = list(agreement(model, w, ids, fw.hidden, low))
     res = {name: dict(first_token=round(v[0] / v[1], 4), alpha=round(v[2] / v[1], 4),
                       outside_vocab=round(v[3] / v[1], 4), positions=v[1]) for name, v in out.items()}
     return res
@@ -842,7 +1001,7 @@ def draft_cost(model, arrays: dict, repeats: int = 20) -> dict:
     ids = model.tokenizer.chat("Write a Python function that adds two numbers.")
     run = lmhead.HeadRun(model, w)
     cache = model.new_cache(capacity=len(ids) + 64)
-    run.observe(model.forward(ids, cache, logits="none").hidden)
+    run.observe(*model.forward(ids, cache, logits="none", capture=run.capture).features())
     ctx = np.array(ids + [int(model.tokenizer.encode("def")[0])], np.int64)
     steps = []
     for _ in range(repeats):
@@ -881,7 +1040,12 @@ def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict
                results: dict) -> dict:
     s = prep["summary"]
     return dict(
-        kind="EAGLE-style draft head: [rms(f_t), rms(embed(x_{t+1}))] -> linear 1152->576 -> "
+        kind=("EAGLE-3-style" if args.layers else "EAGLE-style") + " draft head: u_t = "
+             + (f"fuse [rms(residual stream after blocks {', '.join(map(str, args.layers))}), f_t] "
+                f"(a linear map {576 * (len(args.layers) + 1)}->576) at real positions"
+                if args.layers else "the target's final-normed feature f_t")
+             + ", its own previous output where it drafts further; "
+             "[rms(u_t), rms(embed(x_{t+1}))] -> linear 1152->576 -> "
              + ("one pre-norm block (causal attention with rotary positions, SwiGLU)"
                 if args.block == "attention" else "one SwiGLU feed-forward block")
              + " -> RMSNorm, predicting the target's final-normed feature f_{t+1}; read out "
@@ -911,6 +1075,17 @@ def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict
     )
 
 
+def _layers(text: str) -> tuple[int, ...]:
+    """``--layers``: block counts in [1, 29], ascending, no repeats (at most 3)."""
+    try:
+        got = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"block counts separated by commas; got {text!r}") from None
+    if len(got) > 3 or list(got) != sorted(set(got)) or not all(1 <= m <= 29 for m in got):
+        raise argparse.ArgumentTypeError(f"at most 3 ascending block counts in [1, 29]; got {text!r}")
+    return got
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     a = ap.add_argument
@@ -931,6 +1106,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--n-vocab", type=int, default=8192, help="tokens the head reads out (FR-Spec)")
     a("--vocab-from", choices=("corpus", "model"), default="model",
       help="rank the vocabulary by corpus frequency (FR-Spec) or by the model's own greedy choices")
+    a("--layers", type=_layers, default=(), metavar="M,M",
+      help="also feed the head the residual stream after these blocks (EAGLE-3's low and middle "
+           "layers, fused with the last one), e.g. 2,15; default: the last layer alone")
     a("--unroll", type=int, choices=range(1, 9), default=1, metavar="{1..8}",
       help="drafting steps trained per position, each fed the head's own features (EAGLE-3's "
            "training-time test)")

@@ -315,10 +315,13 @@ def test_a_draft_can_observe_the_hidden_states_the_target_kept(model):
             outer = self
 
             class Run:
+                capture = (3,)  # the residual stream after block 3 too
+
                 def propose(self, context, k, **kw):
                     return outer.propose(context, k, **kw)
 
-                def observe(self, hidden):
+                def observe(self, hidden, captured=None):
+                    assert list(captured) == [3] and captured[3].shape == hidden.shape
                     seen.append(hidden)
             return Run()
 

@@ -99,10 +99,10 @@ def _p_value(counts: np.ndarray, p: np.ndarray) -> float:
 
 def test_speculative_sampling_with_the_head_emits_the_target_distribution(model):
     ids = model.tokenizer.chat(PROMPTS["poem"].message)
-    fw = model.forward(ids, model.new_cache(), logits="all")
-    p = sampling.probabilities(fw.logits[-1], 1.0)
     run = DraftHead().begin(model)
-    run.observe(fw.hidden[:-1])
+    fw = model.forward(ids, model.new_cache(), logits="all", capture=run.capture)
+    p = sampling.probabilities(fw.logits[-1], 1.0)
+    run.observe(*fw.features(slice(0, -1)))
     prop = run.propose(np.array(ids), 1, temperature=1.0, rng=np.random.default_rng(0))
     q = prop.p_draft[0]
     assert abs(q.sum() - 1) < 1e-9 and (q[np.setdiff1d(np.arange(q.size), run.w.vocab)] == 0).all()
@@ -137,3 +137,51 @@ def test_one_head_run_moved_to_a_shorter_context_drafts_as_a_fresh_one(model):
     assert got == DraftHead().begin(model).propose(short, 3).tokens.tolist()
     assert reused.propose(long_ctx, 3).tokens.tolist() == DraftHead().begin(model).propose(
         long_ctx, 3).tokens.tolist()
+
+
+@pytest.fixture(scope="module")
+def fused_head(tmp_path_factory):
+    """A head fed several layers (EAGLE-3), made from the shipped one: a fusion of the residual
+    streams after blocks 2 and 15 with the last layer's feature, seeded, that really reads all
+    three (the identity on the last layer plus a perturbation over every input)."""
+    with np.load(asset_path(lmhead.ASSET)) as z:
+        arrays = {k: z[k] for k in z.files}
+    d = arrays["fc"].shape[0]
+    layers = (2, 15)
+    fuse = np.zeros((d, d * (len(layers) + 1)), np.float32)
+    fuse[:, -d:] = np.eye(d, dtype=np.float32)
+    fuse += np.random.default_rng(7).standard_normal(fuse.shape).astype(np.float32) * 0.3 / np.sqrt(d)
+    arrays.update(fuse=fuse.astype(np.float16), layers=np.array(layers, np.int32))
+    path = tmp_path_factory.mktemp("head") / "fused_head.npz"
+    np.savez(path, **arrays)
+    return DraftHead(path=str(path))
+
+
+def test_a_head_fed_several_layers_is_served_what_it_reads(model, fused_head):
+    """The decoders capture the blocks the head names and hand it their streams: its drafts
+    after observed passes equal those of a run that computes every feature itself, and equal
+    its teacher-forced scoring; greedy output still equals plain decoding."""
+    w = fused_head.weights()
+    assert w.layers == (2, 15) and fused_head.capture == (2, 15)
+    ids = model.tokenizer.chat(PROMPTS["sum-function"].message)
+    fw = model.forward(ids, model.new_cache(), logits="none", capture=w.layers)
+    observed = fused_head.begin(model)
+    observed.observe(*fw.features(slice(0, -1)))
+    computed = fused_head.begin(model)  # observes nothing: runs the target itself
+    assert observed.propose(np.array(ids), 4).tokens.tolist() == computed.propose(np.array(ids), 4).tokens.tolist()
+    with pytest.raises(ValueError, match="residual stream"):
+        fused_head.begin(model).observe(fw.hidden)  # the streams are missing
+    text = model.tokenizer.encode("def mean(values):\n    total = 0\n    for v in values:\n"
+                                  "        total += v\n    return total / len(values)\n")
+    scores = score_text(model, text, draft=fused_head, chunk=16)
+    run = fused_head.begin(model)
+    first = [run.propose(np.array(text[:i + 1]), 2).tokens[0] for i in range(1, len(text) - 1)]
+    assert (scores.draft_top[1:] == np.array(first)).mean() > 0.97  # float32 near-ties aside
+    plain = generate(model, ids, max_new=24)
+    spec = speculate(model, ids, fused_head, 4, max_new=24)
+    assert spec.tokens == plain.tokens and spec.proposed > 0
+    # The lower layers change what it guesses (the fusion is not the last layer alone).
+    shipped = DraftHead().begin(model)
+    guesses = [(fused_head.begin(model).propose(np.array(text[:i + 1]), 1).tokens[0],
+                shipped.propose(np.array(text[:i + 1]), 1).tokens[0]) for i in range(1, len(text) - 1, 4)]
+    assert any(a != b for a, b in guesses)

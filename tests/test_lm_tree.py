@@ -289,7 +289,8 @@ def test_bad_trees_and_settings_raise_clear_errors(model):
 
 # ------------------------------------------------------------------------------- the draft head
 
-HEAD_CONFIGS = [(1, 4, "spine"), (2, 3, "spine"), (3, 2, "spine"), (2, 2, "full"), (2, 3, "full")]
+HEAD_CONFIGS = [(1, 4, "spine"), (2, 3, "spine"), (3, 2, "spine"), (2, 2, "full"), (2, 3, "full"),
+                (2, 4, "dynamic"), (3, 3, "dynamic")]
 
 
 @pytest.mark.parametrize("width, depth, shape", HEAD_CONFIGS)
@@ -304,7 +305,7 @@ def test_greedy_tree_speculation_with_the_head_writes_the_plain_greedy_tokens(mo
         # The head drafts the whole shape every round, cut only by the token budget.
         for rd in r.rounds:
             levels = min(depth, MAX_NEW - rd.position - 1)
-            want = len(trees.spine_tree(width, levels) if shape == "spine"
+            want = len(trees.spine_tree(width, levels) if shape in ("spine", "dynamic")
                        else trees.full_tree(width, levels)) if levels else 0
             assert len(rd.tree) == want, (name, rd.round)
     assert r.accepted > 0
@@ -361,3 +362,41 @@ def test_a_head_tree_run_hands_the_head_the_features_of_its_own_passes(model, pl
     r = speculate_tree(model, _chat(model, "sum-function"), Watched(), 2, 3, max_new=MAX_NEW)
     assert r.tokens == plain["sum-function"].tokens
     assert runs[0].target_cache is None  # the fallback that computes features was never needed
+
+
+def test_a_dynamic_tree_keeps_the_head_s_most_valued_nodes(model, plain):
+    """EAGLE-2's tree: every kept node's path probability (the product of q along it) is at least
+    that of every drafted node left out, the kept nodes form a tree numbered parents first, and
+    each node's children are its parent's top guesses in order; only the head grows one."""
+    from specdec_playable.lm import head as lmhead
+    from specdec_playable.lm.ngram import NgramDraft
+
+    ctx = np.array(_chat(model, "json-person") + list(plain["json-person"].tokens[:5]), np.int64)
+    tree = lmhead.DraftHead().begin(model).draft_tree(ctx, 3, 3, "dynamic")
+    assert len(tree) == 9 and (tree.parents < np.arange(9)).all()
+    value = np.array([np.prod(tree.probs[tree.path_to(i)]) for i in range(9)])
+    for i in range(9):
+        if tree.parents[i] >= 0:
+            assert value[i] <= value[tree.parents[i]]
+    # Grown without the cut (all drafted nodes kept), the kept ones are the 9 most valued.
+    run = lmhead.DraftHead().begin(model)
+    f = run._sync(ctx)
+    top, q = run._top(f, 3)
+    assert sorted(tree.tokens[tree.parents == -1].tolist()) == sorted(
+        run.w.vocab[top[:int((tree.parents == -1).sum())]].tolist())
+    with pytest.raises(ValueError, match="dynamic"):
+        speculate_tree(model, _chat(model, "sky"), NgramDraft(), 2, 2, shape="dynamic")
+
+
+def test_most_valued_keeps_a_tree():
+    from specdec_playable.lm.head import _most_valued
+
+    parents = np.array([-1, -1, 0, 0, 1, 2, 4])
+    values = np.array([0.5, 0.4, 0.3, 0.1, 0.35, 0.05, 0.34])
+    assert _most_valued(parents, values, 4).tolist() == [0, 1, 4, 6]
+    assert _most_valued(parents, values, 5).tolist() == [0, 1, 2, 4, 6]
+    # a node valued above its (left out) parent is passed over: the kept nodes stay a tree
+    assert _most_valued(np.array([-1, -1, 1]), np.array([0.5, 0.1, 0.3]), 2).tolist() == [0, 1]
+    # a child valued as high as its parent comes after it
+    assert _most_valued(np.array([-1, 0, -1]), np.array([0.5, 0.5, 0.4]), 2).tolist() == [0, 1]
+    assert _most_valued(parents, values, 7).tolist() == list(range(7))

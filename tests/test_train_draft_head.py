@@ -46,24 +46,40 @@ def test_a_tiny_training_run_lowers_the_loss(tmp_path):
     assert all(np.array_equal(out["arrays"][k], again["arrays"][k]) for k in out["arrays"])
 
 
-def test_a_tiny_unrolled_run_lowers_the_loss_of_every_drafting_step(tmp_path):
+def test_a_tiny_unrolled_run_fed_several_layers_lowers_the_loss_of_every_drafting_step(tmp_path):
+    """EAGLE-3's recipe end to end on the tiny corpus: three drafting steps, the residual streams
+    after blocks 2 and 15 fused with the last layer's feature; resuming gives the same weights."""
     script = _script()
-    args = script.parse_args(["--tiny", "--seed", "5", "--unroll", "3", "--work", str(tmp_path),
-                              "--no-write"])
+    args = script.parse_args(["--tiny", "--seed", "5", "--unroll", "3", "--layers", "2,15",
+                              "--work", str(tmp_path), "--no-write"])
     out = script.run(args)
     per_step = np.array([h["losses"] for h in out["history"]])
     assert per_step.shape == (args.steps, 3) and np.isfinite(per_step).all()
     assert (per_step[-10:].mean(axis=0) < 0.8 * per_step[:5].mean(axis=0)).all(), per_step
+    from specdec_playable.lm.head import weights_from_arrays
+
+    w = weights_from_arrays(out["arrays"])
+    assert w.layers == (2, 15) and w["fuse"].shape == (576, 3 * 576)
     again = script.run(args)
     assert all(np.array_equal(out["arrays"][k], again["arrays"][k]) for k in out["arrays"])
 
 
-def _tiny_head(script, seed: int, d: int = 48, n_heads: int = 3, d_ff: int = 32):
-    """Seeded weights whose float16 export is exact (head dim 16: the folded 1/4 is exact too)."""
+def _tiny_head(script, seed: int, d: int = 48, n_heads: int = 3, d_ff: int = 32, n_layers: int = 0):
+    """Seeded weights whose float16 export is exact (head dim 16: the folded 1/4 is exact too);
+    with ``n_layers``, a fusion of that many lower layers that reads all of them."""
     rng = np.random.default_rng(seed)
-    p = script.init_params(d, d_ff, True, 1.0 + 0.1 * rng.standard_normal(d), seed)
+    p = script.init_params(d, d_ff, True, 1.0 + 0.1 * rng.standard_normal(d), seed, n_layers)
     p["wo"] = p["wo"] * 10.0  # attention that matters, so a wrong mask shows
+    if n_layers:
+        p["fuse"] = p["fuse"] + rng.standard_normal(p["fuse"].shape).astype(np.float32) / np.sqrt(d)
     return {k: v.astype(np.float16).astype(np.float32) for k, v in p.items()}
+
+
+def test_a_fusion_starts_as_the_last_layer_alone():
+    script = _script()
+    fuse = script.identity_fuse(4, 2)
+    z = np.arange(12, dtype=np.float32)
+    assert fuse.shape == (4, 12) and np.array_equal(fuse @ z, z[8:])
 
 
 def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_features():
@@ -95,3 +111,38 @@ def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_featur
             assert not np.allclose(preds[s][start + s], preds[0][start + s], atol=1e-3)
             checked += 1
     assert checked == (t - steps + 1) * (steps - 1)
+
+
+def test_a_head_fed_several_layers_drafts_as_it_was_trained():
+    """With a fusion of two lower layers, the unrolled steps equal the numpy serving code fed the
+    same target pass (:func:`lm.head.head_inputs` of its features and residual streams), draft by
+    draft; and the lower layers matter (other streams, other guesses)."""
+    script = _script()
+    from specdec_playable.lm.head import HeadCache, head_forward, head_inputs, weights_from_arrays
+
+    d, n_heads, t, steps, layers = 48, 3, 12, 3, (2, 15)
+    params = _tiny_head(script, seed=21, d=d, n_heads=n_heads, n_layers=len(layers))
+    args = script.parse_args(["--tiny", "--n-heads", str(n_heads), "--chunk", "64",
+                              "--layers", ",".join(map(str, layers))])
+    rng = np.random.default_rng(22)
+    feats = rng.standard_normal((t, d)).astype(np.float32)
+    low = rng.standard_normal((t, len(layers), d)).astype(np.float32) * 3.0
+    embeds = rng.standard_normal((t, d)).astype(np.float32)
+    preds = [np.asarray(x)[0] for x in script.unrolled(params, feats[None], embeds[None], n_heads,
+                                                       steps, low[None])]
+    other = np.asarray(script.unrolled(params, feats[None], embeds[None], n_heads, 1,
+                                       low[None] * -1.0)[0])[0]
+    assert not np.allclose(other, preds[0], atol=1e-3)
+    w = weights_from_arrays(script.export(params, np.arange(8), args))
+    assert w.layers == layers
+    u = head_inputs(w, feats, {m: low[:, i] for i, m in enumerate(layers)})
+    for start in range(0, t - steps + 1):
+        cache = HeadCache(w)
+        f = head_forward(w, u[:start + 1], embeds[:start + 1], cache)[-1:]
+        np.testing.assert_allclose(f[0], preds[0][start], rtol=1e-4, atol=1e-4)
+        for s in range(1, steps):
+            f = head_forward(w, f, embeds[start + s:start + s + 1], cache)
+            np.testing.assert_allclose(f[0], preds[s][start + s], rtol=1e-4, atol=1e-4,
+                                       err_msg=f"draft from {start}, guess {s + 1}")
+    with pytest.raises(ValueError, match="residual stream"):
+        head_inputs(w, feats, {2: low[:, 0]})  # block 15's stream is missing

@@ -422,9 +422,9 @@ class RunLog:
     def prefill(self, cache, observer: Observes | None = None) -> Update:
         """The prompt's pass; ``observer`` (a proposer that reads them) gets its hidden states."""
         t = self.now()
-        fw = self.model.forward(self.context(), cache, logits="last")
+        fw = self.model.forward(self.context(), cache, logits="last", capture=captures(observer))
         if observer is not None:
-            observer.observe(fw.hidden)
+            observer.observe(*fw.features())
         tok = self.pick(fw.logits[-1])
         t1 = self.now()
         first = len(self.events)
@@ -561,6 +561,11 @@ def speculate(model, prompt: Sequence[int], draft, k: int, *,
     return finish(speculate_passes(model, prompt, draft, k, **kwargs), progress)
 
 
+def captures(observer: Observes | None) -> tuple:
+    """The blocks whose residual streams a target pass keeps for ``observer`` (none without one)."""
+    return () if observer is None else tuple(observer.capture)
+
+
 def speculative_round(run: RunLog, cache, proposer, observer: Observes | None) -> Update:
     """Draft -> verify -> judge -> record, once."""
     rnd, first, pos0 = run.passes + 1, len(run.events), len(run.out)
@@ -568,13 +573,13 @@ def speculative_round(run: RunLog, cache, proposer, observer: Observes | None) -
     drafts = [int(x) for x in prop.tokens]
     v0 = run.now()
     past = cache.length
-    fw = run.model.forward([run.out[-1], *drafts], cache, logits="all")
+    fw = run.model.forward([run.out[-1], *drafts], cache, logits="all", capture=captures(observer))
     a, last = judge_pass(run, fw.logits, drafts, prop.p_draft)
     cache.rollback(past + 1 + a)
     v1 = run.now()
     run.passes += 1
     if observer is not None:
-        observer.observe(fw.hidden[:1 + a])
+        observer.observe(*fw.features(slice(0, 1 + a)))
     mark = record_verdict(run, rnd, pos0, drafts, accepted=a, last=last,
                           span=(run.ms(v0), run.ms(v1)))
     return run.emit(rnd, "verify" if drafts else "generate", drafts[:a] + [last],

@@ -71,11 +71,18 @@ class Proposer(Protocol):
 
 @runtime_checkable
 class Observes(Protocol):
-    """A proposer that reads the target's hidden states (the draft head)."""
+    """A proposer that reads the target's hidden states (the draft head).
 
-    def observe(self, hidden) -> None:
+    ``capture`` (a tuple of block counts) names the blocks after which the decoder's target passes
+    must also keep the residual stream for it (``Model.forward(capture=...)``); empty for most.
+    """
+
+    capture: tuple
+
+    def observe(self, hidden, captured=None) -> None:
         """The target's final-normed hidden states of the next context positions: the prompt's (its
-        prefill), then those each verify pass kept, in order."""
+        prefill), then those each verify pass kept, in order; ``captured`` maps each block count of
+        :attr:`capture` to its residual stream at the same positions."""
         ...
 
 
@@ -118,7 +125,8 @@ class Draft(Protocol):
         Block counts after which a teacher-forced target pass must keep the residual stream for
         this draft (:func:`.score.draft_distributions`); empty for most drafts.
     needs_features : bool
-        Whether teacher-forced scoring must hand it the target's hidden states (the draft head).
+        Whether teacher-forced scoring must hand it the target's features (the draft head); such
+        a draft has ``features(pass_)``, what it reads of a target pass.
 
     What a draft's proposer can do beyond :class:`Proposer` is said by the protocols it meets:
     :class:`Observes`, :class:`DraftsTrees`, :class:`GivesCandidates`; the decoders ask with

@@ -7,8 +7,14 @@ the target's own tied head. Drafting ``k`` tokens feeds its own predicted featur
 
     f_{L-2}, x_{L-1} -> f^_{L-1} -> x^_L;   f^_{L-1}, x^_L -> f^_L -> x^_{L+1};   ...
 
+A head fed several layers (EAGLE-3, Li et al. 2025) reads, at the context's real positions, not
+``f_t`` alone but ``u_t = fuse [rms(l_t), rms(m_t), ..., f_t]``: the residual streams after some of
+the target's lower blocks (``layers`` in the asset, captured by the verify passes) fused with the
+last one by a learned linear map. Where it drafts further it reads its own previous output in
+place of ``u`` (what it was trained on: the training-time test).
+
 The layer (``assets/lm/draft_head.npz``, made by ``scripts/train_draft_head.py``; provenance in
-``assets/lm/draft_head.json``): a linear map of ``[rms(f_t), rms(embed(x_{t+1}))]`` (1152 -> 576),
+``assets/lm/draft_head.json``): a linear map of ``[rms(u_t), rms(embed(x_{t+1}))]`` (1152 -> 576),
 then one pre-norm block (causal attention over the head's own earlier positions with rotary
 positions, if the asset has it, and a SwiGLU feed-forward), then an RMSNorm. The readout scores
 only the ``N`` tokens the model writes most (FR-Spec's reduced vocabulary), so one draft step
@@ -17,8 +23,9 @@ streams a few MB of weights, not the 113 MB of the full head; the draft's q is z
 Serving is numpy and the target's kernel: the head's matrices and its readout rows are packed
 for :func:`.kernel.matmul_t` (in place of their plain copies), so a draft step streams them as the
 target's passes stream theirs. The target's features come from the decoder (``observe``, called with the
-hidden states of the prompt's prefill and of each verify pass's kept positions); a caller that
-does not provide them is served anyway: the head then runs the target itself to get them.
+hidden states of the prompt's prefill and of each verify pass's kept positions, and the residual
+streams of the blocks the run's ``capture`` names); a caller that does not provide them is served
+anyway: the head then runs the target itself to get them.
 """
 
 from __future__ import annotations
@@ -49,7 +56,9 @@ class HeadNotInstalled(FileNotFoundError):
 
 
 #: The head's matrices, stored ``(out, in)`` and packed for the kernel.
-MATRICES = ("fc", "wqkv", "wo", "wgu", "wdown")
+MATRICES = ("fuse", "fc", "wqkv", "wo", "wgu", "wdown")
+#: Shape numbers an asset stores as small arrays.
+SHAPE = ("n_heads", "window", "rope_base", "eps", "layers")
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,6 +82,12 @@ class HeadWeights:
     def vocab(self) -> np.ndarray:
         return self.arrays["vocab"]
 
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """Block counts whose residual streams the head fuses with the last layer's feature
+        (empty: the last layer alone)."""
+        return tuple(int(m) for m in self.arrays.get("layers", ()))
+
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]
 
@@ -81,11 +96,16 @@ def weights_from_arrays(arrays: dict) -> HeadWeights:
     """Weights from the asset's arrays (float16 or float32; shape numbers stored as arrays)."""
     out = {}
     for name, a in arrays.items():
-        if name in ("n_heads", "window", "rope_base", "eps"):
+        if name in SHAPE[:4]:
             continue
-        a = np.ascontiguousarray(a, dtype=np.int64 if name == "vocab" else F32)
+        a = np.ascontiguousarray(a, dtype=np.int64 if name in ("vocab", "layers") else F32)
         a.setflags(write=False)
         out[name] = pack(a) if name in MATRICES else a
+    layers = out.get("layers", np.zeros(0, np.int64))
+    if ("fuse" in out) != (layers.size > 0) or (
+            "fuse" in out and out["fuse"].shape[1] != out["fc"].shape[1] // 2 * (layers.size + 1)):
+        raise ValueError("a head fed several layers needs both 'fuse' (d, d x (layers + 1)) and "
+                         "'layers'; this asset has " + ", ".join(sorted(arrays)))
     return HeadWeights(out, n_heads=int(np.asarray(arrays["n_heads"]).reshape(-1)[0]),
                        window=int(np.asarray(arrays["window"]).reshape(-1)[0]),
                        rope_base=float(np.asarray(arrays["rope_base"]).reshape(-1)[0]),
@@ -201,12 +221,29 @@ def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
     return matmul_t(np.ascontiguousarray(o), w["wo"])
 
 
+def head_inputs(w: HeadWeights, hidden: np.ndarray, captured: dict | None = None) -> np.ndarray:
+    """What the head reads at the context's real positions: the target's final-normed features
+    ``hidden`` (n, d) themselves, or for a head fed several layers ``fuse [rms(captured[m]) for m
+    in layers, hidden]``, where ``captured[m]`` (n, d) is the residual stream after block ``m``
+    (a pass's ``captured``)."""
+    hidden = np.asarray(hidden, F32)
+    if not w.layers:
+        return hidden
+    missing = [m for m in w.layers if captured is None or m not in captured]
+    if missing:
+        raise ValueError(f"this draft head also reads the residual stream after blocks {w.layers}; "
+                         f"the pass captured {sorted(captured or ())}")
+    z = np.concatenate([rms(np.asarray(captured[m], F32), w.eps) for m in w.layers] + [hidden], axis=1)
+    return matmul_t(z, w["fuse"])
+
+
 def head_forward(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
                  cache: HeadCache) -> np.ndarray:
     """Predicted features ``(n, d)`` for ``n`` new head positions, appending them to ``cache``.
 
-    Head position ``j`` takes the target's feature at ``j - 1`` (real or predicted) and the
-    embedding of token ``j``, and predicts the feature at ``j``.
+    Head position ``j`` takes the head's input at ``j - 1`` (:func:`head_inputs` of the target's
+    features at a real position, its own prediction at a drafted one) and the embedding of token
+    ``j``, and predicts the feature at ``j``.
     """
     x = matmul_t(np.concatenate((rms(feats, w.eps), rms(embeds, w.eps)), axis=1), w["fc"])
     if w.attention:
@@ -231,8 +268,8 @@ def teacher_forced(model, w: HeadWeights, tokens, hidden: np.ndarray, start: int
                    stop: int) -> np.ndarray:
     """Predicted features at positions ``start .. stop`` of ``tokens`` from the target's real ones.
 
-    ``hidden`` holds the target's features of positions ``0 .. stop - 1``. Position 0 has no
-    earlier feature: its row is all zero (the head proposes nothing there).
+    ``hidden`` holds the head's inputs (:func:`head_inputs`) of positions ``0 .. stop - 1``.
+    Position 0 has no earlier feature: its row is all zero (the head proposes nothing there).
     """
     ids = np.asarray(tokens, dtype=np.int64)
     first = max(1, start)
@@ -264,12 +301,20 @@ class DraftHead:
     name: str = "head"
     #: Another head asset to draft with (a benchmark's candidate); empty: the shipped head.
     path: str = ""
-    capture = ()
     #: Teacher-forced scoring hands this draft the target's features (:mod:`.score`).
     needs_features = True
 
     def weights(self) -> HeadWeights:
         return load_head(self.path or None)
+
+    @property
+    def capture(self) -> tuple[int, ...]:
+        """The blocks after which a target pass keeps the residual stream for this head."""
+        return self.weights().layers
+
+    def features(self, pass_) -> np.ndarray:
+        """The head's inputs at the positions of a target pass (:func:`head_inputs`)."""
+        return head_inputs(self.weights(), pass_.hidden, pass_.captured)
 
     def begin(self, model) -> "HeadRun":
         return HeadRun(model, self.weights())
@@ -280,18 +325,21 @@ class HeadRun:
 
     def __init__(self, model, w: HeadWeights) -> None:
         self.model, self.w = model, w
+        #: The blocks whose residual streams :meth:`observe` wants beside the hidden states.
+        self.capture = w.layers
         self.readout = readout(model, w)
         d = model.config.d_model
-        self.feats = np.zeros((256, d), F32)  # feats[i]: the target's feature at context position i
+        self.feats = np.zeros((256, d), F32)  # feats[i]: the head's input at context position i
         self.toks: list[int] = []  # the context tokens whose features are known
         self.pending: list[np.ndarray] = []
         self.cache = HeadCache(w)
         self.target_cache = None  # only when a caller gives no features (see _fill)
         self.target_len = 0
 
-    def observe(self, hidden: np.ndarray) -> None:
-        """The target's features of the next context positions (a prefill or a verify pass)."""
-        self.pending.append(np.asarray(hidden, F32))
+    def observe(self, hidden: np.ndarray, captured: dict | None = None) -> None:
+        """The target's features of the next context positions (a prefill or a verify pass), and
+        the residual streams after the blocks of :attr:`capture` at those positions."""
+        self.pending.append(head_inputs(self.w, hidden, captured))
 
     def _store(self, start: int, hidden: np.ndarray, ctx: np.ndarray) -> None:
         end = start + hidden.shape[0]
@@ -330,9 +378,9 @@ class HeadRun:
             self.target_cache = self.model.new_cache(capacity=max(256, ctx.size))
         start = self.target_len  # the target cache holds ctx[:target_len]
         self.target_cache.rollback(start)
-        fw = self.model.forward(ctx[start:need], self.target_cache, logits="none")
+        fw = self.model.forward(ctx[start:need], self.target_cache, logits="none", capture=self.capture)
         self.target_len = need
-        self._store(start, fw.hidden, ctx)
+        self._store(start, head_inputs(self.w, fw.hidden, fw.captured), ctx)
 
     def _sync(self, ctx: np.ndarray) -> np.ndarray:
         """Bring the head's cache to the context; return the predicted feature at its last token.
@@ -391,10 +439,18 @@ class HeadRun:
 
         Each level's guesses are the head's ``width`` most likely tokens after their parent's path
         (temperature 1, ``probs`` their q). A spine grows only under each level's best guess (so
-        width 1 is the chain :meth:`propose` drafts); a full tree grows under every guess. A node's
-        children come from the head fed its own path: its predicted features, with the attention
-        cache holding that path's keys and values only (saved per node and put back, since
-        branches share the head positions after the context).
+        width 1 is the chain :meth:`propose` drafts); a full tree grows under every guess.
+
+        A dynamic tree (EAGLE-2, Li et al. 2024) grows where the head is confident: a node's value
+        is the product of the q along its path; at each level the ``width`` guesses of highest
+        value so far are expanded, each with its ``width`` best children, and when ``depth``
+        levels are drafted the ``width x depth`` nodes of highest value are kept (a node before
+        its children at equal value, so they form a tree): as many as a spine verifies, placed
+        where the head expects them to be kept.
+
+        A node's children come from the head fed its own path: its predicted features, with the
+        attention cache holding that path's keys and values only (saved per node and put back,
+        since branches share the head positions after the context).
 
         Returns
         -------
@@ -402,38 +458,75 @@ class HeadRun:
         """
         from .tree import EMPTY_TREE, DraftTree, check_shape
 
-        shape, width, depth, _ = check_shape(shape, width, depth)
+        shape, width, depth, size = check_shape(shape, width, depth, dynamic=True)
         ctx = np.asarray(context, dtype=np.int64).reshape(-1)
         if ctx.size < 2:
             return EMPTY_TREE
         f = self._sync(ctx)
-        cache, real, vocab = self.cache, self.cache.length, self.w.vocab
-        embed = self.model.weights.embed
+        real, vocab = self.cache.length, self.w.vocab
         parents: list[int] = []
         tokens: list[int] = []
         probs: list[float] = []
+        values: list[float] = []
         frontier = [(-1, f, [])]  # (node, the head's feature at it, its path's saved keys/values)
         for level in range(depth):
-            grow = []
+            grow, drafted = [], []  # (node, its parent's feature and path): to feed; all of this level
             for node, feat, kv in frontier:
                 top, q = self._top(feat, width)
+                above = values[node] if node >= 0 else 1.0
                 for j, (i, qi) in enumerate(zip(top.tolist(), q.tolist())):
                     parents.append(node)
                     tokens.append(int(vocab[i]))
                     probs.append(qi)
-                    if level + 1 < depth and (shape == "full" or j == 0):
-                        grow.append((len(tokens) - 1, feat, kv))
-            frontier = []
-            for child, feat, kv in grow:
-                cache.length = real
-                cache.reserve(len(kv) + 1)
-                for k_, v_ in kv:  # this path's head positions, in order
-                    cache.k[:, cache.length], cache.v[:, cache.length] = k_, v_
-                    cache.length += 1
-                at = cache.length
-                nf = head_forward(self.w, feat, embed[tokens[child:child + 1]], cache)
-                frontier.append((child, nf, kv + [(cache.k[:, at].copy(), cache.v[:, at].copy())]))
-        cache.length = real  # the drafted positions are the verifier's to keep
+                    values.append(above * qi)
+                    drafted.append((len(tokens) - 1, feat, kv))
+                    if shape == "full" or (shape == "spine" and j == 0):
+                        grow.append(drafted[-1])
+            if level + 1 == depth:
+                break
+            if shape == "dynamic":  # this level's width most valued guesses are expanded next
+                grow = sorted(sorted(drafted, key=lambda g: -values[g[0]])[:width], key=lambda g: g[0])
+            frontier = [self._child(child, feat, kv, tokens, real) for child, feat, kv in grow]
+        self.cache.length = real  # the drafted positions are the verifier's to keep
         if not tokens:
             return EMPTY_TREE
-        return DraftTree(np.array(parents, np.int64), np.array(tokens, np.int64), np.array(probs))
+        parents_a, tokens_a, probs_a = np.array(parents, np.int64), np.array(tokens, np.int64), np.array(probs)
+        if shape == "dynamic":
+            keep = _most_valued(parents_a, np.array(values), size)
+            old = parents_a[keep]
+            parents_a = np.where(old < 0, -1, np.searchsorted(keep, old)).astype(np.int64)
+            tokens_a, probs_a = tokens_a[keep], probs_a[keep]
+        return DraftTree(parents_a, tokens_a, probs_a)
+
+    def _child(self, child: int, feat, kv, tokens, real: int):
+        """The head fed node ``child``'s token after its parent's feature ``feat``, its cache
+        holding the context and the parent's path ``kv``: ``(child, its feature, its path's
+        keys/values)``."""
+        cache = self.cache
+        cache.length = real
+        cache.reserve(len(kv) + 1)
+        for k_, v_ in kv:  # this path's head positions, in order
+            cache.k[:, cache.length], cache.v[:, cache.length] = k_, v_
+            cache.length += 1
+        at = cache.length
+        nf = head_forward(self.w, feat, self.model.weights.embed[tokens[child:child + 1]], cache)
+        return child, nf, kv + [(cache.k[:, at].copy(), cache.v[:, at].copy())]
+
+
+def _most_valued(parents: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Indices (ascending) of the ``size`` nodes of highest value that form a tree (parents are
+    numbered before their children). A child's value is its parent's times a q <= 1, so in order
+    of value, a parent before its children at equal value, every node comes after its parent; a
+    node whose parent was not taken is passed over all the same."""
+    depth = np.zeros(parents.size, np.int64)
+    for i, p in enumerate(parents.tolist()):
+        depth[i] = 0 if p < 0 else depth[p] + 1
+    taken = np.zeros(parents.size, bool)
+    count = 0
+    for i in np.lexsort((np.arange(parents.size), depth, -values)).tolist():
+        if count == size:
+            break
+        if parents[i] < 0 or taken[parents[i]]:
+            taken[i] = True
+            count += 1
+    return np.flatnonzero(taken)

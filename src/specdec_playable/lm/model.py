@@ -210,6 +210,11 @@ class Pass:
     hidden: np.ndarray
     captured: dict = field(default_factory=dict)
 
+    def features(self, rows=slice(None)) -> tuple[np.ndarray, dict]:
+        """``(hidden[rows], {m: captured[m][rows]})``: what an observer of this pass's kept
+        positions reads (``observer.observe(*pass_.features(rows))``)."""
+        return self.hidden[rows], {m: c[rows] for m, c in self.captured.items()}
+
 
 def linear(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``x @ w.T`` for activations ``x`` (n, in) and a weight ``w`` stored (out, in).

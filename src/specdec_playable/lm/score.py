@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import sampling
+from .decode import captures
 from .drafts import EarlyExit, GivesDistribution, Observes, exit_logits
 from .head import DraftHead, head_logits, teacher_forced
 from .ngram import NgramDraft
@@ -76,8 +77,8 @@ def _check_temperature(temperature) -> float:
 def _passes(model, ids: np.ndarray, draft, chunk: int):
     """One target pass per chunk of positions, appending to one cache: (start, stop, Pass, features).
 
-    ``features`` is the target's final-normed hidden states of positions ``0 .. stop - 1`` when the
-    draft reads them (``draft.needs_features``), else None.
+    ``features`` is what the draft reads of the target at positions ``0 .. stop - 1``
+    (``draft.features`` of each pass) when it reads them (``draft.needs_features``), else None.
     """
     chunk = int(chunk)
     if not 1 <= chunk <= 1024:
@@ -91,7 +92,7 @@ def _passes(model, ids: np.ndarray, draft, chunk: int):
         stop = min(start + chunk, n)
         fw = model.forward(ids[start:stop], cache, logits="all", capture=capture)
         if keep:
-            seen.append(fw.hidden)
+            seen.append(draft.features(fw))
         yield start, stop, fw, (np.concatenate(seen) if keep else None)
 
 
@@ -260,18 +261,20 @@ def accepted_along(model, tokens, draft, k: int, *, every: int = 1) -> np.ndarra
         raise ValueError(f"every must be in [1, {ids.size}]; got {every}")
     cache = model.new_cache(capacity=ids.size + k + 2)
     proposer = draft.begin(model)
-    observe = proposer.observe if isinstance(proposer, Observes) else (lambda hidden: None)
+    observer = proposer if isinstance(proposer, Observes) else None
+    capture = captures(observer)
+    observe = observer.observe if observer is not None else (lambda hidden, captured=None: None)
     out = []
     for t in range(0, ids.size - 1, every):
         if t > cache.length:
-            observe(model.forward(ids[cache.length:t], cache, logits="none").hidden)
+            observe(*model.forward(ids[cache.length:t], cache, logits="none", capture=capture).features())
         drafts = [int(x) for x in proposer.propose(ids[:t + 1], k).tokens[:k]]
-        fw = model.forward([int(ids[t]), *drafts], cache, logits="all")
+        fw = model.forward([int(ids[t]), *drafts], cache, logits="all", capture=capture)
         best = fw.logits.argmax(axis=1)
         a = 0
         while a < len(drafts) and drafts[a] == int(best[a]):
             a += 1
-        observe(fw.hidden[:1])
+        observe(*fw.features(slice(0, 1)))
         cache.rollback(t + 1)
         out.append(a)
     return np.array(out, np.int64)

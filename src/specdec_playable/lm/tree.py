@@ -7,7 +7,10 @@ A round drafts a tree of guesses from a draft's top-w candidates per level (the 
 * ``"spine"``: at each of ``depth`` levels, the draft's ``width`` best guesses, all hanging under
   the previous level's best guess (``width * depth`` nodes; width 1 is the chain of ``depth``);
 * ``"full"``: every node gets the draft's ``width`` best guesses after its own path
-  (``width + ... + width^depth`` nodes).
+  (``width + ... + width^depth`` nodes);
+* ``"dynamic"`` (the draft head only; EAGLE-2's dynamic tree): the head expands, level by level,
+  the ``width`` guesses whose path it finds likeliest, then keeps the ``width * depth`` likeliest
+  nodes of all it drafted (as many as a spine).
 
 With the n-gram table, a level (or, in a full tree, a node's children) is drafted only where the
 draft's best guess clears its ``min_share`` (exactly where the chain draft
@@ -37,10 +40,12 @@ import numpy as np
 from ..sim import validate as _v
 from ..sim import trees
 from ..sim.events import Event
-from .decode import Clock, Generation, RunLog, Update, check_run, finish
+from .decode import Clock, Generation, RunLog, Update, captures, check_run, finish
 from .drafts import DraftsTrees, GivesCandidates, Observes
 
 SHAPES = ("spine", "full")
+#: The shape only the draft head grows (EAGLE-2's dynamic tree: see :meth:`.head.HeadRun.draft_tree`).
+DYNAMIC = "dynamic"
 #: Largest width (the draft keeps 8 continuations per context), depth and tree (nodes per pass).
 WIDTH_MAX = 8
 DEPTH_MAX = 16
@@ -231,7 +236,7 @@ def verify_tree(model, cache, root: int, tree: DraftTree, observer: Observes | N
     mask = tree_mask(tree.parents)
     positions = tree_positions(tree.parents, past)
     fw = model.forward([int(root), *tree.tokens.tolist()], cache, positions=positions, mask=mask,
-                       logits="all")
+                       logits="all", capture=captures(observer))
     target = np.argmax(fw.logits, axis=-1).astype(np.int64)
     path, judged = judge_tree(tree, target)
     end = path[-1] if path else -1
@@ -244,7 +249,7 @@ def verify_tree(model, cache, root: int, tree: DraftTree, observer: Observes | N
         mark = "bonus"
     kept = [0, *(i + 1 for i in path)]
     if observer is not None:
-        observer.observe(fw.hidden[kept])
+        observer.observe(*fw.features(kept))
     cache.compact(past, kept)
     return Verdict(path=path, judged=judged, token=token, mark=mark, target=target, mask=mask,
                    positions=positions)
@@ -259,12 +264,18 @@ def shape_parents(shape: str, width: int, depth: int) -> np.ndarray:
     raise ValueError(f"shape must be one of {SHAPES}; got {shape!r}")
 
 
-def check_shape(shape, width, depth) -> tuple[str, int, int, int]:
+def check_shape(shape, width, depth, *, dynamic: bool = False) -> tuple[str, int, int, int]:
+    """``(shape, width, depth, nodes)`` checked; ``dynamic``: the draft can grow a dynamic tree
+    (the draft head), which verifies as many nodes as a spine of the same width and depth."""
     width = _v.integer("width", width, 1, WIDTH_MAX)
     depth = _v.integer("depth", depth, 1, DEPTH_MAX)
-    if shape not in SHAPES:
-        raise ValueError(f"shape must be one of {SHAPES}; got {shape!r}"[:120])
-    size = width * depth if shape == "spine" else sum(width**j for j in range(1, depth + 1))
+    shapes = SHAPES + (DYNAMIC,) if dynamic else SHAPES
+    if shape == DYNAMIC and not dynamic:
+        raise ValueError("only the draft head grows a dynamic tree (it ranks its guesses by their "
+                         "path's probability); use the spine or the full shape")
+    if shape not in shapes:
+        raise ValueError(f"shape must be one of {shapes}; got {shape!r}"[:120])
+    size = width * depth if shape in ("spine", DYNAMIC) else sum(width**j for j in range(1, depth + 1))
     if size > NODES_MAX:
         raise ValueError(f"a {shape} tree of width {width} and depth {depth} has {size} nodes; "
                          f"at most {NODES_MAX} are allowed")
@@ -298,7 +309,7 @@ def build_tree(proposer, context, width: int, depth: int, *, shape: str = "spine
     >>> build_tree(run, tok.encode("import os.path"), 2, 2).parents.tolist()  # doctest: +SKIP
     [-1, -1, 0, 0]
     """
-    shape, width, depth, _ = check_shape(shape, width, depth)
+    shape, width, depth, _ = check_shape(shape, width, depth, dynamic=isinstance(proposer, DraftsTrees))
     if isinstance(proposer, DraftsTrees):
         return proposer.draft_tree(context, width, depth, shape)
     ctx = list(np.asarray(context, dtype=np.int64)[-3:])
@@ -441,7 +452,8 @@ def speculate_tree_passes(model, prompt: Sequence[int], draft, width: int, depth
     width, depth : int
         Candidates per level (1..8) and levels (1..16); at most 64 nodes in all. Width 1 is the
         chain :func:`.decode.speculate_passes` drafts with ``k = depth``, round for round.
-    shape : {"spine", "full"}
+    shape : {"spine", "full", "dynamic"}
+        ``"dynamic"`` with the draft head only.
     max_new, cancel, max_seconds, clock, wall
         As for :func:`.decode.generate_passes`. Near the budget the tree is cut to fewer levels, so
         the output never exceeds ``max_new``.
@@ -452,11 +464,11 @@ def speculate_tree_passes(model, prompt: Sequence[int], draft, width: int, depth
         Yields an :class:`.decode.Update` per pass, whose ``tree`` is the round's
         :class:`TreeRound` (None for the prefill); returns the :class:`TreeGeneration`.
     """
-    shape, width, depth, size = check_shape(shape, width, depth)
-    ids, max_new, _, _, max_seconds = check_run(model, prompt, max_new=max_new, temperature=0.0,
-                                                top_p=1.0, max_seconds=max_seconds, extra=size + 1)
     proposer = draft.begin(model)
     check_tree_draft(draft, proposer)
+    shape, width, depth, size = check_shape(shape, width, depth, dynamic=isinstance(proposer, DraftsTrees))
+    ids, max_new, _, _, max_seconds = check_run(model, prompt, max_new=max_new, temperature=0.0,
+                                                top_p=1.0, max_seconds=max_seconds, extra=size + 1)
     observer = proposer if isinstance(proposer, Observes) else None
     run = RunLog(model, ids, max_new=max_new, temperature=0.0, top_p=1.0, rng=None,
                  cancel=cancel, max_seconds=max_seconds, draft_name=str(draft.name), k=depth,
