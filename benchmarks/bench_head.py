@@ -10,6 +10,10 @@ fresh code prompts no training run saw: ``sql-top``, ``py-class``, ``yaml-ci``):
 2. **Race** (``--race-ks``): the fair race (``lm.race``: both runs in one loop, one thread, as
    the server's model processes run) at each k, its speedup with a 95% bootstrap interval and the
    work-based figure beside it; the best k per task is marked.
+3. **Trees** (``--trees``, heads only): the same race with token-tree speculation
+   (``lm.race.race_tree``), e.g. dynamic trees (EAGLE-2) of as many nodes as a chain of k.
+4. **Cost of a guess** (heads only): the median time of one drafted token at one thread, with the
+   target's pass between rounds (as in a run), over the decode step measured in the same loop.
 
 Run from a checkout (one thread, a quiet machine):
 
@@ -114,6 +118,68 @@ def races(model, makes: dict, tasks, ks, max_new: int, repeats: int) -> None:
                       f"[{f.low:.2f}, {f.high:.2f}] | {f.work_speedup:.2f}x |", flush=True)
 
 
+def tree_races(model, makes: dict, tasks, trees, max_new: int, repeats: int) -> None:
+    from specdec_playable.lm.race import fair_speedup, race_tree
+
+    print(f"\n## Token trees in the fair race, one thread (median of {repeats} by speedup; load "
+          f"average {os.getloadavg()[0]:.2f})")
+    print("| draft | task | tree (nodes) | tokens per pass | speedup [95% interval] | work figure |")
+    print("|---|---|---|---:|---|---:|")
+    for name, make in makes.items():
+        if not name.startswith("head"):
+            continue
+        for task in tasks:
+            ids = model.tokenizer.chat(PROMPTS[task].message)
+            for width, depth, shape in trees:
+                got = sorted((fair_speedup(race_tree(model, ids, make(), width, depth, shape=shape,
+                                                     max_new=max_new).turns, rng=7)
+                              for _ in range(repeats)), key=lambda f: f.speedup)
+                f = got[len(got) // 2]
+                print(f"| {name} | {task} | {shape} {width}x{depth} ({width * depth}) "
+                      f"| {f.tokens_per_pass:.2f} | {f.speedup:.2f}x [{f.low:.2f}, {f.high:.2f}] "
+                      f"| {f.work_speedup:.2f}x |", flush=True)
+
+
+def guess_cost(model, makes: dict, k: int, repeats: int = 21) -> None:
+    """Milliseconds per drafted token of each head at one thread, its round after a target pass
+    (which streams the target's weights, as between a run's rounds), over the decode step."""
+    from specdec_playable.lm import kernel
+
+    ids = model.tokenizer.chat(PROMPTS["sum-function"].message)
+    ctx = np.array(ids + model.tokenizer.encode("def"), np.int64)
+    heads = {n: m().begin(model) for n, m in makes.items() if n.startswith("head")}
+    cache = model.new_cache(capacity=ctx.size + 8)
+    fw = model.forward(ctx[:-1], cache, logits="none", capture=(2, 15, 27))
+    for run in heads.values():
+        run.observe(*fw.features())
+    found = kernel.own_threads()
+    kernel.use_threads(1)
+    times = {n: [] for n in ["step", *heads]}
+    try:
+        for _ in range(repeats):
+            for n in times:
+                t = time.perf_counter()
+                model.forward([int(ctx[-1])], cache, logits="last")
+                step = time.perf_counter() - t
+                cache.rollback(cache.length - 1)
+                if n == "step":
+                    times[n].append(step)
+                    continue
+                t = time.perf_counter()
+                heads[n].propose(ctx, k)
+                times[n].append((time.perf_counter() - t) / k)
+    finally:
+        kernel.use_threads(found)
+    step = float(np.median(times["step"]))
+    print(f"\n## Cost of a guess, one thread (k = {k} a round, after a target pass; median of {repeats})")
+    print(f"decode step {step * 1e3:.1f} ms")
+    print("| head | ms per guess | ÷ decode step (c) |")
+    print("|---|---:|---:|")
+    for n in heads:
+        g = float(np.median(times[n]))
+        print(f"| {n} | {g * 1e3:.2f} | {g / step:.3f} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--head", action="append", default=[], help="another head asset to compare")
@@ -124,6 +190,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3, help="races per cell (the median is shown)")
     ap.add_argument("--drafts", default="", help="comma-separated draft names to keep (default all)")
+    ap.add_argument("--trees", default="", help="comma-separated trees to race with each head, as "
+                    "WxD:SHAPE (e.g. 2x2:dynamic,2x4:dynamic); empty: none")
     args = ap.parse_args(argv)
     tasks = tuple(t for t in args.tasks.split(",") if t)
     unknown = [t for t in tasks if t not in PROMPTS]
@@ -141,11 +209,24 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     got = acceptance(model, makes, tasks, args.k, args.max_new)
     print_acceptance(got, makes, tasks, args.k, args.max_new)
+    guess_cost(model, makes, args.k)
     ks = tuple(int(k) for k in args.race_ks.split(",") if k)
     if ks:
         races(model, makes, tasks, ks, args.max_new, args.repeats)
+    trees = [_tree(t) for t in args.trees.split(",") if t]
+    if trees:
+        tree_races(model, makes, tasks, trees, args.max_new, args.repeats)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0
+
+
+def _tree(text: str) -> tuple[int, int, str]:
+    try:
+        size, shape = text.split(":")
+        width, depth = (int(x) for x in size.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"--trees: each tree is WxD:SHAPE (e.g. 2x4:dynamic); got {text!r}") from None
+    return width, depth, shape
 
 
 if __name__ == "__main__":

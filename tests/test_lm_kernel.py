@@ -256,3 +256,32 @@ def test_prefetch_settings_are_checked():
             kernel._parse_prefetch(bad)
     with pytest.raises(ValueError):
         kernel.set_prefetch((1, 2, 3))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 6, 7, 9, 12, 13, 17, 33])
+def test_half_precision_weights_multiply_as_their_float16_values(n):
+    """A weight packed in half precision streams half the bytes; the tile widens it to float32 as
+    it loads, so the product is the float64 product of the float16-rounded weight to float32
+    rounding, for every tile shape (one group, chunked groups) and the numpy fallback alike."""
+    m, k = 200, 129  # a partial last panel, a short last chunk
+    w = rand(m, k)
+    x = rand(n, k)
+    pw = kernel.pack(w, half=True)
+    assert pw.half and pw.dtype == np.float16 and pw.nbytes == kernel.pack(w).nbytes // 2
+    w16 = w.astype(np.float16).astype(np.float32)
+    assert rel_err(kernel.matmul_t(x, pw), x, w16) < TOL
+    assert rel_err(kernel.matmul_t_numpy(x, pw), x, w16) < TOL
+    assert rel_err(kernel.matmul_t(x, pw), x, w) > 1e-6  # really rounded: not the float32 weight
+    assert pw.unpack().dtype == np.float32 and np.array_equal(pw.unpack(), w16)
+    assert np.array_equal(pw[[0, m - 1]], w16[[0, m - 1]])
+    assert np.array_equal(kernel.pack(w.astype(np.float16), half=True).data, pw.data)
+
+
+def test_half_precision_packing_is_checked():
+    w = rand(70, 9)
+    with pytest.raises(ValueError):
+        kernel.pack(w, out=np.empty((2, 9, kernel.PANEL), np.float32), half=True)
+    with pytest.raises(ValueError):
+        kernel.pack(w.astype(np.float16))  # float16 is packed only when asked
+    with pytest.raises(TypeError):
+        kernel.matmul_t(rand(2, 9), w.astype(np.float16))  # a plain float16 weight

@@ -111,6 +111,23 @@ def test_a_greedy_race_writes_plain_greedy_output_token_for_token(model, task, k
         written[run] += tok
 
 
+def test_a_tree_race_writes_plain_greedy_output_and_counts_each_tree_pass(model):
+    """Token-tree speculation in the fair race (a dynamic tree of the draft head): the same greedy
+    text as plain decoding, and each speculative turn's positions are its tree's nodes plus one."""
+    from specdec_playable.lm.head import DraftHead
+    from specdec_playable.lm.race import race_tree
+
+    ids = model.tokenizer.chat(PROMPTS["sum-function"].message)
+    plain = generate(model, ids, max_new=NEW)
+    r = race_tree(model, ids, DraftHead(), 2, 3, shape="dynamic", max_new=NEW)
+    assert r.spec.tokens == r.plain.tokens == plain.tokens
+    spec = r.turns.run == SPEC
+    sizes = r.turns.positions[spec][1:]  # after the prompt's pass
+    assert sizes.size == len(r.spec.rounds)
+    assert sizes.tolist() == [len(rd.tree) + 1 for rd in r.spec.rounds]
+    assert fair_speedup(r.turns, rng=0).tokens_per_pass > 1.0
+
+
 def test_on_a_fake_clock_the_race_alternates_and_reports_the_pass_times_untouched(model):
     clock = FakeClock()
     timed = TimedModel(model, clock)

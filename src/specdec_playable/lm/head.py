@@ -21,8 +21,8 @@ only the ``N`` tokens the model writes most (FR-Spec's reduced vocabulary), so o
 streams a few MB of weights, not the 113 MB of the full head; the draft's q is zero elsewhere.
 
 Serving is numpy and the target's kernel: the head's matrices and its readout rows are packed
-for :func:`.kernel.matmul_t` (in place of their plain copies), so a draft step streams them as the
-target's passes stream theirs. The target's features come from the decoder (``observe``, called with the
+for :func:`.kernel.matmul_t` in half precision (float16, as the asset stores the head; the
+readout rows rounded to it), so a draft step streams half the bytes, and sums in float32. The target's features come from the decoder (``observe``, called with the
 hidden states of the prompt's prefill and of each verify pass's kept positions, and the residual
 streams of the blocks the run's ``capture`` names); a caller that does not provide them is served
 anyway: the head then runs the target itself to get them.
@@ -98,9 +98,12 @@ def weights_from_arrays(arrays: dict) -> HeadWeights:
     for name, a in arrays.items():
         if name in SHAPE[:4]:
             continue
+        if name in MATRICES:  # float16 as stored (a float32 asset is rounded): half the bytes a guess streams
+            out[name] = pack(np.asarray(a, np.float16 if np.asarray(a).dtype == np.float16 else F32), half=True)
+            continue
         a = np.ascontiguousarray(a, dtype=np.int64 if name in ("vocab", "layers") else F32)
         a.setflags(write=False)
-        out[name] = pack(a) if name in MATRICES else a
+        out[name] = a
     layers = out.get("layers", np.zeros(0, np.int64))
     if ("fuse" in out) != (layers.size > 0) or (
             "fuse" in out and out["fuse"].shape[1] != out["fc"].shape[1] // 2 * (layers.size + 1)):
@@ -145,8 +148,9 @@ def head_meta() -> dict:
 
 
 def readout(model, w: HeadWeights) -> Packed:
-    """The rows of the target's tied head for the head's vocabulary (float32, packed for the
-    kernel, shared, read-only), kept with the weights they were made for."""
+    """The rows of the target's tied head for the head's vocabulary (packed for the kernel in half
+    precision, like the head's own matrices: half the bytes a guess streams; shared, read-only),
+    kept with the weights they were made for."""
     embed = model.weights.embed
     for source, rows in w.readouts:
         if source is embed:
@@ -155,7 +159,7 @@ def readout(model, w: HeadWeights) -> Packed:
         for source, rows in w.readouts:
             if source is embed:
                 return rows
-        rows = pack(np.ascontiguousarray(embed[w.vocab]))
+        rows = pack(np.ascontiguousarray(embed[w.vocab]), half=True)
         w.readouts.append((embed, rows))
         return rows
 

@@ -169,7 +169,10 @@ class Packed:
     """A weight ``(rows, cols)`` stored as panels of :data:`PANEL` rows, for :func:`matmul_t`.
 
     ``data[p, k, j]`` is the weight of row ``PANEL * p + j`` and input ``k``; rows past ``rows``
-    (the last panel's padding) are zero. ``data`` is float32, C-contiguous and read-only.
+    (the last panel's padding) are zero. ``data`` is C-contiguous and read-only: float32, or for a
+    weight packed in half precision (``pack(w, half=True)``: half the bytes to stream) the float16
+    bit patterns as uint16 (numba has no float16 arrays; the tile widens each vector to float32 as
+    it loads it, so the sums are float32 either way).
 
     Examples
     --------
@@ -189,8 +192,18 @@ class Packed:
         return self.rows, int(self.data.shape[1])
 
     @property
+    def half(self) -> bool:
+        """Whether the weights are stored in half precision (float16)."""
+        return self.data.dtype == np.uint16
+
+    @property
     def dtype(self) -> np.dtype:
-        return self.data.dtype
+        """The weights' precision: float32, or float16 for a half-precision packing."""
+        return np.dtype(np.float16) if self.half else self.data.dtype
+
+    def values(self) -> np.ndarray:
+        """``data`` as its floats (a view: float16 for a half-precision packing)."""
+        return self.data.view(np.float16) if self.half else self.data
 
     @property
     def nbytes(self) -> int:
@@ -210,28 +223,36 @@ class Packed:
         if idx.size and (idx.min() < -self.rows or idx.max() >= self.rows):
             raise IndexError(f"row index out of range for {self.rows} rows")
         idx = np.where(idx < 0, idx + self.rows, idx)
-        return self.data[idx // PANEL, :, idx % PANEL]
+        return self.values()[idx // PANEL, :, idx % PANEL].astype(F32)
 
     def unpack(self) -> np.ndarray:
-        """The weight in its original ``(rows, cols)`` layout (a new array)."""
+        """The weight in its original ``(rows, cols)`` layout (a new float32 array)."""
         p, k, lanes = self.data.shape
-        return np.ascontiguousarray(self.data.transpose(0, 2, 1).reshape(p * lanes, k)[:self.rows])
+        v = self.values().transpose(0, 2, 1).reshape(p * lanes, k)[:self.rows]
+        return np.ascontiguousarray(v, dtype=F32)
 
 
-def pack(w: np.ndarray, out: np.ndarray | None = None) -> Packed:
+def pack(w: np.ndarray, out: np.ndarray | None = None, *, half: bool = False) -> Packed:
     """Pack a float32 weight ``(rows, cols)`` into panels of :data:`PANEL` rows (read-only).
 
     ``out``, if given, is the float32 C-contiguous ``(ceil(rows / PANEL), cols, PANEL)`` array to
     pack into (a slice of a larger array, so that several weights share one allocation).
+    ``half``: store the weights rounded to float16 (a float16 array is taken as it is), half the
+    bytes a product streams (``out`` is then not allowed).
     """
     w = np.asarray(w)
-    if w.ndim != 2 or w.dtype != F32:
+    if w.ndim != 2 or w.dtype not in ((F32, np.float16) if half else (F32,)):
         raise ValueError(f"pack: need a float32 (rows, cols) array; got {w.dtype} {w.shape}")
     m, k = w.shape
     if m == 0 or k == 0:
         raise ValueError(f"pack: empty weight {w.shape}")
     panels = -(-m // PANEL)
-    if out is None:
+    if half:
+        if out is not None:
+            raise ValueError("pack: out is for float32 packing only")
+        w = w.astype(np.float16)
+        out = np.empty((panels, k, PANEL), np.float16)
+    elif out is None:
         out = np.empty((panels, k, PANEL), F32)
     elif out.shape != (panels, k, PANEL) or out.dtype != F32 or not out.flags.c_contiguous:
         raise ValueError(f"pack: out must be float32 C-contiguous {(panels, k, PANEL)}")
@@ -240,6 +261,8 @@ def pack(w: np.ndarray, out: np.ndarray | None = None) -> Packed:
     if full < panels:
         out[full] = 0.0
         out[full, :, :m - full * PANEL] = w[full * PANEL:].T
+    if half:
+        out = out.view(np.uint16)
     out.setflags(write=False)
     return Packed(out, m)
 
@@ -276,7 +299,7 @@ def matmul_t_numpy(x: np.ndarray, w) -> np.ndarray:
     if not isinstance(w, Packed):
         return np.ascontiguousarray(x @ w.T)
     p, k, lanes = w.data.shape
-    y = np.matmul(x, w.data)  # (panels, n, lanes)
+    y = np.matmul(x, w.values().astype(F32) if w.half else w.data)  # (panels, n, lanes)
     return np.ascontiguousarray(y.transpose(1, 0, 2).reshape(x.shape[0], p * lanes)[:, :w.rows])
 
 
@@ -314,6 +337,10 @@ if HAVE_NUMBA:
     def _is_f32_c(a) -> bool:
         return isinstance(a, types.Array) and a.dtype == types.float32 and a.layout == "C"
 
+    def _is_weight_c(a) -> bool:
+        """float32, or uint16 holding float16 weights (a half-precision :class:`Packed`)."""
+        return _is_f32_c(a) or (isinstance(a, types.Array) and a.dtype == types.uint16 and a.layout == "C")
+
     @intrinsic
     def _tile(typingctx, arrays, at, P, FLAGS):
         """``out[p, r] (+)= sum_k w[k, r] * x[k, p]`` for the 64 rows of one panel and ``P``
@@ -336,16 +363,20 @@ if HAVE_NUMBA:
         if not (isinstance(P, types.IntegerLiteral) and isinstance(FLAGS, types.IntegerLiteral)):
             return None
         if not (isinstance(arrays, types.BaseTuple) and len(arrays) == 3
-                and all(_is_f32_c(a) for a in arrays.types)):
+                and _is_weight_c(arrays.types[0]) and all(_is_f32_c(a) for a in arrays.types[1:])):
             return None
         if not (isinstance(at, types.BaseTuple) and len(at) == 9
                 and all(isinstance(t, types.Integer) for t in at.types)):
             return None
         npos, flags = P.literal_value, FLAGS.literal_value
 
+        half = arrays.types[0].dtype == types.uint16
+
         def codegen(context, builder, signature, args):
             ptrs = [context.make_array(t)(context, builder, builder.extract_value(args[0], i)).data
                     for i, t in enumerate(signature.args[0].types)]
+            if half:  # the uint16 storage read as float16
+                ptrs[0] = builder.bitcast(ptrs[0], ir.PointerType(ir.HalfType()))
             offsets = [_as_i64(builder, builder.extract_value(args[1], i)) for i in range(9)]
             _emit_tile(builder, ptrs, offsets, npos, flags)
             return context.get_dummy_value()
@@ -372,10 +403,16 @@ if HAVE_NUMBA:
             for p in range(max(npos, 1)):
                 first = builder.load(out_ptr(v, p), align=4) if add else ir.Constant(_VEC, [0.0] * LANES)
                 builder.store(first, acc[v][p])
+        half = wp.type.pointee == ir.HalfType()
+        hptr = ir.PointerType(ir.VectorType(ir.HalfType(), LANES))
         with cgutils.for_range_slice(builder, k_lo, k_hi, _c64(1), inc=True) as (k, _):
             row = builder.gep(wp, [builder.add(w_off, builder.mul(k, _c64(PANEL)))])
-            wv = [builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), vptr), align=4)
-                  for v in range(nv)]
+            if half:  # 16 float16 weights widened to float32 as they load
+                wv = [builder.fpext(builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), hptr),
+                                                 align=2), _VEC) for v in range(nv)]
+            else:
+                wv = [builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), vptr), align=4)
+                      for v in range(nv)]
             if lines:
                 first = builder.add(pf_off, builder.mul(builder.sub(k, k_lo), _c64(LANES * lines)))
                 _emit_prefetch(builder, wp, first, lines)
@@ -580,8 +617,9 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     """
     if x.ndim != 2 or len(w.shape) != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"matmul_t: shapes {x.shape} and {w.shape} do not match (n, in), (out, in)")
-    if x.dtype != F32 or w.dtype != F32:
-        raise TypeError(f"matmul_t: float32 only, got {x.dtype} and {w.dtype}")
+    if x.dtype != F32 or w.dtype not in ((F32, np.float16) if isinstance(w, Packed) else (F32,)):
+        raise TypeError(f"matmul_t: float32 activations and float32 weights (or float16 packed ones) "
+                        f"only, got {x.dtype} and {w.dtype}")
     n, m = x.shape[0], w.shape[0]
     if out is not None and (out.shape != (n, m) or out.dtype != F32 or not out.flags.c_contiguous):
         raise ValueError("matmul_t: out must be C-contiguous float32 of shape (n, out)")

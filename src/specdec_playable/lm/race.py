@@ -338,6 +338,28 @@ def race_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: int = 6
     return _take_turns(runs)
 
 
+def race_tree_passes(model, prompt: Sequence[int], draft, width: int, depth: int, *,
+                     shape: str = "spine", max_new: int = 64, cancel=None,
+                     max_seconds: float | None = None, clock: Clock = CPU_CLOCK,
+                     wall: Clock = time.monotonic) -> RacePasses:
+    """:func:`race_passes` with token-tree speculation (greedy) in place of the chain:
+    :func:`.tree.speculate_tree_passes` with ``width``, ``depth`` and ``shape`` against plain
+    decoding, taking turns pass by pass in one loop, one thread."""
+    from .tree import speculate_tree_passes
+
+    common = dict(max_new=max_new, cancel=cancel, max_seconds=max_seconds, clock=clock, wall=wall)
+    runs = {SPEC: speculate_tree_passes(model, prompt, draft, width, depth, shape=shape, **common),
+            PLAIN: generate_passes(model, prompt, **common)}
+    return _take_turns(runs)
+
+
+def race_tree(model, prompt: Sequence[int], draft, width: int, depth: int, *,
+              progress: Callable[[str, Update], None] | None = None, **kwargs) -> Race:
+    """:func:`race_tree_passes` driven to its end; ``progress(run, update)`` after every pass."""
+    return finish(race_tree_passes(model, prompt, draft, width, depth, **kwargs),
+                  None if progress is None else (lambda item: progress(*item)))
+
+
 def _take_turns(runs: dict) -> RacePasses:
     from . import kernel
 
