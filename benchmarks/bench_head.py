@@ -96,8 +96,16 @@ def print_acceptance(got: dict, makes: dict, tasks, k: int, max_new: int) -> Non
             print(f"| {name} | {t} | " + " | ".join(cells) + " |")
 
 
+def median_race(run, repeats: int):
+    """The fair speedup of the median of ``repeats`` races ``run()`` (by speedup)."""
+    from specdec_playable.lm.race import fair_speedup
+
+    got = sorted((fair_speedup(run().turns, rng=7) for _ in range(repeats)), key=lambda f: f.speedup)
+    return got[len(got) // 2]
+
+
 def races(model, makes: dict, tasks, ks, max_new: int, repeats: int) -> None:
-    from specdec_playable.lm.race import fair_speedup, race
+    from specdec_playable.lm.race import race
 
     print(f"\n## The fair race, one thread (median of {repeats} by speedup; load average "
           f"{os.getloadavg()[0]:.2f})")
@@ -106,11 +114,8 @@ def races(model, makes: dict, tasks, ks, max_new: int, repeats: int) -> None:
     for name, make in makes.items():
         for task in tasks:
             ids = model.tokenizer.chat(PROMPTS[task].message)
-            rows = []
-            for k in ks:
-                got = sorted((fair_speedup(race(model, ids, make(), k, max_new=max_new).turns, rng=7)
-                              for _ in range(repeats)), key=lambda f: f.speedup)
-                rows.append((k, got[len(got) // 2]))
+            rows = [(k, median_race(lambda k=k: race(model, ids, make(), k, max_new=max_new), repeats))
+                    for k in ks]
             best = max(rows, key=lambda kf: kf[1].speedup)[0]
             for k, f in rows:
                 mark = " **best**" if k == best else ""
@@ -119,7 +124,7 @@ def races(model, makes: dict, tasks, ks, max_new: int, repeats: int) -> None:
 
 
 def tree_races(model, makes: dict, tasks, trees, max_new: int, repeats: int) -> None:
-    from specdec_playable.lm.race import fair_speedup, race_tree
+    from specdec_playable.lm.race import race_tree
 
     print(f"\n## Token trees in the fair race, one thread (median of {repeats} by speedup; load "
           f"average {os.getloadavg()[0]:.2f})")
@@ -131,10 +136,8 @@ def tree_races(model, makes: dict, tasks, trees, max_new: int, repeats: int) -> 
         for task in tasks:
             ids = model.tokenizer.chat(PROMPTS[task].message)
             for width, depth, shape in trees:
-                got = sorted((fair_speedup(race_tree(model, ids, make(), width, depth, shape=shape,
-                                                     max_new=max_new).turns, rng=7)
-                              for _ in range(repeats)), key=lambda f: f.speedup)
-                f = got[len(got) // 2]
+                f = median_race(lambda: race_tree(model, ids, make(), width, depth, shape=shape,
+                                                  max_new=max_new), repeats)
                 print(f"| {name} | {task} | {shape} {width}x{depth} ({width * depth}) "
                       f"| {f.tokens_per_pass:.2f} | {f.speedup:.2f}x [{f.low:.2f}, {f.high:.2f}] "
                       f"| {f.work_speedup:.2f}x |", flush=True)

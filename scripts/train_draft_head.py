@@ -926,6 +926,10 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
             rec["eval"] = evaluate[1](export(params, vocab, args))
         if (step + 1) in args.held_at or step + 1 == args.steps:
             rec["held"] = held_out(params)
+            if args.snapshots:  # the head as it would ship at this step, to measure later
+                snap = Path(args.work) / f"head_{run_tag(args)}_step{step + 1}.npz"
+                np.savez(snap, **export(params, vocab, args))
+                rec["snapshot"] = snap.name
             print(f"  held out at step {step + 1}: loss {rec['held']['loss']:.3f}, agreement per "
                   f"guess {' / '.join(f'{a:.3f}' for a in rec['held']['agreement'])}", flush=True)
         if (step + 1) % args.ckpt_every == 0 or step + 1 == args.steps:
@@ -1152,6 +1156,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--eval-at", default="0.25,0.5", help="fractions of the steps at which to measure too")
     a("--held-every", type=int, default=0, help="also print the held-out loss and agreement per "
       "drafting step every this many steps (always at the end)")
+    a("--snapshots", action="store_true", help="at each of those steps also write the head to "
+      "--work as an asset (head_<run>_step<N>.npz), to measure it against the tokens trained on")
     a("--no-measure", dest="measure", action="store_false")
     a("--no-write", action="store_true")
     a("--out", default=str(ROOT / "assets" / "lm" / "draft_head.npz"))
@@ -1176,7 +1182,9 @@ def run(args) -> dict:
         return dict(history=[], arrays={}, results={}, seconds=prep["seconds"])
     tok = model.tokenizer
     t0 = time.perf_counter()
-    choices = model_choices(model, prep["train"])
+    # A head continued keeps its vocabulary: its coverage is then counted on a seeded tenth of
+    # the chunks (the full head over every position is minutes of one core).
+    choices = model_choices(model, subset(prep["train"], 0.1 if args.init_from else 1.0, args.seed))
     if args.vocab_from == "corpus":
         cover_choices, choices = choices, np.zeros_like(choices)
     if args.init_from:  # the head it continues reads out over its own vocabulary

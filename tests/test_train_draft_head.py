@@ -88,7 +88,7 @@ def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_featur
     own predictions, each attending over what the draft's cache holds. Fed the target's real
     features instead, step s would be step 0, which it is not (checked)."""
     script = _script()
-    from specdec_playable.lm.head import HeadCache, head_forward, weights_from_arrays
+    from specdec_playable.lm.head import weights_from_arrays
 
     d, n_heads, t, steps = 48, 3, 14, 4
     params = _tiny_head(script, seed=11, d=d, n_heads=n_heads)
@@ -99,18 +99,29 @@ def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_featur
     preds = [np.asarray(x)[0] for x in script.unrolled(params, feats[None], embeds[None], n_heads,
                                                        steps)]
     w = weights_from_arrays(script.export(params, np.arange(8), args))
-    checked = 0
-    for start in range(0, t - steps + 1):
+    assert _drafts_match(w, feats, embeds, preds) == (t - steps + 1) * (steps - 1)
+    for start in range(0, t - steps + 1):  # fed the target's features, step s would be step 0
+        for s in range(1, steps):
+            assert not np.allclose(preds[s][start + s], preds[0][start + s], atol=1e-3)
+
+
+def _drafts_match(w, inputs, embeds, preds) -> int:
+    """Check that the numpy serving code, drafting from every start with the head's inputs up to
+    it, gives each unrolled step's prediction (``preds[s]`` at ``start + s``); return how many
+    later guesses it checked."""
+    from specdec_playable.lm.head import HeadCache, head_forward
+
+    steps, checked = len(preds), 0
+    for start in range(0, inputs.shape[0] - steps + 1):
         cache = HeadCache(w)
-        f = head_forward(w, feats[:start + 1], embeds[:start + 1], cache)[-1:]
+        f = head_forward(w, inputs[:start + 1], embeds[:start + 1], cache)[-1:]
         np.testing.assert_allclose(f[0], preds[0][start], rtol=1e-4, atol=1e-4)
         for s in range(1, steps):
             f = head_forward(w, f, embeds[start + s:start + s + 1], cache)
             np.testing.assert_allclose(f[0], preds[s][start + s], rtol=1e-4, atol=1e-4,
                                        err_msg=f"draft from {start}, guess {s + 1}")
-            assert not np.allclose(preds[s][start + s], preds[0][start + s], atol=1e-3)
             checked += 1
-    assert checked == (t - steps + 1) * (steps - 1)
+    return checked
 
 
 def test_a_head_fed_several_layers_drafts_as_it_was_trained():
@@ -118,7 +129,7 @@ def test_a_head_fed_several_layers_drafts_as_it_was_trained():
     same target pass (:func:`lm.head.head_inputs` of its features and residual streams), draft by
     draft; and the lower layers matter (other streams, other guesses)."""
     script = _script()
-    from specdec_playable.lm.head import HeadCache, head_forward, head_inputs, weights_from_arrays
+    from specdec_playable.lm.head import head_inputs, weights_from_arrays
 
     d, n_heads, t, steps, layers = 48, 3, 12, 3, (2, 15)
     params = _tiny_head(script, seed=21, d=d, n_heads=n_heads, n_layers=len(layers))
@@ -136,13 +147,6 @@ def test_a_head_fed_several_layers_drafts_as_it_was_trained():
     w = weights_from_arrays(script.export(params, np.arange(8), args))
     assert w.layers == layers
     u = head_inputs(w, feats, {m: low[:, i] for i, m in enumerate(layers)})
-    for start in range(0, t - steps + 1):
-        cache = HeadCache(w)
-        f = head_forward(w, u[:start + 1], embeds[:start + 1], cache)[-1:]
-        np.testing.assert_allclose(f[0], preds[0][start], rtol=1e-4, atol=1e-4)
-        for s in range(1, steps):
-            f = head_forward(w, f, embeds[start + s:start + s + 1], cache)
-            np.testing.assert_allclose(f[0], preds[s][start + s], rtol=1e-4, atol=1e-4,
-                                       err_msg=f"draft from {start}, guess {s + 1}")
+    assert _drafts_match(w, u, embeds, preds) == (t - steps + 1) * (steps - 1)
     with pytest.raises(ValueError, match="residual stream"):
         head_inputs(w, feats, {2: low[:, 0]})  # block 15's stream is missing

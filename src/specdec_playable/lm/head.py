@@ -22,10 +22,12 @@ streams a few MB of weights, not the 113 MB of the full head; the draft's q is z
 
 Serving is numpy and the target's kernel: the head's matrices and its readout rows are packed
 for :func:`.kernel.matmul_t` in half precision (float16, as the asset stores the head; the
-readout rows rounded to it), so a draft step streams half the bytes, and sums in float32. The target's features come from the decoder (``observe``, called with the
-hidden states of the prompt's prefill and of each verify pass's kept positions, and the residual
-streams of the blocks the run's ``capture`` names); a caller that does not provide them is served
-anyway: the head then runs the target itself to get them.
+readout rows rounded to it), so a draft step streams half the bytes, and sums in float32.
+
+The target's features come from the decoder (``observe``, called with the hidden states of the
+prompt's prefill and of each verify pass's kept positions, and the residual streams of the blocks
+the run's ``capture`` names); a caller that does not provide them is served anyway: the head then
+runs the target itself to get them.
 """
 
 from __future__ import annotations
@@ -98,8 +100,9 @@ def weights_from_arrays(arrays: dict) -> HeadWeights:
     for name, a in arrays.items():
         if name in SHAPE[:4]:
             continue
-        if name in MATRICES:  # float16 as stored (a float32 asset is rounded): half the bytes a guess streams
-            out[name] = pack(np.asarray(a, np.float16 if np.asarray(a).dtype == np.float16 else F32), half=True)
+        if name in MATRICES:  # float16 as stored (a float32 asset rounded): half the bytes a guess streams
+            a = np.asarray(a)
+            out[name] = pack(a if a.dtype == np.float16 else a.astype(F32), half=True)
             continue
         a = np.ascontiguousarray(a, dtype=np.int64 if name in ("vocab", "layers") else F32)
         a.setflags(write=False)
