@@ -112,10 +112,15 @@ def weights_from_arrays(arrays: dict) -> HeadWeights:
             "fuse" in out and out["fuse"].shape[1] != out["fc"].shape[1] // 2 * (layers.size + 1)):
         raise ValueError("a head fed several layers needs both 'fuse' (d, d x (layers + 1)) and "
                          "'layers'; this asset has " + ", ".join(sorted(arrays)))
-    return HeadWeights(out, n_heads=int(np.asarray(arrays["n_heads"]).reshape(-1)[0]),
-                       window=int(np.asarray(arrays["window"]).reshape(-1)[0]),
-                       rope_base=float(np.asarray(arrays["rope_base"]).reshape(-1)[0]),
-                       eps=float(np.asarray(arrays["eps"]).reshape(-1)[0]))
+    n_heads = int(np.asarray(arrays["n_heads"]).reshape(-1)[0])
+    rope_base = float(np.asarray(arrays["rope_base"]).reshape(-1)[0])
+    if "wo" in out:  # the attention's rotary frequencies, made once
+        hd = out["wo"].shape[0] // n_heads
+        inv = (rope_base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)).astype(F32)
+        inv.setflags(write=False)
+        out["inv_freq"] = inv
+    return HeadWeights(out, n_heads=n_heads, window=int(np.asarray(arrays["window"]).reshape(-1)[0]),
+                       rope_base=rope_base, eps=float(np.asarray(arrays["eps"]).reshape(-1)[0]))
 
 
 def load_head(path=None) -> HeadWeights:
@@ -203,8 +208,7 @@ def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
     half = hd // 2
     past = cache.length
     pos = (past + np.arange(n)).astype(F32)
-    inv = (w.rope_base ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)).astype(F32)
-    ang = pos[:, None] * inv[None, :]
+    ang = pos[:, None] * w["inv_freq"][None, :]
     cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
     qkv = matmul_t(rms(x, w.eps), w["wqkv"])  # attention norm and 1/sqrt(hd) folded into wqkv
     qk = qkv[:, :2 * d].reshape(n, 2 * nh, hd)
@@ -216,10 +220,11 @@ def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
     cache.v[:, past:end] = qkv[:, 2 * d:].reshape(n, nh, hd).transpose(1, 0, 2)
     lo = max(0, end - n - w.window + 1)
     s = rot[:, :nh].transpose(1, 0, 2) @ cache.k[:, lo:end].transpose(0, 2, 1)  # (nh, n, T)
-    key_pos = np.arange(lo, end)
-    q_pos = np.arange(past, end)
-    ok = (key_pos[None, :] <= q_pos[:, None]) & (key_pos[None, :] > q_pos[:, None] - w.window)
-    s = np.where(ok[None], s, -np.inf)
+    if n > 1:  # one new position (a drafted guess) sees every key from lo on: nothing to mask
+        key_pos = np.arange(lo, end)
+        q_pos = np.arange(past, end)
+        ok = (key_pos[None, :] <= q_pos[:, None]) & (key_pos[None, :] > q_pos[:, None] - w.window)
+        s = np.where(ok[None], s, -np.inf)
     s -= s.max(axis=-1, keepdims=True)
     np.exp(s, out=s)
     s /= s.sum(axis=-1, keepdims=True)

@@ -223,7 +223,8 @@ class Packed:
         if idx.size and (idx.min() < -self.rows or idx.max() >= self.rows):
             raise IndexError(f"row index out of range for {self.rows} rows")
         idx = np.where(idx < 0, idx + self.rows, idx)
-        return self.values()[idx // PANEL, :, idx % PANEL].astype(F32)
+        rows = self.values()[idx // PANEL, :, idx % PANEL]  # a new array (fancy indexing)
+        return rows.astype(F32) if self.half else rows
 
     def unpack(self) -> np.ndarray:
         """The weight in its original ``(rows, cols)`` layout (a new float32 array)."""
@@ -272,6 +273,8 @@ def group_positions(x: np.ndarray) -> np.ndarray:
     most :data:`MAX_GROUP` positions (the first ones one longer where ``n`` does not divide), each
     group's inputs transposed (zero-padded where a group is one short)."""
     n, k = x.shape
+    if n == 1 and x.flags.c_contiguous and x.dtype == F32:  # one row is already that layout
+        return x.reshape(1, k, 1)
     groups = -(-n // MAX_GROUP)
     gs = -(-n // groups)
     xg = np.zeros((groups, k, gs), F32)
@@ -676,8 +679,9 @@ def prepare_threads(n: int | None = None) -> int:
     t = getattr(_LOCAL, "threads", None)
     if not t:
         t = 1 if n is not None and n < PARALLEL_FROM else (_PROCESS[0] or _THREADS)
-    if numba.get_num_threads() != t:  # the setting is per calling thread in numba
-        numba.set_num_threads(t)
+    if getattr(_LOCAL, "set", None) != t:  # numba's setting is per calling thread; asking it costs
+        numba.set_num_threads(t)            # tens of microseconds, a draft guess's small products
+        _LOCAL.set = t                      # several times, so this thread remembers what it set
     return t
 
 
