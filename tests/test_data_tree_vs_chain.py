@@ -34,30 +34,34 @@ def test_what_the_readme_says_about_trees_and_chains():
     from specdec_playable.lm.head import head_meta
 
     assert meta["draft"]["sha256"] == head_meta()["sha256"]  # measured with the shipped head
-    tpp = {(r["positions"], r["label"]): float(r["tokens_per_pass"]) for r in pooled}
-    chains = [float(r["tokens_per_pass"]) for r in pooled if r["width"] == "1"]
-    trees = [float(r["tokens_per_pass"]) for r in pooled if r["width"] != "1"]
-    # "every tree decides more tokens per pass than the chain (1.61-1.79 against 1.52-1.53)"
-    assert (round(min(trees), 2), round(max(trees), 2)) == (1.61, 1.79)
-    assert (round(min(chains), 2), round(max(chains), 2)) == (1.52, 1.53)
+    chains = {int(r["positions"]): float(r["tokens_per_pass"]) for r in pooled if r["width"] == "1"}
+    best = {}
+    for r in pooled:
+        n, v = int(r["positions"]), float(r["tokens_per_pass"])
+        if r["width"] != "1" and v > best.get(n, ("", 0.0))[1]:
+            best[n] = (r["label"], v)
+    # "the best tree at each size is a dynamic one: 1.83, 1.98 and 2.04 tokens per pass against the
+    # chain's 1.74, 1.78 and 1.79"
+    assert [round(chains[n], 2) for n in (4, 6, 8)] == [1.74, 1.78, 1.79]
+    assert [round(best[n][1], 2) for n in (4, 6, 8)] == [1.83, 1.98, 2.04]
+    assert all(best[n][0].startswith("dynamic") for n in (4, 6, 8))
+    # "a tree that spends every position on the next token (4x1, 6x1, 8x1) decides fewer than the chain"
+    for n in (4, 6, 8):
+        wide = next(float(r["tokens_per_pass"]) for r in pooled if r["label"] == f"spine {n}x1")
+        assert wide < chains[n]
     chain_q = next(float(r["q"]) for r in pooled if r["label"] == "chain k=4")
-    assert 0.30 <= chain_q <= 0.37  # "kept about a third of the time"
-    for npos in {r["positions"] for r in pooled}:
-        group = [r for r in pooled if r["positions"] == npos]
-        chain = next(r for r in group if r["width"] == "1")
-        assert all(float(r["tokens_per_pass"]) > float(chain["tokens_per_pass"])
-                   for r in group if r["width"] != "1")
-        # The independent-acceptance closed form overestimates every tree.
-        assert all(float(r["closed_form_shape_at_chain_q"]) > float(r["tokens_per_pass"])
-                   for r in group if r["width"] != "1")
-    # "at 8 positions 4 guesses at each of 2 levels (1.79) beat 8 guesses for the next token (1.68)"
-    assert round(tpp[("8", "spine 4x2")], 2) == 1.79 and round(tpp[("8", "spine 8x1")], 2) == 1.68
-    assert tpp[("8", "spine 4x2")] == max(v for (n, _), v in tpp.items() if n == "8")
-    # "none of it pays here ... the best implied speedup is 0.95x (4 guesses for the next token)"
+    assert 0.40 <= chain_q <= 0.47  # "kept a little under half the time"
+    # The independent-acceptance closed form overestimates every fixed-shape tree (a dynamic
+    # tree's shape is chosen per pass, so it has none: NaN).
+    for r in pooled:
+        if r["width"] != "1":
+            cf = float(r["closed_form_shape_at_chain_q"])
+            assert (cf != cf) if r["shape"] == "dynamic" else cf > float(r["tokens_per_pass"])
+    # "none of it pays on that CPU ... the best implied speedup is 0.86x (2 guesses at each of 2 levels)"
     speed = {r["label"]: float(r["est_speedup_vs_plain"]) for r in pooled}
-    assert max(speed.values()) < 1 and max(speed, key=speed.get) == "spine 4x1"
-    assert round(speed["spine 4x1"], 2) == 0.95
+    assert max(speed.values()) < 1 and max(speed, key=speed.get) == "spine 2x2"
+    assert round(speed["spine 2x2"], 2) == 0.86
     cost = [float(r["pass_cost_vs_plain"]) for r in pooled]
     draft = [float(r["draft_ms_per_pass"]) for r in pooled]
-    assert (round(min(cost), 1), round(max(cost), 1)) == (1.5, 1.9)
-    assert (round(min(draft)), round(max(draft))) == (6, 28)
+    assert (round(min(cost), 1), round(max(cost), 1)) == (1.8, 2.9)
+    assert (round(min(draft), 1), round(max(draft), 1)) == (6.5, 25.5)
