@@ -15,13 +15,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specdec_playable.data import measured
+from specdec_playable.data import hardware, measured
 from specdec_playable.data.recorded import recorded_runs
 from specdec_playable.episodes import KEY_SEED, available, neighbours, teaching
 from specdec_playable.serve.site import episode_times
 from specdec_playable.shipped import doc_names
 from specdec_playable.sim import theory
-from specdec_playable.state.cpu import cpu_passes
 from specdec_playable.state.ep1 import WritingVsChecking
 from specdec_playable.state.ep2 import Relay, TOKENS
 from specdec_playable.state.ep3 import QualityDial
@@ -169,9 +168,11 @@ def test_what_each_page_shows_against_each_misconception_holds():
     for k in m.curve_ks:
         assert theory.expected_speedup(0.0, k, m.c) < 1
         assert theory.break_even_q(k, 2 * m.c) > theory.break_even_q(k, m.c)
-    # 7: a verify pass over several positions costs more than a step here; most recorded drafts
-    # do not pay, prompt lookup on the copy task does.
-    assert cpu_passes().ratio(5) > 1
+    # 7: a verify pass over many positions costs more than a step on a CPU (the shipped measurement:
+    # a start-up calibration on a loaded machine may read flat up to 16); most recorded drafts do
+    # not pay, prompt lookup on the copy task does.
+    shipped = hardware.load_cpu_pass_costs()
+    assert shipped.at(17) > 1.2 * shipped.at(1)
     runs = recorded_runs()
     assert sum(c.fair.verdict == "faster" for c in runs.values()) < len(runs) / 2
     assert runs[("repeat", "lookup")].fair.verdict == "faster"

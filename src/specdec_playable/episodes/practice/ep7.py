@@ -92,9 +92,10 @@ EXERCISES = (
 #: teacher's guide).
 MISCONCEPTION = (
     "A draft that guesses right some of the time makes decoding faster.",
-    ("On this server's CPU a verify pass over several positions costs more than one decoding "
-     "step, so a draft must have enough of its guesses accepted to pay for the longer pass: in "
-     "the recorded races most drafts do not, and prompt lookup on a copy task does."),
+    ("On a CPU a verify pass over many positions costs more than one decoding step (Episode 7 "
+     "measures how much on its server), so a draft must have enough of its guesses accepted to "
+     "pay for the longer pass: in the recorded races most drafts do not, and prompt lookup on a "
+     "copy task does."),
 )
 #: Questions for a class to discuss after the episode (for the teacher's guide).
 DISCUSS = (
