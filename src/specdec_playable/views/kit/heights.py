@@ -26,7 +26,7 @@ RESERVED_PX: dict[str, int] = {
     "ep8-view-slot": 7563,
     "ep8-part1-rest": 2177,
     "ep8-part2": 2000,
-    "ep8-part3": 2277,
+    "ep8-part3": 2535,
 }
 #: How far a reservation may be from the drawn part: this many px, or this share of it.
 TOLERANCE_PX = 60
