@@ -524,7 +524,7 @@ def test_ep6_no_text_offers_the_race_draft_q_above_its_break_even(c, seed):
     from specdec_playable.episodes.practice import ep6 as practice6
 
     kind, top = prose6.best_race_q(RACE_TEXTS)
-    be = theory.break_even_q(1, practice6.TRY_C)
+    be = theory.break_even_q(1, practice6.try_c())
     assert top < be and f"at best {top:.2f} on average" in ep6.TRY_THIS
     s = FinePrint(rng=0, c=c, race_seed=seed, n_samples=100)
     right, answer = practice6._answer_dear_race(s)

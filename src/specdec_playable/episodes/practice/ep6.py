@@ -35,14 +35,24 @@ def early_exit_costs() -> tuple[float, float]:
     return min(cs), max(cs)
 
 
-#: Part 2's steps: the fixed policy's k after step 3, and the draft cost of step 4.
-TRY_FIXED_K, TRY_C = 1, 0.35
+#: Part 2's step 3: the fixed policy's k.
+TRY_FIXED_K = 1
+
+
+@functools.cache
+def try_c() -> float:
+    """Step 4's draft cost: the middle of the early-exit draft's recorded costs, to the slider's
+    step of 0.01 (so it reads as one of them), inside the slider's bounds."""
+    lo, hi = early_exit_costs()
+    c_lo, c_hi = FinePrint.param.c.bounds
+    return min(max(round((lo + hi) / 2, 2), c_lo), c_hi)
 
 
 @functools.cache
 def try_steps() -> tuple[TryStep, ...]:
     label = token_label(measured.context(_CTX).labels[_FAV - 1])
-    be = theory.break_even_q(1, TRY_C)
+    c = try_c()
+    be = theory.break_even_q(1, c)
     lo, hi = early_exit_costs()
     kind, top = best_race_q(RACE_TEXTS)
     return (
@@ -56,12 +66,12 @@ def try_steps() -> tuple[TryStep, ...]:
                 "up with the best adaptive one, because on texts this hard for the n-gram table the "
                 "best k is 1 or 2.",
                 {"fixed_k": TRY_FIXED_K}),
-        TryStep(f"Last, raise <em>Draft cost c</em> to {TRY_C:.2f}, within what one step of the "
-                f"early-exit draft cost in Episode 7's recorded runs ({lo:.2f} to {hi:.2f}): every "
+        TryStep(f"Last, raise <em>Draft cost c</em> to {c:.2f}, what one step of the early-exit "
+                f"draft cost in Episode 7's recorded runs ({lo:.2f} to {hi:.2f}): every "
                 "policy now finishes behind plain "
                 "decoding, and the off switch least far behind, since at this cost even k = 1 "
                 f"needs q above {be:.2f}, and on no text here is the n-gram table kept that often "
-                f"(at best {top:.2f} on average, on {esc(in_prose(kind))}).", {"c": TRY_C}),
+                f"(at best {top:.2f} on average, on {esc(in_prose(kind))}).", {"c": c}),
     )
 
 
