@@ -20,10 +20,10 @@ _FIRST_STEPS = (
     TryStep("Then pick a fresh-writing task (why the sky is blue), run it with the same draft, and "
             "compare how many guesses the model accepts and what that does to the speedup.",
             {"task": "sky", "draft": "lookup"}),
-    TryStep("Next, pick the Python sum function: a fresh-writing task starts with the draft head, "
-            "which guesses by imitating the model instead of copying. Run it, then switch the draft "
-            "to prompt lookup and run again: the head has far more of its guesses accepted, and "
-            "the speedup says whether that pays for the longer verify passes on this machine.",
+    TryStep("Next, pick the Python sum function (fresh writing starts with the draft head, which "
+            "imitates the model instead of copying). Run it, then run again with prompt lookup: "
+            "the head has far more of its guesses accepted, and the speedup says whether that "
+            "pays for the longer verify passes.",
             {"task": "sum-function"}),
 )
 
@@ -54,14 +54,12 @@ def try_steps() -> tuple[TryStep, ...]:
     (compare k = 2 with k = 4) or fade past the second (compare k = 2 with the k the run used),
     and it is left out if neither holds."""
     a = head_levels()
-    kept = ", ".join(f"{x:.0%}" for x in a[1:-1]) + f" and {a[-1]:.0%}" if len(a) > 2 else ""
     if later_guesses_hold(a):
+        kept = ", ".join(f"{x:.0%}" for x in a[:-1]) + f" and {a[-1]:.0%}"
         return _FIRST_STEPS + (TryStep(
-            f"Last, keep the draft head, set k to 2 and run, then set k to {len(a)} and run again. "
-            f"In the run recorded here (k = {len(a)}) the head's first guess in a round was kept "
-            f"{a[0]:.0%} of the times it was checked and its later ones {kept}: it was trained on "
-            "its own guesses, so the later ones hold up about as well as the first, and a longer "
-            "round can pay for its longer verify pass. Compare the two speedups.",
+            f"Last, keep the draft head and run at k = 2, then at k = {len(a)}. In the recorded run "
+            f"(k = {len(a)}) its guesses were kept {kept} of the times each was checked: trained "
+            "on its own guesses, the later ones hold up, so longer rounds can pay.",
             {"draft": "head", "k": 2}),)
     if later_guesses_fade(a):
         return _FIRST_STEPS + (TryStep(
