@@ -323,8 +323,9 @@ def _breakdown_parts(model, n: int) -> dict:
     x0 = w.embed[ids[CONTEXT:]]
     ang = (CONTEXT + np.arange(n)).astype(np.float32)[:, None] * w.inv_freq[None, :]
     rope = (np.cos(ang), np.sin(ang), np.tri(n, dtype=bool))
-    ahead = kernel.prefetch_ahead(n)
-    dims = (cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.eps, ahead)
+    narrow = w.strips
+    ahead = kernel.prefetch_ahead(n, narrow)
+    dims = (cfg.n_layers, cfg.n_heads, cfg.n_kv_heads, cfg.eps, ahead, narrow)
     capture = (np.full(cfg.n_layers + 1, -1, np.int64), np.empty((0, n, cfg.d_model), np.float32))
     xg = kernel.group_positions(x0)
     ag = kernel.group_positions(np.ones((n, cfg.d_ff), np.float32))
@@ -334,12 +335,12 @@ def _breakdown_parts(model, n: int) -> dict:
     grouping = (n // groups, n - (n // groups) * groups)
 
     @njit
-    def products(xg, ag, outs, n, ahead):
+    def products(xg, ag, outs, n, ahead, narrow):
         for layer in range(qkv.shape[0]):
-            kernel.products(xg, qkv[layer], n, outs[0], ahead)
-            kernel.products(xg, o[layer], n, outs[1], ahead)
-            kernel.products(xg, gu[layer], n, outs[2], ahead)
-            kernel.products(ag, down[layer], n, outs[3], ahead)
+            kernel.products(xg, qkv[layer], n, outs[0], ahead, narrow)
+            kernel.products(xg, o[layer], n, outs[1], ahead, narrow)
+            kernel.products(xg, gu[layer], n, outs[2], ahead, narrow)
+            kernel.products(ag, down[layer], n, outs[3], ahead, narrow)
 
     @njit
     def attention(q, ck, cv, past, rope, heads, og, grouping):
@@ -370,7 +371,7 @@ def _breakdown_parts(model, n: int) -> dict:
         "pass": whole,
         "blocks": lambda: fused.run_blocks(x0.copy(), w.stacks, (cache.k, cache.v, CONTEXT), rope, dims,
                                            capture),
-        "products": lambda: products(xg, ag, tuple(outs), n, ahead),
+        "products": lambda: products(xg, ag, tuple(outs), n, ahead, narrow),
         "attention": lambda: attention(q, cache.k, cache.v, CONTEXT, rope, (cfg.n_heads, cfg.n_kv_heads),
                                        xg, grouping),
         "norms": lambda: norms(x0, np.float32(cfg.eps), xg, gu_in, cfg.d_ff, ag, grouping, cfg.n_layers),

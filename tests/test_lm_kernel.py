@@ -33,13 +33,16 @@ def rand(*shape):
 SHAPES = [(7, 13), (64, 1), (130, 64), (200, 129), (960, 576), (576, 1536), (13, 200)]
 
 
+@pytest.mark.parametrize("strips", [False, True], ids=["panels", "strips"])
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("n", range(1, 34))
-def test_kernel_equals_float64_for_every_position_count(shape, n):
+def test_kernel_equals_float64_for_every_position_count(shape, n, strips):
+    """Panels with wide tiles (64 rows) and strips with narrow ones (16 rows, the choice without
+    AVX-512) alike, whichever this CPU uses by default."""
     m, k = shape
     w = rand(m, k)
     x = rand(n, k)
-    y = kernel.matmul_t(x, kernel.pack(w))
+    y = kernel.matmul_t(x, kernel.pack(w, strips=strips))
     assert y.dtype == np.float32
     assert y.shape == (n, m)
     assert y.flags.c_contiguous
@@ -80,7 +83,7 @@ def test_x_need_not_be_contiguous(n):
 
 def test_pack_layout_and_unpack():
     w = rand(70, 5)
-    pw = kernel.pack(w)
+    pw = kernel.pack(w, strips=False)
     assert pw.shape == (70, 5) and pw.rows == 70
     assert pw.data.shape == (2, 5, kernel.PANEL) and pw.data.dtype == np.float32
     assert pw.data.flags.c_contiguous and not pw.data.flags.writeable
@@ -94,7 +97,7 @@ def test_pack_layout_and_unpack():
 def test_pack_into_a_slice_of_a_stack():
     stack = np.empty((3, 2, 9, kernel.PANEL), np.float32)
     ws = [rand(100, 9) for _ in range(3)]
-    packed = [kernel.pack(w, out=stack[i]) for i, w in enumerate(ws)]
+    packed = [kernel.pack(w, out=stack[i], strips=i == 1) for i, w in enumerate(ws)]
     for i, (w, pw) in enumerate(zip(ws, packed)):
         assert pw.data.base is stack and np.shares_memory(pw.data, stack[i])
         assert np.array_equal(pw.unpack(), w)
@@ -270,6 +273,9 @@ def test_half_precision_weights_multiply_as_their_float16_values(n):
     assert pw.half and pw.dtype == np.float16 and pw.nbytes == kernel.pack(w).nbytes // 2
     w16 = w.astype(np.float16).astype(np.float32)
     assert rel_err(kernel.matmul_t(x, pw), x, w16) < TOL
+    other = kernel.pack(w, half=True, strips=not pw.strips)  # the other layout
+    assert rel_err(kernel.matmul_t(x, other), x, w16) < TOL
+    assert np.array_equal(other.unpack(), w16) and np.array_equal(other[[0, m - 1]], w16[[0, m - 1]])
     assert rel_err(kernel.matmul_t_numpy(x, pw), x, w16) < TOL
     assert rel_err(kernel.matmul_t(x, pw), x, w) > 1e-6  # really rounded: not the float32 weight
     assert pw.unpack().dtype == np.float32 and np.array_equal(pw.unpack(), w16)
@@ -285,3 +291,52 @@ def test_half_precision_packing_is_checked():
         kernel.pack(w.astype(np.float16))  # float16 is packed only when asked
     with pytest.raises(TypeError):
         kernel.matmul_t(rand(2, 9), w.astype(np.float16))  # a plain float16 weight
+
+
+def test_strips_layout(monkeypatch):
+    """The strips layout holds each panel as four 16-row strips one after another; rows gather,
+    unpack and the numpy path read it back; the CPU's default follows its vector registers unless
+    SPECDEC_TILES says, and a bad SPECDEC_TILES is refused with its name."""
+    w = rand(100, 7)  # a full panel and a partial one (36 rows: two full strips, a partial, a padding one)
+    ps, pp = kernel.pack(w, strips=True), kernel.pack(w, strips=False)
+    assert ps.strips and not pp.strips and ps.data.shape == pp.data.shape == (2, 7, 64)
+    strip = ps.data[1].reshape(4, 7, 16)  # panel 1's memory as its strips
+    assert np.array_equal(strip[1], w[80:96].T) and np.array_equal(strip[2, :, :4], w[96:100].T)
+    assert not strip[2, :, 4:].any() and not strip[3].any()
+    assert np.array_equal(pp.data[1, :, 16:32], w[80:96].T)
+    for pw in (ps, pp):
+        assert np.array_equal(pw.unpack(), w) and np.array_equal(pw[[99, 0, 37]], w[[99, 0, 37]])
+    x = rand(3, 7)
+    assert rel_err(kernel.matmul_t_numpy(x, ps), x, w) < TOL
+    assert kernel.pack(w).strips == kernel.NARROW
+    for env, want in (("narrow", True), ("WIDE", False), (" wide ", False)):
+        monkeypatch.setenv("SPECDEC_TILES", env)
+        assert kernel._default_narrow() is want
+    monkeypatch.setenv("SPECDEC_TILES", "medium")
+    with pytest.raises(ValueError, match="SPECDEC_TILES"):
+        kernel._default_narrow()
+    monkeypatch.delenv("SPECDEC_TILES")
+    assert kernel._default_narrow() == (kernel._vector_registers() < 32)
+
+
+def test_narrow_tiles_prefetch_from_two_positions(monkeypatch):
+    """A decoding step's narrow tiles do not prefetch, passes over more do (STRIP_AHEAD, or
+    SPECDEC_STRIP_AHEAD checked for range); every distance gives the same products."""
+    assert kernel.prefetch_ahead(1, strips=True) == 0
+    assert all(kernel.prefetch_ahead(n, strips=True) == kernel._STRIP_AHEAD for n in (2, 5, 9, 33))
+    for env, want in (("0", 0), ("64", 64)):
+        monkeypatch.setenv("SPECDEC_STRIP_AHEAD", env)
+        assert kernel._strip_ahead() == want
+    for bad in ("-1", "x", "257"):
+        monkeypatch.setenv("SPECDEC_STRIP_AHEAD", bad)
+        with pytest.raises(ValueError, match="SPECDEC_STRIP_AHEAD"):
+            kernel._strip_ahead()
+    w = rand(200, 129)
+    pw = kernel.pack(w, strips=True)
+    for n in (2, 9):
+        x = rand(n, 129)
+        ys = []
+        for ahead in (0, 1, 256):
+            monkeypatch.setattr(kernel, "_STRIP_AHEAD", ahead)
+            ys.append(kernel.matmul_t(x, pw))
+            assert rel_err(ys[-1], x, w) < TOL

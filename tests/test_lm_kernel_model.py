@@ -192,3 +192,42 @@ def test_a_loaded_process_holds_the_weights_once():
     load, passes, weights = map(int, out.stdout.split())
     assert weights < load < 1.3 * weights
     assert passes < 0.3 * weights
+
+
+OTHER_LAYOUT_CODE = """
+import sys
+import numpy as np
+from specdec_playable.lm import get_model, kernel
+m = get_model()
+assert m.weights.strips == kernel.NARROW and m.weights.embed.strips == kernel.NARROW
+ids = m.tokenizer.chat(sys.argv[1])
+cache = m.new_cache()
+out = [m.forward(ids, cache, logits="last").logits]
+for n in (1, 5, 9):
+    out.append(m.forward(ids[-n:], cache, logits="all").logits)
+np.savez(sys.argv[2], *out)
+"""
+
+
+@needs_numba
+def test_the_other_layout_gives_the_same_logits(model, numpy_path, tmp_path):
+    """The model in the layout this CPU does not use by default (strips and narrow tiles where it
+    has AVX-512, panels and wide tiles where it has not: ``SPECDEC_TILES``), in a fresh process,
+    gives the numpy path's logits within LOGIT_ATOL."""
+    import os
+    other = "wide" if kernel.NARROW else "narrow"
+    env = dict(os.environ, SPECDEC_TILES=other)
+    out = subprocess.run([sys.executable, "-c", OTHER_LAYOUT_CODE, PROMPTS[0], str(tmp_path / "o.npz")],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr
+    got = np.load(tmp_path / "o.npz")
+    got = [got[f"arr_{i}"] for i in range(len(got.files))]
+    numpy_path()
+    ids = model.tokenizer.chat(PROMPTS[0])
+    cache = model.new_cache()
+    want = [model.forward(ids, cache, logits="last").logits]
+    for n in (1, 5, 9):
+        want.append(model.forward(ids[-n:], cache, logits="all").logits)
+    assert model.weights.strips == kernel.NARROW
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and np.abs(g - w).max() < LOGIT_ATOL

@@ -190,14 +190,15 @@ if HAVE_NUMBA:
         * ``rope = (cos, sin, allowed)``: the new positions' rotary angles (n, head_dim / 2), and
           ``allowed[i, j]`` lets new position ``i`` see new position ``j`` (every cached one is
           visible);
-        * ``dims = (depth, query heads, kv heads, eps, ahead)``, ``ahead`` the products' prefetch
-          distance (:func:`.kernel.prefetch_ahead`);
+        * ``dims = (depth, query heads, kv heads, eps, ahead, narrow)``, ``ahead`` the products'
+          prefetch distance (:func:`.kernel.prefetch_ahead`), ``narrow`` whether they use narrow
+          tiles (:func:`.kernel.narrow_tiles`);
         * ``capture = (slots, kept)``: after block ``m`` the stream is copied into
           ``kept[slots[m]]`` where ``slots[m] >= 0``.
         """
         w_qkv, w_o, w_gu, w_down = weights
         cache_k, cache_v, past = kv
-        depth, n_heads, n_kv, eps, ahead = dims
+        depth, n_heads, n_kv, eps, ahead, narrow = dims
         slots, kept = capture
         n, d = x.shape
         d_ff = w_down.shape[2]
@@ -213,14 +214,14 @@ if HAVE_NUMBA:
         eps = F32(eps)
         for layer in range(depth):
             _norm_grouped(x, eps, xg, base, extra)
-            products(xg, w_qkv[layer], n, qkv, ahead)
+            products(xg, w_qkv[layer], n, qkv, ahead, narrow)
             _attend(qkv, (cache_k[layer], cache_v[layer], past), rope, (n_heads, n_kv), xg, (base, extra))
-            products(xg, w_o[layer], n, y, ahead)
+            products(xg, w_o[layer], n, y, ahead, narrow)
             _add(x, y)
             _norm_grouped(x, eps, xg, base, extra)
-            products(xg, w_gu[layer], n, gu, ahead)
+            products(xg, w_gu[layer], n, gu, ahead, narrow)
             _swiglu_grouped(gu, d_ff, ag, base, extra)
-            products(ag, w_down[layer], n, y, ahead)
+            products(ag, w_down[layer], n, y, ahead, narrow)
             _add(x, y)
             if slots[layer + 1] >= 0:
                 kept[slots[layer + 1], :, :] = x

@@ -31,6 +31,14 @@ Shapes by the number of positions:
   While the groups work on one chunk they prefetch the next into L2, spread over the groups, so
   the memory stream does not wait for the arithmetic (without it 9 positions took 1.4x as long).
 
+Strips, for CPUs without AVX-512 (:data:`NARROW`). There a vector register holds 8 floats and
+there are 16, so a wide tile's ``4 P`` accumulators of 16 floats spill from 2 positions on. The
+weights are then packed in strips (``pack(..., strips=True)``): each panel's memory is its four
+16-row strips one after another, each strip one sequential stream of a cache line an input, and a
+*narrow* tile multiplies one strip by up to 6 positions (``P`` accumulators). One group runs a whole
+strip; more positions run in groups over each chunk of it while the chunk is in L1. The shape of
+``Packed.data`` is the same; only the order of its floats differs.
+
 The inputs are passed transposed and grouped (:func:`group_positions`), so the broadcasts of one
 ``k`` come from one cache line.
 
@@ -59,7 +67,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["HAVE_NUMBA", "LANES", "MAX_GROUP", "PANEL", "PREFETCH", "Packed", "check_prefetch", "cpu_vendor",
+__all__ = ["HAVE_NUMBA", "LANES", "MAX_GROUP", "NARROW", "PANEL", "PREFETCH", "STRIP_AHEAD", "Packed", "check_prefetch", "cpu_vendor",
            "group_positions", "matmul_t", "matmul_t_numpy", "own_threads", "pack", "prefetch_ahead",
            "prepare_threads", "read_all", "set_prefetch", "set_process_threads", "threads", "use_threads",
            "warmup"]
@@ -73,6 +81,16 @@ PANEL = 64
 #: Positions of one tile (4 x 6 = 24 accumulators of the 32 vector registers); more positions are
 #: split into equal groups of at most this many.
 MAX_GROUP = 6
+#: The tile flag (bit 5) for a narrow tile on the strips layout: 16 rows of a panel (one vector,
+#: one cache line an input) times up to :data:`MAX_GROUP` positions, ``P`` accumulators.
+NARROW_FLAG = 32
+#: In a pass over 2 or more positions, how many inputs (cache lines) ahead a narrow tile
+#: prefetches its strip into L2 (a decoding step does not: the hardware prefetcher keeps up with
+#: one sequential stream). Measured on AMD Zen 3 at one thread (2026-12-03, 8 blocks' products,
+#: 15 interleaved repeats): 32 lines took 5 positions from 1.46x the read floor to 1.23x and 9
+#: from 2.05x to 1.70x; 8, 16, 64 and 128 did less; one position was fastest without.
+#: ``SPECDEC_STRIP_AHEAD`` (0-256) in the environment overrides.
+STRIP_AHEAD = 32
 #: With several groups, inputs per chunk: a panel's chunk (16 KB) stays in L1 while every group
 #: uses it.
 CHUNK = 64
@@ -93,6 +111,32 @@ PREFETCH = {
     "AuthenticAMD": (0, 8, 8, 0, 0, 0),
     "GenuineIntel": (16, 16, 16, 16, 16, 16),
 }
+
+
+def _vector_registers() -> int:
+    """How many 16-float vector registers this CPU has: 32 with AVX-512, else the 16 of AVX2
+    (each 16-float vector then takes two of them), as the compiler sees the host."""
+    try:
+        from llvmlite import binding
+        return 32 if binding.get_host_cpu_features().get("avx512f") else 16
+    except Exception:  # no llvmlite (the numpy path), or a platform it cannot describe
+        return 32
+
+
+def _default_narrow() -> bool:
+    env = os.environ.get("SPECDEC_TILES", "").strip().lower()
+    if env not in ("", "narrow", "wide"):
+        raise ValueError(f"SPECDEC_TILES must be 'narrow' or 'wide' (or unset); got {env!r}")
+    return env == "narrow" if env else _vector_registers() < 32
+
+
+#: Whether weights are packed in *strips* and multiplied by narrow tiles, rather than in panels
+#: multiplied by wide tiles (see the module docstring): on a CPU without AVX-512 a wide tile's
+#: ``4 P`` accumulators of 16 floats take ``8 P`` of its 16 vector registers, so from 2
+#: positions on they spill to memory (AMD Zen 3, 2026-12-03: a pass over 5 positions took 2.4x a
+#: step), while a narrow tile's ``P`` accumulators take ``2 P``. ``SPECDEC_TILES`` (``narrow`` or
+#: ``wide``) in the environment overrides.
+NARROW = _default_narrow()
 
 
 def threads() -> int:
@@ -148,9 +192,24 @@ def _default_prefetch() -> tuple[int, ...]:
 _AHEAD = [_default_prefetch()]
 
 
-def prefetch_ahead(n: int) -> int:
-    """Inputs ahead that a one-group tile of ``n`` positions prefetches (0: none, and for more
-    than :data:`MAX_GROUP` positions, whose groups prefetch chunk by chunk)."""
+def _strip_ahead() -> int:
+    env = os.environ.get("SPECDEC_STRIP_AHEAD", "").strip()
+    if not env:
+        return STRIP_AHEAD
+    if not env.isdigit() or int(env) > 256:
+        raise ValueError(f"SPECDEC_STRIP_AHEAD must be a number of inputs ahead, 0-256; got {env!r}")
+    return int(env)
+
+
+_STRIP_AHEAD = _strip_ahead()
+
+
+def prefetch_ahead(n: int, strips: bool = False) -> int:
+    """Inputs ahead that a tile prefetches its weights, in a pass over ``n`` positions: for wide
+    tiles (0: none, and for more than :data:`MAX_GROUP` positions, whose groups prefetch chunk by
+    chunk) the table's, for narrow ones (``strips``) :data:`STRIP_AHEAD`."""
+    if strips:
+        return _STRIP_AHEAD if n > 1 else 0
     return _AHEAD[0][n - 1] if 1 <= n <= MAX_GROUP else 0
 
 
@@ -186,6 +245,11 @@ class Packed:
 
     data: np.ndarray
     rows: int
+    #: The strips layout (:data:`NARROW`): each panel's memory is its four 16-row strips one after
+    #: another, ``data[p]`` read as ``(4, cols, 16)`` (``strip(p, s)[k, j]`` is the weight of row
+    #: ``64 p + 16 s + j``, input ``k``); ``data`` keeps its ``(panels, cols, 64)`` shape, so
+    #: index it through :meth:`rows_of` / :meth:`unpack`, never directly.
+    strips: bool = False
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -205,6 +269,13 @@ class Packed:
         """``data`` as its floats (a view: float16 for a half-precision packing)."""
         return self.data.view(np.float16) if self.half else self.data
 
+    def blocks(self) -> np.ndarray:
+        """The floats as ``(blocks, cols, width)`` (a view): rows ``width b .. width b + width - 1``
+        of the weight, input by input; ``width`` is 16 in the strips layout, else 64."""
+        p, k, lanes = self.data.shape
+        v = self.values()
+        return v.reshape(p * (PANEL // LANES), k, LANES) if self.strips else v
+
     @property
     def nbytes(self) -> int:
         return int(self.data.nbytes)
@@ -223,23 +294,29 @@ class Packed:
         if idx.size and (idx.min() < -self.rows or idx.max() >= self.rows):
             raise IndexError(f"row index out of range for {self.rows} rows")
         idx = np.where(idx < 0, idx + self.rows, idx)
-        rows = self.values()[idx // PANEL, :, idx % PANEL]  # a new array (fancy indexing)
+        b = self.blocks()
+        width = b.shape[2]
+        rows = b[idx // width, :, idx % width]  # a new array (fancy indexing)
         return rows.astype(F32) if self.half else rows
 
     def unpack(self) -> np.ndarray:
         """The weight in its original ``(rows, cols)`` layout (a new float32 array)."""
-        p, k, lanes = self.data.shape
-        v = self.values().transpose(0, 2, 1).reshape(p * lanes, k)[:self.rows]
+        b = self.blocks()
+        nb, k, width = b.shape
+        v = b.transpose(0, 2, 1).reshape(nb * width, k)[:self.rows]
         return np.ascontiguousarray(v, dtype=F32)
 
 
-def pack(w: np.ndarray, out: np.ndarray | None = None, *, half: bool = False) -> Packed:
+def pack(w: np.ndarray, out: np.ndarray | None = None, *, half: bool = False,
+         strips: bool | None = None) -> Packed:
     """Pack a float32 weight ``(rows, cols)`` into panels of :data:`PANEL` rows (read-only).
 
     ``out``, if given, is the float32 C-contiguous ``(ceil(rows / PANEL), cols, PANEL)`` array to
     pack into (a slice of a larger array, so that several weights share one allocation).
     ``half``: store the weights rounded to float16 (a float16 array is taken as it is), half the
     bytes a product streams (``out`` is then not allowed).
+    ``strips``: each panel as four strips of 16 rows (:attr:`Packed.strips`), for narrow tiles;
+    ``None``: this CPU's choice, :data:`NARROW`.
     """
     w = np.asarray(w)
     if w.ndim != 2 or w.dtype not in ((F32, np.float16) if half else (F32,)):
@@ -257,15 +334,20 @@ def pack(w: np.ndarray, out: np.ndarray | None = None, *, half: bool = False) ->
         out = np.empty((panels, k, PANEL), F32)
     elif out.shape != (panels, k, PANEL) or out.dtype != F32 or not out.flags.c_contiguous:
         raise ValueError(f"pack: out must be float32 C-contiguous {(panels, k, PANEL)}")
-    full = m // PANEL
-    out[:full] = w[:full * PANEL].reshape(full, PANEL, k).transpose(0, 2, 1)
-    if full < panels:
-        out[full] = 0.0
-        out[full, :, :m - full * PANEL] = w[full * PANEL:].T
+    strips = NARROW if strips is None else bool(strips)
+    width = LANES if strips else PANEL
+    dest = out.reshape(panels * (PANEL // width), k, width)  # a view: blocks of `width` rows
+    nb = -(-m // width)
+    full = m // width
+    dest[:full] = w[:full * width].reshape(full, width, k).transpose(0, 2, 1)
+    if full < nb:
+        dest[full] = 0.0
+        dest[full, :, :m - full * width] = w[full * width:].T
+    dest[nb:] = 0.0  # the last panel's padding strips
     if half:
         out = out.view(np.uint16)
     out.setflags(write=False)
-    return Packed(out, m)
+    return Packed(out, m, strips)
 
 
 def group_positions(x: np.ndarray) -> np.ndarray:
@@ -301,9 +383,10 @@ def matmul_t_numpy(x: np.ndarray, w) -> np.ndarray:
     x = np.asarray(x, dtype=F32)
     if not isinstance(w, Packed):
         return np.ascontiguousarray(x @ w.T)
-    p, k, lanes = w.data.shape
-    y = np.matmul(x, w.values().astype(F32) if w.half else w.data)  # (panels, n, lanes)
-    return np.ascontiguousarray(y.transpose(1, 0, 2).reshape(x.shape[0], p * lanes)[:, :w.rows])
+    b = w.blocks()
+    nb, k, width = b.shape
+    y = np.matmul(x, b.astype(F32) if w.half else b)  # (blocks, n, width)
+    return np.ascontiguousarray(y.transpose(1, 0, 2).reshape(x.shape[0], nb * width)[:, :w.rows])
 
 
 # -- the kernel --------------------------------------------------------------------------------
@@ -351,16 +434,20 @@ if HAVE_NUMBA:
         ``at`` is the tuple of 9 ints ``(w_off, k_lo, k_hi, x_off, x_stride, x_pstride, o_off,
         o_stride, pf_off)``; the arrays are flat-indexed from their data pointers:
 
-        * ``w``: input ``k`` of the panel is the 64 floats at ``w_off + 64 k``;
+        * ``w``: input ``k`` of the panel is the 64 floats at ``w_off + 64 k`` (narrow: 16 at
+          ``w_off + 16 k``);
         * ``x``: position ``p``'s input ``k`` at ``x_off + k * x_stride + p * x_pstride``;
         * ``out``: the 64 rows of position ``p`` at ``o_off + p * o_stride``.
 
         ``FLAGS`` (a literal int): bit 0 set adds to ``out`` (a later chunk of inputs) instead of
-        overwriting it; ``FLAGS >> 1`` is how many cache lines of ``w`` to prefetch per input,
-        consecutive lines from ``w[pf_off]`` on (0: none).
+        overwriting it; bits 1-4 (``(FLAGS >> 1) & 15``) are how many cache lines of ``w`` to
+        prefetch per input, consecutive lines from ``w[pf_off]`` on (0: none); bit 5 set makes the
+        tile *narrow*: one strip of the strips layout (:attr:`Packed.strips`): input ``k``'s 16
+        weights at ``w_off + 16 k``, its 16 rows at ``o_off + p * o_stride``.
 
-        The ``4 x P`` accumulators are vector registers (allocas that LLVM promotes); each input
-        is 4 vector loads, ``P`` broadcasts and ``4 P`` fused multiply-adds. ``P = 0`` only reads:
+        The ``4 x P`` accumulators (``P`` narrow) are vector registers (allocas that LLVM
+        promotes); each input is 4 vector loads (1 narrow), ``P`` broadcasts and ``4 P`` fused
+        multiply-adds (``P`` narrow). ``P = 0`` only reads:
         it sums the panel's vectors into ``out[o_off .. o_off + 63]`` (the memory floor).
         """
         if not (isinstance(P, types.IntegerLiteral) and isinstance(FLAGS, types.IntegerLiteral)):
@@ -390,7 +477,8 @@ if HAVE_NUMBA:
         """The IR of one :func:`_tile` (see there): accumulators, the loop over inputs, the stores."""
         wp, xp, op = ptrs
         w_off, k_lo, k_hi, x_off, x_stride, x_pstride, o_off, o_stride, pf_off = offsets
-        nv, add, lines = PANEL // LANES, flags & 1, flags >> 1
+        nv = 1 if flags & NARROW_FLAG else PANEL // LANES
+        add, lines = flags & 1, (flags >> 1) & 15
         vptr = ir.PointerType(_VEC)
         fma = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(_VEC, [_VEC, _VEC, _VEC]), "llvm.fmuladd.v16f32")
@@ -409,7 +497,7 @@ if HAVE_NUMBA:
         half = wp.type.pointee == ir.HalfType()
         hptr = ir.PointerType(ir.VectorType(ir.HalfType(), LANES))
         with cgutils.for_range_slice(builder, k_lo, k_hi, _c64(1), inc=True) as (k, _):
-            row = builder.gep(wp, [builder.add(w_off, builder.mul(k, _c64(PANEL)))])
+            row = builder.gep(wp, [builder.add(w_off, builder.mul(k, _c64(LANES * nv)))])
             if half:  # 16 float16 weights widened to float32 as they load
                 wv = [builder.fpext(builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), hptr),
                                                  align=2), _VEC) for v in range(nv)]
@@ -510,24 +598,101 @@ if HAVE_NUMBA:
             else:
                 _tile((w, x, out), at, 6, 3)
 
+    @njit(inline="always")
+    def run_narrow(w, x, out, at, p, flags):
+        """One narrow tile product (16 rows of a panel: :data:`NARROW_FLAG`), ``p`` positions
+        (1-6) and ``flags`` 0-3 (bit 0: add to ``out``; bit 1: one line prefetched per input)
+        given at run time."""
+        if flags == 0:
+            if p == 1:
+                _tile((w, x, out), at, 1, 32)
+            elif p == 2:
+                _tile((w, x, out), at, 2, 32)
+            elif p == 3:
+                _tile((w, x, out), at, 3, 32)
+            elif p == 4:
+                _tile((w, x, out), at, 4, 32)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 32)
+            else:
+                _tile((w, x, out), at, 6, 32)
+        elif flags == 1:
+            if p == 1:
+                _tile((w, x, out), at, 1, 33)
+            elif p == 2:
+                _tile((w, x, out), at, 2, 33)
+            elif p == 3:
+                _tile((w, x, out), at, 3, 33)
+            elif p == 4:
+                _tile((w, x, out), at, 4, 33)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 33)
+            else:
+                _tile((w, x, out), at, 6, 33)
+        elif flags == 2:
+            if p == 1:
+                _tile((w, x, out), at, 1, 34)
+            elif p == 2:
+                _tile((w, x, out), at, 2, 34)
+            elif p == 3:
+                _tile((w, x, out), at, 3, 34)
+            elif p == 4:
+                _tile((w, x, out), at, 4, 34)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 34)
+            else:
+                _tile((w, x, out), at, 6, 34)
+        else:
+            if p == 1:
+                _tile((w, x, out), at, 1, 35)
+            elif p == 2:
+                _tile((w, x, out), at, 2, 35)
+            elif p == 3:
+                _tile((w, x, out), at, 3, 35)
+            elif p == 4:
+                _tile((w, x, out), at, 4, 35)
+            elif p == 5:
+                _tile((w, x, out), at, 5, 35)
+            else:
+                _tile((w, x, out), at, 6, 35)
+
     @njit(parallel=True, fastmath=True, cache=True)
-    def products(xg, w, n, out, ahead):
+    def products(xg, w, n, out, ahead, strips):
         """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) (see
         :func:`group_positions`), packed ``w`` (panels, in, 64) and ``out`` (>= n, >= 64 panels),
         all float32 C-contiguous. Padded rows are written too (as the zero rows' products).
-        ``ahead``: with one group, how many inputs ahead the tile prefetches its panel (0: not at
-        all; :func:`prefetch_ahead`)."""
+        ``ahead``: how many inputs ahead a tile prefetches its weights (0: not at all;
+        :func:`prefetch_ahead`), with one group of wide tiles or with narrow ones. ``strips``:
+        ``w`` is in the strips layout (:attr:`Packed.strips`), multiplied by narrow tiles."""
         groups, k_in, gs = xg.shape
         panels = w.shape[0]
         o_stride = out.shape[1]
+        base = n // groups
+        extra = n - base * groups
+        if strips:
+            # each strip is one sequential stream of 16 floats an input; every group works a chunk
+            # of it while the chunk is in L1 (one group: the whole strip in one tile)
+            pf = 2 if ahead > 0 else 0
+            for s in prange(panels * (PANEL // LANES)):
+                w_off = s * k_in * LANES
+                o_col = s * LANES
+                if groups == 1:
+                    at = (w_off, 0, k_in, 0, gs, 1, o_col, o_stride, w_off + ahead * LANES)
+                    run_narrow(w, xg, out, at, n, pf)
+                    continue
+                for c in range(0, k_in, CHUNK):
+                    for g in range(groups):
+                        lo = g * base + min(g, extra)
+                        at = (w_off, c, min(c + CHUNK, k_in), g * k_in * gs, gs, 1,
+                              lo * o_stride + o_col, o_stride, w_off + (c + ahead) * LANES)
+                        run_narrow(w, xg, out, at, base + (g < extra), (pf if g == 0 else 0) + (c > 0))
+            return
         if groups == 1:  # every position in registers for the whole of k
             flags = 8 if ahead > 0 else 0
             for t in prange(panels):
                 at = (t * k_in * PANEL, 0, k_in, 0, gs, 1, t * PANEL, o_stride, (t * k_in + ahead) * PANEL)
                 run_tile(w, xg, out, at, n, flags)
             return
-        base = n // groups
-        extra = n - base * groups
         lines = 2 if groups <= 3 else 1  # per input, so that the groups cover the next chunk
         for t in prange(panels):  # chunks of k in L1, every group over each chunk
             for c in range(0, k_in, CHUNK):
@@ -635,7 +800,7 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     padded = w.data.shape[0] * PANEL
     y = out if out is not None and padded == m else np.empty((n, padded), F32)
     prepare_threads(n)
-    products(group_positions(x), w.data, n, y, prefetch_ahead(n))
+    products(group_positions(x), w.data, n, y, prefetch_ahead(n, w.strips), w.strips)
     if padded != m:
         y = y[:, :m]
         if out is None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import fused
-from .kernel import PANEL, Packed, matmul_t, pack, prefetch_ahead, prepare_threads
+from .kernel import NARROW, PANEL, Packed, matmul_t, pack, prefetch_ahead, prepare_threads
 from .source import model_file
 from .tokenizer import Tokenizer
 
@@ -101,6 +101,11 @@ class Weights:
     @property
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays())
+
+    @property
+    def strips(self) -> bool:
+        """Whether the blocks' weights are in the strips layout (:attr:`.kernel.Packed.strips`)."""
+        return self.blocks[0].wqkv.strips
 
 
 class KVCache:
@@ -309,7 +314,8 @@ class Model:
             kept = np.empty((len(later), n, cfg.d_model), F32)
             prepare_threads(n)
             fused.run_blocks(x, w.stacks, (cache.k, cache.v, past), (np.cos(ang), np.sin(ang), allowed),
-                             (depth, cfg.n_heads, cfg.n_kv_heads, cfg.eps, prefetch_ahead(n)), (slot, kept))
+                             (depth, cfg.n_heads, cfg.n_kv_heads, cfg.eps, prefetch_ahead(n, w.strips),
+                              w.strips), (slot, kept))
             captured.update(zip(later, kept))
         else:
             bias = self._bias(allowed, past)
@@ -480,7 +486,7 @@ def _pack_rows(parts, out: np.ndarray) -> Packed:
         pack(make(), out=out[at:at + n])
         at += n
     out.setflags(write=False)
-    return Packed(out, sum(rows for rows, _ in parts))
+    return Packed(out, sum(rows for rows, _ in parts), NARROW)
 
 
 def load(path=None) -> Model:
