@@ -407,6 +407,8 @@ def bench_prefetch(model, repeats: int, distances=(0, 4, 8, 12, 16, 24, 32)) -> 
     beside the read floor. ``kernel.PREFETCH`` keeps one row per CPU vendor from this table."""
     from specdec_playable.lm import kernel
 
+    if model.weights.strips:
+        return _bench_strip_prefetch(model, repeats)
     saved = kernel.set_prefetch(None)
 
     def with_distance(d, fn):
@@ -431,6 +433,44 @@ def bench_prefetch(model, repeats: int, distances=(0, 4, 8, 12, 16, 24, 32)) -> 
           f"{os.getloadavg()[0]:.2f}); read floor {floor:.1f} ms; in force now: {saved}")
     print("| n | " + " | ".join("none" if d == 0 else f"{d / 4:g} KB"
                                   for d in distances) + " | best | best ÷ floor |")
+    print("|---|" + "---|" * (len(distances) + 2))
+    for n in ns:
+        ms = [got[(n, d)][0] for d in distances]
+        best = int(np.argmin(ms))
+        print(f"| {n} | " + " | ".join(f"{v:.1f}" for v in ms)
+              + f" | {distances[best]} | {ms[best] / floor:.2f} |")
+
+
+def _bench_strip_prefetch(model, repeats: int, distances=(0, 8, 16, 32, 64)) -> None:
+    """The strips layout's prefetch distance (cache lines of one strip ahead; 0: none): passes
+    over 2-9 positions at one thread with every distance in one interleaved loop, beside the read
+    floor. ``kernel.STRIP_AHEAD`` keeps (one group of 2-6, several groups) from this table."""
+    from specdec_playable.lm import kernel
+
+    saved = kernel._STRIP_AHEAD
+
+    def with_distance(d, fn):
+        def run():
+            kernel._STRIP_AHEAD = (d, d)
+            try:
+                fn()
+            finally:
+                kernel._STRIP_AHEAD = saved
+        return run
+
+    ns = (2, 3, 4, 5, 6, 7, 9)
+    fns = {("floor", 0): _at_threads(1, _floor(model))}
+    for n in ns:
+        for d in distances:
+            fns[(n, d)] = _at_threads(1, with_distance(d, _pass(model, n)))
+    load0 = os.getloadavg()[0]
+    got = _interleaved(fns, repeats)
+    floor = got[("floor", 0)][0]
+    print(f"\n## Prefetch distance of narrow tiles (strips layout), one thread (pass ms, medians of "
+          f"{repeats} interleaved repeats; load average {load0:.2f} -> {os.getloadavg()[0]:.2f}); "
+          f"read floor {floor:.1f} ms; in force now: {saved}")
+    print("| n | " + " | ".join("none" if d == 0 else f"{d} lines" for d in distances)
+          + " | best | best ÷ floor |")
     print("|---|" + "---|" * (len(distances) + 2))
     for n in ns:
         ms = [got[(n, d)][0] for d in distances]

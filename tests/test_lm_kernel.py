@@ -218,10 +218,15 @@ def test_threads_positive_and_settable():
         kernel.set_process_threads(None)
     assert kernel.prepare_threads() == (min(kernel.threads(), kernel.numba.config.NUMBA_NUM_THREADS)
                                         if kernel.HAVE_NUMBA else 1)
-    if kernel.PARALLEL_FROM > 1:  # where two cores stream no faster than one (AMD)
+    if kernel.PARALLEL_FROM > 1:  # where two cores stream no faster than one (AMD Zen 4)
         assert kernel.prepare_threads(1) == 1  # a decoding step: one thread unless asked
-    assert kernel.PARALLEL_FROM == kernel.PARALLEL_FROM_BY_VENDOR.get(
-        kernel.cpu_vendor(), kernel.PARALLEL_FROM_BY_VENDOR["AuthenticAMD"])
+    avx512 = kernel._vector_registers() >= 32
+    assert kernel.PARALLEL_FROM == kernel._parallel_from(kernel.cpu_vendor(), avx512)
+    # the table's rows, and the fallbacks: the vendor's AVX-512 row, else AMD's
+    assert kernel._parallel_from("AuthenticAMD", True) == 8
+    assert kernel._parallel_from("AuthenticAMD", False) == 1
+    assert kernel._parallel_from("GenuineIntel", False) == kernel._parallel_from("GenuineIntel", True) == 1
+    assert kernel._parallel_from("", False) == kernel._parallel_from("HygonGenuine", True) == 8
 
 
 def test_numba_is_used_when_installed():
@@ -320,14 +325,16 @@ def test_strips_layout(monkeypatch):
 
 
 def test_narrow_tiles_prefetch_from_two_positions(monkeypatch):
-    """A decoding step's narrow tiles do not prefetch, passes over more do (STRIP_AHEAD, or
-    SPECDEC_STRIP_AHEAD checked for range); every distance gives the same products."""
+    """A decoding step's narrow tiles do not prefetch, passes over more do (STRIP_AHEAD: one group,
+    several; or SPECDEC_STRIP_AHEAD, checked); every distance gives the same products."""
+    one, several = kernel._STRIP_AHEAD
     assert kernel.prefetch_ahead(1, strips=True) == 0
-    assert all(kernel.prefetch_ahead(n, strips=True) == kernel._STRIP_AHEAD for n in (2, 5, 9, 33))
-    for env, want in (("0", 0), ("64", 64)):
+    assert all(kernel.prefetch_ahead(n, strips=True) == one for n in range(2, kernel.MAX_GROUP + 1))
+    assert all(kernel.prefetch_ahead(n, strips=True) == several for n in (kernel.MAX_GROUP + 1, 9, 33))
+    for env, want in (("0", (0, 0)), ("64", (64, 64)), ("8, 40", (8, 40))):
         monkeypatch.setenv("SPECDEC_STRIP_AHEAD", env)
         assert kernel._strip_ahead() == want
-    for bad in ("-1", "x", "257"):
+    for bad in ("-1", "x", "257", "1,2,3", "4,"):
         monkeypatch.setenv("SPECDEC_STRIP_AHEAD", bad)
         with pytest.raises(ValueError, match="SPECDEC_STRIP_AHEAD"):
             kernel._strip_ahead()
@@ -335,8 +342,6 @@ def test_narrow_tiles_prefetch_from_two_positions(monkeypatch):
     pw = kernel.pack(w, strips=True)
     for n in (2, 9):
         x = rand(n, 129)
-        ys = []
         for ahead in (0, 1, 256):
-            monkeypatch.setattr(kernel, "_STRIP_AHEAD", ahead)
-            ys.append(kernel.matmul_t(x, pw))
-            assert rel_err(ys[-1], x, w) < TOL
+            monkeypatch.setattr(kernel, "_STRIP_AHEAD", (ahead, ahead))
+            assert rel_err(kernel.matmul_t(x, pw), x, w) < TOL

@@ -36,7 +36,7 @@ there are 16, so a wide tile's ``4 P`` accumulators of 16 floats spill from 2 po
 weights are then packed in strips (``pack(..., strips=True)``): each panel's memory is its four
 16-row strips one after another, each strip one sequential stream of a cache line an input, and a
 *narrow* tile multiplies one strip by up to 6 positions (``P`` accumulators). One group runs a whole
-strip; more positions run in groups over each chunk of it while the chunk is in L1. The shape of
+strip; more positions run in groups over each chunk of it (4 KB) while the chunk is in L1. The shape of
 ``Packed.data`` is the same; only the order of its floats differs.
 
 The inputs are passed transposed and grouped (:func:`group_positions`), so the broadcasts of one
@@ -85,12 +85,14 @@ MAX_GROUP = 6
 #: one cache line an input) times up to :data:`MAX_GROUP` positions, ``P`` accumulators.
 NARROW_FLAG = 32
 #: In a pass over 2 or more positions, how many inputs (cache lines) ahead a narrow tile
-#: prefetches its strip into L2 (a decoding step does not: the hardware prefetcher keeps up with
-#: one sequential stream). Measured on AMD Zen 3 at one thread (2026-12-03, 8 blocks' products,
-#: 15 interleaved repeats): 32 lines took 5 positions from 1.46x the read floor to 1.23x and 9
-#: from 2.05x to 1.70x; 8, 16, 64 and 128 did less; one position was fastest without.
-#: ``SPECDEC_STRIP_AHEAD`` (0-256) in the environment overrides.
-STRIP_AHEAD = 32
+#: prefetches its strip into L2: ``(one group of 2-6 positions, several groups)``; a decoding step
+#: does not (the hardware prefetcher keeps up with one sequential stream). Measured on AMD Zen 3
+#: at one thread (2026-12-03, whole passes, ``bench_lm.py --only prefetch --repeats 7``): 16 lines
+#: took 3-4 positions from 1.23-1.28x the read floor to 1.10-1.12x; with several groups 32 took 9
+#: positions from 2.09x to 1.78x; none and 64 were slower for every count from 3 on.
+#: ``SPECDEC_STRIP_AHEAD`` in the environment (one number 0-256, or two separated by a comma)
+#: overrides.
+STRIP_AHEAD = (16, 32)
 #: With several groups, inputs per chunk: a panel's chunk (16 KB) stays in L1 while every group
 #: uses it.
 CHUNK = 64
@@ -192,13 +194,15 @@ def _default_prefetch() -> tuple[int, ...]:
 _AHEAD = [_default_prefetch()]
 
 
-def _strip_ahead() -> int:
+def _strip_ahead() -> tuple[int, int]:
     env = os.environ.get("SPECDEC_STRIP_AHEAD", "").strip()
     if not env:
         return STRIP_AHEAD
-    if not env.isdigit() or int(env) > 256:
-        raise ValueError(f"SPECDEC_STRIP_AHEAD must be a number of inputs ahead, 0-256; got {env!r}")
-    return int(env)
+    parts = [p.strip() for p in env.split(",")]
+    if len(parts) not in (1, 2) or not all(p.isdigit() and int(p) <= 256 for p in parts):
+        raise ValueError("SPECDEC_STRIP_AHEAD must be one number of inputs ahead (0-256) or two "
+                         f"separated by a comma; got {env!r}")
+    return (int(parts[0]), int(parts[-1]))
 
 
 _STRIP_AHEAD = _strip_ahead()
@@ -209,7 +213,7 @@ def prefetch_ahead(n: int, strips: bool = False) -> int:
     tiles (0: none, and for more than :data:`MAX_GROUP` positions, whose groups prefetch chunk by
     chunk) the table's, for narrow ones (``strips``) :data:`STRIP_AHEAD`."""
     if strips:
-        return _STRIP_AHEAD if n > 1 else 0
+        return 0 if n <= 1 else _STRIP_AHEAD[0] if n <= MAX_GROUP else _STRIP_AHEAD[1]
     return _AHEAD[0][n - 1] if 1 <= n <= MAX_GROUP else 0
 
 
@@ -817,21 +821,31 @@ _LOCAL = threading.local()
 _PROCESS = [None]  # the process-wide setting (set_process_threads), None: the default
 
 
-#: Per CPU vendor, the fewest positions a pass must have to use more than one thread (a thread's
-#: own :func:`use_threads` is taken as it is), measured on this project's 2-core machines
-#: (``benchmarks/bench_lm.py --only threads``, each run alone):
+#: Per CPU vendor and whether it has AVX-512, the fewest positions a pass must have to use more
+#: than one thread (a thread's own :func:`use_threads` is taken as it is), measured on this
+#: project's 2-core machines (``benchmarks/bench_lm.py --only threads``, each run alone):
 #:
-#: * AMD (Zen 4): the weights streamed no faster from two cores than from one, so a decoding step
-#:   was 1.1-1.2x slower on two threads and 5-9 positions about even, while 17 and 33 positions,
-#:   whose arithmetic outlasts the stream, took 0.76x and 0.64x as long: from 8 positions on.
-#: * Intel (Xeon, Sapphire Rapids family): one core's stream is bound by how many cache misses it
-#:   can keep in flight, so two cores read faster: every pass, a decoding step included, took
-#:   0.75-0.80x as long on two threads: from 1 position on.
+#: * AMD with AVX-512 (Zen 4): the weights streamed no faster from two cores than from one, so a
+#:   decoding step was 1.1-1.2x slower on two threads and 5-9 positions about even, while 17 and
+#:   33 positions, whose arithmetic outlasts the stream, took 0.76x and 0.64x as long: from 8
+#:   positions on.
+#: * AMD without it (Zen 3, strips layout, 2026-12-03): every pass, the read floor and a decoding
+#:   step included, took 0.64-0.67x as long on two threads: from 1 position on.
+#: * Intel (Xeon, Sapphire Rapids family, AVX-512): one core's stream is bound by how many cache
+#:   misses it can keep in flight, so two cores read faster: every pass, a decoding step included,
+#:   took 0.75-0.80x as long on two threads: from 1 position on.
 #:
-#: Other vendors get AMD's.
-PARALLEL_FROM_BY_VENDOR = {"AuthenticAMD": 8, "GenuineIntel": 1}
-#: This CPU's entry of :data:`PARALLEL_FROM_BY_VENDOR`.
-PARALLEL_FROM = PARALLEL_FROM_BY_VENDOR.get(cpu_vendor(), PARALLEL_FROM_BY_VENDOR["AuthenticAMD"])
+#: Other CPUs get their vendor's entry with AVX-512, else AMD's with AVX-512.
+PARALLEL_FROM_BY_CPU = {("AuthenticAMD", True): 8, ("AuthenticAMD", False): 1, ("GenuineIntel", True): 1}
+
+
+def _parallel_from(vendor: str, avx512: bool) -> int:
+    table = PARALLEL_FROM_BY_CPU
+    return table.get((vendor, avx512), table.get((vendor, True), table[("AuthenticAMD", True)]))
+
+
+#: This CPU's entry of :data:`PARALLEL_FROM_BY_CPU`.
+PARALLEL_FROM = _parallel_from(cpu_vendor(), _vector_registers() >= 32)
 
 
 def prepare_threads(n: int | None = None) -> int:
