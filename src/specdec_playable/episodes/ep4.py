@@ -111,9 +111,9 @@ the chance that speculative sampling keeps the draft's proposal there (Leviathan
 that is the bar above each token and the number its hover shows. Each run keeps or rejects each draft
 with that probability, drawn afresh for each seed; the speedups come from those runs.</p>
 <p class="sdp-note">The draft head is one small layer trained on this machine
-(<code>scripts/train_draft_head.py</code>) to imitate the big model: it reads the big model's own
-last-layer feature at the token before and the token itself, predicts the feature the big model will
-compute next, and reads it through the big model's own output head, over the {head["vocab_size"]:,}
+(<code>scripts/train_draft_head.py</code>) to imitate the big model: it reads the big model's features at the
+token before (from its last layer fused with two lower ones) and the token itself, predicts the
+feature the big model will compute next, and reads it through the big model's own output head, over the {head["vocab_size"]:,}
 tokens the big model writes most (EAGLE's idea, with FR-Spec's reduced vocabulary). It learned from
 {head["data"]["train_tokens"]:,} tokens of Python, JavaScript, JSON, READMEs and the big model's own
 replies to chat prompts, poems and letters among them; none of the texts here was part of it. One

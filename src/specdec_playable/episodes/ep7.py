@@ -91,8 +91,8 @@ reply is fresh writing (a function, an explanation) there is little to copy.</li
 <li><strong>The n-gram table</strong> is just as cheap, but it learned from Python source; on a
 chat reply it rarely has a guess, and a wrong guess still makes the pass longer.</li>
 <li><strong>The draft head</strong> is one small layer trained on this machine to imitate the model:
-it reads the model’s own last-layer feature and the next token, predicts the feature the model would
-compute next, and reads it through the model’s own output head (EAGLE’s idea). {head_line()}</li>
+it reads the model’s features (its last layer’s fused with two lower ones’) and the next token,
+predicts the feature the model would compute next, and reads it through the model’s own output head (EAGLE’s idea). {head_line()}</li>
 <li><strong>The early exit</strong> runs the model’s first 6 of its 30 blocks and its output head:
 each guess costs a real fraction of a step, and without training it is almost never right.</li>
 </ul>"""]

@@ -108,8 +108,8 @@ them, on its own models and GPUs.</p>
 
 _PART3_DRAFTS = {
     "head": ("The draft head of Episode 7 (one small layer trained on this machine to imitate the "
-             "model from its own last-layer feature) offers its most likely next tokens at each "
-             "level, each level drafted from the guess above it"),
+             "model from features of three of its layers, and on its own guesses) offers its most "
+             "likely next tokens at each level, each level drafted from the guess above it"),
     "ngram": ("The n-gram table (which token most often follows the last one to three tokens, "
               "counted from Python source) offers its most frequent continuations at each level"),
 }

@@ -1,4 +1,5 @@
-"""The draft head: one small trained layer that imitates the model from its own last-layer feature.
+"""The draft head: one small trained layer that imitates the model from its features (the last layer's,
+fused with lower layers' where the asset says so).
 
 EAGLE's idea (Li, Wei, Zhang and Zhang, 2024): the target's final-normed feature ``f_t`` at
 position ``t`` (the vector its head reads) and the embedding of the next token ``x_{t+1}`` go in;
