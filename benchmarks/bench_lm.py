@@ -401,26 +401,43 @@ def bench_breakdown(model, repeats: int, ns=(1, 5, 9)) -> None:
               f"| {t['norms']:.2f} | {t['head']:.1f} | {rest:.2f} |")
 
 
-def bench_prefetch(model, repeats: int, distances=(0, 4, 8, 12, 16, 24, 32)) -> None:
-    """How far ahead a one-group tile should prefetch, on this CPU: passes over 1-6 positions at
-    one thread with every distance (inputs of 256 bytes ahead; 0: none) in one interleaved loop,
-    beside the read floor. ``kernel.PREFETCH`` keeps one row per CPU vendor from this table."""
+def bench_prefetch(model, repeats: int) -> None:
+    """How far ahead a tile should prefetch its weights, on this CPU: passes at one thread with
+    every distance (0: none) in one interleaved loop, beside the read floor. Panels: a one-group
+    wide tile over 1-6 positions, in inputs of 256 bytes (``kernel.PREFETCH`` keeps one row per CPU
+    vendor from this table). Strips: narrow tiles over 2-9 positions, in cache lines of a strip
+    (``kernel.STRIP_AHEAD`` keeps one group's and several groups' distance)."""
     from specdec_playable.lm import kernel
 
     if model.weights.strips:
-        return _bench_strip_prefetch(model, repeats)
+        saved = kernel._STRIP_AHEAD
+
+        def setting(d):
+            kernel._STRIP_AHEAD = saved if d is None else (d, d)
+        _prefetch_table(model, repeats, (2, 3, 4, 5, 6, 7, 9), (0, 8, 16, 32, 64), setting,
+                        lambda d: f"{d} lines", "narrow tiles (strips layout)", saved)
+        return
     saved = kernel.set_prefetch(None)
 
+    def setting(d):
+        kernel.set_prefetch(saved if d is None else (d,) * kernel.MAX_GROUP)
+    _prefetch_table(model, repeats, range(1, kernel.MAX_GROUP + 1), (0, 4, 8, 12, 16, 24, 32), setting,
+                    lambda d: f"{d / 4:g} KB", f"a one-group tile, {kernel.cpu_vendor() or 'unknown vendor'}",
+                    saved)
+
+
+def _prefetch_table(model, repeats, ns, distances, setting, label, title, saved) -> None:
+    """Time passes over ``ns`` positions with each prefetch distance (``setting(d)`` puts it in
+    force, ``setting(None)`` puts back what was), interleaved, and print the table."""
     def with_distance(d, fn):
         def run():
-            kernel.set_prefetch((d,) * kernel.MAX_GROUP)
+            setting(d)
             try:
                 fn()
             finally:
-                kernel.set_prefetch(saved)
+                setting(None)
         return run
 
-    ns = range(1, kernel.MAX_GROUP + 1)
     fns = {("floor", 0): _at_threads(1, _floor(model))}
     for n in ns:
         for d in distances:
@@ -428,49 +445,10 @@ def bench_prefetch(model, repeats: int, distances=(0, 4, 8, 12, 16, 24, 32)) -> 
     load0 = os.getloadavg()[0]
     got = _interleaved(fns, repeats)
     floor = got[("floor", 0)][0]
-    print(f"\n## Prefetch distance of a one-group tile, one thread, {kernel.cpu_vendor() or 'unknown vendor'} "
-          f"(pass ms, medians of {repeats} interleaved repeats; load average {load0:.2f} -> "
-          f"{os.getloadavg()[0]:.2f}); read floor {floor:.1f} ms; in force now: {saved}")
-    print("| n | " + " | ".join("none" if d == 0 else f"{d / 4:g} KB"
-                                  for d in distances) + " | best | best ÷ floor |")
-    print("|---|" + "---|" * (len(distances) + 2))
-    for n in ns:
-        ms = [got[(n, d)][0] for d in distances]
-        best = int(np.argmin(ms))
-        print(f"| {n} | " + " | ".join(f"{v:.1f}" for v in ms)
-              + f" | {distances[best]} | {ms[best] / floor:.2f} |")
-
-
-def _bench_strip_prefetch(model, repeats: int, distances=(0, 8, 16, 32, 64)) -> None:
-    """The strips layout's prefetch distance (cache lines of one strip ahead; 0: none): passes
-    over 2-9 positions at one thread with every distance in one interleaved loop, beside the read
-    floor. ``kernel.STRIP_AHEAD`` keeps (one group of 2-6, several groups) from this table."""
-    from specdec_playable.lm import kernel
-
-    saved = kernel._STRIP_AHEAD
-
-    def with_distance(d, fn):
-        def run():
-            kernel._STRIP_AHEAD = (d, d)
-            try:
-                fn()
-            finally:
-                kernel._STRIP_AHEAD = saved
-        return run
-
-    ns = (2, 3, 4, 5, 6, 7, 9)
-    fns = {("floor", 0): _at_threads(1, _floor(model))}
-    for n in ns:
-        for d in distances:
-            fns[(n, d)] = _at_threads(1, with_distance(d, _pass(model, n)))
-    load0 = os.getloadavg()[0]
-    got = _interleaved(fns, repeats)
-    floor = got[("floor", 0)][0]
-    print(f"\n## Prefetch distance of narrow tiles (strips layout), one thread (pass ms, medians of "
-          f"{repeats} interleaved repeats; load average {load0:.2f} -> {os.getloadavg()[0]:.2f}); "
-          f"read floor {floor:.1f} ms; in force now: {saved}")
-    print("| n | " + " | ".join("none" if d == 0 else f"{d} lines" for d in distances)
-          + " | best | best ÷ floor |")
+    print(f"\n## Prefetch distance of {title}, one thread (pass ms, medians of {repeats} interleaved "
+          f"repeats; load average {load0:.2f} -> {os.getloadavg()[0]:.2f}); read floor {floor:.1f} ms; "
+          f"in force now: {saved}")
+    print("| n | " + " | ".join("none" if d == 0 else label(d) for d in distances) + " | best | best ÷ floor |")
     print("|---|" + "---|" * (len(distances) + 2))
     for n in ns:
         ms = [got[(n, d)][0] for d in distances]
