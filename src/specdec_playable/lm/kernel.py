@@ -61,6 +61,7 @@ it for the calling thread. If numba's OpenMP layer is used, idle threads sleep r
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass
@@ -115,6 +116,7 @@ PREFETCH = {
 }
 
 
+@functools.cache
 def _vector_registers() -> int:
     """How many 16-float vector registers this CPU has: 32 with AVX-512, else the 16 of AVX2
     (each 16-float vector then takes two of them), as the compiler sees the host."""
@@ -252,7 +254,7 @@ class Packed:
     #: The strips layout (:data:`NARROW`): each panel's memory is its four 16-row strips one after
     #: another, ``data[p]`` read as ``(4, cols, 16)`` (``strip(p, s)[k, j]`` is the weight of row
     #: ``64 p + 16 s + j``, input ``k``); ``data`` keeps its ``(panels, cols, 64)`` shape, so
-    #: index it through :meth:`rows_of` / :meth:`unpack`, never directly.
+    #: index it through :meth:`blocks`, ``Packed[ids]`` or :meth:`unpack`, never directly.
     strips: bool = False
 
     @property
