@@ -35,6 +35,7 @@ def test_what_the_readme_says_about_trees_and_chains():
     from specdec_playable.lm.head import head_meta
 
     assert meta["draft"]["sha256"] == head_meta()["sha256"]  # measured with the shipped head
+    row = {r["label"]: r for r in pooled}
     chains = {int(r["positions"]): float(r["tokens_per_pass"]) for r in pooled if r["width"] == "1"}
     best = {}
     for r in pooled:
@@ -46,16 +47,15 @@ def test_what_the_readme_says_about_trees_and_chains():
     assert [round(chains[n], 2) for n in (4, 6, 8)] == [1.84, 1.89, 1.90]
     assert [round(best[n][1], 2) for n in (6, 8)] == [2.09, 2.17]
     assert all(best[n][0].startswith("dynamic") for n in (6, 8))
-    dyn4 = next(float(r["tokens_per_pass"]) for r in pooled if r["label"] == "dynamic 2x2")
+    dyn4 = float(row["dynamic 2x2"]["tokens_per_pass"])
     assert round(dyn4, 2) == round(chains[4], 2) == 1.84 and round(best[4][1], 2) == 1.84
     # "a tree that spends every position on the next token (4x1, 6x1, 8x1) decides fewer than the chain"
     for n in (4, 6, 8):
-        wide = next(float(r["tokens_per_pass"]) for r in pooled if r["label"] == f"spine {n}x1")
-        assert wide < chains[n]
+        assert float(row[f"spine {n}x1"]["tokens_per_pass"]) < chains[n]
     # "independent acceptance predicts 1.99 for 8x1 against 1.75 measured"
-    r8 = next(r for r in pooled if r["label"] == "spine 8x1")
+    r8 = row["spine 8x1"]
     assert (round(float(r8["closed_form_shape_at_chain_q"]), 2), round(float(r8["tokens_per_pass"]), 2)) == (1.99, 1.75)
-    chain_q = next(float(r["q"]) for r in pooled if r["label"] == "chain k=4")
+    chain_q = float(row["chain k=4"]["q"])
     assert round(chain_q, 2) == 0.47  # "the first guess is kept about half the time (0.47)"
     # The independent-acceptance closed form overestimates every fixed-shape tree (a dynamic
     # tree's shape is chosen per pass, so it has none: NaN).
@@ -66,7 +66,7 @@ def test_what_the_readme_says_about_trees_and_chains():
     # "the best implied speedup is the 2x2 spine's 1.30x against the k = 4 chain's 1.15x"; "from 6
     # positions the chain (0.98x, 0.88x) no longer pays, while every fixed-shape tree still does a
     # little (1.02-1.20x)"
-    speed = {r["label"]: float(r["est_speedup_vs_plain"]) for r in pooled}
+    speed = {label: float(r["est_speedup_vs_plain"]) for label, r in row.items()}
     assert max(speed, key=speed.get) == "spine 2x2"
     assert (round(speed["spine 2x2"], 2), round(speed["chain k=4"], 2)) == (1.30, 1.15)
     assert (round(speed["chain k=6"], 2), round(speed["chain k=8"], 2)) == (0.98, 0.88)
