@@ -11,7 +11,7 @@ import panel as pn
 from bokeh.settings import settings as bokeh_settings
 from tornado.web import HTTPError, OutputTransform, RequestHandler
 
-from . import files, shared
+from . import files, panel_threads, shared
 from ..episodes import available, teaching
 from ..shipped import doc_names
 from ..views.site import course
@@ -156,6 +156,8 @@ def _log_exception(exc: BaseException) -> None:
 def prepare_process() -> None:
     """What a serving process does once, so that no session does it again.
 
+    - Panel's read-only editing is made safe for pages built on several threads at once
+      (:mod:`.panel_threads`): Bokeh builds each session's page on a worker thread.
     - Bokeh checks every new session's document for broken models (about a sixth of a page's
       build). The pages are the same structure for every visitor, so the tests check each
       page's document once (``tests/test_open_cost.py``) and the server does not repeat it.
@@ -164,6 +166,7 @@ def prepare_process() -> None:
     - The index's times are measured from the episode pages (:func:`episode_times`), and the
       teacher's guide's answers computed (:func:`episodes.teaching`).
     """
+    panel_threads.install()
     bokeh_settings.perform_document_validation.set_value(False)
     n = shared.warm()
     log.info("computed %d shared results for the pages' opening settings", n)
