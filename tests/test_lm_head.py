@@ -186,3 +186,65 @@ def test_a_head_fed_several_layers_is_served_what_it_reads(model, fused_head):
     guesses = [(fused_head.begin(model).propose(np.array(text[:i + 1]), 1).tokens[0],
                 shipped.propose(np.array(text[:i + 1]), 1).tokens[0]) for i in range(1, len(text) - 1, 4)]
     assert any(a != b for a, b in guesses)
+
+
+#: How far the compiled layer may stray from the numpy one, relative to the largest output: the
+#: same float32 arithmetic summed in another order (seen: 4e-7).
+COMPILED_RTOL = 1e-5
+
+
+@pytest.mark.skipif(not lmhead.HAVE_NUMBA, reason="the compiled layer needs numba")
+@pytest.mark.parametrize("past,n", [(0, 1), (5, 1), (40, 3), (250, 7), (300, 1), (300, 16)])
+def test_the_compiled_layer_computes_the_numpy_layer(monkeypatch, past, n):
+    """Drafted guesses (one position) and a verify pass's kept tokens (several) run the compiled
+    layer; it must give numpy's features and cache, including where the attention window (256)
+    cuts the cache (past 300) and where the cache has to grow."""
+    w = lmhead.load_head()
+    d = w["wo"].shape[0]
+    rng = np.random.default_rng(7)
+    feats = rng.standard_normal((n, d)).astype(np.float32) * 3
+    embeds = rng.standard_normal((n, d)).astype(np.float32) * 0.05
+
+    def cache():
+        c = lmhead.HeadCache(w, capacity=past + 1)  # too small for n > 1: reserve grows it
+        c.k[:, :past] = rng.standard_normal((c.k.shape[0], past, c.k.shape[2])) if past else 0
+        c.v[:, :past] = rng.standard_normal((c.v.shape[0], past, c.v.shape[2])) if past else 0
+        c.length = past
+        return c
+
+    a = cache()
+    b = lmhead.HeadCache(w, capacity=a.k.shape[1])
+    b.k[...], b.v[...], b.length = a.k, a.v, a.length
+    got = lmhead.head_forward(w, feats, embeds, a)
+    monkeypatch.setattr(lmhead, "HAVE_NUMBA", False)
+    want = lmhead.head_forward(w, feats, embeds, b)
+    assert a.length == b.length == past + n
+    scale = np.abs(want).max()
+    np.testing.assert_allclose(got, want, rtol=0, atol=COMPILED_RTOL * scale)
+    for name in ("k", "v"):
+        x, y = getattr(a, name)[:, :past + n], getattr(b, name)[:, :past + n]
+        np.testing.assert_allclose(x, y, rtol=0, atol=COMPILED_RTOL * np.abs(y).max())
+
+
+def test_long_spans_keep_the_numpy_layer(monkeypatch):
+    """A prefill longer than COMPILED_UP_TO keeps numpy's batched attention (the compiled one
+    loops position by position)."""
+    w = lmhead.load_head()
+    called = []
+    monkeypatch.setattr(lmhead, "_forward_compiled", lambda *a: called.append(a[1].shape[0]))
+    d = w["wo"].shape[0]
+    for n in (lmhead.COMPILED_UP_TO, lmhead.COMPILED_UP_TO + 1):
+        lmhead.head_forward(w, np.ones((n, d), np.float32), np.ones((n, d), np.float32),
+                            lmhead.HeadCache(w))
+    assert called == ([lmhead.COMPILED_UP_TO] if lmhead.HAVE_NUMBA else [])
+
+
+def test_warmup_runs_the_layer_and_the_readout(model, monkeypatch):
+    seen = []
+    real = lmhead.head_forward
+    monkeypatch.setattr(lmhead, "head_forward", lambda w, f, e, c: seen.append(f.shape[0]) or real(w, f, e, c))
+    assert lmhead.warmup(model) > 0
+    assert seen == [1, 2]
+    assert any(src is model.weights.embed for src, _ in lmhead.load_head().readouts)  # packed
+    monkeypatch.setattr(lmhead, "load_head", lambda: (_ for _ in ()).throw(HeadNotInstalled("x")))
+    assert lmhead.warmup(model) == 0.0

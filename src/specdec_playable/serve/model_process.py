@@ -105,10 +105,11 @@ def calibration():
 
 def _calibrate(model, cancel: threading.Event):  # pragma: no cover - runs in the child
     """The child's start-up measurement of its own pass times (None when switched off)."""
-    from ..lm import kernel
+    from ..lm import head, kernel
     from ..lm.calibrate import BUDGET_S, measure_pass_times
 
     kernel.warmup()
+    head.warmup(model)
     try:
         budget = float(os.environ.get(CALIBRATE_ENV, BUDGET_S))
     except ValueError:
