@@ -23,7 +23,9 @@ streams a few MB of weights, not the 113 MB of the full head; the draft's q is z
 
 Serving is numpy and the target's kernel: the head's matrices and its readout rows are packed
 for :func:`.kernel.matmul_t` in half precision (float16, as the asset stores the head; the
-readout rows rounded to it), so a draft step streams half the bytes, and sums in float32.
+readout rows rounded to it), so a draft step streams half the bytes, and sums in float32. With
+numba, the steps between the layer's products are compiled (a few calls, not a few dozen numpy
+ones); the numpy layer is the reference and serves where numba is absent.
 
 The target's features come from the decoder (``observe``, called with the hidden states of the
 prompt's prefill and of each verify pass's kept positions, and the residual streams of the blocks
@@ -382,7 +384,7 @@ def _forward_compiled(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
                       cache: HeadCache) -> np.ndarray:
     """:func:`head_forward` with the five products by the kernel and the norms, the attention over
     the cache and the SwiGLU each one compiled call between them (the numpy path spent about a
-    fifth of a drafted guess's layer time in the few dozen small numpy calls between products)."""
+    third of a drafted guess's layer time in the few dozen small numpy calls between products)."""
     n, d = feats.shape
     eps = F32(w.eps)
     z = np.empty((n, 2 * d), F32)
