@@ -199,11 +199,14 @@ if HAVE_NUMBA:
                 out[p, at + k] = x[p, k] * s
 
     @njit(fastmath=True, error_model="numpy", cache=True)
-    def _attend_new(qkv, cache_k, cache_v, past, window, inv_freq, o):
+    def _attend_new(qkv, kv, rope, o):
         """``n`` new head positions ``past .. past + n - 1``: rotate their queries and keys, append
         their keys and values to the cache, and write each one's attention output over the
-        positions it sees (itself and the ``window - 1`` before it) into ``o`` (n, d). The layouts
-        of :class:`HeadCache`; ``1/sqrt(hd)`` is folded into the queries."""
+        positions it sees (itself and the ``window - 1`` before it) into ``o`` (n, d).
+        ``kv = (keys, values, past)`` in the layouts of :class:`HeadCache`, ``rope = (window,
+        inv_freq)``; ``1/sqrt(hd)`` is folded into the queries."""
+        cache_k, cache_v, past = kv
+        window, inv_freq = rope
         n = qkv.shape[0]
         nh, _, hd = cache_k.shape
         half = hd // 2
@@ -396,7 +399,7 @@ def _forward_compiled(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
     qkv = matmul_t(h, w["wqkv"])
     cache.reserve(n)
     o = np.empty((n, d), F32)
-    _attend_new(qkv, cache.k, cache.v, cache.length, w.window, w["inv_freq"], o)
+    _attend_new(qkv, (cache.k, cache.v, cache.length), (w.window, w["inv_freq"]), o)
     cache.length += n
     h = _add_norm(x, matmul_t(o, w["wo"]), eps, _NO_SCALE)
     gu = matmul_t(h, w["wgu"])
