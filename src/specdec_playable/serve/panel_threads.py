@@ -9,8 +9,8 @@ Parameter objects, shared by every instance in the process. Two blocks on two th
 the second saves the flags the first has lifted, the first puts them back while the second is
 still setting, and the second fails, e.g. ``Read-only parameter 'hostname' cannot be modified``
 from ``Location.from_request`` (with four pages loading at a time on the 2-core machine, each
-episode's hundred loads in the bad-link test met it at least once); when the second block ends it "restores" the lifted flags, so the class stays
-unlocked for good.
+episode's hundred loads in the bad-link test met it at least once); when the second block ends
+it "restores" the lifted flags, so the class stays unlocked for good.
 
 :func:`install` puts a counted version in Panel's place: the first block to lift a Parameter saves
 its flags, later blocks only count, and the flags come back when the last block holding them
