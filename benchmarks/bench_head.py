@@ -12,7 +12,11 @@ fresh code prompts no training run saw: ``sql-top``, ``py-class``, ``yaml-ci``):
    work-based figure beside it; the best k per task is marked.
 3. **Trees** (``--trees``, heads only): the same race with token-tree speculation
    (``lm.race.race_tree``), e.g. dynamic trees (EAGLE-2) of as many nodes as a chain of k.
-4. **Cost of a guess** (heads only): the median time of one drafted token at one thread, with the
+4. **The first guess with the model's own features** (heads only): every position of each greedy
+   reply scored teacher-forced (``lm.score``), so guess 1 always reads the target's real features:
+   how often the head's top token is the model's, and how many of the reply's tokens lie outside
+   the head's vocabulary (a guess that can never be kept), beside guess 1 in the run.
+5. **Cost of a guess** (heads only): the median time of one drafted token at one thread, with the
    target's pass between rounds (as in a run), over the decode step measured in the same loop.
 
 Run from a checkout (one thread, a quiet machine):
@@ -94,6 +98,35 @@ def print_acceptance(got: dict, makes: dict, tasks, k: int, max_new: int) -> Non
             cells = [f"{kept[i] / checked[i]:.0%} ({kept[i]}/{checked[i]})" if checked[i] else "–"
                      for i in range(k)]
             print(f"| {name} | {t} | " + " | ".join(cells) + " |")
+
+
+def first_guess(model, makes: dict, got: dict, tasks, k: int) -> None:
+    """Each head's guess 1 teacher-forced over each task's greedy reply (``lm.score``): agreement
+    with the model at every reply position, the reply's tokens outside the head's vocabulary, and
+    guess 1 as kept in the run of :func:`acceptance` (which checks it after misses more often)."""
+    from specdec_playable.lm.score import score_text
+
+    print("\n## Guess 1 on each greedy reply with the model's real features (teacher-forced; "
+          f"the run's guess 1 at k = {k} beside it)")
+    print("| draft | task | reply tokens | guess 1 agrees | outside the head's vocabulary | "
+          "guess 1 kept in the run |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, make in makes.items():
+        if not name.startswith("head"):
+            continue
+        draft = make()
+        vocab = draft.weights().vocab
+        for task in tasks:
+            g, checked, kept = got[name, task]
+            ids = np.asarray(model.tokenizer.chat(PROMPTS[task].message), np.int64)
+            text = np.concatenate([ids, np.asarray(g.tokens, np.int64)])
+            s = score_text(model, text, draft=draft)
+            reply = slice(ids.size - 1, text.size - 1)  # positions predicting a reply token
+            agree = float(np.mean(s.draft_top[reply] == s.target_top[reply]))
+            outside = float(np.mean(~np.isin(text[ids.size:], vocab)))
+            run = f"{kept[0] / checked[0]:.0%} ({kept[0]}/{checked[0]})" if checked[0] else "–"
+            print(f"| {name} | {task} | {text.size - ids.size} | {agree:.0%} | {outside:.0%} | "
+                  f"{run} |", flush=True)
 
 
 def median_race(run, repeats: int):
@@ -212,6 +245,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     got = acceptance(model, makes, tasks, args.k, args.max_new)
     print_acceptance(got, makes, tasks, args.k, args.max_new)
+    first_guess(model, makes, got, tasks, args.k)
     guess_cost(model, makes, args.k)
     ks = tuple(int(k) for k in args.race_ks.split(",") if k)
     if ks:
