@@ -345,3 +345,65 @@ def test_narrow_tiles_prefetch_from_two_positions(monkeypatch):
         for ahead in (0, 1, 256):
             monkeypatch.setattr(kernel, "_STRIP_AHEAD", (ahead, ahead))
             assert rel_err(kernel.matmul_t(x, pw), x, w) < TOL
+
+
+@pytest.mark.parametrize("strips", [False, True], ids=["panels", "strips"])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 9, 12, 13, 17, 33])
+@pytest.mark.parametrize("shape", [(200, 129), (130, 64), (64, 1), (7, 13)])
+def test_int8_weights_multiply_as_their_scaled_values(shape, n, strips):
+    """A weight packed in eight bits streams a quarter of float32's bytes; the tile widens each
+    int8 to float32 as it loads (one and two positions over 4 and 2 interleaved sets of sums, the
+    input counts of ``shape`` leaving 0-3 inputs after them) and each output is scaled by its
+    row's scale: the float64 product of the dequantized weight to float32 rounding, for every tile
+    shape, both layouts and the numpy fallback alike."""
+    m, k = shape
+    w = rand(m, k)
+    x = rand(n, k)
+    pw = kernel.pack(w, int8=True, strips=strips)
+    assert pw.int8 and not pw.half and pw.dtype == np.int8
+    assert pw.nbytes == kernel.pack(w, strips=strips).nbytes // 4
+    q, s = kernel.quantize_rows(w)
+    deq = q.astype(np.float32) * s[:, None]
+    assert rel_err(kernel.matmul_t(x, pw), x, deq) < TOL
+    assert rel_err(kernel.matmul_t_numpy(x, pw), x, deq) < TOL
+    assert np.allclose(pw.unpack(), deq, rtol=0, atol=1e-7)
+    assert np.allclose(pw[[0, m - 1]], deq[[0, m - 1]], rtol=0, atol=1e-7)
+    out = np.full((n, m), np.nan, np.float32)  # into a given array (the panel padding cut off)
+    assert kernel.matmul_t(x, pw, out=out) is out and rel_err(out, x, deq) < TOL
+
+
+def test_int8_quantization_rounds_each_row_to_its_own_scale():
+    """Each row is scaled by its largest magnitude over 127, rounded to nearest: the error of any
+    weight is at most half its row's step, a row's largest weight is exact, and a zero row stays
+    zero (scale 0, no division by it)."""
+    w = rand(300, 77) * np.exp(rand(300, 1))  # rows of very different sizes
+    w[5] = 0.0
+    q, s = kernel.quantize_rows(w)
+    assert q.dtype == np.int8 and s.dtype == np.float32 and s.shape == (300,)
+    assert np.abs(q).max() == 127 and q.min() >= -127
+    step = np.abs(w).max(axis=1) / 127
+    assert np.all(np.abs(q * s[:, None] - w) <= 0.5 * step[:, None] * (1 + 1e-5) + 1e-12)
+    assert s[5] == 0 and not q[5].any()
+    top = np.abs(w).argmax(axis=1)
+    rows = np.arange(300)
+    assert np.allclose(np.abs(q[rows, top] * s), np.abs(w[rows, top]), rtol=1e-6)
+    pw = kernel.pack(w, int8=True)
+    assert not pw.unpack()[5].any() and pw.scale.shape == (pw.data.shape[0] * kernel.PANEL,)
+    assert not pw.scale[300:].any() and not pw.scale.flags.writeable
+
+
+def test_int8_packing_is_checked():
+    w = rand(70, 9)
+    with pytest.raises(ValueError):
+        kernel.pack(w, half=True, int8=True)
+    with pytest.raises(ValueError):
+        kernel.pack(w, out=np.empty((2, 9, kernel.PANEL), np.float32), int8=True)
+    bad = w.copy()
+    bad[3, 4] = np.nan
+    with pytest.raises(ValueError):
+        kernel.pack(bad, int8=True)
+    with pytest.raises(ValueError):
+        kernel.quantize_rows(w[0])
+    # a float16 weight is widened first: the same bytes as its float32 values
+    h = w.astype(np.float16)
+    assert np.array_equal(kernel.pack(h, int8=True).data, kernel.pack(h.astype(np.float32), int8=True).data)

@@ -237,7 +237,10 @@ class Packed:
     (the last panel's padding) are zero. ``data`` is C-contiguous and read-only: float32, or for a
     weight packed in half precision (``pack(w, half=True)``: half the bytes to stream) the float16
     bit patterns as uint16 (numba has no float16 arrays; the tile widens each vector to float32 as
-    it loads it, so the sums are float32 either way).
+    it loads it, so the sums are float32 either way), or for one packed in eight bits
+    (``pack(w, int8=True)``: a quarter of the bytes) int8 with one float32 ``scale`` per row: the
+    weight of row ``r`` is ``data[...] * scale[r]`` (the tile widens the int8 to float32 and sums;
+    :func:`matmul_t` multiplies each output by its row's scale).
 
     Examples
     --------
@@ -256,6 +259,9 @@ class Packed:
     #: ``64 p + 16 s + j``, input ``k``); ``data`` keeps its ``(panels, cols, 64)`` shape, so
     #: index it through :meth:`blocks`, ``Packed[ids]`` or :meth:`unpack`, never directly.
     strips: bool = False
+    #: For an int8 packing, each row's scale (float32, ``panels * PANEL`` long, the padding rows'
+    #: zero); None otherwise.
+    scale: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -267,12 +273,19 @@ class Packed:
         return self.data.dtype == np.uint16
 
     @property
+    def int8(self) -> bool:
+        """Whether the weights are stored in eight bits (int8 and a scale per row)."""
+        return self.data.dtype == np.int8
+
+    @property
     def dtype(self) -> np.dtype:
-        """The weights' precision: float32, or float16 for a half-precision packing."""
+        """The weights' storage: float32, float16 for a half-precision packing, int8 for an
+        eight-bit one (whose rows are scaled: :attr:`scale`)."""
         return np.dtype(np.float16) if self.half else self.data.dtype
 
     def values(self) -> np.ndarray:
-        """``data`` as its floats (a view: float16 for a half-precision packing)."""
+        """``data`` as stored (a view: float16 for a half-precision packing; int8, unscaled, for an
+        eight-bit one)."""
         return self.data.view(np.float16) if self.half else self.data
 
     def blocks(self) -> np.ndarray:
@@ -303,6 +316,8 @@ class Packed:
         b = self.blocks()
         width = b.shape[2]
         rows = b[idx // width, :, idx % width]  # a new array (fancy indexing)
+        if self.int8:
+            return rows.astype(F32) * self.scale[idx][..., None]
         return rows.astype(F32) if self.half else rows
 
     def unpack(self) -> np.ndarray:
@@ -310,10 +325,34 @@ class Packed:
         b = self.blocks()
         nb, k, width = b.shape
         v = b.transpose(0, 2, 1).reshape(nb * width, k)[:self.rows]
+        if self.int8:
+            return v.astype(F32) * self.scale[:self.rows, None]
         return np.ascontiguousarray(v, dtype=F32)
 
 
-def pack(w: np.ndarray, out: np.ndarray | None = None, *, half: bool = False,
+def quantize_rows(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``w`` (rows, cols) in eight bits: int8 ``q`` and float32 ``scale`` (rows,) with
+    ``w ~ q * scale[:, None]``, each row scaled by its largest magnitude over 127 (symmetric,
+    rounded to nearest; an all-zero row gets scale 0).
+
+    Examples
+    --------
+    >>> q, s = quantize_rows(np.array([[1.0, -0.5, 0.25]], np.float32))
+    >>> q, s
+    (array([[ 127,  -64,   32]], dtype=int8), array([0.00787402], dtype=float32))
+    """
+    w = np.asarray(w, dtype=F32)
+    if w.ndim != 2:
+        raise ValueError(f"quantize_rows: need a (rows, cols) array; got shape {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("quantize_rows: the weight has a non-finite value")
+    scale = (np.abs(w).max(axis=1) / F32(127.0)).astype(F32)
+    safe = np.where(scale > 0, scale, F32(1.0))
+    q = np.clip(np.rint(w / safe[:, None]), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def pack(w: np.ndarray, out: np.ndarray | None = None, *, half: bool = False, int8: bool = False,
          strips: bool | None = None) -> Packed:
     """Pack a float32 weight ``(rows, cols)`` into panels of :data:`PANEL` rows (read-only).
 
@@ -321,17 +360,30 @@ def pack(w: np.ndarray, out: np.ndarray | None = None, *, half: bool = False,
     pack into (a slice of a larger array, so that several weights share one allocation).
     ``half``: store the weights rounded to float16 (a float16 array is taken as it is), half the
     bytes a product streams (``out`` is then not allowed).
+    ``int8``: store them in eight bits with a scale per row (:func:`quantize_rows`; a float16 array
+    is widened first), a quarter of the bytes (``out`` not allowed; not with ``half``).
     ``strips``: each panel as four strips of 16 rows (:attr:`Packed.strips`), for narrow tiles;
     ``None``: this CPU's choice, :data:`NARROW`.
     """
     w = np.asarray(w)
-    if w.ndim != 2 or w.dtype not in ((F32, np.float16) if half else (F32,)):
+    if half and int8:
+        raise ValueError("pack: half or int8, not both")
+    if w.ndim != 2 or w.dtype not in ((F32, np.float16) if half or int8 else (F32,)):
         raise ValueError(f"pack: need a float32 (rows, cols) array; got {w.dtype} {w.shape}")
     m, k = w.shape
     if m == 0 or k == 0:
         raise ValueError(f"pack: empty weight {w.shape}")
     panels = -(-m // PANEL)
-    if half:
+    scale = None
+    if int8:
+        if out is not None:
+            raise ValueError("pack: out is for float32 packing only")
+        w, row_scale = quantize_rows(w)
+        scale = np.zeros(panels * PANEL, F32)
+        scale[:m] = row_scale
+        scale.setflags(write=False)
+        out = np.empty((panels, k, PANEL), np.int8)
+    elif half:
         if out is not None:
             raise ValueError("pack: out is for float32 packing only")
         w = w.astype(np.float16)
@@ -353,7 +405,7 @@ def pack(w: np.ndarray, out: np.ndarray | None = None, *, half: bool = False,
     if half:
         out = out.view(np.uint16)
     out.setflags(write=False)
-    return Packed(out, m, strips)
+    return Packed(out, m, strips, scale)
 
 
 def group_positions(x: np.ndarray) -> np.ndarray:
@@ -391,8 +443,11 @@ def matmul_t_numpy(x: np.ndarray, w) -> np.ndarray:
         return np.ascontiguousarray(x @ w.T)
     b = w.blocks()
     nb, k, width = b.shape
-    y = np.matmul(x, b.astype(F32) if w.half else b)  # (blocks, n, width)
-    return np.ascontiguousarray(y.transpose(1, 0, 2).reshape(x.shape[0], nb * width)[:, :w.rows])
+    y = np.matmul(x, b.astype(F32) if w.half or w.int8 else b)  # (blocks, n, width)
+    y = y.transpose(1, 0, 2).reshape(x.shape[0], nb * width)[:, :w.rows]
+    if w.int8:
+        return np.ascontiguousarray(y * w.scale[:w.rows])
+    return np.ascontiguousarray(y)
 
 
 # -- the kernel --------------------------------------------------------------------------------
@@ -430,8 +485,10 @@ if HAVE_NUMBA:
         return isinstance(a, types.Array) and a.dtype == types.float32 and a.layout == "C"
 
     def _is_weight_c(a) -> bool:
-        """float32, or uint16 holding float16 weights (a half-precision :class:`Packed`)."""
-        return _is_f32_c(a) or (isinstance(a, types.Array) and a.dtype == types.uint16 and a.layout == "C")
+        """float32, uint16 holding float16 weights (a half-precision :class:`Packed`) or int8 (an
+        eight-bit one)."""
+        return _is_f32_c(a) or (isinstance(a, types.Array) and a.dtype in (types.uint16, types.int8)
+                                and a.layout == "C")
 
     @intrinsic
     def _tile(typingctx, arrays, at, P, FLAGS):
@@ -495,18 +552,32 @@ if HAVE_NUMBA:
             at = builder.add(o_off, builder.add(builder.mul(o_stride, _c64(p)), _c64(LANES * v)))
             return builder.bitcast(builder.gep(op, [at]), vptr)
 
-        acc = [[cgutils.alloca_once(builder, _VEC) for _ in range(max(npos, 1))] for _ in range(nv)]
-        for v in range(nv):
-            for p in range(max(npos, 1)):
-                first = builder.load(out_ptr(v, p), align=4) if add else ir.Constant(_VEC, [0.0] * LANES)
-                builder.store(first, acc[v][p])
         half = wp.type.pointee == ir.HalfType()
+        byte = wp.type.pointee == ir.IntType(8)
         hptr = ir.PointerType(ir.VectorType(ir.HalfType(), LANES))
-        with cgutils.for_range_slice(builder, k_lo, k_hi, _c64(1), inc=True) as (k, _):
+        bptr = ir.PointerType(ir.VectorType(ir.IntType(8), LANES))
+        # A narrow int8 tile of one or two positions has too few sums in flight: each input's
+        # multiply-add waits for the one before it, slower than the bytes arrive. It keeps 4 // P
+        # sets of sums over alternate inputs and adds them at the end (only there: every other
+        # tile sums in the same order as before).
+        split = max(1, 4 // npos) if byte and nv == 1 and npos >= 1 else 1
+        acc = [[[cgutils.alloca_once(builder, _VEC) for _ in range(max(npos, 1))] for _ in range(nv)]
+               for _ in range(split)]
+        for u in range(split):
+            for v in range(nv):
+                for p in range(max(npos, 1)):
+                    first = (builder.load(out_ptr(v, p), align=4) if add and u == 0
+                             else ir.Constant(_VEC, [0.0] * LANES))
+                    builder.store(first, acc[u][v][p])
+
+        def body(k, a):
             row = builder.gep(wp, [builder.add(w_off, builder.mul(k, _c64(LANES * nv)))])
             if half:  # 16 float16 weights widened to float32 as they load
                 wv = [builder.fpext(builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), hptr),
                                                  align=2), _VEC) for v in range(nv)]
+            elif byte:  # 16 int8 weights widened to float32 as they load (the row's scale comes after)
+                wv = [builder.sitofp(builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), bptr),
+                                                  align=1), _VEC) for v in range(nv)]
             else:
                 wv = [builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), vptr), align=4)
                       for v in range(nv)]
@@ -516,16 +587,33 @@ if HAVE_NUMBA:
             xrow = builder.add(x_off, builder.mul(k, x_stride))
             if npos == 0:
                 for v in range(nv):
-                    builder.store(builder.fadd(wv[v], builder.load(acc[v][0])), acc[v][0])
+                    builder.store(builder.fadd(wv[v], builder.load(a[v][0])), a[v][0])
             for p in range(npos):
                 s = builder.load(builder.gep(xp, [builder.add(xrow, builder.mul(x_pstride, _c64(p)))]))
                 b = builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(_I32, 0)),
                                            undef, splat)
                 for v in range(nv):
-                    builder.store(builder.call(fma, [wv[v], b, builder.load(acc[v][p])]), acc[v][p])
+                    builder.store(builder.call(fma, [wv[v], b, builder.load(a[v][p])]), a[v][p])
+
+        if split == 1:
+            with cgutils.for_range_slice(builder, k_lo, k_hi, _c64(1), inc=True) as (k, _):
+                body(k, acc[0])
+        else:
+            main = builder.add(k_lo, builder.mul(builder.udiv(builder.sub(k_hi, k_lo), _c64(split)),
+                                                 _c64(split)))
+            with cgutils.for_range_slice(builder, k_lo, main, _c64(split), inc=True) as (k, _):
+                for u in range(split):
+                    body(builder.add(k, _c64(u)), acc[u])
+            with cgutils.for_range_slice(builder, main, k_hi, _c64(1), inc=True) as (k, _):
+                body(k, acc[0])
+            for u in range(1, split):
+                for v in range(nv):
+                    for p in range(npos):
+                        builder.store(builder.fadd(builder.load(acc[0][v][p]), builder.load(acc[u][v][p])),
+                                      acc[0][v][p])
         for v in range(nv):
             for p in range(max(npos, 1)):
-                builder.store(builder.load(acc[v][p]), out_ptr(v, p), align=4)
+                builder.store(builder.load(acc[0][v][p]), out_ptr(v, p), align=4)
 
     def _emit_prefetch(builder, wp, first, lines):
         """Ask for ``lines`` cache lines of ``w`` from float ``first`` on, into L2 (a hint: it never
@@ -791,9 +879,9 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     """
     if x.ndim != 2 or len(w.shape) != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"matmul_t: shapes {x.shape} and {w.shape} do not match (n, in), (out, in)")
-    if x.dtype != F32 or w.dtype not in ((F32, np.float16) if isinstance(w, Packed) else (F32,)):
-        raise TypeError(f"matmul_t: float32 activations and float32 weights (or float16 packed ones) "
-                        f"only, got {x.dtype} and {w.dtype}")
+    if x.dtype != F32 or w.dtype not in ((F32, np.float16, np.int8) if isinstance(w, Packed) else (F32,)):
+        raise TypeError(f"matmul_t: float32 activations and float32 weights (or float16 or int8 packed "
+                        f"ones) only, got {x.dtype} and {w.dtype}")
     n, m = x.shape[0], w.shape[0]
     if out is not None and (out.shape != (n, m) or out.dtype != F32 or not out.flags.c_contiguous):
         raise ValueError("matmul_t: out must be C-contiguous float32 of shape (n, out)")
@@ -807,6 +895,8 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     y = out if out is not None and padded == m else np.empty((n, padded), F32)
     prepare_threads(n)
     products(group_positions(x), w.data, n, y, prefetch_ahead(n, w.strips), w.strips)
+    if w.scale is not None:
+        y *= w.scale[:y.shape[1]]
     if padded != m:
         y = y[:, :m]
         if out is None:
