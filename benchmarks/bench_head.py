@@ -18,11 +18,13 @@ fresh code prompts no training run saw: ``sql-top``, ``py-class``, ``yaml-ci``):
    the head's vocabulary (a guess that can never be kept), beside guess 1 in the run.
 5. **Cost of a guess** (heads only): the median time of one drafted token at one thread, with the
    target's pass between rounds (as in a run), over the decode step measured in the same loop.
+   ``--half`` adds the shipped head kept in float16 (as the asset stores it) beside the int8 it
+   drafts with.
 
 Run from a checkout (one thread, a quiet machine):
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_head.py \\
-        [--head path/to/draft_head.npz ...] [--k 4] [--race-ks 2,3,4,6] [--max-new 64]
+        [--head path/to/draft_head.npz ...] [--half] [--k 4] [--race-ks 2,3,4,6] [--max-new 64]
 
 Prints Markdown tables (the ones quoted in docs/performance.md).
 """
@@ -47,8 +49,10 @@ from specdec_playable.lm.prompts import PROMPTS
 TASKS = ("sum-function", "json-person", "sql-top", "py-class", "yaml-ci", "sky")
 
 
-def drafts(heads: list[str]) -> dict:
+def drafts(heads: list[str], half: bool = False) -> dict:
     out = {"head (shipped)": DraftHead}
+    if half:
+        out["head (float16)"] = lambda: DraftHead(precision="half")
     for path in heads:
         p = Path(path)
         if not p.is_file():
@@ -219,6 +223,8 @@ def guess_cost(model, makes: dict, k: int, repeats: int = 21) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--head", action="append", default=[], help="another head asset to compare")
+    ap.add_argument("--half", action="store_true", help="also the shipped head kept in float16, as "
+                    "the asset stores it (drafting keeps it in int8)")
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated prompts of lm.prompts")
     ap.add_argument("--k", type=int, default=4, help="drafts a round in the acceptance tables")
     ap.add_argument("--race-ks", default="2,3,4,6", help="comma-separated k of the race table; "
@@ -233,7 +239,7 @@ def main(argv=None) -> int:
     unknown = [t for t in tasks if t not in PROMPTS]
     if unknown:
         raise SystemExit(f"unknown tasks {unknown}; choose from {sorted(PROMPTS)}")
-    makes = drafts(args.head)
+    makes = drafts(args.head, args.half)
     if args.drafts:
         keep = {d.strip() for d in args.drafts.split(",")}
         makes = {n: m for n, m in makes.items() if n in keep}

@@ -30,6 +30,7 @@ Usage, from a checkout after ``bash scripts/bootstrap.sh train``:
     .venv/bin/python scripts/train_draft_head.py                 # everything (under an hour)
     .venv/bin/python scripts/train_draft_head.py --no-write      # measure only
     .venv/bin/python scripts/train_draft_head.py --tiny          # a smoke run (the CI test's)
+    .venv/bin/python scripts/train_draft_head.py --measure-cost  # the shipped head's cost, again
 """
 
 from __future__ import annotations
@@ -1105,7 +1106,8 @@ def print_measure(res: dict) -> None:
 
 
 def draft_cost(model, arrays: dict, repeats: int = 20) -> dict:
-    """Median time of one head draft step and of one target decode step, same process."""
+    """Median time of one head draft step (the head kept as drafting keeps it: int8) and of one
+    target decode step, same process."""
     from specdec_playable.lm.decode import generate
 
     w = lmhead.weights_from_arrays(arrays)
@@ -1122,7 +1124,39 @@ def draft_cost(model, arrays: dict, repeats: int = 20) -> dict:
     g = generate(model, ids, max_new=repeats)
     step = g.decode_ms / g.passes / 1e3
     return dict(draft_step_ms=round(1e3 * float(np.median(steps)), 3),
-                decode_step_ms=round(1e3 * step, 2), c=round(float(np.median(steps)) / step, 4))
+                decode_step_ms=round(1e3 * step, 2), c=round(float(np.median(steps)) / step, 4),
+                precision=w.precision)
+
+
+def measure_cost(out: Path, repeats: int = 20, runs: int = 3) -> dict:
+    """Measure the cost of a draft step of the head at ``out`` again, as drafting now keeps it:
+    ``runs`` measurements of :func:`draft_cost`, the one with the median c kept, with the range
+    of c over all of them. Write it into the head's provenance (``measured.cost``, with the date
+    and the load); the figure of the run that trained it is kept once as
+    ``measured.cost_when_trained``. The weights are not touched: their sha256 is checked against
+    the provenance first."""
+    meta_path = out.with_suffix(".json")
+    missing = [str(f) for f in (out, meta_path) if not f.is_file()]
+    if missing:
+        raise SystemExit(f"--measure-cost: no head to measure: {', '.join(missing)} not found")
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if sha256_file(out) != meta["sha256"]:
+        raise SystemExit(f"{out} does not match the sha256 in {meta_path}: not the head it records")
+    with np.load(out) as z:
+        arrays = {name: z[name] for name in z.files}
+    model = get_model()
+    every = sorted((draft_cost(model, arrays, repeats) for _ in range(runs)), key=lambda c: c["c"])
+    cost = dict(every[len(every) // 2])
+    cost.update(runs=runs, c_range=[every[0]["c"], every[-1]["c"]], date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                load_average=round(os.getloadavg()[0], 2),
+                threads=os.environ.get("NUMBA_NUM_THREADS", "default"))
+    measured = meta["measured"]
+    if "cost_when_trained" not in measured:
+        measured["cost_when_trained"] = dict(measured["cost"], precision=measured["cost"].get("precision", "half"))
+    measured["cost"] = cost
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    print(f"draft cost: {cost} (written to {meta_path})")
+    return cost
 
 
 # ------------------------------------------------------------------------------------ writing
@@ -1243,6 +1277,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--prepare-only", action="store_true",
       help="steps 1-2 only (corpus, replies, features), cached in --work for a later run")
     a("--tiny", action="store_true", help="a smoke run: tiny corpus, tiny head, a few steps")
+    a("--measure-cost", action="store_true", help="only measure the cost of a draft step of the "
+      "head at --out again, as drafting keeps it now, and write it into its provenance")
     args = ap.parse_args(argv)
     if args.tiny:
         args.__dict__.update(data_scale=0.01, chat=False, chunk=64, d_ff=128, n_vocab=512,
@@ -1297,6 +1333,9 @@ def run(args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.measure_cost:
+        measure_cost(Path(args.out))
+        return 0
     run(args)
     return 0
 

@@ -39,12 +39,45 @@ def test_the_shipped_head_matches_its_provenance():
     assert path.stat().st_size == meta["asset_bytes"] <= 20e6
     w = lmhead.load_head()
     assert w.vocab.size == meta["vocab_size"] and (np.diff(w.vocab) > 0).all()
-    assert all(a.dtype == (np.float16 if name in lmhead.MATRICES else np.float32)
+    assert w.precision == "int8"  # the matrices quantized at load, a scale per row
+    assert all(a.dtype == (np.int8 if name in lmhead.MATRICES else np.float32)
                for name, a in w.arrays.items() if name not in ("vocab", "layers"))
     stored = [a.data if isinstance(a, Packed) else a for a in w.arrays.values()]
     assert not any(a.flags.writeable for a in stored)
     assert all(isinstance(w[name], Packed) for name in lmhead.MATRICES if name in w.arrays)
     assert lmhead.load_head() is w  # loaded once, shared
+
+
+def test_the_int8_head_computes_the_float16_head_it_was_quantized_from(model):
+    """Drafting uses the head in eight bits (half the bytes of the float16 the asset stores, for
+    the matrices and the readout rows alike); its logits along a text stay within 2% of the
+    largest |logit| of the float16 head's and its first guesses agree at 95% of positions or
+    more (seen: 1.1% and all 29 along this text); an unknown precision is refused."""
+    w8, w16 = lmhead.load_head(), lmhead.load_head(precision="half")
+    assert w8 is not w16 and w16.precision == "half" and lmhead.load_head(precision="half") is w16
+    for name in lmhead.MATRICES:
+        if name in w8.arrays:
+            assert w8[name].int8 and w16[name].half and w8[name].nbytes * 2 == w16[name].nbytes
+    r8, r16 = lmhead.readout(model, w8), lmhead.readout(model, w16)
+    assert r8.int8 and r16.half and r8.nbytes * 2 == r16.nbytes
+    text = model.tokenizer.encode("def mean(values):\n    total = 0\n    for v in values:\n"
+                                  "        total += v\n    return total / len(values)\n")
+    a = score_text(model, text, draft=DraftHead(), chunk=16)
+    b = score_text(model, text, draft=DraftHead(precision="half"), chunk=16)
+    assert (a.draft_top == b.draft_top).mean() >= 0.95
+    fw = model.forward(text, model.new_cache(), logits="none", capture=w8.layers)
+    feats = lmhead.head_inputs(w8, fw.hidden, fw.captured)
+    embeds = model.weights.embed[text[1:]]
+    f8 = lmhead.head_forward(w8, feats[:-1], embeds, lmhead.HeadCache(w8))
+    f16 = lmhead.head_forward(w16, feats[:-1], embeds, lmhead.HeadCache(w16))
+    z8, z16 = lmhead.matmul_t(f8, r8), lmhead.matmul_t(f16, r16)
+    assert np.abs(z8 - z16).max() <= 0.02 * np.abs(z16).max()
+    assert np.abs(z8 - z16).max() > 0  # really quantized
+    for bad in ("float8", "", None):
+        with pytest.raises(ValueError, match="precision"):
+            DraftHead(precision=bad)
+        with pytest.raises(ValueError, match="precision"):
+            lmhead.load_head(precision=bad)
 
 
 def test_a_missing_head_says_which_script_makes_it(monkeypatch, model):

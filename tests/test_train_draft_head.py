@@ -98,7 +98,8 @@ def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_featur
     embeds = rng.standard_normal((t, d)).astype(np.float32)
     preds = [np.asarray(x)[0] for x in script.unrolled(params, feats[None], embeds[None], n_heads,
                                                        steps)]
-    w = weights_from_arrays(script.export(params, np.arange(8), args))
+    # float16 as exported: the training's arithmetic to float rounding (drafting's int8 rounds more)
+    w = weights_from_arrays(script.export(params, np.arange(8), args), precision="half")
     assert _drafts_match(w, feats, embeds, preds) == (t - steps + 1) * (steps - 1)
     for start in range(0, t - steps + 1):  # fed the target's features, step s would be step 0
         for s in range(1, steps):
@@ -144,9 +145,46 @@ def test_a_head_fed_several_layers_drafts_as_it_was_trained():
     other = np.asarray(script.unrolled(params, feats[None], embeds[None], n_heads, 1,
                                        low[None] * -1.0)[0])[0]
     assert not np.allclose(other, preds[0], atol=1e-3)
-    w = weights_from_arrays(script.export(params, np.arange(8), args))
+    # float16 as exported: the training's arithmetic to float rounding (drafting's int8 rounds more)
+    w = weights_from_arrays(script.export(params, np.arange(8), args), precision="half")
     assert w.layers == layers
     u = head_inputs(w, feats, {m: low[:, i] for i, m in enumerate(layers)})
     assert _drafts_match(w, u, embeds, preds) == (t - steps + 1) * (steps - 1)
     with pytest.raises(ValueError, match="residual stream"):
         head_inputs(w, feats, {2: low[:, 0]})  # block 15's stream is missing
+
+
+def test_measuring_the_cost_again_rewrites_only_the_cost_and_keeps_the_training_runs(tmp_path):
+    """``--measure-cost`` times the shipped head as drafting keeps it (int8) and writes that into
+    its provenance with the date; the training run's figure is kept once, beside it, and the
+    weights are untouched. A file that is not the head its provenance records is refused."""
+    import json
+    import shutil
+
+    from specdec_playable.shipped import asset_path
+
+    script = _script()
+    out = tmp_path / "draft_head.npz"
+    shutil.copy(asset_path("lm/draft_head.npz"), out)
+    shutil.copy(asset_path("lm/draft_head.json"), out.with_suffix(".json"))
+    before = json.loads(out.with_suffix(".json").read_text())
+    weights = out.read_bytes()
+    cost = script.measure_cost(out, repeats=2)
+    assert cost["runs"] == 3 and cost["c_range"][0] <= cost["c"] <= cost["c_range"][1]
+    after = json.loads(out.with_suffix(".json").read_text())
+    assert out.read_bytes() == weights
+    assert after["measured"]["cost"] == cost and cost["precision"] == "int8" and cost["date"][:4] >= "2026"
+    assert cost["c"] == pytest.approx(cost["draft_step_ms"] / cost["decode_step_ms"], abs=1e-3)
+    was = before["measured"].get("cost_when_trained", before["measured"]["cost"])
+    assert {k: after["measured"]["cost_when_trained"][k] for k in ("c", "draft_step_ms")} == \
+        {k: was[k] for k in ("c", "draft_step_ms")}
+    assert {k: v for k, v in after.items() if k != "measured"} == \
+        {k: v for k, v in before.items() if k != "measured"}
+    again = script.measure_cost(out, repeats=2)  # the training run's figure is not overwritten
+    assert json.loads(out.with_suffix(".json").read_text())["measured"]["cost_when_trained"] == \
+        after["measured"]["cost_when_trained"] and again["precision"] == "int8"
+    out.write_bytes(weights[:-1] + bytes([weights[-1] ^ 1]))
+    with pytest.raises(SystemExit, match="sha256"):
+        script.measure_cost(out, repeats=2)
+    with pytest.raises(SystemExit, match="not found"):
+        script.measure_cost(tmp_path / "elsewhere.npz", repeats=2)

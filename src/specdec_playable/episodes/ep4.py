@@ -89,10 +89,21 @@ def _summary() -> str:
 
 @functools.cache
 def _draft_cost() -> tuple[float, float, float]:
-    """The draft head's measured cost c per token, with the two times it divides (ms), from the
-    run that trained it (``assets/lm/draft_head.json``)."""
+    """The draft head's measured cost c per token, with the two times it divides (ms), from its
+    provenance (``assets/lm/draft_head.json``: the run that trained it, or a later measurement
+    of the head as it drafts, :func:`_draft_cost_when`)."""
     cost = json.loads(asset_path("lm/draft_head.json").read_text(encoding="utf-8"))["measured"]["cost"]
     return cost["c"], cost["draft_step_ms"], cost["decode_step_ms"]
+
+
+@functools.cache
+def _draft_cost_when() -> str:
+    """Where the draft cost was measured, in words."""
+    cost = json.loads(asset_path("lm/draft_head.json").read_text(encoding="utf-8"))["measured"]["cost"]
+    if "date" not in cost:
+        return "measured in the run that trained it"
+    how = " with the head kept in eight bits, as it drafts" if cost.get("precision") == "int8" else ""
+    return f"measured on {cost['date'][:10]}{how}"
 
 
 @functools.cache
@@ -118,7 +129,7 @@ tokens the big model writes most (EAGLE's idea, with FR-Spec's reduced vocabular
 {head["data"]["train_tokens"]:,} tokens of Python, JavaScript, JSON, READMEs and the big model's own
 replies to chat prompts, poems and letters among them; none of the texts here was part of it. One
 draft step took {draft_cost[0]:.3f} of a big pass ({draft_cost[1]:.1f} ms against {draft_cost[2]:.1f}
-ms, measured in the run that trained it): hence the starting c of
+ms, {esc(_draft_cost_when())}): hence the starting c of
 {BoilerplateVsPoetry.param.c.default:g}. The table also measures two drafts beside it: the n-gram
 table of Episode 7 (the tokens that most often followed one to three tokens in Python's standard
 library) and prompt lookup (which copies what followed the same tokens earlier in the text). The

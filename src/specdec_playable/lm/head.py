@@ -22,8 +22,9 @@ only the ``N`` tokens the model writes most (FR-Spec's reduced vocabulary), so o
 streams a few MB of weights, not the 113 MB of the full head; the draft's q is zero elsewhere.
 
 Serving is numpy and the target's kernel: the head's matrices and its readout rows are packed
-for :func:`.kernel.matmul_t` in half precision (float16, as the asset stores the head; the
-readout rows rounded to it), so a draft step streams half the bytes, and sums in float32. With
+for :func:`.kernel.matmul_t` in eight bits (int8 with a scale per row, quantized at load from
+the float16 the asset stores), so a draft step streams a quarter of float32's bytes, and sums in
+float32 (``precision="half"`` keeps float16, twice the bytes, for comparison). With
 numba, the steps between the layer's products are compiled (a few calls, not a few dozen numpy
 ones); the numpy layer is the reference and serves where numba is absent.
 
@@ -64,6 +65,10 @@ class HeadNotInstalled(FileNotFoundError):
 MATRICES = ("fuse", "fc", "wqkv", "wo", "wgu", "wdown")
 #: Shape numbers an asset stores as small arrays.
 SHAPE = ("n_heads", "window", "rope_base", "eps", "layers")
+#: How the head's matrices and readout rows are kept for the kernel: ``"int8"`` (eight bits and a
+#: scale per row, a quarter of float32's bytes; what drafting uses) or ``"half"`` (float16, as the
+#: asset stores them; a benchmark's comparison).
+PRECISIONS = ("int8", "half")
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,6 +81,8 @@ class HeadWeights:
     window: int
     rope_base: float
     eps: float
+    #: How the matrices and the readout rows are packed (:data:`PRECISIONS`).
+    precision: str = "int8"
     #: The readout rows per model embedding (see :func:`readout`), filled on first use.
     readouts: list = field(default_factory=list, repr=False)
 
@@ -97,15 +104,25 @@ class HeadWeights:
         return self.arrays[name]
 
 
-def weights_from_arrays(arrays: dict) -> HeadWeights:
-    """Weights from the asset's arrays (float16 or float32; shape numbers stored as arrays)."""
+def _check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {list(PRECISIONS)}; got {precision!r}")
+    return precision
+
+
+def weights_from_arrays(arrays: dict, precision: str = "int8") -> HeadWeights:
+    """Weights from the asset's arrays (float16 or float32; shape numbers stored as arrays), the
+    matrices packed in ``precision`` (:data:`PRECISIONS`): int8 streams half the bytes of the
+    float16 the asset stores, a quarter of float32's."""
+    _check_precision(precision)
     out = {}
     for name, a in arrays.items():
         if name in SHAPE[:4]:
             continue
-        if name in MATRICES:  # float16 as stored (a float32 asset rounded): half the bytes a guess streams
+        if name in MATRICES:
             a = np.asarray(a)
-            out[name] = pack(a if a.dtype == np.float16 else a.astype(F32), half=True)
+            a = a if a.dtype == np.float16 else a.astype(F32)
+            out[name] = pack(a, int8=True) if precision == "int8" else pack(a, half=True)
             continue
         a = np.ascontiguousarray(a, dtype=np.int64 if name in ("vocab", "layers") else F32)
         a.setflags(write=False)
@@ -123,18 +140,20 @@ def weights_from_arrays(arrays: dict) -> HeadWeights:
         inv.setflags(write=False)
         out["inv_freq"] = inv
     return HeadWeights(out, n_heads=n_heads, window=int(np.asarray(arrays["window"]).reshape(-1)[0]),
-                       rope_base=rope_base, eps=float(np.asarray(arrays["eps"]).reshape(-1)[0]))
+                       rope_base=rope_base, eps=float(np.asarray(arrays["eps"]).reshape(-1)[0]),
+                       precision=precision)
 
 
-def load_head(path=None) -> HeadWeights:
-    """The shipped head (loaded once per process, shared read-only), or the file at ``path``.
+def load_head(path=None, precision: str = "int8") -> HeadWeights:
+    """The shipped head (loaded once per process and precision, shared read-only), or the file at
+    ``path``, its matrices packed in ``precision`` (:data:`PRECISIONS`).
 
     Raises
     ------
     HeadNotInstalled
         When the asset is missing (a one-line message naming the script that makes it).
     """
-    key = "shipped" if path is None else str(path)
+    key = ("shipped" if path is None else str(path), _check_precision(precision))
     if key in _HEADS:
         return _HEADS[key]
     with _LOCK:
@@ -145,7 +164,7 @@ def load_head(path=None) -> HeadWeights:
                 raise HeadNotInstalled(f"the draft head ({ASSET}) is not installed; make it with "
                                        f"`python {SCRIPT}`") from None
             with np.load(file) as z:
-                _HEADS[key] = weights_from_arrays({name: z[name] for name in z.files})
+                _HEADS[key] = weights_from_arrays({name: z[name] for name in z.files}, precision)
         return _HEADS[key]
 
 
@@ -159,9 +178,9 @@ def head_meta() -> dict:
 
 
 def readout(model, w: HeadWeights) -> Packed:
-    """The rows of the target's tied head for the head's vocabulary (packed for the kernel in half
-    precision, like the head's own matrices: half the bytes a guess streams; shared, read-only),
-    kept with the weights they were made for."""
+    """The rows of the target's tied head for the head's vocabulary (packed for the kernel in the
+    head's precision, like its own matrices: int8 streams a quarter of float32's bytes a guess;
+    shared, read-only), kept with the weights they were made for."""
     embed = model.weights.embed
     for source, rows in w.readouts:
         if source is embed:
@@ -170,7 +189,8 @@ def readout(model, w: HeadWeights) -> Packed:
         for source, rows in w.readouts:
             if source is embed:
                 return rows
-        rows = pack(np.ascontiguousarray(embed[w.vocab]), half=True)
+        rows = np.ascontiguousarray(embed[w.vocab])
+        rows = pack(rows, int8=True) if w.precision == "int8" else pack(rows, half=True)
         w.readouts.append((embed, rows))
         return rows
 
@@ -469,11 +489,17 @@ class DraftHead:
     name: str = "head"
     #: Another head asset to draft with (a benchmark's candidate); empty: the shipped head.
     path: str = ""
+    #: How its matrices are kept for the kernel (:data:`PRECISIONS`; "half": a benchmark's
+    #: comparison).
+    precision: str = "int8"
     #: Teacher-forced scoring hands this draft the target's features (:mod:`.score`).
     needs_features = True
 
+    def __post_init__(self):
+        _check_precision(self.precision)
+
     def weights(self) -> HeadWeights:
-        return load_head(self.path or None)
+        return load_head(self.path or None, self.precision)
 
     @property
     def capture(self) -> tuple[int, ...]:
