@@ -1147,12 +1147,14 @@ def measure_cost(out: Path, repeats: int = 20, runs: int = 3) -> dict:
     model = get_model()
     every = sorted((draft_cost(model, arrays, repeats) for _ in range(runs)), key=lambda c: c["c"])
     cost = dict(every[len(every) // 2])
-    cost.update(runs=runs, c_range=[every[0]["c"], every[-1]["c"]], date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                load_average=round(os.getloadavg()[0], 2),
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cost.update(runs=runs, c_range=[every[0]["c"], every[-1]["c"]],
+                date=now.isoformat(timespec="seconds"), load_average=round(os.getloadavg()[0], 2),
                 threads=os.environ.get("NUMBA_NUM_THREADS", "default"))
     measured = meta["measured"]
     if "cost_when_trained" not in measured:
-        measured["cost_when_trained"] = dict(measured["cost"], precision=measured["cost"].get("precision", "half"))
+        was = measured["cost"]
+        measured["cost_when_trained"] = dict(was, precision=was.get("precision", "half"))
     measured["cost"] = cost
     meta_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     print(f"draft cost: {cost} (written to {meta_path})")

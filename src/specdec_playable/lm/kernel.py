@@ -552,10 +552,7 @@ if HAVE_NUMBA:
             at = builder.add(o_off, builder.add(builder.mul(o_stride, _c64(p)), _c64(LANES * v)))
             return builder.bitcast(builder.gep(op, [at]), vptr)
 
-        half = wp.type.pointee == ir.HalfType()
         byte = wp.type.pointee == ir.IntType(8)
-        hptr = ir.PointerType(ir.VectorType(ir.HalfType(), LANES))
-        bptr = ir.PointerType(ir.VectorType(ir.IntType(8), LANES))
         # A narrow int8 tile of one or two positions has too few sums in flight: each input's
         # multiply-add waits for the one before it, slower than the bytes arrive. It keeps 4 // P
         # sets of sums over alternate inputs and adds them at the end (only there: every other
@@ -572,15 +569,7 @@ if HAVE_NUMBA:
 
         def body(k, a):
             row = builder.gep(wp, [builder.add(w_off, builder.mul(k, _c64(LANES * nv)))])
-            if half:  # 16 float16 weights widened to float32 as they load
-                wv = [builder.fpext(builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), hptr),
-                                                 align=2), _VEC) for v in range(nv)]
-            elif byte:  # 16 int8 weights widened to float32 as they load (the row's scale comes after)
-                wv = [builder.sitofp(builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), bptr),
-                                                  align=1), _VEC) for v in range(nv)]
-            else:
-                wv = [builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), vptr), align=4)
-                      for v in range(nv)]
+            wv = _emit_weights(builder, row, nv)
             if lines:
                 first = builder.add(pf_off, builder.mul(builder.sub(k, k_lo), _c64(LANES * lines)))
                 _emit_prefetch(builder, wp, first, lines)
@@ -595,25 +584,51 @@ if HAVE_NUMBA:
                 for v in range(nv):
                     builder.store(builder.call(fma, [wv[v], b, builder.load(a[v][p])]), a[v][p])
 
-        if split == 1:
-            with cgutils.for_range_slice(builder, k_lo, k_hi, _c64(1), inc=True) as (k, _):
-                body(k, acc[0])
-        else:
-            main = builder.add(k_lo, builder.mul(builder.udiv(builder.sub(k_hi, k_lo), _c64(split)),
-                                                 _c64(split)))
-            with cgutils.for_range_slice(builder, k_lo, main, _c64(split), inc=True) as (k, _):
-                for u in range(split):
-                    body(builder.add(k, _c64(u)), acc[u])
-            with cgutils.for_range_slice(builder, main, k_hi, _c64(1), inc=True) as (k, _):
-                body(k, acc[0])
-            for u in range(1, split):
-                for v in range(nv):
-                    for p in range(npos):
-                        builder.store(builder.fadd(builder.load(acc[0][v][p]), builder.load(acc[u][v][p])),
-                                      acc[0][v][p])
+        _emit_inputs(builder, body, (k_lo, k_hi), acc, npos)
         for v in range(nv):
             for p in range(max(npos, 1)):
                 builder.store(builder.load(acc[0][v][p]), out_ptr(v, p), align=4)
+
+    def _emit_weights(builder, row, nv):
+        """Load an input's ``16 nv`` weights from ``row`` as ``nv`` float32 vectors: float32 as they
+        are, float16 and int8 widened as they load (an int8 row's scale comes after the sums)."""
+        kind = row.type.pointee
+        if kind == ir.HalfType():
+            vec, align, widen = ir.VectorType(ir.HalfType(), LANES), 2, builder.fpext
+        elif kind == ir.IntType(8):
+            vec, align, widen = ir.VectorType(ir.IntType(8), LANES), 1, builder.sitofp
+        else:
+            vec, align, widen = _VEC, 4, None
+        out = []
+        for v in range(nv):
+            w = builder.load(builder.bitcast(builder.gep(row, [_c64(LANES * v)]), ir.PointerType(vec)),
+                             align=align)
+            out.append(widen(w, _VEC) if widen else w)
+        return out
+
+    def _emit_inputs(builder, body, k_range, acc, npos):
+        """The loop over inputs ``k_lo <= k < k_hi``, ``body(k, sums)`` for each: with one set of
+        sums in ``acc`` in order; with ``split`` sets, inputs in groups of ``split`` (the ``u``-th
+        of each into set ``u``), the 0-``split - 1`` left over into set 0, then every set added
+        into set 0."""
+        k_lo, k_hi = k_range
+        split = len(acc)
+        if split == 1:
+            with cgutils.for_range_slice(builder, k_lo, k_hi, _c64(1), inc=True) as (k, _):
+                body(k, acc[0])
+            return
+        main = builder.add(k_lo, builder.mul(builder.udiv(builder.sub(k_hi, k_lo), _c64(split)),
+                                             _c64(split)))
+        with cgutils.for_range_slice(builder, k_lo, main, _c64(split), inc=True) as (k, _):
+            for u in range(split):
+                body(builder.add(k, _c64(u)), acc[u])
+        with cgutils.for_range_slice(builder, main, k_hi, _c64(1), inc=True) as (k, _):
+            body(k, acc[0])
+        for u in range(1, split):
+            for v in range(len(acc[0])):
+                for p in range(npos):
+                    builder.store(builder.fadd(builder.load(acc[0][v][p]), builder.load(acc[u][v][p])),
+                                  acc[0][v][p])
 
     def _emit_prefetch(builder, wp, first, lines):
         """Ask for ``lines`` cache lines of ``w`` from float ``first`` on, into L2 (a hint: it never
