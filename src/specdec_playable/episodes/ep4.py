@@ -88,18 +88,22 @@ def _summary() -> str:
 
 
 @functools.cache
+def _head_record() -> dict:
+    """The draft head's provenance (``assets/lm/draft_head.json``), read once."""
+    return json.loads(asset_path("lm/draft_head.json").read_text(encoding="utf-8"))
+
+
 def _draft_cost() -> tuple[float, float, float]:
     """The draft head's measured cost c per token, with the two times it divides (ms), from its
-    provenance (``assets/lm/draft_head.json``: the run that trained it, or a later measurement
-    of the head as it drafts, :func:`_draft_cost_when`)."""
-    cost = json.loads(asset_path("lm/draft_head.json").read_text(encoding="utf-8"))["measured"]["cost"]
+    provenance: the run that trained it, or a later measurement of the head as it drafts
+    (:func:`_draft_cost_when`)."""
+    cost = _head_record()["measured"]["cost"]
     return cost["c"], cost["draft_step_ms"], cost["decode_step_ms"]
 
 
-@functools.cache
 def _draft_cost_when() -> str:
     """Where the draft cost was measured, in words."""
-    cost = json.loads(asset_path("lm/draft_head.json").read_text(encoding="utf-8"))["measured"]["cost"]
+    cost = _head_record()["measured"]["cost"]
     if "date" not in cost:
         return "measured in the run that trained it"
     how = " with the head kept in eight bits, as it drafts" if cost.get("precision") == "int8" else ""
@@ -110,7 +114,7 @@ def _draft_cost_when() -> str:
 def _explain_html() -> str:
     meta = measured.load_measured().meta
     draft_cost = _draft_cost()
-    head = json.loads(asset_path("lm/draft_head.json").read_text(encoding="utf-8"))
+    head = _head_record()
     return f"""
 <h2>Where the numbers come from</h2>
 <p class="sdp-lede">Every text here is cut into the tokens of a real language model,

@@ -110,6 +110,11 @@ def _check_precision(precision: str) -> str:
     return precision
 
 
+def _pack(a: np.ndarray, precision: str) -> Packed:
+    """``a`` packed for the kernel in the head's ``precision``."""
+    return pack(a, int8=True) if precision == "int8" else pack(a, half=True)
+
+
 def weights_from_arrays(arrays: dict, precision: str = "int8") -> HeadWeights:
     """Weights from the asset's arrays (float16 or float32; shape numbers stored as arrays), the
     matrices packed in ``precision`` (:data:`PRECISIONS`): int8 streams half the bytes of the
@@ -122,7 +127,7 @@ def weights_from_arrays(arrays: dict, precision: str = "int8") -> HeadWeights:
         if name in MATRICES:
             a = np.asarray(a)
             a = a if a.dtype == np.float16 else a.astype(F32)
-            out[name] = pack(a, int8=True) if precision == "int8" else pack(a, half=True)
+            out[name] = _pack(a, precision)
             continue
         a = np.ascontiguousarray(a, dtype=np.int64 if name in ("vocab", "layers") else F32)
         a.setflags(write=False)
@@ -189,8 +194,7 @@ def readout(model, w: HeadWeights) -> Packed:
         for source, rows in w.readouts:
             if source is embed:
                 return rows
-        rows = np.ascontiguousarray(embed[w.vocab])
-        rows = pack(rows, int8=True) if w.precision == "int8" else pack(rows, half=True)
+        rows = _pack(np.ascontiguousarray(embed[w.vocab]), w.precision)
         w.readouts.append((embed, rows))
         return rows
 
