@@ -24,7 +24,7 @@ fresh code prompts no training run saw: ``sql-top``, ``py-class``, ``yaml-ci``):
 Run from a checkout (one thread, a quiet machine):
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_head.py \\
-        [--head path/to/draft_head.npz ...] [--half] [--k 4] [--race-ks 2,3,4,6] [--max-new 64]
+        [--head path/to/draft_head.npz ...] [--half] [--k 4] [--race-ks 2,3,4,6,8] [--max-new 64]
 
 Prints Markdown tables (the ones quoted in docs/performance.md).
 """
@@ -227,7 +227,7 @@ def main(argv=None) -> int:
                     "the asset stores it (drafting keeps it in int8)")
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated prompts of lm.prompts")
     ap.add_argument("--k", type=int, default=4, help="drafts a round in the acceptance tables")
-    ap.add_argument("--race-ks", default="2,3,4,6", help="comma-separated k of the race table; "
+    ap.add_argument("--race-ks", default="2,3,4,6,8", help="comma-separated k of the race table; "
                     "empty: no races")
     ap.add_argument("--max-new", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3, help="races per cell (the median is shown)")
