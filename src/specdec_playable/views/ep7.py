@@ -475,7 +475,7 @@ class RealTextView(StateView):
         self.player: LanePlayer | None = None
         self.prompt_view = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep7-prompt")
         self.prompt_input = pn.widgets.TextAreaInput(
-            name=s.param.prompt.label, value=s.prompt, max_length=PROMPT_MAX_CHARS, height=110,
+            label=s.param.prompt.label, value=s.prompt, max_length=PROMPT_MAX_CHARS, height=110,
             placeholder="Ask the model anything: a rewrite, a list, a question…",
             sizing_mode="stretch_width")
         self.counter = pn.pane.HTML(sizing_mode="stretch_width", stylesheets=css, name="ep7-counter")
