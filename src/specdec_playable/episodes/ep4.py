@@ -15,15 +15,14 @@ Every claim about the texts is computed from the measured asset: whether boilerp
 from __future__ import annotations
 
 import functools
-import json
 
 import panel as pn
 
 from . import neighbours
 from .practice.ep4 import EXERCISES, LEFT, RIGHT, try_steps, try_this
 from ..data import measured, texts
+from ..lm.head import head_meta
 from ..prose.ep4 import BOILERPLATE, fly_story, genre_story, in_prose, title_holds
-from ..shipped import asset_path
 from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
 from ..views.ep4 import PASTE_LABEL, BoilerplateVsPoetryView, genre_table_html
 from ..views.kit.deferred import after_first_paint
@@ -87,10 +86,8 @@ def _summary() -> str:
             f"Python, {right['alpha']:.0%} on the poem. Paste your own text to have it scored.")
 
 
-@functools.cache
-def _head_record() -> dict:
-    """The draft head's provenance (``assets/lm/draft_head.json``), read once."""
-    return json.loads(asset_path("lm/draft_head.json").read_text(encoding="utf-8"))
+#: The draft head's provenance (:func:`lm.head.head_meta`), read once.
+_head_record = functools.cache(head_meta)
 
 
 def _draft_cost() -> tuple[float, float, float]:
