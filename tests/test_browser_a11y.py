@@ -99,6 +99,8 @@ def test_keyboard_plays_and_moves_sliders_in_episode1(page, site):
         while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
         return a && a.tagName === 'BUTTON' && a.textContent.trim() === 'Pause';
     }""", timeout=2000)
+    # Pause once the clock has moved: a loaded machine may not have drawn a frame yet.
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('ep1-clocks').data.x[0] > 0")
     page.keyboard.press("Space")  # the same button, now Pause
     page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('ep1-play').label === 'Play'")
     paused = model_data(page, "ep1-clocks")["x"][0]
