@@ -364,6 +364,224 @@ CHAT = (
     "Write a short letter to a library asking to renew a book.",
 )
 
+#: More of what the model writes (#34: the head trailed on everyday explanations and YAML): greedy
+#: replies only, the way the benchmarks decode; none an Episode 7 task or a benchmark prompt, none
+#: about the benchmark's subjects (the sky, a rectangle, top customers, CI workflows).
+CHAT_GREEDY = (
+    # explanations: nature, physics, chemistry
+    "Explain in two sentences why rainbows appear after rain.",
+    "Explain in two sentences why snow is white.",
+    "Explain in two sentences why a prism splits light into colours.",
+    "Explain in two sentences why salt melts ice on roads.",
+    "Explain in two sentences how thunder is made.",
+    "Explain in two sentences how a magnet attracts iron.",
+    "Explain in two sentences why hot air rises.",
+    "Explain in two sentences how a rocket moves in space.",
+    "Explain in two sentences why we see lightning before we hear thunder.",
+    "Explain in two sentences why a mirror reverses left and right.",
+    "Explain in two sentences how a rainbow gets its order of colours.",
+    "Explain in two sentences why water boils at a lower temperature on a mountain.",
+    "Explain in two sentences why iron rusts.",
+    "Explain in two sentences how a compass finds north.",
+    "Explain in two sentences why a balloon sticks to a wall after you rub it.",
+    "Explain in two sentences how sound travels through air.",
+    "Explain in two sentences why the moon looks bigger near the horizon.",
+    "Explain in two sentences how tides work.",
+    "Explain in two sentences why stars twinkle.",
+    "Explain in two sentences why planets are round.",
+    "Explain in two sentences how a solar panel makes electricity.",
+    "Explain in two sentences why copper is used in electrical wires.",
+    "Explain in two sentences how a lens focuses light.",
+    "Explain in two sentences why shadows are longer in the evening.",
+    "Explain in two sentences why wet clothes dry faster on a windy day.",
+    "Explain in two sentences how clouds form.",
+    "Explain in two sentences why fog forms in the morning.",
+    "Explain in two sentences why some materials conduct heat better than others.",
+    "Explain in two sentences why a glass of cold water gets wet on the outside.",
+    "Explain in two sentences how a thermometer measures temperature.",
+    "Explain in two sentences why diamonds sparkle.",
+    "Explain in two sentences how fireworks get their colours.",
+    "Explain in two sentences why grass looks darker after rain.",
+    "Explain in two sentences why the Earth has seasons.",
+    "Explain in two sentences how a hurricane forms.",
+    "Explain in two sentences why deserts are cold at night.",
+    "Explain in two sentences what an atom is made of.",
+    "Explain in two sentences how a nuclear power plant makes electricity.",
+    "Explain in two sentences why apples turn brown after they are cut.",
+    "Explain in two sentences why popcorn pops.",
+    "Explain in two sentences why oil and water do not mix.",
+    "Explain in two sentences how a candle burns.",
+    "Explain in two sentences why a kettle whistles.",
+    "Explain in two sentences how glasses help people see better.",
+    "Explain in two sentences why eyes need light to see.",
+    "Explain in two sentences how an echo is made.",
+    # explanations: living things and health
+    "Explain in two sentences why we need to sleep.",
+    "Explain in two sentences how vaccines protect us.",
+    "Explain in two sentences why our hearts beat faster when we run.",
+    "Explain in two sentences why people get sunburnt.",
+    "Explain in two sentences why some animals hibernate.",
+    "Explain in two sentences why flowers have bright colours.",
+    "Explain in two sentences how fish breathe under water.",
+    "Explain in two sentences why we get goosebumps.",
+    "Explain in two sentences why we sneeze.",
+    "Explain in two sentences how the stomach digests food.",
+    "Explain in two sentences why dogs have a strong sense of smell.",
+    "Explain in two sentences why chameleons change colour.",
+    "Explain in two sentences why trees lose their leaves in autumn.",
+    "Explain in two sentences how a caterpillar becomes a butterfly.",
+    "Explain in two sentences why drinking water is important.",
+    "Explain in two sentences why bones need calcium.",
+    "Explain in two sentences how the lungs work.",
+    "Explain in two sentences why we shiver when we are cold.",
+    "Explain in two sentences how antibiotics work.",
+    # explanations: technology and society
+    "Explain in two sentences how the internet sends a message.",
+    "Explain in two sentences what a computer virus is.",
+    "Explain in two sentences how a touch screen works.",
+    "Explain in two sentences how GPS finds your location.",
+    "Explain in two sentences what cloud storage is.",
+    "Explain in two sentences how a password keeps an account safe.",
+    "Explain in two sentences what an electric car is.",
+    "Explain in two sentences how a search engine ranks pages.",
+    "Explain in two sentences what a bank interest rate is.",
+    "Explain in two sentences why prices go up when demand rises.",
+    "Explain in two sentences what a democracy is.",
+    "Explain in two sentences why recycling matters.",
+    "Explain in two sentences what a budget is.",
+    "Explain in two sentences how an aeroplane flies.",
+    "Explain in two sentences how a lift goes up and down.",
+    "Explain in two sentences what a spreadsheet is used for.",
+    "Explain in two sentences what encryption is.",
+    "Explain in two sentences how a printer puts ink on paper.",
+    "Explain in two sentences what an operating system does.",
+    "Explain in two sentences how a radio receives music.",
+    # explanations: other forms
+    "Why do we have leap years?",
+    "Why does bread go stale?",
+    "Why do cats land on their feet?",
+    "Why is the Dead Sea so salty?",
+    "Why do onions have layers?",
+    "Why do some people need glasses?",
+    "Why does a coin sink but a ship float?",
+    "Why do leaves change colour in autumn?",
+    "How do birds know where to fly in winter?",
+    "How does a camera take a picture?",
+    "How does a washing machine clean clothes?",
+    "How does a heat pump warm a house?",
+    "How does the heart pump blood?",
+    "How do earthquakes make tsunamis?",
+    "How do bats find their way in the dark?",
+    "What causes the northern lights?",
+    "What causes wind?",
+    "What causes a rainbow to be curved?",
+    "What makes a volcano dangerous?",
+    "What is the greenhouse effect?",
+    "Describe in a short paragraph how light travels from the sun to the Earth.",
+    "Describe in a short paragraph how a seed grows into a plant.",
+    "Describe in a short paragraph how rain forms.",
+    "Describe in a short paragraph how electricity reaches our homes.",
+    "Give a short explanation of how colours mix in paint.",
+    "Give a short explanation of why the sun is hot.",
+    "Give a short explanation of what a black hole is.",
+    "Give a short explanation of how the human eye sees colour.",
+    "In two sentences, explain why a rubber band snaps back.",
+    "In two sentences, explain why an ice cube melts faster in water than in air.",
+    "Briefly explain why the Earth is not a perfect sphere.",
+    "Briefly explain why it is hotter at the equator.",
+    "Briefly explain what causes a solar eclipse.",
+    "Briefly explain how a tree grows taller each year.",
+    "Briefly explain why we cannot breathe in space.",
+    # YAML (none a CI workflow)
+    "Write a YAML file listing four fruits with their colours and prices.",
+    "Write a YAML configuration for a blog with a title, an author and a theme.",
+    "Write a YAML file for a Docker Compose setup with a Node app and a MongoDB database.",
+    "Write a YAML file describing a football team with its players and positions.",
+    "Write a Kubernetes ConfigMap in YAML with two settings.",
+    "Write a YAML file for a Kubernetes pod running a busybox container.",
+    "Write a YAML configuration for a mail server with a host, a port and TLS enabled.",
+    "Write a YAML file describing three courses with their teachers and rooms.",
+    "Write a YAML file with the translations of three words in French and German.",
+    "Write a YAML file for a game character with health, speed and an inventory.",
+    "Write a YAML configuration for a scheduler with three jobs and their times.",
+    "Write a YAML file describing a house with its rooms and their sizes.",
+    "Write a YAML file for a conference with a name, a date and a list of speakers.",
+    "Write a YAML configuration for a Python logging setup with a console handler.",
+    "Write a YAML file for an Ansible task that creates a user.",
+    "Write a Helm values file in YAML for a web app with two replicas and a port.",
+    "Write a YAML file describing a shopping list with quantities.",
+    "Write a YAML configuration for a database connection with a user, a password and a pool size.",
+    "Write a YAML file listing three books with their authors and years.",
+    "Write a YAML file for a prometheus scrape config that scrapes one target.",
+    "Write a YAML file describing a travel itinerary for three days.",
+    "Write a YAML file for a Kubernetes ingress that routes /api to a service.",
+    "Write a YAML configuration for a static site generator with a title and a base URL.",
+    "Write a YAML file describing two pets with their names, species and ages.",
+    "Write a YAML configuration with feature flags for a mobile app.",
+    "Write a YAML file for a Docker Compose service with environment variables and a volume.",
+    # code
+    "Write a SQL query that returns the average salary in each department.",
+    "Write a SQL query that lists the orders placed in the last seven days.",
+    "Write a SQL statement that creates a table for blog posts.",
+    "Write a SQL query that returns the number of products in each category.",
+    "Write a SQL query that updates the price of every product in a category by ten percent.",
+    "Write a SQL query that joins a books table with an authors table.",
+    "Write a SQL query that deletes the users who never logged in.",
+    "Write a Python class for a bank account with deposit, withdraw and a balance.",
+    "Write a Python class for a circle with a radius and methods for its area and circumference.",
+    "Write a Python class for a to-do list with add, remove and list methods.",
+    "Write a Python class for a student with a name and a list of grades and a method for the average.",
+    "Write a Python class for a counter that counts up and resets.",
+    "Write a Python class for a queue with enqueue and dequeue.",
+    "Write a Python class for a car with a make, a model and a method that describes it.",
+    "Write a Python class for a temperature that converts between Celsius and Fahrenheit.",
+    "Write a Python function that returns the largest number in a list.",
+    "Write a Python function that counts the vowels in a string.",
+    "Write a Python function that reads a JSON file and returns a dictionary.",
+    "Write a Python function that removes the duplicates from a list while keeping the order.",
+    "Write a JavaScript class for a counter with increment and reset.",
+    "Write a JavaScript function that sums the values of an object.",
+    "Write a bash script that backs up a folder into a dated tar file.",
+    "Write a bash script that prints the ten largest files in a folder.",
+    "Write an HTML page with a heading, a list of three links and a footer.",
+    "Write CSS for a button with rounded corners and a hover colour.",
+    "Write a JSON object describing a hotel with a name, a city, a rating and its rooms.",
+    "Give a JSON array of four students with their names and grades.",
+    "Give a JSON object for a movie with a title, a director, a year and a cast list.",
+    "Give a JSON object for a weather report with a city, a temperature and a forecast.",
+    # letters, lists, stories, advice
+    "Write a short email asking a colleague for the latest sales figures.",
+    "Write a short letter to a neighbour about a noisy dog.",
+    "Write a short email to a client apologising for a delay.",
+    "Write a short letter of recommendation for a former intern.",
+    "Write a short email inviting the team to a Friday lunch.",
+    "Write a short note thanking a friend for a birthday present.",
+    "Write a short letter to a school asking about enrolment.",
+    "Write a short email to a hotel asking about parking.",
+    "List five tips for saving money on groceries.",
+    "List five ways to make a small room look bigger.",
+    "List five things to pack for a camping trip.",
+    "List five healthy breakfast ideas.",
+    "List five tips for writing a good essay.",
+    "List five ways to be more productive at work.",
+    "List five facts about the ocean.",
+    "List five famous painters and one painting by each.",
+    "Give three tips for learning a new language.",
+    "Give three reasons to read more books.",
+    "Tell a short story about a dragon who is afraid of the dark.",
+    "Tell a short story about a boy who finds a map.",
+    "Tell a short story about a lost umbrella.",
+    "Write a short paragraph describing a rainy afternoon in a café.",
+    "Write a short paragraph describing a forest in spring.",
+    "Summarise the life of Marie Curie in three sentences.",
+    "Summarise the story of Cinderella in three sentences.",
+    "Give me a recipe for pancakes.",
+    "Give me a recipe for a simple vegetable curry.",
+    "Write a short product description for a reusable water bottle.",
+    "Write a short review of a new coffee shop.",
+    "Write a short motivational message for someone starting a new job.",
+)
+
 
 # ------------------------------------------------------------------------------------ corpus
 
@@ -477,8 +695,10 @@ _WORKER_MODEL = None
 
 
 def _reply(job: tuple) -> tuple[str, list]:
-    """One reply, in a worker process (one model per worker, loaded on its first job)."""
-    from specdec_playable.lm.decode import generate
+    """One reply, in a worker process (one model per worker, loaded on its first job). A greedy
+    reply is written by speculative decoding with the shipped head (the same tokens as plain
+    greedy decoding, in about half the time on code)."""
+    from specdec_playable.lm.decode import generate, speculate
 
     global _WORKER_MODEL
     if _WORKER_MODEL is None:
@@ -486,26 +706,36 @@ def _reply(job: tuple) -> tuple[str, list]:
     model = _WORKER_MODEL
     key, prompt, mode, max_new, seed = job
     ids = model.tokenizer.chat(prompt)
-    g = generate(model, ids, max_new=max_new, temperature=0.0 if mode == "greedy" else 0.8,
-                 top_p=0.95, rng=np.random.default_rng(seed))
+    try:
+        draft = lmhead.DraftHead() if mode == "greedy" else None
+    except lmhead.HeadNotInstalled:
+        draft = None
+    if draft is not None:
+        g = speculate(model, ids, draft, 4, max_new=max_new)
+    else:
+        g = generate(model, ids, max_new=max_new, temperature=0.0 if mode == "greedy" else 0.8,
+                     top_p=0.95, rng=np.random.default_rng(seed))
     return key, list(ids) + list(g.tokens) + [model.tokenizer.eos_id]
 
 
-def chat_docs(model, work: Path, prompts, *, max_new: int, seed: int,
-              workers: int = 1) -> list[tuple[Doc, list]]:
-    """The model's greedy and sampled replies to the chat prompts (cached in ``work``), written by
-    ``workers`` processes of one thread each (decoding one token at a time uses one core well)."""
+def chat_docs(model, work: Path, prompts, *, max_new: int, seed: int, workers: int = 1,
+              greedy_only=()) -> list[tuple[Doc, list]]:
+    """The model's greedy and sampled replies to the chat prompts and its greedy replies to
+    ``greedy_only`` (cached in ``work``), written by ``workers`` processes of one thread each
+    (decoding one token at a time uses one core well)."""
     path = work / f"chat_{max_new}_{seed}.json"
     done = json.loads(path.read_text()) if path.is_file() else {}
+    wanted = [(p, mode) for p in prompts for mode in ("greedy", "sampled")]
+    wanted += [(p, "greedy") for p in greedy_only]
     jobs = [(f"{mode}|{p}", p, mode, max_new, [seed, i])
-            for i, p in enumerate(prompts) for mode in ("greedy", "sampled")
-            if f"{mode}|{p}" not in done]
+            for i, (p, mode) in enumerate(wanted) if f"{mode}|{p}" not in done]
+    keys = {f"{mode}|{p}" for p, mode in wanted}
     t0 = time.perf_counter()
 
     def record(key, ids):
         done[key] = ids
         path.write_text(json.dumps(done))
-        print(f"  self-distillation {len(done)}/{2 * len(prompts)} replies, "
+        print(f"  self-distillation {len(keys & done.keys())}/{len(keys)} replies, "
               f"{sum(len(v) for v in done.values()):,} tokens, {time.perf_counter() - t0:.0f} s",
               flush=True)
 
@@ -535,7 +765,7 @@ def chat_docs(model, work: Path, prompts, *, max_new: int, seed: int,
                     os.environ[k] = v
     lic = "model output (SmolLM2-135M-Instruct, Apache-2.0 model)"
     return [(Doc("chat", f"reply/{k.split('|')[0]}/{j}", lic, ""), v)
-            for j, (k, v) in enumerate(sorted(done.items())) if k.split("|", 1)[1] in prompts]
+            for j, (k, v) in enumerate(sorted(done.items())) if k in keys]
 
 
 # ------------------------------------------------------------------------------------ features
@@ -630,11 +860,13 @@ def prepare(model, args) -> dict:
     budgets = {g: int(b * scale) for g, b in BUDGETS.items()}
     docs = python_docs() + node_docs(Path(args.node_modules))
     prompts = CHAT[:args.chat_prompts] if args.chat else ()
-    assert_no_overlap(docs, prompts)
+    greedy_only = CHAT_GREEDY[:args.chat_greedy_prompts] if args.chat else ()
+    assert not set(prompts) & set(greedy_only), "a prompt in both CHAT and CHAT_GREEDY"
+    assert_no_overlap(docs, prompts + greedy_only)
     train, held = pick_docs(docs, tok, budgets, rng)
-    if prompts:
+    if prompts or greedy_only:
         replies = chat_docs(model, work, prompts, max_new=args.chat_max_new, seed=args.seed,
-                             workers=args.chat_workers)
+                             workers=args.chat_workers, greedy_only=greedy_only)
         # Whole conversations are held out too: one prompt's two replies go to the same side.
         for doc, ids in replies:
             (held if hash_share(doc, ids) < HELD_OUT_SHARE * 2 else train).append((doc, ids))
@@ -1209,7 +1441,8 @@ def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict
                   train_files_sha256=s["train_files_sha256"],
                   held_out_never_trained_on="Episode 4's six texts (assets/lm/measured_texts.json) "
                   "and every prompt of lm/prompts.py: no 64-character window of them occurs in "
-                  "the corpus (asserted)", chat_prompts=list(CHAT[:args.chat_prompts]) if args.chat else []),
+                  "the corpus (asserted)", chat_prompts=list(CHAT[:args.chat_prompts]) if args.chat else [],
+                  chat_greedy_prompts=list(CHAT_GREEDY[:args.chat_greedy_prompts]) if args.chat else []),
         vocab_size=int(vocab.size),
         vocab_covers_model_choices=s.get("vocab_covers_model_choices"), seconds=seconds,
         loss_curve=[dict(step=h["step"], loss=h["loss"], acc=h["acc"], tokens_seen=h["tokens_seen"])
@@ -1247,6 +1480,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     a("--chat-workers", type=int, default=min(2, os.cpu_count() or 1),
       help="processes writing the self-distillation replies")
     a("--chat-prompts", type=int, default=len(CHAT), help=f"how many of the {len(CHAT)} chat prompts")
+    a("--chat-greedy-prompts", type=int, default=len(CHAT_GREEDY),
+      help=f"how many of the {len(CHAT_GREEDY)} prompts replied to greedily only")
     a("--chunk", type=int, default=CHUNK, help="tokens per context (and the head's window)")
     a("--block", choices=("attention", "mlp"), default="attention")
     a("--d-ff", type=int, default=1536)

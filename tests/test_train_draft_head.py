@@ -188,3 +188,27 @@ def test_measuring_the_cost_again_rewrites_only_the_cost_and_keeps_the_training_
         script.measure_cost(out, repeats=2)
     with pytest.raises(SystemExit, match="not found"):
         script.measure_cost(tmp_path / "elsewhere.npz", repeats=2)
+
+
+def test_self_distillation_asks_greedy_only_prompts_once_and_resumes_from_its_cache(tmp_path, monkeypatch):
+    """Prompts of ``greedy_only`` get a greedy reply and no sampled one; a second call with more
+    prompts writes only the replies it lacks; the documents returned are those asked for."""
+    script = _script()
+    calls = []
+
+    def fake_reply(job):
+        key, prompt, mode, max_new, seed = job
+        calls.append(key)
+        return key, [len(prompt), 0 if mode == "greedy" else 1]
+
+    monkeypatch.setattr(script, "_reply", fake_reply)
+    got = script.chat_docs(None, tmp_path, ("a?",), max_new=8, seed=0, greedy_only=("b?",))
+    assert sorted(calls) == ["greedy|a?", "greedy|b?", "sampled|a?"]
+    assert sorted(d.source.split("/")[1] for d, _ in got) == ["greedy", "greedy", "sampled"]
+    calls.clear()
+    got = script.chat_docs(None, tmp_path, ("a?",), max_new=8, seed=0, greedy_only=("b?", "cc?"))
+    assert calls == ["greedy|cc?"]  # the cached three are not written again
+    assert len(got) == 4
+    calls.clear()
+    got = script.chat_docs(None, tmp_path, (), max_new=8, seed=0, greedy_only=("cc?",))
+    assert calls == [] and [ids for _, ids in got] == [[3, 0]]  # only what was asked for
