@@ -57,7 +57,7 @@ def _scored(s, paste):
         q.shutdown()
 
 
-def _check_against_state(page, *, k=6, c=0.03, paste=None):
+def _check_against_state(page, *, k=6, c=0.02, paste=None):
     """The page's bars and token marks are those of the state run with the page's seed."""
     left, right = _bars(page, "left"), _bars(page, "right")
     seed = left["seed"][0]
@@ -102,7 +102,7 @@ def test_episode4_code_vs_poem_and_run_again(page, site, console, artifacts, ser
     text = page_text(page)
     assert "green, underlined" in text and "gold, dashed box" in text  # the key names both cues
     assert "a thick bar above" in text  # ... and the measured acceptance
-    assert "Break-even" in text and "1 + 6 × 0.03 = 1.18" in text
+    assert "Break-even" in text and "1 + 6 × 0.02 = 1.12" in text
     # The histogram has one group of bars per measured text, and the table their means.
     hist = model_data(page, "ep4-hist")
     assert len(hist["y"]) == 5 * len(measured.text_ids())
@@ -147,7 +147,7 @@ def test_episode4_switch_text_seed_and_draft_length(page, site, console, server_
     handle.press("End")
     _wait_bars(page, "left", "d.k[0] === 12")
     _check_against_state(page, k=12)
-    assert "1 + 12 × 0.03 = 1.36" in page_text(page)
+    assert "1 + 12 × 0.02 = 1.24" in page_text(page)
     assert_clean(page, console)
 
 

@@ -21,8 +21,8 @@ BUNDLED = list(measured.text_ids())
 def test_defaults_match_the_episode_spec():
     s = BoilerplateVsPoetry(seed=1)
     # c: the draft head's measured cost, to two decimals (assets/lm/draft_head.json)
-    assert (s.left, s.right, s.k, s.c) == ("py-account", "poem-kettle", 6, 0.03)
-    assert s.draft_step_ms == pytest.approx(0.03 * 600) and BIG_PASS_MS == 600
+    assert (s.left, s.right, s.k, s.c) == ("py-account", "poem-kettle", 6, 0.02)
+    assert s.draft_step_ms == pytest.approx(0.02 * 600) and BIG_PASS_MS == 600
     left, right = s.runs
     assert left.text.kind == "python" and right.text.kind == "poem"
     assert s.message == "" and s.pasted is None and s.scoring == "idle"
@@ -138,7 +138,7 @@ def test_bounds_are_enforced():
                       ("seed", SEED_MAX + 1), ("left", "nope")]:
         with pytest.raises(ValueError):
             setattr(s, name, bad)
-    assert (s.k, s.c, s.seed, s.left) == (6, 0.03, 0, "py-account")
+    assert (s.k, s.c, s.seed, s.left) == (6, 0.02, 0, "py-account")
 
 
 @settings(max_examples=40, deadline=None)

@@ -190,7 +190,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         doc="How many tokens the small model drafts each round before the big model checks them "
             "(a count of tokens).")
     c = param.Number(
-        default=0.03, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
+        default=0.02, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
         doc=f"Time of one draft step, in big-model passes of {BIG_PASS_MS:,.0f} ms: 0.15 means "
             f"{0.15 * BIG_PASS_MS:,.0f} ms.")
     seed = seed_param(0, doc="Fixes the run's random draws: the same seed and settings give the same run.")
