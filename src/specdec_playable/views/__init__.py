@@ -1,1 +1,0 @@
-"""Panel views and Bokeh figure builders. Everything here is built per session."""
