@@ -11,7 +11,7 @@ Opening records when each step finished, in seconds from the start of :meth:`WsV
 count. ``doc`` is the document pulled: what a browser paints first. ``ready`` is when the
 page is complete: the server has acknowledged ``document_ready`` (Panel runs the page's
 onload callbacks), and every slot of the first document that a page fills after its first
-paint (``views/kit/deferred.py``: a column with the CSS class ``sdp-deferred`` and no children)
+paint (``kit/deferred.py``: a column with the CSS class ``sdp-deferred`` and no children)
 has received its children. That is the page's first screen: parts further down (a column with
 the CSS class ``sdp-near``) are built when a visitor scrolls near them, which
 :meth:`WsVisitor.reveal` does for all of them at once, as a browser does by setting each part's
@@ -38,9 +38,9 @@ import re
 import time
 import uuid
 
-#: ``specdec_playable.views.kit.deferred.DEFERRED_CLASS`` (repeated: benchmarks import no views).
+#: ``specdec_playable.kit.deferred.DEFERRED_CLASS`` (repeated: benchmarks import no views).
 DEFERRED_CLASS = "sdp-deferred"
-#: ``specdec_playable.views.kit.deferred.NEAR_CLASS``.
+#: ``specdec_playable.kit.deferred.NEAR_CLASS``.
 NEAR_CLASS = "sdp-near"
 REPLY_TIMEOUT_S = float(os.environ.get("SDP_REPLY_TIMEOUT", 30))
 OPEN_TIMEOUT_S = float(os.environ.get("SDP_OPEN_TIMEOUT", 120))

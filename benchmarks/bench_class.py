@@ -31,7 +31,7 @@ each queued visitor's first estimated wait with the time it really waited, each 
 speedup with its solo one (the intervals should overlap: the race gives both decodings the same
 moments, so the others' load cannot skew it), and Episode 3's steps during the class with idle
 (the target: within 1.5x, median and p90). ``--max-waiting`` shortens the server's line to
-show refusals (default: the site's own length, ``serve.jobs.SHARED_MAX_WAITING``).
+show refusals (default: the site's own length, ``runtime.jobs.SHARED_MAX_WAITING``).
 
 Prints a markdown table; ``--json PATH`` also writes every figure. Loopback only; every wait
 has a timeout and the whole run a time limit (``--time-limit``). This measures; it asserts
@@ -95,8 +95,8 @@ PROMPTS = (
     "Tell a very short story about a dog.",
 )
 
-#: What the page's status line and verdict say (``prose.ep7.status_line``, ``prose.ep7.verdict``,
-#: ``prose.ep7.work_words``, ``prose.ep7.full_line``), read back. ``tests/test_bench_class.py``
+#: What the page's status line and verdict say (``episodes.ep7.words.status_line``, ``episodes.ep7.words.verdict``,
+#: ``episodes.ep7.words.work_words``, ``episodes.ep7.words.full_line``), read back. ``tests/test_bench_class.py``
 #: checks these against the state's own sentences.
 QUEUED = re.compile(r"Waiting in line: position (\d+)\.")
 BUSY = re.compile(r"All (\d+) workers are busy")
@@ -174,7 +174,7 @@ def overlap(a: dict | None, b: dict | None) -> bool | None:
 
 
 #: Seconds between two runs' starts for the places in line to have settled between them: each
-#: page learns of a start, and of its own new place, at its next poll (``views.ep7.POLL_MS``,
+#: page learns of a start, and of its own new place, at its next poll (``episodes.ep7.view.POLL_MS``,
 #: 300 ms), with room for a busy event loop.
 SETTLED_S = 1.5
 
@@ -339,12 +339,12 @@ async def step_ep3(v: WsVisitor, rng: random.Random, *, n: int | None = None,
 
 SERVE_WITH_LINE = ("import sys; from specdec_playable.serve import jobs; "
                    "jobs.SHARED_MAX_WAITING = int(sys.argv[1]); "
-                   "from specdec_playable.serve.cli import main; sys.exit(main(sys.argv[2:]))")
+                   "from specdec_playable.app.cli import main; sys.exit(main(sys.argv[2:]))")
 
 
 async def run(args) -> dict:
     t_all = time.perf_counter()
-    from specdec_playable.serve import jobs
+    from specdec_playable.runtime import jobs
 
     workers = max(1, os.cpu_count() or 1)
     line = args.max_waiting if args.max_waiting is not None else jobs.SHARED_MAX_WAITING

@@ -119,7 +119,7 @@ def bare_app():
 
 def ep3_app():
     from specdec_playable.episodes import ep3
-    from specdec_playable.views.kit.page import safe_page
+    from specdec_playable.kit.page import safe_page
 
     return safe_page(ep3.page)
 

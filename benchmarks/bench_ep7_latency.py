@@ -50,7 +50,7 @@ BUSY_PROMPT = "Write a long story about a lighthouse keeper and a cat, with many
 
 def ep7_app():
     from specdec_playable.episodes import ep7
-    from specdec_playable.views.kit.page import safe_page
+    from specdec_playable.kit.page import safe_page
 
     return safe_page(ep7.page)
 
@@ -59,9 +59,9 @@ def keep_generating(flag: str) -> None:
     """In the server process: while ``flag`` exists, keep one Episode 7 run on the shared queue."""
     import threading
 
-    from specdec_playable.serve import jobs
-    from specdec_playable.serve.workers import generation_work as run_job
-    from specdec_playable.state.ep7 import JOB_BUDGET_S, Settings
+    from specdec_playable.runtime import jobs
+    from specdec_playable.runtime.workers import generation_work as run_job
+    from specdec_playable.episodes.ep7.state import JOB_BUDGET_S, Settings
 
     settings = Settings(task="custom", prompt=BUSY_PROMPT, draft="early-exit", k=4, max_new=128,
                         temperature=0.0, seed=0)
@@ -81,12 +81,12 @@ def keep_generating(flag: str) -> None:
 
 def generate_in_process(flag: str) -> None:
     """A separate process: while ``flag`` exists, make the same runs as ``keep_generating``."""
-    from specdec_playable.serve import jobs
+    from specdec_playable.runtime import jobs
 
     q = jobs.JobQueue(workers=1, nice=jobs.WORKER_NICE)
     from specdec_playable import lm
-    from specdec_playable.serve.workers import generation_work as run_job
-    from specdec_playable.state.ep7 import JOB_BUDGET_S, Settings
+    from specdec_playable.runtime.workers import generation_work as run_job
+    from specdec_playable.episodes.ep7.state import JOB_BUDGET_S, Settings
 
     lm.get_model()  # loaded before the first busy block
     settings = Settings(task="custom", prompt=BUSY_PROMPT, draft="early-exit", k=4, max_new=128,
@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     if args.visitor == "server":
         extra = ["--flag", flag]
     elif args.visitor == "process":
-        from specdec_playable.serve import jobs
+        from specdec_playable.runtime import jobs
 
         helper = subprocess.Popen([sys.executable, __file__, "--generate", flag],
                                   env={**os.environ, **jobs.blas_env(jobs.BLAS_THREADS)},

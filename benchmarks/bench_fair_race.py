@@ -42,7 +42,7 @@ from specdec_playable.lm.race import N_RESAMPLES, LEVEL
 from specdec_playable.lm.registry import DRAFTS, draft_key
 
 MAX_BUSY = 8
-#: One thread per run, as the server's model processes run (serve.jobs.blas_env and the kernel's).
+#: One thread per run, as the server's model processes run (runtime.jobs.blas_env and the kernel's).
 ONE_THREAD = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                                       "NUMBA_NUM_THREADS")}
 #: Within this share of the quiet median, the race counts as fair.

@@ -11,7 +11,7 @@ BokehJS exchanges with the server, nothing drawn), so the server gets the whole 
    document pulled over the websocket: what a browser draws first) and to the complete
    page (the server acknowledged ``document_ready``, after the parts a page builds after
    its first paint have been sent), plus the server's CPU time. Parts further down a long
-   page are built when a visitor scrolls near them (``views/kit/deferred.py``); after the
+   page are built when a visitor scrolls near them (``kit/deferred.py``); after the
    complete first screen the visitor asks for all of them at once, as if it scrolled to the
    end, and the table gives how many there are, how long they took to arrive and the
    server's CPU time for the whole page. The table gives medians and each page's ratios to
@@ -142,7 +142,8 @@ def serve_with_bare(argv: list[str]) -> int:
     version of the package has, so before/after runs serve the same bare page through the
     same code. With ``--phases`` first, the server also prints where its time goes.
     """
-    from specdec_playable.serve import cli, site
+    from specdec_playable.app import cli
+    from specdec_playable.app import site
 
     if argv[:1] == ["--phases"]:
         argv = argv[1:]
@@ -416,9 +417,9 @@ def print_class_row(r: dict, size: int) -> None:
 def main(argv=None) -> int:
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--serve":
         return serve_with_bare(sys.argv[2:])
-    from specdec_playable.episodes import available
+    from specdec_playable.episodes import EPISODES
 
-    slugs = [e.slug for e in available()]
+    slugs = [e.slug for e in EPISODES]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=7, help="opens per page in the first run")
     ap.add_argument("--pages", nargs="+", default=slugs, choices=slugs, metavar="SLUG")

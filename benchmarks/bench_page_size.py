@@ -17,8 +17,8 @@ import panel as pn
 from bokeh.core.json_encoder import serialize_json
 from bokeh.document import Document
 
-from specdec_playable.episodes import available
-from specdec_playable.serve.site import index_page
+from specdec_playable.episodes import EPISODES
+from specdec_playable.app.site import index_page
 
 
 def _strings_by_key(obj, out: dict, key: str = "") -> None:
@@ -46,7 +46,7 @@ def measure(build) -> dict:
 
 def main() -> None:
     pn.extension()
-    pages = [("index", index_page)] + [(f"Episode {e.number}", e.page) for e in available()]
+    pages = [("index", index_page)] + [(f"Episode {e.number}", e.page) for e in EPISODES]
     print("| page | document | stylesheets | stylesheet strings | JavaScript |")
     print("|---|---:|---:|---:|---:|")
     for name, build in pages:

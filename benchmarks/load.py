@@ -55,9 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 from _bokeh_client import REPLY_TIMEOUT_S, WsVisitor  # noqa: E402
 from _local import CHROMIUM_ARGS, cpu_seconds, free_port, pct, rss_mb, start_server  # noqa: E402
-from specdec_playable.episodes import available, ep3  # noqa: E402
+from specdec_playable.episodes import EPISODES, ep3  # noqa: E402
 
-PAGES = [f"/{ep.slug}" for ep in available()]
+PAGES = [f"/{ep.slug}" for ep in EPISODES]
 
 
 # --- the browser visitor ---------------------------------------------------------------------
@@ -205,7 +205,7 @@ async def run(args) -> int:
               f"{'MET' if met else 'NOT MET'}")
 
         if args.soak:
-            v = visitor("/" + ep3.SLUG)
+            v = visitor("/" + ep3.EPISODE.slug)
             await v.open()
             for i in range(20):
                 await v.move(i)

@@ -5,9 +5,9 @@ tokens takes one. Serve alone with ``panel serve episodes/ep1_writing_vs_checkin
 """
 
 from specdec_playable.episodes import ep1
-from specdec_playable.views.site.error import safe_page
+from specdec_playable.app.site import episode_alone
 
-page = safe_page(ep1.page)
+page = episode_alone(ep1.EPISODE)
 
 if __name__.startswith("bokeh") or __name__ == "__main__":
-    page.servable(title=f"Episode {ep1.NUMBER}: {ep1.TITLE}")
+    page.servable(title=f"Episode {ep1.EPISODE.number}: {ep1.EPISODE.title}")

@@ -7,9 +7,9 @@ first miss, so the output is exactly its own text. Serve alone with
 """
 
 from specdec_playable.episodes import ep2
-from specdec_playable.views.site.error import safe_page
+from specdec_playable.app.site import episode_alone
 
-page = safe_page(ep2.page)
+page = episode_alone(ep2.EPISODE)
 
 if __name__.startswith("bokeh") or __name__ == "__main__":
-    page.servable(title=f"Episode {ep2.NUMBER}: {ep2.TITLE}")
+    page.servable(title=f"Episode {ep2.EPISODE.number}: {ep2.EPISODE.title}")

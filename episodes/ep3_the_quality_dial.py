@@ -6,9 +6,9 @@ theory. Serve alone with ``panel serve episodes/ep3_the_quality_dial.py``.
 """
 
 from specdec_playable.episodes import ep3
-from specdec_playable.views.site.error import safe_page
+from specdec_playable.app.site import episode_alone
 
-page = safe_page(ep3.page)
+page = episode_alone(ep3.EPISODE)
 
 if __name__.startswith("bokeh") or __name__ == "__main__":
-    page.servable(title=f"Episode {ep3.NUMBER}: {ep3.TITLE}")
+    page.servable(title=f"Episode {ep3.EPISODE.number}: {ep3.EPISODE.title}")

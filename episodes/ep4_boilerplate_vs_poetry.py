@@ -7,9 +7,9 @@ fast as it (or slower) over a poem. Serve alone with
 """
 
 from specdec_playable.episodes import ep4
-from specdec_playable.views.site.error import safe_page
+from specdec_playable.app.site import episode_alone
 
-page = safe_page(ep4.page)
+page = episode_alone(ep4.EPISODE)
 
 if __name__.startswith("bokeh") or __name__ == "__main__":
-    page.servable(title=f"Episode {ep4.NUMBER}: {ep4.TITLE}")
+    page.servable(title=f"Episode {ep4.EPISODE.number}: {ep4.EPISODE.title}")

@@ -7,9 +7,9 @@ presets place real systems on it. Serve alone with
 """
 
 from specdec_playable.episodes import ep5
-from specdec_playable.views.site.error import safe_page
+from specdec_playable.app.site import episode_alone
 
-page = safe_page(ep5.page)
+page = episode_alone(ep5.EPISODE)
 
 if __name__.startswith("bokeh") or __name__ == "__main__":
-    page.servable(title=f"Episode {ep5.NUMBER}: {ep5.TITLE}")
+    page.servable(title=f"Episode {ep5.EPISODE.number}: {ep5.EPISODE.title}")

@@ -5,9 +5,9 @@ Serve alone with ``panel serve episodes/ep6_the_fine_print.py``.
 """
 
 from specdec_playable.episodes import ep6
-from specdec_playable.views.site.error import safe_page
+from specdec_playable.app.site import episode_alone
 
-page = safe_page(ep6.page)
+page = episode_alone(ep6.EPISODE)
 
 if __name__.startswith("bokeh") or __name__ == "__main__":
-    page.servable(title=f"Episode {ep6.NUMBER}: {ep6.TITLE}")
+    page.servable(title=f"Episode {ep6.EPISODE.number}: {ep6.EPISODE.title}")

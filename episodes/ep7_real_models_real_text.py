@@ -6,9 +6,9 @@ lanes. Serve alone with ``panel serve episodes/ep7_real_models_real_text.py``.
 """
 
 from specdec_playable.episodes import ep7
-from specdec_playable.views.site.error import safe_page
+from specdec_playable.app.site import episode_alone
 
-page = safe_page(ep7.page)
+page = episode_alone(ep7.EPISODE)
 
 if __name__.startswith("bokeh") or __name__ == "__main__":
-    page.servable(title=f"Episode {ep7.NUMBER}: {ep7.TITLE}")
+    page.servable(title=f"Episode {ep7.EPISODE.number}: {ep7.EPISODE.title}")

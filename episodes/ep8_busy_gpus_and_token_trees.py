@@ -6,9 +6,9 @@ guesses against a chain with the same verified positions. Serve alone with
 """
 
 from specdec_playable.episodes import ep8
-from specdec_playable.views.site.error import safe_page
+from specdec_playable.app.site import episode_alone
 
-page = safe_page(ep8.page)
+page = episode_alone(ep8.EPISODE)
 
 if __name__.startswith("bokeh") or __name__ == "__main__":
-    page.servable(title=f"Episode {ep8.NUMBER}: {ep8.TITLE}")
+    page.servable(title=f"Episode {ep8.EPISODE.number}: {ep8.EPISODE.title}")

@@ -9,7 +9,7 @@ figure and load average are kept beside it. Writes ``assets/lm/ep7_recorded.json
 machine, the load average before and after, and the date; prints a table. Greedy output is deterministic, so
 a test checks that the recorded tokens are what the model writes now; the times are what this
 machine measured, and change from run to run. Matrix products use the server's workers' BLAS
-thread count (``serve.jobs.BLAS_THREADS``), so the clocks are the page's.
+thread count (``runtime.jobs.BLAS_THREADS``), so the clocks are the page's.
 
 Run: ``python scripts/record_ep7_runs.py [--out assets/lm/ep7_recorded.json.gz]``.
 ``--drafts head`` records only the drafts named and keeps every other run of the file as it was
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specdec_playable.serve.jobs import BLAS_ENV_NAMES, BLAS_THREADS
+from specdec_playable.runtime.jobs import BLAS_ENV_NAMES, BLAS_THREADS
 from specdec_playable.lm import get_model
 from specdec_playable.lm.compare import compare, comparison_to_json
 from specdec_playable.lm.prompts import TASKS
@@ -48,12 +48,12 @@ def main(argv=None) -> int:
                     help="record only these drafts, keeping the file's other runs")
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
-    # As the server's model processes run (serve.jobs.blas_env); a BLAS library reads its
+    # As the server's model processes run (runtime.jobs.blas_env); a BLAS library reads its
     # thread count when it loads, so the script is started with it rather than told it here.
     wrong = [n for n in BLAS_ENV_NAMES if os.environ.get(n) != str(BLAS_THREADS)]
     if wrong:
         ap.error(f"run with {' '.join(f'{n}={BLAS_THREADS}' for n in BLAS_ENV_NAMES)} set, as the "
-                 "server's model processes are (see serve.jobs.blas_env)")
+                 "server's model processes are (see runtime.jobs.blas_env)")
     model = get_model()
     runs = []
     print("| task | draft | tokens | accepted | tokens per pass | by the work | speedup, median of "

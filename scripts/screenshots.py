@@ -21,8 +21,8 @@ from pathlib import Path
 import panel as pn
 from playwright.sync_api import sync_playwright
 
-from specdec_playable.episodes import available
-from specdec_playable.serve.site import index_page
+from specdec_playable.episodes import EPISODES
+from specdec_playable.app.site import index_page
 
 WIDTHS = (1280, 390)
 SEED = 1
@@ -44,7 +44,7 @@ def _free_port() -> int:
 
 def _apps() -> dict:
     apps = {"/": index_page}
-    for ep in available():
+    for ep in EPISODES:
         apps[ep.slug] = (lambda ep=ep: ep.page(seed=SEED))  # a fresh state, seeded
     return apps
 
@@ -86,7 +86,7 @@ def main(out: Path, only: str = "") -> None:
     server = pn.serve(_apps(), port=port, address="127.0.0.1", show=False, threaded=True,
                       websocket_origin=[f"127.0.0.1:{port}"])
     url = f"http://127.0.0.1:{port}"
-    slugs = [("index", "/")] + [(f"ep{e.number}", f"/{e.slug}") for e in available()] + LINKS
+    slugs = [("index", "/")] + [(f"ep{e.number}", f"/{e.slug}") for e in EPISODES] + LINKS
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)

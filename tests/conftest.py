@@ -106,7 +106,7 @@ def wait_for_bokeh(page, name: str | None = None, timeout: float = 30_000) -> No
     model exists).
 
     Parts further down a page are built when the visitor scrolls near them
-    (``views/kit/deferred.py``); like a reader, this scrolls to each one that is still loading
+    (``kit/deferred.py``); like a reader, this scrolls to each one that is still loading
     until none is left, then back to the top.
     """
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=timeout)

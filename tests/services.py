@@ -1,9 +1,9 @@
 """The server as a state test sees it: its own queue, work that needs no model, and whether the
-model counts as installed (a :class:`serve.interface.ModelService`)."""
+model counts as installed (a :class:`runtime.service.ModelService`)."""
 
 from __future__ import annotations
 
-from specdec_playable.serve import interface
+from specdec_playable.runtime import service as interface
 
 
 def service(queue, generation=None, *, scoring=None, installed=True) -> interface.ModelService:

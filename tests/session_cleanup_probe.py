@@ -16,8 +16,8 @@ import time
 import panel as pn
 from bokeh.client import pull_session
 
-from specdec_playable.serve import site
-from specdec_playable.episodes import available
+from specdec_playable.app import site
+from specdec_playable.episodes import EPISODES
 
 
 def main(n_sessions: int, lifetime_ms: int) -> dict:
@@ -36,7 +36,7 @@ def main(n_sessions: int, lifetime_ms: int) -> dict:
     def live() -> int:
         return sum(len(ctx.sessions) for ctx in server._tornado._applications.values())
 
-    paths = ["/", *(f"/{e.slug}" for e in available())]
+    paths = ["/", *(f"/{e.slug}" for e in EPISODES)]
     empty = []
     peak = 0
     for i in range(n_sessions):

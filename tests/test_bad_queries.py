@@ -19,9 +19,9 @@ from conftest import Server, assert_clean, page_text, wait_for_bokeh
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.episodes import available
+from specdec_playable.episodes import EPISODES
 
-EPISODES = available()
+EPISODES = EPISODES
 BATCH = 25          # queries per hypothesis example, fetched 4 at a time
 EXAMPLES = 4        # examples per episode: 6 episodes x 4 x 25 = 600 queries
 
@@ -59,7 +59,7 @@ def _get(url: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("ep", EPISODES, ids=lambda e: e.slug)
 def test_100_bad_queries_per_episode_over_http(server, ep):
-    names = ep.module.URL_PARAMS
+    names = ep.url_params
     fetched = []
 
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -87,7 +87,7 @@ SAMPLE = [
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("path", SAMPLE + [f"{e.slug}?{'&'.join(f'{n}=NaN' for n in e.module.URL_PARAMS)}"
+@pytest.mark.parametrize("path", SAMPLE + [f"{e.slug}?{'&'.join(f'{n}=NaN' for n in e.url_params)}"
                                            f"&unknown=1" for e in EPISODES])
 def test_bad_links_render_in_chromium_with_valid_controls(page, server, console, path):
     page.goto(f"{server.url}/{path}")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from ep7_fakes import fake_comparison
-from specdec_playable.prose import ep7 as st
-from specdec_playable.views.ep7 import notes_html
+from specdec_playable.episodes.ep7 import words as st
+from specdec_playable.episodes.ep7.view import notes_html
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_class as bc  # noqa: E402

@@ -15,11 +15,11 @@ from conftest import Server, assert_clean, page_text, wait_for_bokeh
 
 from specdec_playable.episodes import ep8
 from specdec_playable.lm import is_installed
-from specdec_playable.state.cpu import HERE, SHIPPED
+from specdec_playable.kit.cpu import HERE, SHIPPED
 
 pytestmark = pytest.mark.browser
 
-URL = "/" + ep8.SLUG
+URL = "/" + ep8.EPISODE.slug
 LOGGED = re.compile(r"passes of \(([\d, ]+)\) positions take \(([\d., ]+)\) ms")
 
 

@@ -10,8 +10,8 @@ import re
 import pytest
 from conftest import assert_clean, page_text, wait_for_bokeh
 
-from specdec_playable.episodes import available, ep8
-from specdec_playable.views.site import summary
+from specdec_playable.episodes import EPISODES, ep8
+from specdec_playable.kit.site import summary
 
 pytestmark = pytest.mark.browser
 
@@ -28,7 +28,7 @@ def _top(page, element_id: str):
 
 def test_glossary_and_summary_are_one_click_from_an_episode(page, site, console, artifacts):
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{site.url}/{available()[0].slug}")
+    page.goto(f"{site.url}/{EPISODES[0].slug}")
     wait_for_bokeh(page)
     page.get_by_role("link", name="Glossary").first.click()
     page.wait_for_url(re.compile(r"/glossary$"))
@@ -45,7 +45,7 @@ def test_glossary_and_summary_are_one_click_from_an_episode(page, site, console,
 
 def test_a_term_on_an_episode_page_leads_to_its_entry(page, site, console):
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{site.url}/{ep8.SLUG}")
+    page.goto(f"{site.url}/{ep8.EPISODE.slug}")
     wait_for_bokeh(page)
     page.locator('a.sdp-term[href="./glossary#roofline"]').first.click()
     page.wait_for_url(re.compile(r"/glossary#roofline$"))
@@ -60,7 +60,7 @@ def test_a_term_on_an_episode_page_leads_to_its_entry(page, site, console):
 
 def test_a_link_to_a_figure_in_a_part_built_on_scroll_finds_it(page, site, console):
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{site.url}/{ep8.SLUG}#fig-ep8-real-tree")
+    page.goto(f"{site.url}/{ep8.EPISODE.slug}#fig-ep8-real-tree")
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
     page.wait_for_function(f"() => {{ const t = ({_TOP})('fig-ep8-real-tree'); return t !== null && t > -5 && t < 300; }}",
                            timeout=40_000)
@@ -79,7 +79,7 @@ def test_the_summary_prints_on_one_page_and_links_into_each_episode(page, site, 
         for (const a of r.querySelectorAll('ol.sdp-summary a')) out.push(a.getAttribute('href'));
         for (const e of r.querySelectorAll('*')) if (e.shadowRoot) todo.push(e.shadowRoot); }
       return out; }""")
-    assert hrefs == [summary.link(e) for e in available()]
+    assert hrefs == [summary.link(e) for e in EPISODES]
     pdf = page.pdf(format="A4", print_background=True)
     (artifacts / "summary.pdf").write_bytes(pdf)
     assert len(re.findall(rb"/Type\s*/Page\b", pdf)) == 1

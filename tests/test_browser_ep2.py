@@ -8,7 +8,7 @@ import pytest
 from conftest import assert_clean, model_data, wait_for_bokeh
 from playwright.sync_api import expect
 
-from specdec_playable.state.ep2 import DEFAULT_SEED, TOKENS, Relay
+from specdec_playable.episodes.ep2.state import BIG_PASS_MS, DEFAULT_SEED, TOKENS, Relay
 
 pytestmark = pytest.mark.browser
 
@@ -230,9 +230,10 @@ def test_same_seed_same_run(page, site, console):
 
 
 def bars_key_expected(state: Relay):
-    from specdec_playable.views.ep2 import relay_timeline
+    from specdec_playable.episodes.ep2.view import relay_timeline
 
-    return [(b.lane, b.start, b.end, b.status, b.tip) for b in relay_timeline(state.result).boxes]
+    return [(b.lane, b.start, b.end, b.status, b.tip)
+            for b in relay_timeline(state.result, pass_ms=BIG_PASS_MS).boxes]
 
 
 def test_playing_sends_no_message_per_frame(page, site):

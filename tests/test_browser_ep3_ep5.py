@@ -21,13 +21,13 @@ from conftest import (
 
 from specdec_playable.sim import theory
 from specdec_playable.episodes import ep3, ep5
-from specdec_playable.state import presets
-from specdec_playable.state.ep5 import Q_GRID
+from specdec_playable.kit import presets
+from specdec_playable.episodes.ep5.state import Q_GRID
 
 pytestmark = pytest.mark.browser
 
-EP3 = "/" + ep3.SLUG
-EP5 = "/" + ep5.SLUG
+EP3 = "/" + ep3.EPISODE.slug
+EP5 = "/" + ep5.EPISODE.slug
 
 
 # --- Episode 3 ---------------------------------------------------------------------------

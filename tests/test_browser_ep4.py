@@ -13,10 +13,12 @@ import time
 import pytest
 from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
-from specdec_playable.serve import interface, jobs
-from specdec_playable.state.follow import RunFollower
+from specdec_playable.runtime import service as interface
+
+from specdec_playable.runtime import jobs
+from specdec_playable.kit.follower import RunFollower
 from specdec_playable.data import measured, texts
-from specdec_playable.state.ep4 import BoilerplateVsPoetry
+from specdec_playable.episodes.ep4.state import BoilerplateVsPoetry
 
 pytestmark = pytest.mark.browser
 

@@ -9,6 +9,8 @@ are redrawn, each policy's line ends at the stream's length.
 
 from __future__ import annotations
 
+import importlib
+
 import time
 
 import numpy as np
@@ -17,12 +19,13 @@ from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_f
 
 from specdec_playable.data import measured
 from specdec_playable.episodes import ep6
-from specdec_playable.state.ep6 import RACE_TEXTS, REPEATS, FinePrint, draft_distribution
-from specdec_playable.views.kit.tokens import token_label
+from specdec_playable.episodes.ep6.state import RACE_TEXTS, REPEATS, FinePrint, draft_distribution
+from specdec_playable.kit.tokens import token_label
+ep6_page = importlib.import_module("specdec_playable.episodes.ep6.page")
 
 pytestmark = pytest.mark.browser
 
-PATH = "/" + ep6.SLUG
+PATH = "/" + ep6.EPISODE.slug
 N_STREAM = len(measured.measured_stream(RACE_TEXTS, REPEATS))
 
 

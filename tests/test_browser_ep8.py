@@ -24,11 +24,11 @@ from conftest import (
 from specdec_playable.data import hardware, tree_table
 from specdec_playable.sim import batching, trees
 from specdec_playable.episodes import ep8
-from specdec_playable.state.ep8 import BATCH_MAX, BusyAndTrees
+from specdec_playable.episodes.ep8.state import BATCH_MAX, BusyAndTrees
 
 pytestmark = pytest.mark.browser
 
-URL = "/" + ep8.SLUG
+URL = "/" + ep8.EPISODE.slug
 
 
 def test_ep8_batch_slider_reprices_and_the_page_says_so(page, site, console, artifacts):
@@ -96,8 +96,8 @@ def test_ep8_fits_small_screens(page, site, console, artifacts, size):
 
 def test_ep8_part3_draws_the_recorded_real_step_and_the_measured_table(page, site, console,
                                                                        artifacts):
-    from specdec_playable.state.ep8 import cpu_curve, real_tree_step, real_tree_table
-    from specdec_playable.views import ep8 as real
+    from specdec_playable.episodes.ep8.state import cpu_curve, real_tree_step, real_tree_table
+    from specdec_playable.episodes.ep8 import real_tree as real
 
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(site.url + URL)

@@ -1,4 +1,4 @@
-"""Browser tier: the room each later-built part reserves (views/kit/heights.py) is the room it takes.
+"""Browser tier: the room each later-built part reserves (kit/heights.py) is the room it takes.
 
 Every page is opened at 1280 px in Chromium, scrolled like a reader until every part is built,
 and each part's drawn height is compared with its reservation: a part that changes its content
@@ -10,13 +10,13 @@ from __future__ import annotations
 import pytest
 from conftest import wait_for_bokeh
 
-from specdec_playable.episodes import available
-from specdec_playable.views.kit.deferred import slot_class
-from specdec_playable.views.kit.heights import RESERVED_PX, TOLERANCE_PX, TOLERANCE_SHARE
+from specdec_playable.episodes import EPISODES
+from specdec_playable.kit.deferred import slot_class
+from specdec_playable.kit.heights import RESERVED_PX, TOLERANCE_PX, TOLERANCE_SHARE
 
 pytestmark = pytest.mark.browser
 
-EPISODES = {e.number: e.slug for e in available()}
+EPISODES = {e.number: e.slug for e in EPISODES}
 
 
 def _slots(number: int) -> list[str]:
@@ -41,5 +41,5 @@ def test_reserved_heights_match_the_drawn_parts(number, page, site):
         drawn, want = round(box["height"]), RESERVED_PX[name]
         if abs(drawn - want) > max(TOLERANCE_PX, TOLERANCE_SHARE * want):
             off[name] = (want, drawn)
-    assert not off, ("reserved vs drawn heights (px) differ; set views/kit/heights.RESERVED_PX to the "
+    assert not off, ("reserved vs drawn heights (px) differ; set kit/heights.RESERVED_PX to the "
                      f"drawn values: {off}")

@@ -1,6 +1,6 @@
 """Browser tier: a part built on scroll starts building when it comes within one screen of view.
 
-Episode 8 holds three parts built when near (``views/kit/deferred.when_near``), two of them more
+Episode 8 holds three parts built when near (``kit/deferred.when_near``), two of them more
 than a screen below its first one. Without scrolling, every part whose mark is within one
 screen height below the window is built, and a part further down is not; scrolling one screen
 builds the next.
@@ -12,7 +12,7 @@ import pytest
 from conftest import assert_clean, near_marks
 
 from specdec_playable.episodes import ep8
-from specdec_playable.views.kit import deferred
+from specdec_playable.kit import deferred
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +33,7 @@ def _settled(page, reach: float) -> list[float]:
 def test_parts_within_one_screen_are_built_before_the_visitor_scrolls(page, site, console):
     assert deferred.AHEAD_SCREENS == 1.0
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(f"{site.url}/{ep8.SLUG}")
+    page.goto(f"{site.url}/{ep8.EPISODE.slug}")
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0", timeout=30_000)
     page.wait_for_function("() => document.body.scrollHeight > 3000", timeout=30_000)
     reach = 2 * 900  # the window plus one screen below it

@@ -10,6 +10,8 @@ scrolls; Episode 2's finished run is shown whole, and its list of rounds keeps e
 
 from __future__ import annotations
 
+import importlib
+
 import re
 import urllib.request
 
@@ -17,12 +19,14 @@ import pytest
 from conftest import assert_clean, model_data, wait_for_bokeh
 
 from specdec_playable.data import measured
-from specdec_playable.episodes import available, ep2, ep4
-from specdec_playable.views.kit.page import VIEWPORT
+from specdec_playable.episodes import EPISODES, ep2, ep4
+from specdec_playable.kit.page import VIEWPORT
+ep2_page = importlib.import_module("specdec_playable.episodes.ep2.page")
+ep4_page = importlib.import_module("specdec_playable.episodes.ep4.page")
 
 pytestmark = pytest.mark.browser
 
-PAGES = ["/", "/summary", "/glossary", "/data", "/guide"] + [f"/{e.slug}" for e in available()]
+PAGES = ["/", "/summary", "/glossary", "/data", "/guide"] + [f"/{e.slug}" for e in EPISODES]
 TAG = re.compile(r'<meta name="viewport" content="([^"]*)">')
 
 
@@ -55,7 +59,7 @@ def test_every_page_sends_the_viewport_tag_and_fits_a_phone(phone, site, console
 
 
 def test_ep4_code_scrolls_sideways_and_the_means_table_says_it_scrolls(phone, site, console):
-    phone.goto(f"{site.url}/{ep4.SLUG}")
+    phone.goto(f"{site.url}/{ep4.EPISODE.slug}")
     wait_for_bokeh(phone, timeout=60_000)
     code = _deep(phone, "pre.ep4-tokens.mono", """el => ({
         ws: getComputedStyle(el).whiteSpace, text: el.textContent,
@@ -106,7 +110,7 @@ def test_ep2_finished_run_is_whole_and_its_rounds_keep_their_marks_on_a_phone(ph
     """The finished lanes fit the whole run on a phone too; a verify pass too narrow there for its
     "+n" hides it, and the list of rounds under the lanes keeps every round's marks, readable."""
     phone.emulate_media(reduced_motion="reduce")
-    phone.goto(f"{site.url}/{ep2.SLUG}")
+    phone.goto(f"{site.url}/{ep2.EPISODE.slug}")
     wait_for_bokeh(phone, "ep2-bars", timeout=60_000)
     _play_to_the_end(phone)
     phone.wait_for_timeout(500)
@@ -140,7 +144,7 @@ def test_ep2_finished_run_is_whole_and_its_rounds_keep_their_marks_on_a_phone(ph
 def test_ep2_finished_run_is_shown_whole_on_a_desktop(page, site, console):
     page.set_viewport_size({"width": 1280, "height": 900})
     page.emulate_media(reduced_motion="reduce")
-    page.goto(f"{site.url}/{ep2.SLUG}")
+    page.goto(f"{site.url}/{ep2.EPISODE.slug}")
     wait_for_bokeh(page, "ep2-bars")
     _play_to_the_end(page)
     page.wait_for_timeout(500)

@@ -6,7 +6,7 @@ import pytest
 from conftest import assert_clean, model_data, page_text, wait_for_bokeh, wait_for_text
 
 from specdec_playable.sim import clocks
-from specdec_playable.episodes import available
+from specdec_playable.episodes import EPISODES
 
 pytestmark = pytest.mark.browser
 
@@ -16,13 +16,13 @@ def test_index_lists_every_built_episode_in_order(page, site, console, artifacts
     wait_for_bokeh(page)
     page.wait_for_selector("ol.sdp-episodes a")
     hrefs = page.eval_on_selector_all("ol.sdp-episodes a", "els => els.map(e => e.getAttribute('href'))")
-    assert hrefs == [f"./{e.slug}" for e in available()]
+    assert hrefs == [f"./{e.slug}" for e in EPISODES]
     page.screenshot(path=artifacts / "index.png", full_page=True)
     assert_clean(page, console)
     # Every link leads to a page that renders.
     page.locator("ol.sdp-episodes a").first.click()
     wait_for_bokeh(page, "ep1-bars")
-    assert page.url.split("?")[0].endswith("/" + available()[0].slug)
+    assert page.url.split("?")[0].endswith("/" + EPISODES[0].slug)
 
 
 def _clock_values(page):
@@ -90,7 +90,7 @@ def test_one_episode_served_alone_with_panel_serve(page, console, artifacts):
 
     from conftest import ROOT, free_port
 
-    ep = available()[0]
+    ep = EPISODES[0]
     port = free_port()
     log = open(artifacts / "panel-serve-single.log", "w")
     proc = subprocess.Popen(

@@ -7,6 +7,8 @@ links; no console error on Episode 7 while a run plays."""
 
 from __future__ import annotations
 
+import importlib
+
 import json
 import re
 import urllib.parse
@@ -16,9 +18,13 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from conftest import assert_clean, page_text, wait_for_bokeh, wait_for_text
 
-from specdec_playable.episodes import available, ep1, ep3, ep4, ep5
-from specdec_playable.views.kit.exercises import questions_of
-from specdec_playable.views.site import course, guide
+from specdec_playable.episodes import EPISODES, ep1, ep3, ep4, ep5
+from specdec_playable.kit.exercises import questions_of
+from specdec_playable.kit.site import course, guide
+ep1_page = importlib.import_module("specdec_playable.episodes.ep1.page")
+ep3_page = importlib.import_module("specdec_playable.episodes.ep3.page")
+ep4_page = importlib.import_module("specdec_playable.episodes.ep4.page")
+ep5_page = importlib.import_module("specdec_playable.episodes.ep5.page")
 
 pytestmark = pytest.mark.browser
 
@@ -76,10 +82,10 @@ def choice(page, text: str):
 
 
 def test_answers_count_lock_survive_a_reload_and_add_up_on_the_summary(page, site, console, artifacts):
-    page.goto(f"{site.url}/{ep1.SLUG}")
+    page.goto(f"{site.url}/{ep1.EPISODE.slug}")
     wait_for_bokeh(page)
-    q1, q2 = ep1.EXERCISES
-    keys = [k for k, _ in questions_of(ep1.EXERCISES)]
+    q1, q2 = ep1.EPISODE.questions
+    keys = [k for k, _ in questions_of(ep1.EPISODE.questions)]
     wrong = next(c for c in q1.choices if c != "The same: one pass")
     b = choice(page, wrong)
     b.scroll_into_view_if_needed()
@@ -118,7 +124,7 @@ def test_answers_count_lock_survive_a_reload_and_add_up_on_the_summary(page, sit
 
     page.goto(f"{site.url}/summary")
     wait_for_bokeh(page, "summary")
-    total = sum(len(e.module.EXERCISES) for e in available())
+    total = sum(len(e.questions) for e in EPISODES)
     wait_for_text(page, f"The series so far: 1 of 2 answered right at the first try; {total - 2} "
                         f"of the {total} questions still open.")
     assert "1 of 2 right at the first try" in page_text(page)
@@ -126,7 +132,7 @@ def test_answers_count_lock_survive_a_reload_and_add_up_on_the_summary(page, sit
     page.get_by_role("button", name="Forget my answers in this browser").click()
     wait_for_text(page, "No answers kept in this browser yet")
     page.wait_for_function(f"() => localStorage.getItem('{STORE}') === null")
-    page.goto(f"{site.url}/{ep1.SLUG}")
+    page.goto(f"{site.url}/{ep1.EPISODE.slug}")
     wait_for_bokeh(page)
     page.wait_for_timeout(800)
     assert choice(page, q1.choices[0]).is_enabled() and "Your score here" not in page_text(page)
@@ -134,9 +140,9 @@ def test_answers_count_lock_survive_a_reload_and_add_up_on_the_summary(page, sit
 
 
 def test_untrusted_storage_is_ignored(page, site, console):
-    page.goto(f"{site.url}/{ep3.SLUG}")
+    page.goto(f"{site.url}/{ep3.EPISODE.slug}")
     wait_for_bokeh(page)
-    keys = [k for k, _ in questions_of(ep3.EXERCISES)]
+    keys = [k for k, _ in questions_of(ep3.EPISODE.questions)]
     page.evaluate(f"""() => localStorage.setItem('{STORE}', JSON.stringify({{v: 1, pages: {{
         ep3: {{'{keys[0]}': [99, 0], '<img src=x onerror=window.__pwned=1>': [0, 0]}},
         '__proto__': {{}}}}}}))""")
@@ -145,16 +151,16 @@ def test_untrusted_storage_is_ignored(page, site, console):
     page.wait_for_timeout(800)
     text = page_text(page)
     assert "Your score here" not in text and "earlier in this browser" not in text
-    assert all(choice(page, c).is_enabled() for c in ep3.EXERCISES[0].choices)
+    assert all(choice(page, c).is_enabled() for c in ep3.EPISODE.questions[0].choices)
     assert page.evaluate("() => window.__pwned") is None
     assert_clean(page, console)
 
 
 def test_on_a_phone_the_answer_stays_on_screen_and_nothing_covers_the_other_choices(phone, site, console,
                                                                                   artifacts):
-    phone.goto(f"{site.url}/{ep5.SLUG}")
+    phone.goto(f"{site.url}/{ep5.EPISODE.slug}")
     wait_for_bokeh(phone, timeout=60_000)
-    ex = ep5.EXERCISES[0]
+    ex = ep5.EPISODE.questions[0]
     first = choice(phone, ex.choices[0])
     first.scroll_into_view_if_needed()
     first.tap()
@@ -198,7 +204,7 @@ def test_the_guide_is_served_accessible_and_links_into_the_docs(page, phone, sit
     text = page_text(p)
     for minutes in (course.CLASS_MINUTES, course.LONG_CLASS_MINUTES):
         assert f"A {minutes}-minute class" in text
-    for e in available():
+    for e in EPISODES:
         assert f"Episode {e.number}:" in text
     violations = Axe().run(p).response["violations"]
     bad = [(v["impact"], v["id"], [n["html"][:100] for n in v["nodes"][:3]])
@@ -223,7 +229,7 @@ def test_every_chart_saves_as_png_and_svg(browser, site, artifacts):
     page = context.new_page()
     errors = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    for e in available():
+    for e in EPISODES:
         page.goto(f"{site.url}/{e.slug}")
         wait_for_bokeh(page)
         plots = page.evaluate("""() => [...Bokeh.documents[0].all_models]
@@ -256,7 +262,7 @@ def test_every_chart_saves_as_png_and_svg(browser, site, artifacts):
 def test_a_pasted_text_travels_in_the_link(page, site, console, artifacts):
     text = "def area(r):\n    return 3.14159 * r * r  # <b>not bold</b>"
     query = urllib.parse.urlencode({"right": "pasted", "paste": text})
-    page.goto(f"{site.url}/{ep4.SLUG}?{query}")
+    page.goto(f"{site.url}/{ep4.EPISODE.slug}?{query}")
     wait_for_bokeh(page, "ep4-bars-right")
     page.locator("textarea").wait_for()
     assert page.locator("textarea").input_value() == text
@@ -266,7 +272,7 @@ def test_a_pasted_text_travels_in_the_link(page, site, console, artifacts):
     assert "Some settings in the link were changed" not in said
     page.screenshot(path=artifacts / "ep4-paste-link.png", full_page=True)
     # Too long for the box: left out of the link, and said so.
-    page.goto(f"{site.url}/{ep4.SLUG}?" + urllib.parse.urlencode({"paste": "x" * 2001}))
+    page.goto(f"{site.url}/{ep4.EPISODE.slug}?" + urllib.parse.urlencode({"paste": "x" * 2001}))
     wait_for_bokeh(page, "ep4-bars-right")
     page.locator("textarea").wait_for()
     assert page.locator("textarea").input_value() == ""
@@ -288,7 +294,7 @@ def test_a_pasted_text_travels_in_the_link(page, site, console, artifacts):
 
 def test_the_short_paths_next_links_lead_1_2_3_5(page, site, console):
     path = course.SHORT_PATH
-    slugs = {e.number: e.slug for e in available()}
+    slugs = {e.number: e.slug for e in EPISODES}
     page.goto(f"{site.url}/{slugs[path[0]]}")
     for n in path[1:]:
         wait_for_bokeh(page)

@@ -9,6 +9,8 @@ not change at all, so a drag costs the page no URL traffic.
 
 from __future__ import annotations
 
+import importlib
+
 import urllib.parse
 
 import pytest
@@ -16,11 +18,12 @@ from conftest import assert_clean, page_text, wait_for_bokeh
 from playwright.sync_api import expect
 
 from specdec_playable.episodes import ep3
-from specdec_playable.views.kit.urlstate import URL_SETTLE_MS
+from specdec_playable.kit.urlstate import URL_SETTLE_MS
+ep3_page = importlib.import_module("specdec_playable.episodes.ep3.page")
 
 pytestmark = pytest.mark.browser
 
-EP3 = "/" + ep3.SLUG
+EP3 = "/" + ep3.EPISODE.slug
 _SLIDERS = """() => {
   const out = {};
   for (const m of Bokeh.documents[0].all_models)

@@ -1,5 +1,5 @@
 """State tier: every chart of every page carries a text alternative computed from what it shows
-(``views.kit.a11y.describe``), and the words follow the chart when its controls move. No browser:
+(``kit.a11y.describe``), and the words follow the chart when its controls move. No browser:
 each page is built as a notebook builds it (every part at once)."""
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ import pytest
 from bokeh.document import Document
 from bokeh.models import Plot
 
-from specdec_playable.episodes import available
-from specdec_playable.state.ep3 import QualityDial
-from specdec_playable.state.ep8 import BusyAndTrees
-from specdec_playable.views import ep1 as v1, ep3 as v3, ep8 as v8
+from specdec_playable.episodes import EPISODES
+from specdec_playable.episodes.ep3.state import QualityDial
+from specdec_playable.episodes.ep8.state import BusyAndTrees
+from specdec_playable.episodes.ep1 import view as v1
+from specdec_playable.episodes.ep3 import view as v3
+from specdec_playable.episodes.ep8 import real_tree as rt8
+from specdec_playable.episodes.ep8 import state as st8
+from specdec_playable.episodes.ep8 import words as w8
 
-PAGES = [(e.number, e.page) for e in available()]
+PAGES = [(e.number, e.page) for e in EPISODES]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -59,21 +63,21 @@ def test_the_words_follow_the_chart():
 
 def test_episode_8_words_state_the_batch_and_the_real_tree():
     s = BusyAndTrees(rng=0, batch=256)
-    assert f"your batch B = 256: {float(s.here.speedup):.2f}×" in v8.batch_words(s)
-    assert f"it stops paying at batch {s.break_even_batch:,}" in v8.batch_words(s)
-    step = v8.real_tree_step()
-    words = v8.real_tree_words(step)
+    assert f"your batch B = 256: {float(s.here.speedup):.2f}×" in w8.batch_words(s)
+    assert f"it stops paying at batch {s.break_even_batch:,}" in w8.batch_words(s)
+    step = st8.real_tree_step()
+    words = w8.real_tree_words(step)
     assert f"{int(sum(step.accepted))} accepted" in words
     assert f"{int(sum(not j for j in step.judged))} not checked" in words
     # Colour is not the only cue in the picture: every drafted box carries its verdict's mark.
-    labels = v8.tree_nodes(step)["text"]
+    labels = rt8.tree_nodes(step)["text"]
     for text, a, j in zip(labels[1:-1], step.accepted, step.judged):
         assert text.startswith("✓ " if a else "✗ " if j else "– "), text
     assert labels[-1][0] in "★+"
 
 
 def test_episode_1_words_are_the_clocks():
-    from specdec_playable.state.ep1 import WritingVsChecking
+    from specdec_playable.episodes.ep1.state import WritingVsChecking
 
     s = WritingVsChecking(n_tokens=16)
     words = v1.lanes_words(s.comparison)

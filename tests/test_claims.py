@@ -10,6 +10,8 @@ here too. No browser.
 
 from __future__ import annotations
 
+import importlib
+
 import html
 import re
 
@@ -21,25 +23,35 @@ from hypothesis import strategies as st
 from specdec_playable.sim import adaptive, clocks, theory
 from specdec_playable.data import hardware, measured, texts
 from specdec_playable.sim.seeds import SEED_MAX, parse_seed
-from specdec_playable.episodes.practice import ep2 as practice2
-from specdec_playable.episodes.practice import ep3 as practice3
-from specdec_playable.episodes.practice import ep4 as practice4
+from specdec_playable.episodes.ep2 import practice as practice2
+from specdec_playable.episodes.ep3 import practice as practice3
+from specdec_playable.episodes.ep4 import practice as practice4
 from specdec_playable.episodes import ep2, ep3, ep4, ep5, ep6
-from specdec_playable.state import presets
-from specdec_playable.state.ep1 import SENTENCE
-from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
-from specdec_playable.state.ep3 import K_SLIDER_MAX, QualityDial
-from specdec_playable.state.ep4 import BoilerplateVsPoetry
-from specdec_playable.state.ep5 import BreakEvenMap
-from specdec_playable.state.ep6 import FAVOURITE_MAX, FinePrint, draft_distribution
-from specdec_playable.views import (ep1 as ep1_writing, ep2 as ep2_relay, ep3 as ep3_quality_dial,
-                                    ep4 as ep4_texts, ep5 as ep5_break_even)
-from specdec_playable.views import ep6 as ep6_fine_print
-from specdec_playable.views.kit import hardware as hw_view, labels
-from specdec_playable.prose import words
-from specdec_playable.prose import ep4 as prose4
+from specdec_playable.kit import presets
+from specdec_playable.episodes.ep1.state import SENTENCE
+from specdec_playable.episodes.ep2.state import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
+from specdec_playable.episodes.ep3.state import K_SLIDER_MAX, QualityDial
+from specdec_playable.episodes.ep4.state import BoilerplateVsPoetry
+from specdec_playable.episodes.ep5.state import BreakEvenMap
+from specdec_playable.episodes.ep6.state import FAVOURITE_MAX, FinePrint, draft_distribution
+from specdec_playable.episodes.ep1 import view as ep1_writing
+from specdec_playable.episodes.ep2 import view as ep2_relay
+from specdec_playable.episodes.ep3 import view as ep3_quality_dial
+from specdec_playable.episodes.ep4 import view as ep4_texts
+from specdec_playable.episodes.ep5 import view as ep5_break_even
+from specdec_playable.episodes.ep6 import view as ep6_fine_print
+from specdec_playable.kit import hardware as hw_view, labels
+from specdec_playable.kit import words
+from specdec_playable.episodes.ep4 import words as prose4
 from specdec_playable.lm import head as lmhead
-from specdec_playable.views.kit.tokens import token_label
+from specdec_playable.kit.tokens import token_label
+ep1_page = importlib.import_module("specdec_playable.episodes.ep1.page")
+ep3_page = importlib.import_module("specdec_playable.episodes.ep3.page")
+ep5_page = importlib.import_module("specdec_playable.episodes.ep5.page")
+ep2_page = importlib.import_module("specdec_playable.episodes.ep2.page")
+ep4_page = importlib.import_module("specdec_playable.episodes.ep4.page")
+ep6_page = importlib.import_module("specdec_playable.episodes.ep6.page")
+ep6_practice = importlib.import_module("specdec_playable.episodes.ep6.practice")
 
 PROBABILITY = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0.0, 1.0))
 COST = st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0.0, 1.0))
@@ -134,7 +146,7 @@ def test_ep1_lede_states_the_pass_time_it_is_given():
     from specdec_playable.episodes import ep1
 
     for ms in (100, 600, 1200, 2000):
-        assert f"a simulated {ms:,} ms per pass" in ep1.lede_html(ms)
+        assert f"a simulated {ms:,} ms per pass" in ep1_page.lede_html(ms)
 
 
 # --- Episode 2 -------------------------------------------------------------------------------
@@ -169,7 +181,7 @@ def test_ep2_clock_rows_say_what_their_numbers_are(k, q, seed):
         spent, plain_ms = number(r"so far: ([\d,]+) ms", bad), number(r"in ([\d,]+) ms:", bad)
         assert number(r": ([\d,]+) ms lost", bad) == spent - plain_ms
         assert spent == p.bad_ms[i] and plain_ms == p.bad_plain_ms[i] == nb * BIG_PASS_MS
-    for box in ep2_relay.relay_timeline(s.result).boxes:
+    for box in ep2_relay.relay_timeline(s.result, pass_ms=BIG_PASS_MS).boxes:
         assert not re.search(r"\b1 (tokens|drafts|draft steps)\b", str(box.tip))
 
 
@@ -183,7 +195,7 @@ def test_ep2_headline_clock_runs_to_the_run_end():
 def test_ep2_try_this_weak_setup_is_usually_slower_as_it_says():
     # "the speedup usually falls below 1× (theory expects 0.79×)": seeds 0..399, at least 90%.
     assert practice2.TRY_THEORY == pytest.approx(theory.expected_speedup(0.3, 8, DRAFT_STEP_MS / BIG_PASS_MS))
-    assert f"theory expects {practice2.TRY_THEORY:.2f}×" in ep2.TRY_THIS and practice2.TRY_THEORY < 1
+    assert f"theory expects {practice2.TRY_THEORY:.2f}×" in ep2.EPISODE.try_this and practice2.TRY_THEORY < 1
     slower = [Relay(q=practice2.TRY_Q, k=practice2.TRY_K, seed=seed).result.speedup < 1 for seed in range(400)]
     assert np.mean(slower) >= 0.9
     default_bad = np.mean([Relay(seed=seed).progress.bad_rounds[-1] for seed in range(100)])
@@ -208,7 +220,7 @@ def test_a_typed_seed_is_used_exactly_when_it_is_one(text):
 
 
 def test_the_seed_box_refuses_with_a_message_and_keeps_the_run():
-    from specdec_playable.views.kit.inputs import SeedBox
+    from specdec_playable.kit.inputs import SeedBox
 
     s = Relay()
     box = SeedBox(s, "seed")
@@ -279,7 +291,7 @@ def test_ep3_try_this_names_the_peak_the_chart_stars():
     by_k = s.speedup_by_k
     assert practice3.TRY_BEST_K == s.best_k == int(np.argmax(by_k)) + 1
     assert np.all(np.diff(by_k[: practice3.TRY_BEST_K]) > 0) and np.all(np.diff(by_k[practice3.TRY_BEST_K - 1:]) < 0)
-    assert f"peak near the starred k = {practice3.TRY_BEST_K}" in ep3.TRY_THIS
+    assert f"peak near the starred k = {practice3.TRY_BEST_K}" in ep3.EPISODE.try_this
 
 
 # --- Episode 4 -------------------------------------------------------------------------------
@@ -315,20 +327,20 @@ def test_ep4_try_this_and_summary_hold_at_the_starting_setup():
         runs = np.array([BoilerplateVsPoetry(seed=seed).runs[side].speedup for seed in range(300)])
         expect = practice4.theory_speedup(tid)
         assert abs(runs.mean() - expect) < 0.1, (tid, runs.mean(), expect)
-        assert f"{expect:.2f}×" in ep4.TRY_THIS and f"{means[tid]['alpha']:.0%}" in ep4.TRY_THIS
-    assert "Python on the left" in ep4.TRY_THIS
+        assert f"{expect:.2f}×" in ep4.EPISODE.try_this and f"{means[tid]['alpha']:.0%}" in ep4.EPISODE.try_this
+    assert "Python on the left" in ep4.EPISODE.try_this
     assert (f"{means['py-account']['alpha']:.0%} on average on the Python, "
-            f"{means['poem-kettle']['alpha']:.0%} on the poem") in ep4.SUMMARY
+            f"{means['poem-kettle']['alpha']:.0%} on the poem") in ep4.EPISODE.summary
     # The title and the lede follow the measured means.
-    assert ep4.TITLE == (ep4.CLAIMED_TITLE if prose4.title_holds() else ep4.MEASURED_TITLE)
-    assert ("does beat poetry" in ep4.LEDE) == prose4.title_holds()
+    assert ep4.EPISODE.title == (ep4_page.CLAIMED_TITLE if prose4.title_holds() else ep4_page.MEASURED_TITLE)
+    assert ("does beat poetry" in ep4_page.lede()) == prose4.title_holds()
 
 
 def test_ep4_explanations_match_the_measurements():
-    text = plain(ep4.EXPLAIN_HTML)
+    text = plain(ep4_page.explain_html())
     meta = measured.load_measured().meta
     assert meta["command"] in text and meta["date"][:10] in text
-    c, draft_ms, step_ms = ep4.DRAFT_COST
+    c, draft_ms, step_ms = ep4_page.draft_cost()
     assert f"One draft step took {c:.3f} of a big pass ({draft_ms:.1f} ms against {step_ms:.1f}" in text
     assert abs(c - BoilerplateVsPoetry.param.c.default) < 0.005  # "hence the starting c"
     assert c == lmhead.head_meta()["measured"]["cost"]["c"]
@@ -476,27 +488,27 @@ def test_ep6_fixed_prose_holds():
     # makes the draft propose the favourite this often.
     s = FinePrint(rng=0)
     share = draft_distribution(s.context, s.temperature, s.favourite, FinePrint.param.bias.bounds[1])
-    assert ep6.TRY_SHARE == pytest.approx(share[s.favourite - 1])
+    assert ep6_practice.try_share() == pytest.approx(share[s.favourite - 1])
     label = token_label(s.labels[s.favourite - 1])
-    assert f"“{label}” {ep6.TRY_SHARE:.0%} of the time" in html.unescape(ep6.TRY_THIS)
+    assert f"“{label}” {ep6_practice.try_share():.0%} of the time" in html.unescape(ep6.EPISODE.try_this)
     # Part 2's stream: the texts named in order, each with its measured mean acceptance.
     q = {label: s.stream.q[a:b].mean() for label, a, b in s.stream.segments}
-    for kind, mean in ep6.RACE_MEANS:
+    for kind, mean in ep6_page.race_means():
         assert mean == pytest.approx(q[kind])
-        assert f"(mean acceptance rate q = {mean:.2f})" in ep6.PART2_INTRO
+        assert f"(mean acceptance rate q = {mean:.2f})" in ep6_page.part2_intro()
     # The take-away no longer ranks the policies; the race's own paragraph does.
-    assert "weakest idea" not in ep6.OUTRO and "too short for one" not in ep6.OUTRO
-    assert "pull ahead" not in ep6.TRY_THIS and "labelled by hand" not in ep6.OUTRO
+    assert "weakest idea" not in ep6_page.OUTRO and "too short for one" not in ep6_page.OUTRO
+    assert "pull ahead" not in ep6.EPISODE.try_this and "labelled by hand" not in ep6_page.OUTRO
 
 
 def test_ep6_says_which_draft_each_part_plays():
     """Part 1 plays the head, part 2 the n-gram table: the page says so with both drafts' measured
     acceptance on each race text, and what the same race gives with each draft."""
-    from specdec_playable.prose import ep6 as prose6
-    from specdec_playable.state.ep6 import RACE_TEXTS, REPEATS
+    from specdec_playable.episodes.ep6 import words as prose6
+    from specdec_playable.episodes.ep6.state import RACE_TEXTS, REPEATS
 
-    assert "draft head" in ep6.PART1_INTRO and "n-gram table" in ep6.PART2_INTRO
-    intro = html.unescape(ep6.PART2_INTRO)
+    assert "draft head" in ep6_page.PART1_INTRO and "n-gram table" in ep6_page.part2_intro()
+    intro = html.unescape(ep6_page.part2_intro())
     for t in RACE_TEXTS:
         ngram, head = (float(measured.measured_text(t, d).q.mean()) for d in ("ngram", "head"))
         kind = measured.measured_text(t).kind
@@ -519,13 +531,13 @@ def test_ep6_says_which_draft_each_part_plays():
 @given(st.floats(0.05, 0.6), SEEDS)
 def test_ep6_no_text_offers_the_race_draft_q_above_its_break_even(c, seed):
     """Step 4 and the dear-draft answer say no text keeps the n-gram table often enough at k = 1."""
-    from specdec_playable.prose import ep6 as prose6
-    from specdec_playable.state.ep6 import RACE_TEXTS
-    from specdec_playable.episodes.practice import ep6 as practice6
+    from specdec_playable.episodes.ep6 import words as prose6
+    from specdec_playable.episodes.ep6.state import RACE_TEXTS
+    from specdec_playable.episodes.ep6 import practice as practice6
 
     kind, top = prose6.best_race_q(RACE_TEXTS)
     be = theory.break_even_q(1, practice6.try_c())
-    assert top < be and f"at best {top:.2f} on average" in ep6.TRY_THIS
+    assert top < be and f"at best {top:.2f} on average" in ep6.EPISODE.try_this
     s = FinePrint(rng=0, c=c, race_seed=seed, n_samples=100)
     right, answer = practice6._answer_dear_race(s)
     hard = max(float(s.stream.q[a:b].mean()) for _, a, b in s.stream.segments) < theory.break_even_q(1, c)
@@ -599,16 +611,16 @@ def _help_lists(viewable) -> str:
 
 @pytest.mark.parametrize("number", [1, 2, 3, 4, 5, 6, 8])
 def test_every_slider_and_box_is_explained_with_its_unit(number):
-    from specdec_playable.episodes import available
+    from specdec_playable.episodes import EPISODES
 
-    ep = next(e for e in available() if e.number == number)
-    root = ep.module.page()
+    ep = next(e for e in EPISODES if e.number == number)
+    root = ep.page()
     text = _help_lists(root)
     state_cls = {1: "WritingVsChecking", 2: "Relay", 3: "QualityDial", 4: "BoilerplateVsPoetry",
                  5: "BreakEvenMap", 6: "FinePrint", 8: "BusyAndTrees"}[number]
     import importlib
 
-    cls = getattr(importlib.import_module(f"specdec_playable.state.ep{number}"), state_cls)
+    cls = getattr(importlib.import_module(f"specdec_playable.episodes.ep{number}.state"), state_cls)
     numeric = [p for n, p in cls.param.objects().items()
                if n != "name" and not p.constant and not p.readonly
                and type(p).__name__ in ("Number", "Integer")]
@@ -649,7 +661,7 @@ def test_the_series_notation_on_screen():
     # q is the acceptance rate everywhere; the two distributions are p_big(x) and p_draft(x),
     # never p and q.
     s = FinePrint(rng=0, n_samples=100)
-    screens = [ep6.PART1_INTRO, ep6.PART2_INTRO, ep6.OUTRO, ep6.TRY_THIS, ep4.EXPLAIN_HTML,
+    screens = [ep6_page.PART1_INTRO, ep6_page.part2_intro(), ep6_page.OUTRO, ep6.EPISODE.try_this, ep4_page.explain_html(),
                ep6_fine_print.sampling_html(s), ep6_fine_print.context_html(s),
                ep6_fine_print.models_key(s.context), ep6_fine_print.OUT_KEY]
     for markup in screens:
@@ -657,14 +669,14 @@ def test_the_series_notation_on_screen():
         for old in ("min(p, q)", "p(x) / q(x)", "p − q", "draft q", "model p ", "draft's q",
                     "Against the big model's p:", "Against the draft's q:"):
             assert old not in text, (old, text[:200])
-    assert "min(1, p big (x) / p draft (x))" in plain(ep6.PART1_INTRO)
-    assert "max(0, p big (x) − p draft (x))" in plain(ep6.PART1_INTRO)
-    assert "acceptance rate q = the sum over x of min(p big (x), p draft (x))" in plain(ep6.PART1_INTRO)
-    assert "q = the sum over x of min(p big (x), p draft (x))" in plain(ep4.EXPLAIN_HTML)
+    assert "min(1, p big (x) / p draft (x))" in plain(ep6_page.PART1_INTRO)
+    assert "max(0, p big (x) − p draft (x))" in plain(ep6_page.PART1_INTRO)
+    assert "acceptance rate q = the sum over x of min(p big (x), p draft (x))" in plain(ep6_page.PART1_INTRO)
+    assert "q = the sum over x of min(p big (x), p draft (x))" in plain(ep4_page.explain_html())
     # Episode 2 names q and defines it where it first appears (the lede), with k.
     assert Relay.param.q.label == QualityDial.param.q.label == "Draft quality q"
-    assert "draft length k" in ep2.LEDE and "draft quality q" in ep2.LEDE
-    assert "share of drafted tokens the big model accepts" in ep2.LEDE
-    assert "“draft quality”" not in ep2.OUTRO and "Draft quality</em>" not in ep2.TRY_THIS
-    for lede in (ep3.LEDE, ep5.LEDE):
+    assert "draft length k" in ep2_page.LEDE and "draft quality q" in ep2_page.LEDE
+    assert "share of drafted tokens the big model accepts" in ep2_page.LEDE
+    assert "“draft quality”" not in ep2_page.OUTRO and "Draft quality</em>" not in ep2.EPISODE.try_this
+    for lede in (ep3_page.LEDE, ep5_page.LEDE):
         assert "acceptance rate" in lede and "share of drafted tokens the big model accepts" in lede

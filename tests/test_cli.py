@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from specdec_playable.serve.cli import main
+from specdec_playable.app.cli import main
 from specdec_playable.sim import theory
 
 KEYS = {"q", "k", "c", "rounds", "seed", "speedup", "ci_low", "ci_high", "theory_speedup",

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from specdec_playable.serve.cli import main, marked_text
+from specdec_playable.app.cli import main, marked_text
 from specdec_playable.lm import INSTALL_COMMAND, source
 from specdec_playable.lm import model as model_mod
 

@@ -170,9 +170,9 @@ def test_speculative_sampling_over_real_p_passes_chi_square(text):
 
 
 def test_a_model_process_measures_as_this_process_does(model):
-    """Episode 4's paste is scored in a worker's child process (serve.model_process): the same numbers,
+    """Episode 4's paste is scored in a worker's child process (runtime.model_process): the same numbers,
     progress reported per pass, and a partial result when the time runs out."""
-    from specdec_playable.serve import model_process as remote
+    from specdec_playable.runtime import model_process as remote
 
     text = measured.load_measured().texts["py-account"].source
     child = remote.ModelProcess(blas_threads=1)

@@ -8,22 +8,22 @@ from pathlib import Path
 import panel as pn
 import pytest
 
-from specdec_playable.serve import site
-from specdec_playable.episodes import available
+from specdec_playable.app import site
+from specdec_playable.episodes import EPISODES
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_episode_files_match_the_registry():
     files = sorted(p.stem for p in (ROOT / "episodes").glob("ep*.py"))
-    assert files == sorted(e.slug for e in available())
-    numbers = [e.number for e in available()]
+    assert files == sorted(e.slug for e in EPISODES)
+    numbers = [e.number for e in EPISODES]
     assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
-    for e in available():
+    for e in EPISODES:
         assert re.fullmatch(rf"ep{e.number}_[a-z0-9_]+", e.slug)
 
 
-@pytest.mark.parametrize("ep", available(), ids=lambda e: e.slug)
+@pytest.mark.parametrize("ep", EPISODES, ids=lambda e: e.slug)
 def test_each_page_builds_fresh_objects_and_renders_to_html(ep, tmp_path):
     a, b = ep.page(), ep.page()
     assert a is not b
@@ -37,6 +37,6 @@ def test_each_page_builds_fresh_objects_and_renders_to_html(ep, tmp_path):
 
 def test_site_serves_an_index_and_every_episode():
     apps = site.applications()
-    assert set(apps) == {"/", *site.COURSE_PAGES, *(e.slug for e in available())}
+    assert set(apps) == {"/", *site.COURSE_PAGES, *(e.slug for e in EPISODES)}
     page = apps["/"]()
     assert isinstance(page, pn.viewable.Viewable)

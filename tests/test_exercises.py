@@ -15,21 +15,22 @@ import numpy as np
 import pytest
 
 from specdec_playable.data import measured
-from specdec_playable.episodes import Exercise, ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8
-from specdec_playable.episodes.practice import ep5 as practice5
+from specdec_playable.kit.episode import Exercise
+from specdec_playable.episodes import ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8
+from specdec_playable.episodes.ep5 import practice as practice5
 from specdec_playable.sim import theory
-from specdec_playable.state.ep1 import WritingVsChecking
-from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
-from specdec_playable.state.ep3 import QualityDial
-from specdec_playable.state.ep4 import BoilerplateVsPoetry
-from specdec_playable.state.ep5 import BreakEvenMap
-from specdec_playable.state.ep6 import FinePrint
+from specdec_playable.episodes.ep1.state import WritingVsChecking
+from specdec_playable.episodes.ep2.state import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
+from specdec_playable.episodes.ep3.state import QualityDial
+from specdec_playable.episodes.ep4.state import BoilerplateVsPoetry
+from specdec_playable.episodes.ep5.state import BreakEvenMap
+from specdec_playable.episodes.ep6.state import FinePrint
 from specdec_playable.data.recorded import recorded_runs
-from specdec_playable.state.ep7 import RealText
-from specdec_playable.state.answers import Score
-from specdec_playable.state.ep8 import BusyAndTrees
-from specdec_playable.views.kit import exercises
-from specdec_playable.prose import words
+from specdec_playable.episodes.ep7.state import RealText
+from specdec_playable.kit.answers import Score
+from specdec_playable.episodes.ep8.state import BusyAndTrees
+from specdec_playable.kit import exercises
+from specdec_playable.kit import words
 
 STATES = {ep1: WritingVsChecking, ep2: Relay, ep3: QualityDial, ep4: BoilerplateVsPoetry,
           ep5: BreakEvenMap, ep6: FinePrint, ep7: RealText, ep8: BusyAndTrees}
@@ -41,7 +42,7 @@ def plain(markup: str) -> str:
 
 def at(module, i: int, **kw):
     """A fresh state moved to question ``i``'s setting, and the answer there."""
-    ex = module.EXERCISES[i]
+    ex = module.EPISODE.questions[i]
     s = STATES[module](**kw)
     s.param.update(**ex.settings)
     right, why = ex.answer(s)
@@ -50,7 +51,7 @@ def at(module, i: int, **kw):
 
 @pytest.mark.parametrize("module", list(STATES))
 def test_each_episode_asks_two_or_three_well_formed_questions(module):
-    exs = module.EXERCISES
+    exs = module.EPISODE.questions
     assert 2 <= len(exs) <= 3 and all(isinstance(e, Exercise) for e in exs)
     cls = STATES[module]
     for ex in exs:
@@ -119,16 +120,16 @@ def test_ep5_answers():
         gaps = sorted(abs(float(x.split()[-1]) - q) for x in ex.choices)
         assert abs(float(ex.choices[right].split()[-1]) - q) == gaps[0] < 0.05 < gaps[1]
         assert f"at q = {q:.2f} (theory), against {before:.2f} at c = {opened:.2f}" in why
-    assert "Double it to c = 0.30" in ep5.EXERCISES[0].question
+    assert "Double it to c = 0.30" in ep5.EPISODE.questions[0].question
 
 
 def test_no_question_is_answered_on_the_page_before_it_is_asked():
     # Episode 5 opens at c = 0.15 and shows every break-even q there (its list and diamonds),
     # and its "Try this" moves c to 0.5: neither question asks at those costs.
     shown = {BreakEvenMap.param.c.default, practice5.TRY_C}
-    assert all(ex.settings["c"] not in shown for ex in ep5.EXERCISES)
+    assert all(ex.settings["c"] not in shown for ex in ep5.EPISODE.questions)
     # Episode 1's second step asks question 1 instead of answering it.
-    step = plain(ep1.TRY_STEPS[1].html)
+    step = plain(ep1.EPISODE.steps[1].html)
     assert "Question 1" in step and "one pass" not in step and "as long" not in step
 
 
@@ -158,9 +159,9 @@ def test_ep8_answers():
 
 def test_check_moves_the_controls_and_answers_from_the_state():
     s = QualityDial(rng=0)
-    section = exercises.exercises_section(s, ep3.EXERCISES, name="ep3")
+    section = exercises.exercises_section(s, ep3.EPISODE.questions, name="ep3")
     q2 = section.questions[1]
-    assert not q2.answer.visible and [b.label for b in q2.buttons] == list(ep3.EXERCISES[1].choices)
+    assert not q2.answer.visible and [b.label for b in q2.buttons] == list(ep3.EPISODE.questions[1].choices)
     q2.buttons[0].clicks += 1  # "faster"
     assert (s.q, s.k, s.c) == (0.5, 4, 0.3)  # the page moved to the question's setting
     text = plain(q2.answer.object)
@@ -173,7 +174,7 @@ def test_check_moves_the_controls_and_answers_from_the_state():
 
 def test_the_first_guess_counts_and_the_answer_locks_the_question():
     s = QualityDial(rng=0)
-    section = exercises.exercises_section(s, ep3.EXERCISES, name="ep3")
+    section = exercises.exercises_section(s, ep3.EPISODE.questions, name="ep3")
     q1, q2 = section.questions
     q2.buttons[0].clicks += 1  # "faster": wrong
     s.param.update(q=0.9, c=0.0)  # the learner moved on
@@ -184,7 +185,7 @@ def test_the_first_guess_counts_and_the_answer_locks_the_question():
     q2.again.clicks += 1  # "Show this setting" moves the page back and says why, record kept
     assert (s.q, s.c) == (0.5, 0.3) and "Theory says" in plain(q2.answer.object)
     assert section.sheet.score == Score(0, 1, 2)
-    q1.buttons[ep3.EXERCISES[0].choices.index("k = 2")].clicks += 1  # right
+    q1.buttons[ep3.EPISODE.questions[0].choices.index("k = 2")].clicks += 1  # right
     assert section.sheet.score == Score(1, 2, 2)
     score = plain(section.objects[-2].object)
     assert "Your score here: 1 of 2 answered right at the first try." in score
@@ -192,15 +193,15 @@ def test_the_first_guess_counts_and_the_answer_locks_the_question():
 
 def test_answers_kept_in_the_browser_come_back_locked_and_the_store_hears_each_new_one():
     s = QualityDial(rng=0)
-    section = exercises.exercises_section(s, ep3.EXERCISES, name="ep3")
-    keys = [k for k, _ in exercises.questions_of(ep3.EXERCISES)]
+    section = exercises.exercises_section(s, ep3.EPISODE.questions, name="ep3")
+    keys = [k for k, _ in exercises.questions_of(ep3.EPISODE.questions)]
     assert section.store.saved == ""
     section.questions[0].buttons[1].clicks += 1
     saved = json.loads(section.store.saved)
     assert saved == {"v": 1, "pages": {"ep3": {keys[0]: [1, 1]}}}
     # A reload: a fresh page, and the browser sends what it keeps.
     s2 = QualityDial(rng=0)
-    again = exercises.exercises_section(s2, ep3.EXERCISES, name="ep3")
+    again = exercises.exercises_section(s2, ep3.EPISODE.questions, name="ep3")
     again.store.loaded = section.store.saved
     q1 = again.questions[0]
     assert again.sheet.locked(1) and not again.sheet.locked(2)
@@ -209,7 +210,7 @@ def test_answers_kept_in_the_browser_come_back_locked_and_the_store_hears_each_n
     assert "answered this earlier in this browser" in plain(q1.answer.object)
     assert (s2.q, s2.c) == (QualityDial.param.q.default, QualityDial.param.c.default)  # not moved
     # Records for another page, a reworded question or out of range are ignored.
-    third = exercises.exercises_section(QualityDial(rng=0), ep3.EXERCISES, name="ep3")
+    third = exercises.exercises_section(QualityDial(rng=0), ep3.EPISODE.questions, name="ep3")
     third.store.loaded = json.dumps({"v": 1, "pages": {"ep2": {keys[0]: [1, 1]},
                                                         "ep3": {"reworded": [0, 0], keys[1]: [7, 2]}}})
     assert third.sheet.score == Score(0, 0, 2)

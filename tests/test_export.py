@@ -10,10 +10,10 @@ import zipfile
 
 import pytest
 
-from specdec_playable.serve import export as export_mod
-from specdec_playable.episodes import available
+from specdec_playable.app import export as export_mod
+from specdec_playable.episodes import EPISODES
 
-EP1 = available()[0].slug
+EP1 = EPISODES[0].slug
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +36,8 @@ def test_wheel_carries_the_data_files(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "specdec_playable/assets/pass_cost_h200.csv" in names
     assert "specdec_playable/sim/theory.py" in names
-    assert "specdec_playable/views/static/lanes.js" in names
-    assert "specdec_playable/views/static/page.css" in names
+    assert "specdec_playable/kit/static/lanes.js" in names
+    assert "specdec_playable/kit/static/page.css" in names
 
 
 def test_export_writes_pages_index_and_pinned_requirements(tmp_path, wheel):

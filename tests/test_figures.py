@@ -11,8 +11,8 @@ import pytest
 from bokeh.document import Document
 from bokeh.models import Plot
 
-from specdec_playable.episodes import available
-from specdec_playable.views.kit import figures
+from specdec_playable.episodes import EPISODES
+from specdec_playable.kit import figures
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -20,7 +20,7 @@ def _panel():
     pn.extension()
 
 
-@pytest.mark.parametrize("ep", available(), ids=lambda e: e.slug)
+@pytest.mark.parametrize("ep", EPISODES, ids=lambda e: e.slug)
 def test_every_figure_has_its_anchor_and_its_line(ep):
     root = ep.page()
     doc = Document()
@@ -54,7 +54,7 @@ def test_each_line_sits_right_under_its_figure():
 
 def test_the_figures_with_data_are_on_the_pages():
     names = set()
-    for ep in available():
+    for ep in EPISODES:
         doc = Document()
         doc.add_root(ep.page().get_root(doc))
         names |= {m.name for m in doc.models if isinstance(m, Plot)}
@@ -71,8 +71,8 @@ def test_anchor_ids(name, anchor):
 def test_episode7s_lanes_get_their_line_when_a_finished_run_draws_them():
     from ep7_fakes import fake_comparison
 
-    from specdec_playable.state import unlocked
-    from specdec_playable.views.ep7 import RealTextView
+    from specdec_playable.kit.params import unlocked
+    from specdec_playable.episodes.ep7.view import RealTextView
 
     view = RealTextView()
     with unlocked(view.state):
@@ -86,5 +86,5 @@ def test_episode7s_lanes_get_their_line_when_a_finished_run_draws_them():
 
 
 def test_the_page_saves_figures_with_one_listener():
-    root = available()[0].page()
+    root = EPISODES[0].page()
     assert len(root.select(figures.FigureSaver)) == 1

@@ -10,9 +10,9 @@ import urllib.request
 import pytest
 
 from specdec_playable.data.provenance import SERVED_SUFFIXES, notes_for, provenance, served_files
-from specdec_playable.serve.files import CONTENT_TYPES
+from specdec_playable.app.files import CONTENT_TYPES
 from specdec_playable.shipped import asset_dir, asset_path
-from specdec_playable.views.kit import figures
+from specdec_playable.kit import figures
 
 
 def _get(url: str, method: str = "GET"):
@@ -79,7 +79,7 @@ def test_every_file_the_data_page_names_answers(site):
     """Each file the data page lists or describes (its table, its provenance headings) is served."""
     import re
 
-    from specdec_playable.views.site.data import data_html
+    from specdec_playable.kit.site.data import data_html
 
     markup = data_html()
     hrefs = set(re.findall(r'href="(\./assets/[^"#]+)"', markup))

@@ -14,12 +14,12 @@ import panel as pn
 import pytest
 from bokeh.document import Document
 
-from specdec_playable.episodes import available
-from specdec_playable.serve import site
-from specdec_playable.views.site import course, glossary
-from specdec_playable.views.kit import terms
+from specdec_playable.episodes import EPISODES
+from specdec_playable.app import site
+from specdec_playable.kit.site import course, glossary
+from specdec_playable.kit import terms
 
-PAGES = [(e.number, e.slug, e.page) for e in available()]
+PAGES = [(e.number, e.slug, e.page) for e in EPISODES]
 HREF = re.compile(r'href="\./glossary#([\w-]+)"')
 
 
@@ -63,10 +63,10 @@ def test_see_it_in_names_episodes_that_use_the_term(built):
 
 
 def test_the_glossary_page_has_an_entry_per_term_and_links_each_episode():
-    body = glossary.glossary_html(available())
+    body = glossary.glossary_html(EPISODES)
     for t in terms.TERMS:
         assert body.count(f'<dt id="{t.key}">') == 1
-    slugs = {e.slug for e in available()}
+    slugs = {e.slug for e in EPISODES}
     assert set(re.findall(r'href="\./(ep\d[\w]*)"', body)) <= slugs
 
 

@@ -17,20 +17,20 @@ import pytest
 
 from specdec_playable.data import hardware, measured
 from specdec_playable.data.recorded import recorded_runs
-from specdec_playable.episodes import KEY_SEED, available, neighbours, teaching
-from specdec_playable.serve.site import episode_times
+from specdec_playable.episodes import EPISODES, neighbours
+from specdec_playable.app.site import episode_times, teaching
+from specdec_playable.kit.episode import KEY_SEED
 from specdec_playable.shipped import doc_names
 from specdec_playable.sim import theory
-from specdec_playable.state.ep1 import WritingVsChecking
-from specdec_playable.state.ep2 import Relay, TOKENS
-from specdec_playable.state.ep3 import QualityDial
-from specdec_playable.state.ep5 import BreakEvenMap
-from specdec_playable.state.ep8 import BusyAndTrees
-from specdec_playable.views.kit.page import nav_html, objectives_html
-from specdec_playable.views.site import course, guide
-from specdec_playable.views.site.docs import doc_page, heading_id, render
+from specdec_playable.episodes.ep1.state import WritingVsChecking
+from specdec_playable.episodes.ep2.state import Relay, TOKENS
+from specdec_playable.episodes.ep3.state import QualityDial
+from specdec_playable.episodes.ep5.state import BreakEvenMap
+from specdec_playable.episodes.ep8.state import BusyAndTrees
+from specdec_playable.kit.page import nav_html, objectives_html
+from specdec_playable.kit.site import course, guide
+from specdec_playable.kit.site.docs import doc_page, heading_id, render
 
-EPISODES = available()
 PKG = Path(__file__).resolve().parents[1] / "src" / "specdec_playable"
 
 
@@ -61,7 +61,7 @@ def test_every_page_opens_with_its_objectives_in_one_line(ep):
     root = ep.page()
     header = next(p for p in root.select() if getattr(p, "name", "") == f"ep{ep.number}-header")
     markup = "".join(str(getattr(o, "object", "")) for o in header.select())
-    line = objectives_html(ep.module.OBJECTIVES)
+    line = objectives_html(ep.objectives)
     assert line in markup or plain(line) in plain(markup)
     assert markup.count('class="sdp-objectives"') == 1
     assert plain(line).startswith("After this episode you can ") and plain(line).endswith(".")
@@ -130,9 +130,9 @@ def test_the_guide_shows_both_plans_every_episode_and_every_answer(times):
 @pytest.mark.parametrize("ep", EPISODES, ids=lambda e: e.slug)
 def test_the_answer_key_is_the_pages_own_answer(ep):
     t = next(t for t in teaching() if t.number == ep.number)
-    assert len(t.answers) == len(ep.module.EXERCISES)
-    cls = ep.module.STATE
-    for ex, key in zip(ep.module.EXERCISES, t.answers):
+    assert len(t.answers) == len(ep.questions)
+    cls = ep.state
+    for ex, key in zip(ep.questions, t.answers):
         kw = {"rng": KEY_SEED} if "rng" in cls.__init__.__code__.co_varnames else {}
         s = cls(**kw)
         s.param.update(**ex.settings)

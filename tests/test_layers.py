@@ -1,5 +1,5 @@
 """The layers keep to their rooms: imports run one way, no data is read on import, and the
-browser code and styles live in views/static with the theme's colours.
+browser code and styles live in kit/static with the theme's colours.
 
 Static checks of the source tree (no browser, no server).
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from specdec_playable.views.kit import resources, theme
-from specdec_playable.views.kit.lanes.controls import PLAYER_ARGS
+from specdec_playable.kit import resources, theme
+from specdec_playable.kit.lanes.controls import PLAYER_ARGS
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "specdec_playable"
 STATIC = PKG / "views" / "static"
@@ -47,38 +47,59 @@ def _imports(path: Path) -> set[str]:
 
 
 #: What each room may import from the package (besides itself and ``specdec_playable.shipped``),
-#: and which libraries it may import: sim <- lm <- data <- prose <- state <- views <- episodes,
-#: with serve beside them. State and views reach serving only through serve.interface.
+#: and which libraries it may import: sim <- lm <- data <- runtime <- kit <- episodes <- app.
+#: No exception: nothing below the app imports it, and no arrow runs up.
 P = "specdec_playable"
+ORDER = ("sim", "lm", "data", "runtime", "kit", "episodes", "app")
 ROOMS = {
     "sim": ((), {"numpy"}),
     # llvmlite is numba's own code generator (installed with it): lm.kernel writes its tiles in it
     "lm": (("sim",), {"numpy", "gguf", "tokenizers", "numba", "llvmlite"}),
     "data": (("sim", "lm"), {"numpy"}),
-    "prose": (("sim", "lm", "data"), {"numpy"}),
-    "state": (("sim", "lm", "data", "prose", "serve.interface"), {"numpy", "param"}),
-    "views": (("sim", "lm", "data", "prose", "state", "serve.interface"), None),
-    "episodes": (("sim", "lm", "data", "prose", "state", "views", "serve.interface"), None),
-    "serve": (("sim", "lm", "data"), None),
+    "runtime": (("sim", "lm", "data"), {"numpy"}),
+    "kit": (("sim", "lm", "data", "runtime"), None),
+    "episodes": (("sim", "lm", "data", "runtime", "kit"), None),
+    "app": (("sim", "lm", "data", "runtime", "kit", "episodes"), None),
 }
 #: The rooms that compute (each runs in a notebook, a CLI, a test or a worker): they start no
 #: thread and no process, and coordinate none (a lock, e.g. for a lazily loaded model, is fine).
-COMPUTE = ("sim", "lm", "data", "prose")
+COMPUTE = ("sim", "lm", "data")
 #: What starting or coordinating a thread or a process looks like in code.
 CONCURRENCY = {"threading.Thread", "threading.Condition", "threading.Timer", "threading.Barrier",
                "concurrent.futures", "multiprocessing", "subprocess", "os.fork", "ThreadPoolExecutor",
                "ProcessPoolExecutor", "asyncio"}
-#: The serving modules that build the site from the pages (the top of the house).
-SERVE_TOP = {"site", "cli", "export"}
 STDLIB = set(sys.stdlib_module_names)
 
 
 def _allowed(path: Path) -> tuple[tuple[str, ...], set[str] | None]:
     room = path.relative_to(PKG).parts[0]
     inner, libs = ROOMS[room]
-    if room == "serve" and path.stem in SERVE_TOP:
-        inner = ("sim", "lm", "data", "state", "views", "episodes", "serve")
     return (room, "shipped", *inner), libs
+
+
+def test_every_room_is_ruled_and_in_order():
+    rooms = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert rooms == set(ROOMS) == set(ORDER)
+    for i, room in enumerate(ORDER):  # a room may import only the rooms below it
+        assert set(ROOMS[room][0]) == set(ORDER[:i]), room
+
+
+def test_no_module_below_the_app_imports_it():
+    for room in ORDER[:-1]:
+        for path in _modules(room):
+            up = [n for n in _imports(path) if n == f"{P}.app" or n.startswith(f"{P}.app.")]
+            assert not up, f"{path.relative_to(PKG)} imports the app: {up}"
+
+
+def test_an_episode_imports_no_other_episode():
+    for path in _modules("episodes"):
+        parts = path.relative_to(PKG).parts
+        if len(parts) < 3:  # the registry and its navigation list the episodes
+            continue
+        own, nav = f"{P}.episodes.{parts[1]}", f"{P}.episodes.nav"  # nav: the series' order
+        others = [n for n in _imports(path) if n.startswith(f"{P}.episodes.")
+                  and not any(n == m or n.startswith(m + ".") for m in (own, nav))]
+        assert not others, f"{path.relative_to(PKG)} imports another episode: {others}"
 
 
 @pytest.mark.parametrize("room", sorted(ROOMS))
@@ -161,8 +182,8 @@ def test_no_module_imports_a_private_name_of_another():
                 assert not bad, f"{here} imports private {bad}"
 
 
-def test_state_and_views_reach_no_private_attribute_of_bokeh_or_serving():
-    for room in ("state", "views", "episodes"):
+def test_the_episodes_reach_no_private_attribute_of_bokeh_or_serving():
+    for room in ("episodes",):
         for path in _modules(room):
             for node in ast.walk(ast.parse(path.read_text())):
                 if isinstance(node, ast.Constant) and node.value in ("_session", "_document"):
@@ -170,7 +191,7 @@ def test_state_and_views_reach_no_private_attribute_of_bokeh_or_serving():
 
 
 def test_the_lane_timeline_needs_no_bokeh():
-    code = ("import sys\nfrom specdec_playable.views.kit.lanes import Box, Timeline, bar_columns\n"
+    code = ("import sys\nfrom specdec_playable.kit.lanes import Box, Timeline, bar_columns\n"
             "bad = [m for m in ('panel', 'bokeh') if m in sys.modules]\nassert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -202,40 +223,43 @@ def test_no_colour_is_written_outside_the_theme():
         if path.suffix not in (".py", ".css", ".js", ".html") or path.name == "theme.py":
             continue
         hits = HEX.findall(path.read_text())
-        assert not hits, f"{path.relative_to(PKG)} writes colours {hits}; name them in views/kit/theme.py"
+        assert not hits, f"{path.relative_to(PKG)} writes colours {hits}; name them in kit/theme.py"
 
 
 def test_every_css_variable_used_is_defined_by_the_theme():
     defined = set(re.findall(r"(--sdp-[a-z-]+):", theme.css_variables()))
-    for path in STATIC.glob("*.css"):
+    for path in [*STATIC.glob("*.css"), *(PKG / "episodes").rglob("*.css")]:
         used = set(re.findall(r"var\((--sdp-[a-z-]+)\)", path.read_text()))
         assert used <= defined, f"{path.name} uses undefined {sorted(used - defined)}"
     # A stylesheet carries the values of the properties its files use, so HTML built in
     # Python styles itself through classes, never through a var() of its own.
-    for path in (PKG / "views").rglob("*.py"):
+    for path in [*(PKG / "kit").rglob("*.py"), *(PKG / "episodes").rglob("*.py")]:
         if path.name != "resources.py":
             assert "var(--sdp-" not in path.read_text(), path.name
 
 
 def test_pages_and_views_declare_the_theme_once_at_their_root():
-    from specdec_playable.episodes import available
-    from specdec_playable.views.kit.deferred import DEFERRED_CLASS
+    from specdec_playable.episodes import EPISODES
+    from specdec_playable.kit.deferred import DEFERRED_CLASS
 
     everything = resources.theme_css()
     assert set(re.findall(r"(--sdp-[a-z-]+):", everything)) >= {"--sdp-ink", "--sdp-font"}
-    for ep in available():
+    for ep in EPISODES:
         root = ep.page()
         assert root.stylesheets[0] == everything
         # The episode's view is one of the page's children (or the child of a slot filled after
-        # the first paint, views/kit/deferred.py), and declares the theme again.
+        # the first paint, kit/deferred.py), and declares the theme again.
         children = [c for obj in root.objects
                     for c in (obj.objects if DEFERRED_CLASS in obj.css_classes else [obj])]
         assert sum(obj.stylesheets[:1] == [everything] for obj in children) == 1
-    css = resources.stylesheet("page.css", "ep2.css")
+    css = resources.stylesheet("page.css", "relay.css")
     assert "/*" not in css and "--sdp-ink:" not in css and ".ep2-bad" in css and ".sdp-title" in css
-    assert resources.stylesheet("page.css", "ep2.css") is css  # built once per process
-    with pytest.raises(ValueError):
-        resources.text("../theme.py")
+    assert resources.stylesheet("page.css", "relay.css") is css  # built once per process
+    ep4 = resources.stylesheet("specdec_playable.episodes.ep4:ep4.css")
+    assert ".ep4-" in ep4 and "/*" not in ep4  # an episode's own stylesheet, beside its code
+    for bad in ("../theme.py", "specdec_playable.episodes.ep4:../page.py", "os:path.py", ":"):
+        with pytest.raises(ValueError):
+            resources.text(bad)
 
 
 def _declared_globals(js: str) -> set[str]:
@@ -251,13 +275,13 @@ def test_the_lane_script_declares_exactly_the_arguments_python_passes():
     assert declared == set(PLAYER_ARGS) | {"cb_obj", "sdp_frame"}
 
 
-def test_episode_2s_frame_hook_uses_only_the_player_scope_and_its_own_arguments():
-    from specdec_playable.views.ep2 import RelayView
+def test_the_relay_frame_hook_uses_only_the_player_scope_and_its_own_arguments():
+    from specdec_playable.episodes.ep2.view import RelayView
 
     view = RelayView()
     code = view.player.buttons.script.code
-    assert resources.script("ep2_frame.js") in code and "function sdp_frame(t)" in code
-    declared = _declared_globals(resources.text("ep2_frame.js"))
+    assert resources.script("relay_frame.js") in code and "function sdp_frame(t)" in code
+    declared = _declared_globals(resources.text("relay_frame.js"))
     hook_args = set(view.player.buttons.script.args) - set(PLAYER_ARGS)
     assert declared == {"state", "sdp_total"} | hook_args
 
@@ -288,8 +312,9 @@ def test_no_python_string_holds_more_than_a_few_lines_of_css_or_javascript():
 def test_ci_lints_every_static_file():
     root = Path(__file__).resolve().parents[1]
     scripts = json.loads((root / "tooling" / "package.json").read_text())["scripts"]
-    assert "src/specdec_playable/views/static" in scripts["lint:js"]
-    assert "src/specdec_playable/views/static/*.css" in scripts["lint:css"]
+    assert "src/specdec_playable/kit/static" in scripts["lint:js"]
+    assert "src/specdec_playable/kit/static/*.css" in scripts["lint:css"]
+    assert "src/specdec_playable/episodes/*/*.css" in scripts["lint:css"]
     assert "npm run --silent lint" in (root / ".ci" / "run").read_text()
     assert (root / "tooling" / "package-lock.json").is_file()
 

@@ -144,12 +144,12 @@ def test_a_run_in_a_model_process_is_mirrored_pass_by_pass(model, ids, monkeypat
     cancelled run leaves the child ready for the next one. As it loads, the child times its own
     passes (bounded by SDP_CALIBRATE_S) and this process keeps the result."""
     from specdec_playable.lm.calibrate import CALIBRATION_NS
-    from specdec_playable.serve import interface
-    from specdec_playable.serve.model_process import CALIBRATE_ENV, ModelProcess
+    from specdec_playable.runtime import service as interface
+    from specdec_playable.runtime.model_process import CALIBRATE_ENV, ModelProcess
 
     text = PROMPTS["json-reshape"].message
     here = compare(model, ids, "lookup", 4, max_new=NEW)
-    from specdec_playable.serve import model_process
+    from specdec_playable.runtime import model_process
 
     monkeypatch.setenv(CALIBRATE_ENV, "1.5")
     monkeypatch.setattr(model_process, "_calibration", [None])  # this test's own, undone after it

@@ -9,7 +9,7 @@ import pytest
 from specdec_playable import lm
 from specdec_playable.lm.decode import generate
 from specdec_playable.lm.prompts import PROMPTS, SENTENCE, TASKS, task
-from specdec_playable.state.ep7 import MAX_NEW_DEFAULT, RealText
+from specdec_playable.episodes.ep7.state import MAX_NEW_DEFAULT, RealText
 
 
 def test_the_page_offers_exactly_the_checked_tasks_with_copy_and_fresh_ones():

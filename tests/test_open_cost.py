@@ -20,18 +20,18 @@ from bokeh.core.validation.check import check_integrity
 from bokeh.document import Document
 from bokeh.models import GlyphRenderer
 
-from specdec_playable.serve import site
-from specdec_playable.views.kit.heights import reserved
+from specdec_playable.app import site
+from specdec_playable.kit.heights import reserved
 from specdec_playable.sim import adaptive, theory
 from specdec_playable.data import measured
-from specdec_playable.serve import shared
-from specdec_playable.episodes import available
-from specdec_playable.state import ep5 as state5
-from specdec_playable.state import ep6 as state6
-from specdec_playable.views.kit import deferred
-from specdec_playable.views.ep7 import RealTextView
+from specdec_playable.runtime import shared
+from specdec_playable.episodes import EPISODES
+from specdec_playable.episodes.ep5 import state as state5
+from specdec_playable.episodes.ep6 import state as state6
+from specdec_playable.kit import deferred
+from specdec_playable.episodes.ep7.view import RealTextView
 
-PAGES = [("index", site.index_page)] + [(e.slug, e.page) for e in available()]
+PAGES = [("index", site.index_page)] + [(e.slug, e.page) for e in EPISODES]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -169,7 +169,7 @@ def test_a_session_gets_its_views_only_once_its_page_is_painted():
             assert time.monotonic() < deadline, "server did not start"
             time.sleep(0.1)
         def check(mod, slots) -> None:
-            session = pull_session(url=f"http://127.0.0.1:{port}/{mod.SLUG}")
+            session = pull_session(url=f"http://127.0.0.1:{port}/{mod.EPISODE.slug}")
             try:
                 doc = session.document
                 for name, height in slots.items():
@@ -182,7 +182,7 @@ def test_a_session_gets_its_views_only_once_its_page_is_painted():
                         assert list(slot.children) == [], name
                     assert slot.min_height == height
                 texts = [getattr(m, "text", "") or "" for m in doc.models]
-                assert any(html.escape(mod.TITLE) in t for t in texts)  # the page's words are there
+                assert any(html.escape(mod.EPISODE.title) in t for t in texts)  # the page's words are there
                 # The shell and the "Check yourself" questions at the page's end (a dozen models);
                 # the views add a hundred and more.
                 assert len(doc.models) < 50
@@ -204,7 +204,7 @@ def test_a_session_gets_its_views_only_once_its_page_is_painted():
             t = threading.Thread(target=run)
             t.start()
             t.join(60)
-            assert not t.is_alive(), f"pulling {mod.SLUG} did not finish in 60 s"
+            assert not t.is_alive(), f"pulling {mod.EPISODE.slug} did not finish in 60 s"
             if errors:
                 raise errors[0]
     finally:

@@ -1,4 +1,4 @@
-"""Episode 7's sentences (``prose.ep7``), each checked against the numbers it states: a run's
+"""Episode 7's sentences (``episodes.ep7.words``), each checked against the numbers it states: a run's
 verdict, why it went as it did, the work-based figure, the place in line and the estimated wait,
 and what the recorded runs say. Runs come from ``tests/ep7_fakes.py``."""
 
@@ -12,7 +12,7 @@ from ep7_fakes import fake_comparison, fake_plain, fake_spec
 from specdec_playable.data import recorded
 from specdec_playable.lm.compare import Comparison
 from specdec_playable.lm.prompts import TASKS
-from specdec_playable.prose import ep7 as ep7_words
+from specdec_playable.episodes.ep7 import words as ep7_words
 
 
 def test_sampling_states_what_is_guaranteed():

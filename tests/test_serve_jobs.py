@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from specdec_playable.serve import jobs
+from specdec_playable.runtime import jobs
 
 WAIT = 10.0  # seconds; a healthy run never comes near it
 
@@ -244,7 +244,7 @@ def test_workers_run_at_the_niceness_asked_for():
 
 
 def test_blas_env_caps_every_blas_library_of_a_new_process():
-    from specdec_playable.serve.jobs import BLAS_ENV_NAMES, blas_env
+    from specdec_playable.runtime.jobs import BLAS_ENV_NAMES, blas_env
 
     assert blas_env(1) == {name: "1" for name in BLAS_ENV_NAMES}
     assert set(BLAS_ENV_NAMES) >= {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}

@@ -1,4 +1,4 @@
-"""serve.panel_threads: Panel's read-only editing, safe when two sessions' pages are built at once.
+"""app.panel_threads: Panel's read-only editing, safe when two sessions' pages are built at once.
 
 Bokeh builds each session's page on a worker thread; two page builds interleave their
 ``edit_readonly`` blocks. The interleaving that failed the server (the first block ends while the
@@ -15,7 +15,7 @@ import panel as pn
 import pytest
 from panel.io.location import Location
 
-from specdec_playable.serve import panel_threads
+from specdec_playable.app import panel_threads
 
 FLAGS = ("readonly", "constant")
 

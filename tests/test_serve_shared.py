@@ -1,4 +1,4 @@
-"""Results shared by every session (serve.shared): shared, read-only, keyed by their inputs, bounded."""
+"""Results shared by every session (runtime.shared): shared, read-only, keyed by their inputs, bounded."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from specdec_playable.serve import shared as sh
+from specdec_playable.runtime import shared as sh
 
 
 def _counting(maxsize=8):

@@ -1,4 +1,4 @@
-"""serve.model_process's thread policy: a run alone uses both cores, two runs at once one each.
+"""runtime.model_process's thread policy: a run alone uses both cores, two runs at once one each.
 
 Every child is told its threads on its cancel pipe whenever the number of runs changes; a child
 times its start-up passes with the threads it was told, and says so in its calibration.
@@ -12,7 +12,7 @@ import struct
 import pytest
 
 from specdec_playable.lm import kernel
-from specdec_playable.serve import model_process as mp
+from specdec_playable.runtime import model_process as mp
 
 
 def test_threads_per_run_shares_the_cores():

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.episodes import available
-from specdec_playable.state.answers import (MAX_STORED_CHARS, Answer, AnswerSheet, Score, dumps,
+from specdec_playable.episodes import EPISODES
+from specdec_playable.kit.answers import (MAX_STORED_CHARS, Answer, AnswerSheet, Score, dumps,
                                             loads, question_key, series_score)
-from specdec_playable.views.kit.exercises import questions_of
+from specdec_playable.kit.exercises import questions_of
 
 KEYS = [question_key("How long?", ("a", "b", "c")), question_key("Faster?", ("yes", "no"))]
 SIZES = [3, 2]
@@ -50,7 +50,7 @@ def test_a_key_names_the_words_of_a_question():
     assert question_key("How long?", ("a", "b", "c")) == KEYS[0]  # the same on every server
     assert question_key("How long?", ("a", "b", "d")) != KEYS[0]  # another choice: another question
     assert question_key("How long now?", ("a", "b", "c")) != KEYS[0]
-    every = [k for ep in available() for k, _ in questions_of(ep.module.EXERCISES)]
+    every = [k for ep in EPISODES for k, _ in questions_of(ep.questions)]
     assert len(set(every)) == len(every)  # no two questions of the series share a key
 
 

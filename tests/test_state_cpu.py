@@ -7,15 +7,18 @@ they use that and say "measured on this server at start-up".
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
 from specdec_playable.data import hardware
 from specdec_playable.data.machine import this_machine
 from specdec_playable.lm.calibrate import PassTimes
-from specdec_playable.serve import model_process
-from specdec_playable.state import cpu
-from specdec_playable.state.ep8 import BusyAndTrees
+from specdec_playable.runtime import model_process
+from specdec_playable.kit import cpu
+from specdec_playable.episodes.ep8.state import BusyAndTrees
+ep7_page = importlib.import_module("specdec_playable.episodes.ep7.page")
 
 SERVER = PassTimes((1, 2, 4, 5, 8, 9, 16, 32), (20.0, 21.0, 22.5, 23.0, 25.0, 26.0, 33.0, 52.0),
                    repeats=5, seconds=4.0, threads=1, kernel="numba", measured_at=1.0)
@@ -62,11 +65,11 @@ def test_episode7_lesson_says_where_its_ratio_was_measured(model_absent, monkeyp
     from specdec_playable.episodes import ep7
     from specdec_playable.sim import theory
 
-    html = ep7.lesson_html()
+    html = ep7_page.lesson_html()
     r5 = cpu.cpu_passes().ratio(5)
     assert f"takes {r5:.2f}× a single decode step" in html and cpu.SHIPPED in html
     monkeypatch.setattr(model_process, "_calibration", [SERVER])
-    html = ep7.lesson_html()
+    html = ep7_page.lesson_html()
     assert "takes 1.15× a single decode step" in html and cpu.HERE in html
     q = float(theory.break_even_q(4, 0.15 / 4))
     assert f"at least q = {q:.2f}" in html
@@ -88,7 +91,7 @@ def test_episode7_outro_follows_the_pass_costs(monkeypatch, times):
     from specdec_playable.sim import theory
 
     monkeypatch.setattr(model_process, "_calibration", [times])
-    html = ep7.outro_html()
+    html = ep7_page.outro_html()
     r5, r9 = times.ratio(5), times.ratio(9)
     assert f"({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)" in html
     assert ("is nearly one step too" in html) == (r5 < 1.3)

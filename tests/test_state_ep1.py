@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specdec_playable.sim import clocks
-from specdec_playable.state.ep1 import SENTENCE, WritingVsChecking
+from specdec_playable.episodes.ep1.state import SENTENCE, WritingVsChecking
 
 
 def test_defaults_match_the_episode_spec():

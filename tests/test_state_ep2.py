@@ -9,8 +9,8 @@ import pytest
 
 from specdec_playable.sim import relay
 from specdec_playable.sim.seeds import SEED_MAX
-from specdec_playable.state import ep2 as st
-from specdec_playable.state.ep2 import Relay
+from specdec_playable.episodes.ep2 import state as st
+from specdec_playable.episodes.ep2.state import Relay
 
 
 def test_passage_has_a_plausible_wrong_guess_for_every_token():
@@ -141,7 +141,7 @@ def test_guarantee_is_checked_not_assumed():
 
 def test_page_rows_and_html_come_from_the_state():
     pytest.importorskip("panel")
-    from specdec_playable.views import ep2 as page
+    from specdec_playable.episodes.ep2 import view as page
 
     s = Relay()
     p = s.progress
@@ -151,7 +151,7 @@ def test_page_rows_and_html_come_from_the_state():
     assert rows["alone"][last] == f"{s.result.baseline_ms:,.0f} ms"
     assert rows["speedup"][last] == f"{s.result.speedup:.2f}×"
     assert rows["speedup"][0] == "–"
-    timeline = page.relay_timeline(s.result)
+    timeline = page.relay_timeline(s.result, pass_ms=st.BIG_PASS_MS)
     stops = list(timeline.stops)
     tips = [b.tip for b in timeline.boxes]
     before = [b.tip_before for b in timeline.boxes]
@@ -170,7 +170,7 @@ def test_page_rows_and_html_come_from_the_state():
 
 def test_page_html_escapes_text(monkeypatch):
     pytest.importorskip("panel")
-    from specdec_playable.views import ep2 as page
+    from specdec_playable.episodes.ep2 import view as page
 
     evil = ("<b>", " &amp;", ' "x"') * 5
     monkeypatch.setattr(st, "TOKENS", evil)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specdec_playable.sim import theory
-from specdec_playable.state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
+from specdec_playable.episodes.ep3.state import K_SLIDER_MAX, N_ROUNDS, QualityDial
 
 
 def test_defaults_match_the_issue_and_simulate_once():

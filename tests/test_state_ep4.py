@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from services import service
-from specdec_playable.serve import jobs
+from specdec_playable.runtime import jobs
 from specdec_playable.data import measured, texts
 from specdec_playable.sim import relay
 from specdec_playable.lm.measure import TextMeasurement
 from specdec_playable.sim.seeds import SEED_MAX
-from specdec_playable.state.ep4 import BIG_PASS_MS, PASTED, BoilerplateVsPoetry, TextRun
+from specdec_playable.episodes.ep4.state import BIG_PASS_MS, PASTED, BoilerplateVsPoetry, TextRun
 
 BUNDLED = list(measured.text_ids())
 

@@ -7,8 +7,8 @@ import pytest
 
 from specdec_playable.data import hardware
 from specdec_playable.sim import theory
-from specdec_playable.state import presets
-from specdec_playable.state.ep5 import (CURVE_KS, MAX_POINTS, N_ROUNDS, Q_GRID, BreakEvenMap,
+from specdec_playable.kit import presets
+from specdec_playable.episodes.ep5.state import (CURVE_KS, MAX_POINTS, N_ROUNDS, Q_GRID, BreakEvenMap,
                                         SimPoint)
 
 
@@ -168,7 +168,7 @@ def test_applying_a_preset_clears_points_made_at_another_c():
 
 
 def test_points_at_one_setting_are_pooled_and_spread_side_by_side():
-    from specdec_playable.views import ep5 as v5
+    from specdec_playable.episodes.ep5 import view as v5
 
     s = BreakEvenMap(rng=2)
     for _ in range(12):

@@ -7,7 +7,7 @@ import pytest
 
 from specdec_playable.sim import adaptive, sampling
 from specdec_playable.data import measured
-from specdec_playable.state.ep6 import RACE_TEXTS, FinePrint, draft_distribution
+from specdec_playable.episodes.ep6.state import RACE_TEXTS, FinePrint, draft_distribution
 
 
 def test_draft_distribution_is_the_real_q_at_temperature_one_without_bias():

@@ -15,10 +15,11 @@ from specdec_playable.data import recorded
 from specdec_playable.lm.compare import Comparison, Live
 from specdec_playable.lm.prompts import PROMPTS, TASKS
 from specdec_playable.lm.registry import DRAFTS
-from specdec_playable.prose import ep7 as ep7_words
-from specdec_playable.serve import interface, jobs
-from specdec_playable.state import ep7 as st
-from specdec_playable.state.ep7 import CUSTOM, RealText
+from specdec_playable.episodes.ep7 import words as ep7_words
+from specdec_playable.runtime import service as interface
+from specdec_playable.runtime import jobs
+from specdec_playable.episodes.ep7 import state as st
+from specdec_playable.episodes.ep7.state import CUSTOM, RealText
 
 
 class _Snap(Live):
@@ -251,7 +252,7 @@ def test_a_full_line_refuses_with_a_clear_message_and_when_to_try_again():
 
 
 def test_a_refused_run_does_not_call_the_earlier_run_this_run(queue):
-    from specdec_playable.views.ep7 import status_html
+    from specdec_playable.episodes.ep7.view import status_html
 
     gate, calls = threading.Event(), []
     gate.set()
@@ -266,7 +267,7 @@ def test_a_refused_run_does_not_call_the_earlier_run_this_run(queue):
 
 
 def test_the_queued_line_is_read_at_one_instant(queue):
-    from specdec_playable.views.ep7 import status_html
+    from specdec_playable.episodes.ep7.view import status_html
 
     gate, calls = threading.Event(), []
     work = gated_work(gate, fake_comparison([(4, 4)]), calls)
@@ -287,7 +288,7 @@ def test_the_queued_line_is_read_at_one_instant(queue):
 
 
 def test_cancel_says_so_and_no_stale_waiting_text(queue):
-    from specdec_playable.views.ep7 import text_html
+    from specdec_playable.episodes.ep7.view import text_html
 
     gate, calls = threading.Event(), []
     s = RealText(service=service(queue, gated_work(gate, fake_comparison([(4, 4)]), calls)),
@@ -342,4 +343,4 @@ def test_the_first_run_tells_the_story():
     best = max(TASKS, key=lambda t: runs[(t, "lookup")].spec.tokens_per_pass)
     assert (s.task, s.draft, s.decoding) == (best, "lookup", "greedy")
     from specdec_playable.episodes import ep7 as page
-    assert "repeats a sentence with prompt lookup" in page.TRY_THIS and best == "repeat"
+    assert "repeats a sentence with prompt lookup" in page.EPISODE.try_this and best == "repeat"

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from specdec_playable.data import hardware
 from specdec_playable.sim import batching, theory, trees
-from specdec_playable.state.ep8 import ANCHORS, BATCH_MAX, K_SLIDER_MAX, Q_GRID, BusyAndTrees
-from specdec_playable.views import ep8 as v
+from specdec_playable.episodes.ep8.state import ANCHORS, BATCH_MAX, K_SLIDER_MAX, Q_GRID, BusyAndTrees
+from specdec_playable.episodes.ep8 import state as st8
+from specdec_playable.episodes.ep8 import view as v
 
 KNOBS = dict(
     q=st.one_of(st.sampled_from([0.0, 1.0, 0.5]), st.floats(0, 1)),
@@ -83,7 +84,7 @@ def test_busy_sentences_follow_the_numbers(q, k, c, batch):
 def test_anchor_comparison_follows_the_numbers(q, k, c, batch):
     s = BusyAndTrees(rng=0, q=q, k=k, c=c, batch=batch)
     html = v.anchors_html(s)
-    model = v.batching_speedups(s, [a.batch for a in ANCHORS])
+    model = st8.batching_speedups(s, [a.batch for a in ANCHORS])
     for a, m in zip(ANCHORS, model):
         assert f"<td>{a.batch}</td><td>{a.speedup:.1f}×</td><td>{m:.2f}×</td>" in html
     pub_fall = 1 - ANCHORS[-1].speedup / ANCHORS[0].speedup
@@ -95,7 +96,7 @@ def test_anchor_comparison_follows_the_numbers(q, k, c, batch):
 @given(**KNOBS)
 def test_split_adds_up_to_a_round(q, k, c, batch):
     s = BusyAndTrees(rng=0, q=q, k=k, c=c, batch=batch)
-    rows = v.split_rows(s)
+    rows = st8.split_rows(s)
     h = s.here
     spec = rows["draft"][1] + rows["verify"][1]
     assert spec == pytest.approx(float(h.round_ms) / float(h.tokens_per_round))

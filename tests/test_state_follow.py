@@ -1,4 +1,4 @@
-"""One follower for a queued run (``state.follow.RunFollower``) and one poller (``views.kit.follow``):
+"""One follower for a queued run (``kit.follower.RunFollower``) and one poller (``kit.poller``):
 submit, place in line, progress, finish, refusal, and cancel when the tab is abandoned, for
 Episode 4's pasted text and Episode 7's run alike. Fake work on a real queue; no model."""
 
@@ -14,11 +14,12 @@ from ep7_fakes import fake_comparison
 from services import service
 from specdec_playable.lm.compare import Comparison, Live
 from specdec_playable.lm.measure import TextMeasurement
-from specdec_playable.serve import interface, jobs
-from specdec_playable.state.ep4 import BoilerplateVsPoetry
-from specdec_playable.state.ep7 import CUSTOM, RealText
-from specdec_playable.state.follow import Refused, RunFollower
-from specdec_playable.views.kit.follow import RunPoller
+from specdec_playable.runtime import service as interface
+from specdec_playable.runtime import jobs
+from specdec_playable.episodes.ep4.state import BoilerplateVsPoetry
+from specdec_playable.episodes.ep7.state import CUSTOM, RealText
+from specdec_playable.kit.follower import Refused, RunFollower
+from specdec_playable.kit.poller import RunPoller
 
 
 class _Snap(Live):

@@ -11,12 +11,12 @@ import threading
 import param
 import pytest
 
-from specdec_playable.state import unlocked
-from specdec_playable.state.ep1 import WritingVsChecking
-from specdec_playable.state.ep2 import Relay
-from specdec_playable.state.ep3 import QualityDial
-from specdec_playable.state.ep4 import BoilerplateVsPoetry
-from specdec_playable.state.ep5 import BreakEvenMap
+from specdec_playable.kit.params import unlocked
+from specdec_playable.episodes.ep1.state import WritingVsChecking
+from specdec_playable.episodes.ep2.state import Relay
+from specdec_playable.episodes.ep3.state import QualityDial
+from specdec_playable.episodes.ep4.state import BoilerplateVsPoetry
+from specdec_playable.episodes.ep5.state import BreakEvenMap
 
 THREADS, ROUNDS = 6, 15
 

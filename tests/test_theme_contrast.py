@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specdec_playable.views.kit import theme
-from specdec_playable.views.kit.lanes import label_color
+from specdec_playable.kit import theme
+from specdec_playable.kit.lanes import label_color
 
 AA = 4.5  # WCAG 2 AA, normal-size text
 

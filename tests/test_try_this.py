@@ -8,31 +8,35 @@ promises state their seeds and tolerances. No browser.
 
 from __future__ import annotations
 
+import importlib
+
 import html
 import re
 
 import numpy as np
 import pytest
 
-from specdec_playable.episodes.practice import ep2 as practice2
-from specdec_playable.episodes.practice import ep3 as practice3
-from specdec_playable.episodes.practice import ep4 as practice4
-from specdec_playable.episodes.practice import ep5 as practice5
-from specdec_playable.episodes.practice import ep7 as practice7
-from specdec_playable.episodes.practice import ep8 as practice8
-from specdec_playable.episodes.practice import ep6 as practice6
-from specdec_playable.episodes import TryStep, ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8
+from specdec_playable.episodes.ep2 import practice as practice2
+from specdec_playable.episodes.ep3 import practice as practice3
+from specdec_playable.episodes.ep4 import practice as practice4
+from specdec_playable.episodes.ep5 import practice as practice5
+from specdec_playable.episodes.ep7 import practice as practice7
+from specdec_playable.episodes.ep8 import practice as practice8
+from specdec_playable.episodes.ep6 import practice as practice6
+from specdec_playable.kit.episode import TryStep
+from specdec_playable.episodes import ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8
 from specdec_playable.sim import adaptive, theory, trees
-from specdec_playable.state.ep1 import SENTENCE, WritingVsChecking
-from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
-from specdec_playable.state.ep3 import K_SLIDER_MAX, QualityDial
-from specdec_playable.state.ep4 import BoilerplateVsPoetry
-from specdec_playable.state.ep5 import BreakEvenMap
-from specdec_playable.state.ep6 import REPEATS, FinePrint, race_runs
+from specdec_playable.episodes.ep1.state import SENTENCE, WritingVsChecking
+from specdec_playable.episodes.ep2.state import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
+from specdec_playable.episodes.ep3.state import K_SLIDER_MAX, QualityDial
+from specdec_playable.episodes.ep4.state import BoilerplateVsPoetry
+from specdec_playable.episodes.ep5.state import BreakEvenMap
+from specdec_playable.episodes.ep6.state import REPEATS, FinePrint, race_runs
 from specdec_playable.data.recorded import recorded_runs
-from specdec_playable.state.ep7 import RealText
-from specdec_playable.state.ep8 import BATCH_MAX, BusyAndTrees
-from specdec_playable.views import ep6 as ep6_fine_print
+from specdec_playable.episodes.ep7.state import RealText
+from specdec_playable.episodes.ep8.state import BATCH_MAX, BusyAndTrees
+from specdec_playable.episodes.ep6 import view as ep6_fine_print
+ep6_practice = importlib.import_module("specdec_playable.episodes.ep6.practice")
 
 
 def plain(markup: str) -> str:
@@ -49,9 +53,9 @@ def walk(state, steps):
 
 @pytest.mark.parametrize("module", [ep1, ep2, ep3, ep4, ep5, ep6, ep7, ep8])
 def test_try_this_is_its_steps_in_order(module):
-    steps = module.TRY_STEPS
+    steps = module.EPISODE.steps
     assert len(steps) >= 2 and all(isinstance(s, TryStep) for s in steps)
-    shown = plain(module.TRY_THIS)
+    shown = plain(module.EPISODE.try_this)
     at = [shown.find(plain(s.html)) for s in steps]
     assert all(a >= 0 for a in at) and at == sorted(at)
     # Every setting a step names is a control of the episode's state.
@@ -68,7 +72,7 @@ def test_try_this_is_its_steps_in_order(module):
 
 def test_ep1_steps():
     s = WritingVsChecking()
-    for i, step, s in walk(s, ep1.TRY_STEPS):
+    for i, step, s in walk(s, ep1.EPISODE.steps):
         comp = s.comparison
         assert comp.parallel_ms == s.big_pass_ms  # checking: one pass
         assert comp.sequential_ms == s.n_tokens * s.big_pass_ms
@@ -83,7 +87,7 @@ def test_ep2_steps():
     # k = 8: at least 90% of runs slower than the big model alone, bad rounds more than 3x as
     # many as at the start, and the text always the big model's.
     s = Relay()
-    for i, step, s in walk(s, ep2.TRY_STEPS):
+    for i, step, s in walk(s, ep2.EPISODE.steps):
         if i == 1:
             assert s.result.speedup > 1.5
         if i == 2:
@@ -101,7 +105,7 @@ def test_ep2_steps():
 def test_ep3_steps():
     # Measured claims at 2,000 rounds each, seeded (rng=0); the verdict is the page's own.
     s = QualityDial(rng=0)
-    for i, step, s in walk(s, ep3.TRY_STEPS):
+    for i, step, s in walk(s, ep3.EPISODE.steps):
         if i == 1:
             by_k = s.speedup_by_k
             best = int(np.argmax(by_k)) + 1
@@ -119,7 +123,7 @@ def test_ep3_steps():
             cliff = theory.break_even_q(s.k, s.c)
             assert s.k == practice3.TRY_BEST_K and f"at q = {cliff:.2f}" in step.html
             assert cliff < s.q and s.result.ci_low > 1
-    assert "0.25" not in ep3.TRY_THIS
+    assert "0.25" not in ep3.EPISODE.try_this
 
 
 def test_ep3_says_the_measured_peak_moves_with_the_luck_of_the_rounds():
@@ -130,7 +134,7 @@ def test_ep3_says_the_measured_peak_moves_with_the_luck_of_the_rounds():
 
     q, c = QualityDial.param.q.default, QualityDial.param.c.default
     near, noise = practice3.TRY_NEAR, practice3.TRY_NOISE
-    step = plain(ep3.TRY_STEPS[0].html)
+    step = plain(ep3.EPISODE.steps[0].html)
     assert f"±{noise:.2f}×" in step and "the theory’s best k" in step
     assert practice3.TRY_BEST_K in near and len(near) > 1
     by_k = theory.expected_speedup(q, np.arange(1, K_SLIDER_MAX + 1), c)
@@ -153,7 +157,7 @@ def test_ep4_steps():
 
     s = BoilerplateVsPoetry(seed=0)
     means = measured.genre_means()
-    for i, step, s in walk(s, ep4.TRY_STEPS):
+    for i, step, s in walk(s, ep4.EPISODE.steps):
         if i in (1, 2):
             for side, tid in ((0, s.left), (1, s.right))[:2 if i == 1 else 1]:
                 runs = np.array([BoilerplateVsPoetry(left=s.left, seed=seed).runs[side].speedup
@@ -172,7 +176,7 @@ def test_ep5_steps():
     # probability about 5%). Then every curve's break-even q is higher at the new c.
     s = BreakEvenMap(rng=5)
     before = {k: s.break_even(k) for k in s.curve_ks}
-    for i, step, s in walk(s, ep5.TRY_STEPS):
+    for i, step, s in walk(s, ep5.EPISODE.steps):
         if i == 1:
             for _ in range(12):
                 s.add_point()
@@ -192,11 +196,11 @@ def test_ep6_steps():
     # Part 1 at N = 100,000 (rng 0..4): the output fits the big model (chi-square p >= 0.001)
     # and not the draft (p < 1e-6). Part 2 over race seeds 0..29 at each step's settings.
     s = FinePrint(rng=0, n_samples=100)
-    for i, step, s in walk(s, ep6.TRY_STEPS):
+    for i, step, s in walk(s, ep6.EPISODE.steps):
         if i == 1:
             fav = s.favourite - 1
-            assert s.p_draft[fav] == pytest.approx(ep6.TRY_SHARE)
-            assert f"{ep6.TRY_SHARE:.0%} of the time" in step.html
+            assert s.p_draft[fav] == pytest.approx(ep6_practice.try_share())
+            assert f"{ep6_practice.try_share():.0%} of the time" in step.html
             for rng in range(5):
                 t = FinePrint(rng=rng, bias=s.bias, n_samples=s.n_samples)
                 assert t.fit_big.p_value >= 1e-3 and t.fit_draft.p_value < 1e-6
@@ -232,7 +236,7 @@ def test_ep7_steps():
     # guesses accepted on the copy task than on the explanation, and more tokens per pass there.
     runs = recorded_runs()
     s = RealText()
-    for i, step, s in walk(s, ep7.TRY_STEPS):
+    for i, step, s in walk(s, ep7.EPISODE.steps):
         if i == 1:
             assert (s.task, s.draft) == ("repeat", "lookup")
         if i == 2:
@@ -269,7 +273,7 @@ def test_ep7_steps():
 def test_ep8_steps():
     s = BusyAndTrees(rng=0)
     one_user = s.here.speedup
-    for i, step, s in walk(s, ep8.TRY_STEPS):
+    for i, step, s in walk(s, ep8.EPISODE.steps):
         if i == 1:
             assert one_user > 1 and s.batch == BATCH_MAX and s.here.speedup < 1
             # What moves is the ring (your batch) on your k's curve; the curve is every batch's.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import math
 
 import param
@@ -9,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specdec_playable.views.kit.urlstate import (MAX_VALUE_CHARS, notice_html, parse_value,
+from specdec_playable.kit.urlstate import (MAX_VALUE_CHARS, notice_html, parse_value,
                                                  read_query)
+ep4_page = importlib.import_module("specdec_playable.episodes.ep4.page")
 
 
 class Demo(param.Parameterized):
@@ -104,7 +107,7 @@ class WithText(param.Parameterized):
 
 
 def test_a_long_text_is_kept_up_to_its_own_bound_and_left_out_beyond_it():
-    from specdec_playable.views.kit.urlstate import url_values
+    from specdec_playable.kit.urlstate import url_values
 
     text = "def f(x):\n    return x * 2  # <b>"
     values, notices = read_query(WithText(), ["k", "paste"], {"paste": [text.encode()]},
@@ -127,11 +130,11 @@ def test_a_long_text_is_kept_up_to_its_own_bound_and_left_out_beyond_it():
 def test_episode4_keeps_a_pasted_text_in_its_link_bounded_like_the_box():
     from specdec_playable.data import texts
     from specdec_playable.episodes import ep4
-    from specdec_playable.views.ep4 import PASTE_LABEL, side_header_html
+    from specdec_playable.episodes.ep4.view import PASTE_LABEL, side_header_html
 
-    assert "paste" in ep4.URL_PARAMS and ep4.URL_TEXTS == {"paste": texts.PASTE_MAX_CHARS}
+    assert "paste" in ep4_page.URL_PARAMS and ep4_page.URL_TEXTS == {"paste": texts.PASTE_MAX_CHARS}
     waiting = side_header_html(None, "Your own text", waiting=True)
     empty = side_header_html(None, "Your own text")
     assert f"<strong>{PASTE_LABEL}</strong>" in waiting and f"<strong>{PASTE_LABEL}</strong>" in empty
     assert "from the link is in the box" in waiting and "Nothing pasted yet" in empty
-    assert f"<strong>{PASTE_LABEL}</strong>" in ep4.PASTE_INTRO
+    assert f"<strong>{PASTE_LABEL}</strong>" in ep4_page.PASTE_INTRO

@@ -1,4 +1,4 @@
-"""Episode 2's list of rounds (``views.ep2.rounds_html``): one entry per round with the lanes'
+"""Episode 2's list of rounds (``episodes.ep2.view.rounds_html``): one entry per round with the lanes'
 marks, checked against the relay's own rounds over seeds, draft lengths and qualities."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from specdec_playable.state.ep2 import Relay
-from specdec_playable.views import ep2 as v
+from specdec_playable.episodes.ep2.state import Relay
+from specdec_playable.episodes.ep2 import view as v
 
 
 @pytest.mark.parametrize("q,k,seed", [(0.8, 4, 23), (0.3, 8, 1), (1.0, 3, 0), (0.0, 2, 5), (0.55, 6, 9)])

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from specdec_playable.views.ep3 import QualityDialView
-from specdec_playable.state.ep3 import QualityDial
+from specdec_playable.episodes.ep3.view import QualityDialView
+from specdec_playable.episodes.ep3.state import QualityDial
 
 
 @pytest.mark.parametrize("q,k,c", list(itertools.product((0.05, 0.5, 0.8, 0.99), (1, 4, 16), (0.0, 0.1, 1.0))))

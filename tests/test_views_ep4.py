@@ -3,6 +3,9 @@ genres (written from the measured means), the paste's progress line."""
 
 from __future__ import annotations
 
+import importlib
+
+
 import html
 import re
 
@@ -10,17 +13,19 @@ import numpy as np
 import pytest
 
 from services import service
-from specdec_playable.serve import jobs
+from specdec_playable.runtime import jobs
 from specdec_playable.data import measured
 from specdec_playable.episodes import ep4
-from specdec_playable.state.ep4 import BoilerplateVsPoetry
-from specdec_playable.prose import ep4 as prose4
-from specdec_playable.views import ep4 as v
+from specdec_playable.episodes.ep4.state import BoilerplateVsPoetry
+from specdec_playable.episodes.ep4 import words as prose4
+from specdec_playable.kit import words
+from specdec_playable.episodes.ep4 import view as v
+ep4_page = importlib.import_module("specdec_playable.episodes.ep4.page")
 
 
 def test_histogram_rows_are_each_texts_shares():
     items = v.histogram_items()
-    assert [n for n, _ in items] == [prose4.short_name(t.kind) for t in measured.load_measured().texts.values()]
+    assert [n for n, _ in items] == [words.short_name(t.kind) for t in measured.load_measured().texts.values()]
     data = v.histogram_data(items)
     assert len(data["y"]) == v.BINS * len(items) == len(set(data["y"]))
     for name, alpha in items:
@@ -73,7 +78,7 @@ def test_scoring_line_follows_the_queue():
 
 
 def _unlocked(s):
-    from specdec_playable.state import unlocked
+    from specdec_playable.kit.params import unlocked
 
     return unlocked(s)
 
@@ -118,7 +123,7 @@ def _check_fly_story(means: dict) -> None:
 def test_why_boilerplate_can_fly_names_only_texts_above_the_poem():
     _check_fly_story(measured.genre_means())
     assert "form letter" not in _fly_named(prose4.fly_story())[0]  # at 0.310, below the poem's 0.321
-    assert html.escape(prose4.fly_story()) in ep4.EXPLAIN_HTML
+    assert html.escape(prose4.fly_story()) in ep4_page.explain_html()
 
 
 @pytest.mark.parametrize("poem_alpha", [0.0, 0.2, 0.31, 0.55, 0.7])

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from ep7_fakes import fake_comparison
-from specdec_playable.views import ep7 as v
+from specdec_playable.episodes.ep7 import view as v
 
 NASTY = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
@@ -97,16 +97,16 @@ def test_episode_5_link_carries_this_runs_q_k_c():
 
 
 def test_the_counter_counts_and_warns():
-    assert v.counter_text("abc") == "3 of 500 characters"
-    assert "too long" in v.counter_text("x" * 501)
+    assert v.counter_text("abc", v.PROMPT_MAX_CHARS) == "3 of 500 characters"
+    assert "too long" in v.counter_text("x" * 501, v.PROMPT_MAX_CHARS)
 
 
 def test_the_pass_labels_are_not_under_the_models_own_token():
     """A verify pass's "+n" label is centred in the part of the pass the gold box leaves open,
     and shown only where it fits there (real passes are short: the gold box is 20% of one)."""
-    from specdec_playable.views.kit import theme
-    from specdec_playable.views.kit.lanes.timeline import bar_columns, resolve_styles
-    from specdec_playable.views.ep2 import STYLES
+    from specdec_playable.kit import theme
+    from specdec_playable.kit.lanes.timeline import bar_columns, resolve_styles
+    from specdec_playable.episodes.ep2.view import STYLES
 
     c = fake_comparison([(4, 4), (4, 2), (4, 0), (2, 2)], verify_ms=80.0, step_ms=40.0)
     boxes = v.real_timeline(c).boxes
@@ -181,7 +181,7 @@ def test_the_speedup_is_per_token_when_the_runs_wrote_different_lengths():
     the speedup then, and the page says why; the times per token still are."""
     from ep7_fakes import fake_plain, fake_spec, fake_turns
     from specdec_playable.lm.compare import Comparison
-    from specdec_playable.prose.ep7 import basis_line
+    from specdec_playable.episodes.ep7.words import basis_line
 
     spec = fake_spec([(4, 4), (4, 1), (4, 3)], temperature=0.8)
     plain = fake_plain(len(spec.tokens) - 4, temperature=0.8)
@@ -205,7 +205,7 @@ def test_tokens_per_pass_is_never_below_one_where_it_is_shown():
     from ep7_fakes import fake_plain, fake_spec, fake_turns
     from specdec_playable.data.recorded import recorded_repeats, recorded_runs
     from specdec_playable.lm.compare import Comparison
-    from specdec_playable.prose.ep7 import recorded_rows
+    from specdec_playable.episodes.ep7.words import recorded_rows
 
     # Ten tokens, then an eleventh pass that wrote only the end: 1.00, not 0.91.
     spec = fake_spec([(0, 0)] * 10, stopped="eos")

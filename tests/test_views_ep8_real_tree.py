@@ -15,7 +15,10 @@ import pytest
 from specdec_playable.data import tree_table
 from specdec_playable.data.tree_example import load_tree_step_example
 from specdec_playable.data.tree_table import POOLED, TreeVsChain, load_tree_vs_chain
-from specdec_playable.views import ep8 as v
+from specdec_playable.episodes.ep8 import real_tree as v
+from specdec_playable.episodes.ep8 import words as w
+from specdec_playable.kit import theme
+from specdec_playable.kit.tokens import token_label
 
 
 def _plain(html: str) -> str:
@@ -29,7 +32,7 @@ def table() -> TreeVsChain:
 
 @pytest.fixture(scope="module")
 def cost(table):
-    from specdec_playable.state.ep8 import cpu_curve
+    from specdec_playable.episodes.ep8.state import cpu_curve
 
     return tree_table.pass_costs(table, cpu_curve())
 
@@ -55,7 +58,7 @@ def test_the_table_asset_is_complete_and_read_only(table):
 
 
 def test_each_group_names_the_tree_that_wrote_the_most(table, cost):
-    text = _plain(v.table_sentence(table, cost))
+    text = _plain(w.table_sentence(table, cost))
     for n in sorted(set(table.positions[table.rows()].tolist())):
         chain, best = tree_table.best_tree(table, n)
         assert table.width[chain] == 1 and table.width[best] > 1
@@ -77,7 +80,7 @@ def _scaled(table: TreeVsChain, tokens: float) -> TreeVsChain:
     (3.0, 1.2, "all of them pay here"),
 ])
 def test_the_paying_verdict_follows_tokens_against_pass_cost(table, tokens, cost, words):
-    assert words in v.table_sentence(_scaled(table, tokens), np.full(len(table), cost))
+    assert words in w.table_sentence(_scaled(table, tokens), np.full(len(table), cost))
 
 
 def test_the_paying_verdict_counts_a_mixed_table(table):
@@ -85,11 +88,11 @@ def test_the_paying_verdict_counts_a_mixed_table(table):
     pooled = table.rows()
     paying = int((table.tokens_per_pass[pooled] > mixed[pooled]).sum())
     assert 0 < paying < pooled.size
-    assert f"{paying} of {pooled.size} shapes" in v.table_sentence(table, mixed)
+    assert f"{paying} of {pooled.size} shapes" in w.table_sentence(table, mixed)
 
 
 def test_pass_costs_price_the_candidates_checked_with_the_cpu_curve(table, cost):
-    from specdec_playable.state.ep8 import cpu_curve
+    from specdec_playable.episodes.ep8.state import cpu_curve
 
     curve = cpu_curve()
     i = int(np.argmax(table.nodes_per_pass))
@@ -111,14 +114,14 @@ def test_pass_costs_price_the_candidates_checked_with_the_cpu_curve(table, cost)
 def test_the_sentence_names_the_draft_and_follows_its_acceptance(table, cost, draft, q, gain, words):
     tpp = np.where(table.width == 1, 1.5, 1.5 + gain)
     t = replace(table, q=np.full(len(table), q), tokens_per_pass=tpp)
-    text = _plain(v.table_sentence(t, cost, draft))
+    text = _plain(w.table_sentence(t, cost, draft))
     assert f"{draft.capitalize()}'s top guess was accepted {q:.1%}" in text
     assert words in text
 
 
 def test_the_shipped_verdict_matches_the_shipped_numbers(table, cost):
     pooled = table.rows()
-    text = v.table_sentence(table, cost)
+    text = w.table_sentence(table, cost)
     pays = table.tokens_per_pass[pooled] > cost[pooled]
     assert ("None pays" in text) == (not pays.any())
 
@@ -137,7 +140,7 @@ def test_per_prompt_table_bolds_exactly_each_prompts_best(table):
 
 
 def test_step_sentence_counts_what_the_step_holds(step):
-    text = _plain(v.step_sentence(step, "the draft head"))
+    text = _plain(w.step_sentence(step, "the draft head"))
     assert "the draft head offered" in text
     n = len(step.tokens)
     assert f"offered {n} candidate" in text
@@ -152,8 +155,8 @@ def test_drawing_marks_the_verdicts_and_no_two_boxes_share_a_place(step):
     n = len(step.tokens)
     assert len(nodes["x"]) == n + 2                    # root, the drafted nodes, the own token
     fills = nodes["fill"][1:n + 1]
-    assert fills.count(v.theme.ACCEPTED) == len(step.path)
-    assert fills.count(v.theme.REJECTED) == int((step.judged & ~step.accepted).sum())
+    assert fills.count(theme.ACCEPTED) == len(step.path)
+    assert fills.count(theme.REJECTED) == int((step.judged & ~step.accepted).sum())
     places = set(zip(nodes["x"], nodes["y"]))
     assert len(places) == n + 2
     # the own token sits one level past the accepted path's end
@@ -173,7 +176,7 @@ def test_mask_drawn_is_the_mask_the_pass_used(step):
 
 
 def test_token_pieces_show_whitespace_and_are_escaped_in_html(step):
-    assert v.token_label(" a\nb") == "␣a↵b"
+    assert token_label(" a\nb") == "␣a↵b"
     evil = replace(step, root_text="<script>x</script>")
-    html = v.step_sentence(evil)
+    html = w.step_sentence(evil)
     assert "<script>" not in html and "&lt;script&gt;" in html

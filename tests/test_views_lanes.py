@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from specdec_playable.sim import clocks
-from specdec_playable.views.kit import theme
-from specdec_playable.views.ep1 import lane_timeline
-from specdec_playable.views.kit.lanes.timeline import (ASSUMED_PLOT_PX, CHAR_EM, FLIP_AT, Box,
+from specdec_playable.kit import theme
+from specdec_playable.episodes.ep1.view import lane_timeline
+from specdec_playable.kit.lanes.timeline import (ASSUMED_PLOT_PX, CHAR_EM, FLIP_AT, Box,
                                                        Lane, Timeline, bar_columns, clock_columns,
                                                        empty_bar_columns, hatch_patterns,
                                                        label_color, resolve_styles)

@@ -12,8 +12,8 @@ import pytest
 
 from specdec_playable.data import hardware
 from specdec_playable.sim.batching import fit_roofline
-from specdec_playable.state.ep8 import h200_curve
-from specdec_playable.views.kit.roofline import N_CHECK, roofline_html
+from specdec_playable.episodes.ep8.state import h200_curve
+from specdec_playable.kit.roofline import N_CHECK, roofline_html
 
 NS = [1, 2, 4, 5, 8, 16, 32]
 

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import importlib
+
 from specdec_playable.sim import adaptive, montecarlo
 from specdec_playable.episodes import ep1, ep2, ep6
-from specdec_playable.state.ep1 import SENTENCE, WritingVsChecking
-from specdec_playable.state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, Relay
-from specdec_playable.state.ep3 import N_ROUNDS as EP3_ROUNDS
-from specdec_playable.state.ep3 import QualityDial
-from specdec_playable.state.ep5 import N_ROUNDS as EP5_ROUNDS
-from specdec_playable.state.ep5 import BreakEvenMap
-from specdec_playable.state.ep6 import SAMPLE_SIZES, FinePrint
-from specdec_playable.views import ep2 as ep2_relay
+from specdec_playable.episodes.ep1.state import SENTENCE, WritingVsChecking
+from specdec_playable.episodes.ep2.state import BIG_PASS_MS, DRAFT_STEP_MS, Relay
+from specdec_playable.episodes.ep3.state import N_ROUNDS as EP3_ROUNDS
+from specdec_playable.episodes.ep3.state import QualityDial
+from specdec_playable.episodes.ep5.state import N_ROUNDS as EP5_ROUNDS
+from specdec_playable.episodes.ep5.state import BreakEvenMap
+from specdec_playable.episodes.ep6.state import SAMPLE_SIZES, FinePrint
+from specdec_playable.episodes.ep2 import view as ep2_relay
+ep1_page = importlib.import_module("specdec_playable.episodes.ep1.page")
+ep2_page = importlib.import_module("specdec_playable.episodes.ep2.page")
+ep6_page = importlib.import_module("specdec_playable.episodes.ep6.page")
 
 
 def test_episode_1_states_the_pass_time_and_the_longest_sentence_it_simulates():
     s = WritingVsChecking()
-    assert f"a simulated {s.big_pass_ms:,} ms per pass" in ep1.LEDE
+    assert f"a simulated {s.big_pass_ms:,} ms per pass" in ep1_page.LEDE
     n = len(SENTENCE)
-    assert f"with {n} tokens instead of 2" in ep1.TRY_THIS and f"<em>Tokens (N)</em> to {n}" in ep1.TRY_THIS
+    assert f"with {n} tokens instead of 2" in ep1.EPISODE.try_this and f"<em>Tokens (N)</em> to {n}" in ep1.EPISODE.try_this
     assert WritingVsChecking(n_tokens=n).comparison.ratio == n
     assert WritingVsChecking.param.n_tokens.bounds[1] == len(SENTENCE)
 
@@ -31,7 +36,7 @@ def test_episode_2_states_the_costs_its_run_pays():
     assert (step, one_pass) == (DRAFT_STEP_MS, BIG_PASS_MS)
     titles = [lane.title for lane in ep2_relay.LANES]
     assert titles == [f"Draft model · {step:,.0f} ms a step", f"Big model · {one_pass:,.0f} ms a pass"]
-    assert f"one big-model pass {one_pass:,.0f} ms, one draft step {step:,.0f} ms" in ep2.OUTRO
+    assert f"one big-model pass {one_pass:,.0f} ms, one draft step {step:,.0f} ms" in ep2_page.OUTRO
     assert f"draft step ({step:,.0f} ms)" in ep2_relay.legend_html()
 
 
@@ -51,11 +56,11 @@ def test_the_buttons_run_as_many_rounds_as_they_say(monkeypatch):
 
 def test_episode_6_describes_the_policies_it_races():
     fixed, plus, estimate, off = adaptive.default_policies()
-    assert f"never above {plus.k_max}" in ep6.PART2_INTRO and plus.k_max == adaptive.K_CAP
-    assert f"moves it {estimate.alpha:.0%} of the way" in ep6.PART2_INTRO
-    assert f"every {off.probe_every} plain rounds, draft {off.probe_k} tokens" in ep6.PART2_INTRO
-    assert f"to {FinePrint.param.bias.bounds[1]:g} and" in ep6.TRY_THIS
-    assert f"{max(SAMPLE_SIZES):,}:" in ep6.TRY_THIS
+    assert f"never above {plus.k_max}" in ep6_page.part2_intro() and plus.k_max == adaptive.K_CAP
+    assert f"moves it {estimate.alpha:.0%} of the way" in ep6_page.part2_intro()
+    assert f"every {off.probe_every} plain rounds, draft {off.probe_k} tokens" in ep6_page.part2_intro()
+    assert f"to {FinePrint.param.bias.bounds[1]:g} and" in ep6.EPISODE.try_this
+    assert f"{max(SAMPLE_SIZES):,}:" in ep6.EPISODE.try_this
     # The race's texts are named with their measured mean acceptance, in the stream's order.
-    for kind, mean in ep6.RACE_MEANS:
-        assert f"(mean acceptance rate q = {mean:.2f})" in ep6.PART2_INTRO
+    for kind, mean in ep6_page.race_means():
+        assert f"(mean acceptance rate q = {mean:.2f})" in ep6_page.part2_intro()

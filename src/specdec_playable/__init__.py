@@ -1,21 +1,22 @@
 """Speculative Decoding, Playable.
 
 An interactive explainer of speculative decoding, in rooms whose imports run one way
-(``tests/test_layers.py`` enforces it):
+(sim <- lm <- data <- runtime <- kit <- episodes <- app; ``tests/test_layers.py`` enforces it):
 
 * :mod:`~specdec_playable.sim`: the simulation (theory, Monte Carlo, relay, clocks, trees,
-  sampling, adaptive k, batching). numpy only.
+  adaptive k, batching) and the one speculative-sampling rule the real decoder calls too. numpy only.
 * :mod:`~specdec_playable.lm`: the real model (SmolLM2-135M-Instruct as a numpy forward pass),
   its tokenizer, drafts, decoders and scoring. numpy, gguf, tokenizers, numba. Neither it nor the
   simulation starts a thread or a process: a run is a loop that yields its passes.
 * :mod:`~specdec_playable.data`: one reader per shipped measurement or text in ``assets/``.
-* :mod:`~specdec_playable.prose`: words on the page, computed from the numbers they state.
-* :mod:`~specdec_playable.state`: one ``param`` class per episode.
-* :mod:`~specdec_playable.views`: Panel and Bokeh pieces (one module per episode, the shared kit,
-  the site's pages); :mod:`~specdec_playable.episodes`: pages.
-* :mod:`~specdec_playable.serve`: what a server needs and a notebook does not: the job queue,
-  model processes, shared results, the site, the command line, export. Pages and state reach it
-  only through :mod:`specdec_playable.serve.interface`.
+* :mod:`~specdec_playable.runtime`: what a server needs to run the model for visitors (the job
+  queue, model processes, workers, shared results) and the service Protocol the pages depend on.
+* :mod:`~specdec_playable.kit`: what the episodes share: the controls of q, k and c, the page
+  shell, figures, the run follower, words, theme, JavaScript and CSS, the site's own pages.
+* :mod:`~specdec_playable.episodes`: one package per episode (state, view, words, page, practice,
+  stylesheet) and the registry of their records.
+* :mod:`~specdec_playable.app`: the command line, the site, the static export; it builds the real
+  service and hands it to the pages.
 
 :mod:`specdec_playable.shipped` locates the ``assets/`` folder for every room.
 
@@ -32,9 +33,10 @@ One name per concept, the same in code and on every page:
   Speculative sampling keeps a drafted ``x`` with probability ``min(1, p_big(x) / p_draft(x))``
   and otherwise draws from ``norm(max(0, p_big - p_draft))``; then
   ``q = sum_x min(p_big(x), p_draft(x))`` (``alpha`` in arrays of per-token values).
-* **k**, the **draft length**: drafts proposed per round. ``sim.validate.K_MAX`` bounds the
-  simulation, ``lm.decode.LM_K_MAX`` the real decoders, ``state.K_SLIDER_MAX`` and
-  ``state.ep7.REAL_K_SLIDER_MAX`` the pages' sliders.
+* **k**, the **draft length**: drafts proposed per round (``sim.validate.K_DEFAULT`` to begin
+  with). ``sim.validate.K_MAX`` bounds the
+  simulation, ``lm.decode.LM_K_MAX`` the real decoders, ``kit.params.K_SLIDER_MAX`` and
+  ``episodes.ep7.state.REAL_K_SLIDER_MAX`` the pages' sliders.
 * **c**, the **draft cost**: one draft step's time over one big-model pass.
 * a **pass**: one forward pass of the big model; a **round**: draft up to k, verify them in one
   pass, judge. A round's **verdict** marks each draft ``accepted``, ``rejected`` (the first miss)

@@ -1,3 +1,3 @@
-from .serve.cli import main
+from .app.cli import main
 
 raise SystemExit(main())

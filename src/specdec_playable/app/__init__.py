@@ -1,7 +1,5 @@
-"""What a server needs and a notebook does not.
-
-The job queue (:mod:`.jobs`), results shared by every session (:mod:`.shared`), the model's
-child processes (:mod:`.model_process`), the site (:mod:`.site`), the command line (:mod:`.cli`)
-and the static export (:mod:`.export`). State and views reach serving only through
-:mod:`.interface`.
+"""The top of the house: the site (:mod:`.site`), the command line (:mod:`.cli`), the static export
+(:mod:`.export`), the shipped files (:mod:`.files`) and Panel's thread settings
+(:mod:`.panel_threads`). It builds the real service (``runtime.ModelService``) and hands it to the
+pages; nothing below it imports it.
 """

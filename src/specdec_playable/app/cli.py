@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from ..sim.validate import K_DEFAULT
+
 SERVE_EPILOG = "With no command, `specdec-playable` runs `serve` with its defaults."
 
 
@@ -147,7 +149,8 @@ def _generate_parser(sub) -> None:
     g.add_argument("--prompt", required=True, type=_prompt, metavar="TEXT",
                    help="the user's message (sent with the model's chat template)")
     g.add_argument("--draft", type=_draft_name, default="lookup", metavar="NAME", help=_draft_help())
-    g.add_argument("--k", type=_int_in(1, 16), default=4, help="most tokens drafted per round, 1-16 (default 4)")
+    g.add_argument("--k", type=_int_in(1, 16), default=K_DEFAULT,
+                   help=f"most tokens drafted per round, 1-16 (default {K_DEFAULT})")
     g.add_argument("--max-new", type=_int_in(1, 1024), default=64, metavar="N",
                    help="token budget, 1-1024 (default 64)")
     mode = g.add_mutually_exclusive_group()

@@ -11,19 +11,25 @@ import panel as pn
 from bokeh.settings import settings as bokeh_settings
 from tornado.web import HTTPError, OutputTransform, RequestHandler
 
-from . import files, panel_threads, shared
-from ..episodes import available, teaching
+from . import files
+
+from . import panel_threads
+
+from ..runtime import shared
+from ..episodes import EPISODES
+from ..kit.episode import Episode, Teaching
+from ..runtime import ModelService
 from ..shipped import doc_names
-from ..views.site import course
-from ..views.kit.deferred import in_session
-from ..views.site.data import data_page
-from ..views.site.docs import DOCS_PREFIX, doc_page
-from ..views.site.error import safe_page
-from ..views.site.glossary import glossary_page
-from ..views.site.guide import guide_page
-from ..views.site import index
-from ..views.site.index import SITE_TITLE
-from ..views.site.summary import summary_page
+from ..kit.site import course
+from ..kit.deferred import in_session
+from ..kit.site.data import data_page
+from ..kit.site.docs import DOCS_PREFIX, doc_page
+from ..kit.site.error import safe_page
+from ..kit.site.glossary import glossary_page
+from ..kit.site.guide import guide_page
+from ..kit.site import index
+from ..kit.site.index import SITE_TITLE
+from ..kit.site.summary import summary_page
 
 log = logging.getLogger("specdec_playable")
 
@@ -35,57 +41,66 @@ COURSE_PAGES = ("summary", "glossary", "data", "guide")
 MEASURE_SEED = 0
 
 
+#: The service every page of this process runs the real model through: its shared queue, its
+#: model processes, its calibration. Built here, at the top, and handed to the pages.
+SERVICE = ModelService()
+
+
 @cache
-def episode_times() -> tuple[course.EpisodeTime, ...]:
-    """Each built episode's time, measured from its page (built once, outside any session, so
-    every part is there, on seeded randomness, so the words do not hang on a draw) and its "Try
-    this" steps. Computed once per process."""
-    out = []
-    for ep in available():
-        steps = getattr(ep.module, "TRY_STEPS", None) or ep.module.TRY_THIS
-        out.append(course.episode_time(ep.number, course.page_markup(ep.page(seed=MEASURE_SEED)), steps))
-    return tuple(out)
+def episode_times(episodes: tuple[Episode, ...] = EPISODES) -> tuple[course.EpisodeTime, ...]:
+    """Each episode's time, measured from its page (built once, outside any session, so every part
+    is there, on seeded randomness, so the words do not hang on a draw) and its "Try this" steps.
+    Computed once per process."""
+    return tuple(course.episode_time(ep.number, course.page_markup(ep.page(seed=MEASURE_SEED)),
+                                     ep.steps or ep.try_this) for ep in episodes)
 
 
-def _times_known() -> bool:
-    return episode_times.cache_info().currsize > 0
+@cache
+def teaching(episodes: tuple[Episode, ...] = EPISODES) -> tuple[Teaching, ...]:
+    """The teacher's guide's material for every episode (its questions answered), once per process."""
+    return tuple(ep.teaching() for ep in episodes)
 
 
-def index_page() -> pn.Column:
-    """The index, with the episodes' times once measured (they are measured once per process,
-    before serving; a session never builds the other pages to measure them)."""
-    times = episode_times() if _times_known() or not in_session() else ()
-    return index.index_page(available(), times)
+def _times(episodes: tuple[Episode, ...]) -> tuple[course.EpisodeTime, ...]:
+    """The episodes' times once measured (they are measured once per process, before serving; a
+    session never builds the other pages to measure them)."""
+    known = episode_times.cache_info().currsize > 0
+    return episode_times(episodes) if known or not in_session() else ()
 
 
-def exercises() -> dict:
-    """Episode number -> its "Check yourself" questions (the summary adds up their answers)."""
-    return {e.number: e.module.EXERCISES for e in available()}
+def index_page(episodes: tuple[Episode, ...] = EPISODES) -> pn.Column:
+    """The index, with the episodes' times once measured."""
+    return index.index_page(episodes, _times(episodes))
 
 
-def guide() -> pn.Column:
-    """The teacher's guide, with the class plans once the episodes' times are measured (as the
-    index: a session never builds the other pages to measure them)."""
-    times = episode_times() if _times_known() or not in_session() else ()
-    return guide_page(teaching(), times)
+def guide(episodes: tuple[Episode, ...] = EPISODES) -> pn.Column:
+    """The teacher's guide, with the class plans once the episodes' times are measured."""
+    return guide_page(teaching(episodes), _times(episodes))
 
 
-def applications() -> dict:
-    """Slug -> page builder, as ``pn.serve`` takes them (each call builds a fresh session)."""
-    apps = {"/": lambda: safe_page(index_page),
-            "summary": lambda: safe_page(lambda: summary_page(available(), exercises())),
-            "glossary": lambda: safe_page(lambda: glossary_page(available())),
+def applications(episodes: tuple[Episode, ...] = EPISODES, service=SERVICE) -> dict:
+    """Slug -> page builder, as ``pn.serve`` takes them (each call builds a fresh session); every
+    episode page runs the model through ``service``."""
+    apps = {"/": lambda: safe_page(lambda: index_page(episodes)),
+            "summary": lambda: safe_page(lambda: summary_page(episodes, with_score=True)),
+            "glossary": lambda: safe_page(lambda: glossary_page(episodes)),
             "data": lambda: safe_page(data_page),
-            "guide": lambda: safe_page(guide)}
-    for ep in available():
-        apps[ep.slug] = (lambda ep=ep: safe_page(ep.page))
+            "guide": lambda: safe_page(lambda: guide(episodes))}
+    for ep in episodes:
+        apps[ep.slug] = (lambda ep=ep: safe_page(lambda: ep.make_page(service=service)))
     return apps
 
 
-def titles() -> dict:
+def episode_alone(episode: Episode):
+    """One episode's page served alone (``panel serve episodes/epN_*.py``), running the model
+    through this process's :data:`SERVICE`, with the site's error page instead of a traceback."""
+    return safe_page(lambda: episode.make_page(service=SERVICE))
+
+
+def titles(episodes: tuple[Episode, ...] = EPISODES) -> dict:
     out = {"/": SITE_TITLE, "summary": f"Summary · {SITE_TITLE}", "glossary": f"Glossary · {SITE_TITLE}",
            "data": f"Data · {SITE_TITLE}", "guide": f"Teacher's guide · {SITE_TITLE}"}
-    out.update({e.slug: f"Episode {e.number}: {e.title} · {SITE_TITLE}" for e in available()})
+    out.update({e.slug: f"Episode {e.number}: {e.title} · {SITE_TITLE}" for e in episodes})
     return out
 
 
@@ -153,7 +168,7 @@ def _log_exception(exc: BaseException) -> None:
     log.error("unhandled error in a session callback", exc_info=exc)
 
 
-def prepare_process() -> None:
+def prepare_process(episodes: tuple[Episode, ...] = EPISODES) -> None:
     """What a serving process does once, so that no session does it again.
 
     - Panel's read-only editing is made safe for pages built on several threads at once
@@ -161,36 +176,37 @@ def prepare_process() -> None:
     - Bokeh checks every new session's document for broken models (about a sixth of a page's
       build). The pages are the same structure for every visitor, so the tests check each
       page's document once (``tests/test_open_cost.py``) and the server does not repeat it.
-    - The results that every session shares (``serve.shared``) are computed for the pages'
+    - The results that every session shares (``runtime.shared``) are computed for the pages'
       opening settings now, before the first visitor arrives.
     - The index's times are measured from the episode pages (:func:`episode_times`), and the
-      teacher's guide's answers computed (:func:`episodes.teaching`).
+      teacher's guide's answers computed (:func:`teaching`).
     """
     panel_threads.install()
     bokeh_settings.perform_document_validation.set_value(False)
     n = shared.warm()
     log.info("computed %d shared results for the pages' opening settings", n)
-    times = episode_times()
+    times = episode_times(episodes)
     log.info("measured the episodes' times: %s minutes", ", ".join(str(t.minutes) for t in times))
-    n = len(teaching())
+    n = len(teaching(episodes))
     log.info("answered the questions of %d episodes for the teacher's guide", n)
 
 
 def load_model_at_start() -> None:
     """Queue one job that starts a worker's model process and waits for it to load the model and
-    time its passes (``serve.workers.loading_work``): from then on the pages price a CPU pass with
+    time its passes (``runtime.workers.loading_work``): from then on the pages price a CPU pass with
     this machine's own measurement. It runs on a worker thread, never on the event loop."""
-    from .jobs import shared_queue
-    from .model_process import LOAD_S
-    from .workers import loading_work
+    from ..runtime.jobs import shared_queue
+    from ..runtime.model_process import LOAD_S
+    from ..runtime.workers import loading_work
 
     shared_queue().submit(loading_work(), budget_s=LOAD_S + 60, label="loading the model")
     log.info("loading the model in a model process (its passes are timed as it loads)")
 
 
 def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origin=(),
-          show: bool = False, threaded: bool = False, model_at_start: bool = False, **kwargs):
-    """Serve the index and every built episode from one process.
+          show: bool = False, threaded: bool = False, model_at_start: bool = False,
+          episodes: tuple[Episode, ...] = EPISODES, **kwargs):
+    """Serve the index and every episode of ``episodes`` (the registry's) from one process.
 
     Websocket connections are accepted only from the served address unless
     ``allow_websocket_origin`` names more ``host:port`` origins. With ``model_at_start`` a model
@@ -204,10 +220,10 @@ def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origi
     pn.config.exception_handler = _log_exception
     extra = (list(kwargs.pop("extra_patterns", [])) + files.routes()
              + [(rf"/{DOCS_PREFIX}/([^/]+)", DocHandler)])
-    opts = dict(port=port, address=address, websocket_origin=origins, show=show, title=titles(),
+    opts = dict(port=port, address=address, websocket_origin=origins, show=show, title=titles(episodes),
                 liveness=True, admin=False, autoreload=False, extra_patterns=extra, **kwargs)
-    apps = applications()
-    prepare_process()
+    apps = applications(episodes)
+    prepare_process(episodes)
     if model_at_start:
         load_model_at_start()
     if threaded:  # for tests and notebooks: the server runs on its own thread

@@ -1,6 +1,6 @@
 """The shipped files a visitor may download, and where each comes from (``assets/PROVENANCE.md``).
 
-:func:`served_files` is the allowlist the site serves read-only (``serve/files.py``): every file
+:func:`served_files` is the allowlist the site serves read-only (``app/files.py``): every file
 under ``assets/`` whose name ends in one of :data:`SERVED_SUFFIXES`, nothing hidden, nothing else
 (the model's tables, recordings and pictures are left out). :func:`provenance` reads
 ``PROVENANCE.md`` once: for each file it names, the text of its section.

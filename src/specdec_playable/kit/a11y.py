@@ -4,7 +4,7 @@ Panel 1.10's sliders render a noUiSlider handle (``role="slider"``) with no
 accessible name, and Bokeh's number spinners render two empty buttons. Screen
 readers announce them as unnamed, and axe-core reports them as serious/critical.
 :class:`AccessibleNames` is an invisible component, placed once per page, that
-names them in the browser (``views/static/a11y.js``).
+names them in the browser (``kit/static/a11y.js``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _SLIDERS = (pn.widgets.IntSlider, pn.widgets.FloatSlider, pn.widgets.DiscreteSli
 
 
 def enlarge_targets(root) -> None:
-    """Every slider in ``root`` gets handles of at least 24 x 24 px (``views/static/targets.css``),
+    """Every slider in ``root`` gets handles of at least 24 x 24 px (``kit/static/targets.css``),
     and no input control keeps a hover tooltip (its ``description``): a tooltip opens over the
     controls beside or under it, and what it said is in the help list under the controls
     (:func:`.inputs.control_help`). Buttons keep theirs (the exercises' choices use them)."""

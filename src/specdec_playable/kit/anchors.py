@@ -2,11 +2,11 @@
 
 A browser follows a link's ``#fragment`` to the element with that ``id`` in the page's own
 document, but Panel draws every part of a page inside shadow roots, where the browser does not
-look, and parts built after the first paint or on scroll (``views/kit/deferred.py``) are not there
+look, and parts built after the first paint or on scroll (``kit/deferred.py``) are not there
 yet when the page loads. :class:`FragmentTarget`, an invisible component placed once per page,
 finds the element in every shadow root once it exists and scrolls to it: on load, and when the
 fragment changes. If the element is in a part not built yet, it scrolls to the next part still
-loading, which builds it, and looks again (``views/static/anchors.js``).
+loading, which builds it, and looks again (``kit/static/anchors.js``).
 """
 
 from __future__ import annotations

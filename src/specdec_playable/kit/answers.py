@@ -5,7 +5,7 @@ setting: the first try counts, and once the answer is shown the question is lock
 another choice changes nothing). A page's :class:`AnswerSheet` holds its episode's records;
 :func:`series_score` counts them over the whole series.
 
-The records live in the visitor's own browser (``views/kit/exercises.py`` keeps them in its
+The records live in the visitor's own browser (``kit/exercises.py`` keeps them in its
 local storage as :func:`dumps` writes them) and come back to the server on every page it opens,
 so they are untrusted text: :func:`loads` keeps only what matches a question of the series (its
 key, whole numbers within its choices) and drops everything else.
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import param
 
-from . import unlocked
+from .params import unlocked
 
 #: The stored records' format (a browser holding another one starts afresh).
 VERSION = 1

@@ -1,7 +1,7 @@
 """The CPU pass costs a page states, and where they were measured.
 
 A server's model process times its own forward passes as it loads the model
-(``lm.calibrate``; ``serve.interface.server_pass_times``). Until one has, and wherever the model
+(``lm.calibrate``; ``runtime.service.server_pass_times``). Until one has, and wherever the model
 is absent (a notebook without the model, an exported page), the pages use the shipped measurement
 (``assets/pass_cost_cpu.csv``), made on the machine that built the package. Every sentence that
 prices a CPU pass says which of the two it is (:attr:`CpuPasses.source`).
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..data import hardware
 from ..data.machine import this_machine
-from ..serve import interface
+from ..runtime import service as interface
 from ..sim import theory
 from ..sim.batching import PassTimeCurve, fit_roofline
 

@@ -28,7 +28,7 @@ import param
 from bokeh.models import CustomJS
 from panel.custom import JSComponent
 
-from ...state.answers import (MAX_STORED_CHARS, VERSION, AnswerSheet, Score, dumps, loads,
+from .answers import (MAX_STORED_CHARS, VERSION, AnswerSheet, Score, dumps, loads,
                               question_key, series_score)
 from .page import SUMMARY_HREF, esc, page_css, session_doc
 from .resources import path, script, stylesheet

@@ -3,9 +3,9 @@ under it: a link to itself, buttons that save it as a PNG or an SVG file for sli
 figure drawn from a shipped measurement, the file to download with its provenance.
 
 :func:`anchor_figures` walks a built part of a page (the shell's body, and each part built later,
-``views/kit/deferred.py``), gives every named Bokeh plot the ``id`` :func:`anchor_id` (``html_id``)
+``kit/deferred.py``), gives every named Bokeh plot the ``id`` :func:`anchor_id` (``html_id``)
 and puts the line under the pane that holds it. :data:`FIGURE_DATA` says which shipped files
-(``assets/``, served read-only at :data:`ASSETS_HREF` by ``serve/files.py``) each figure is
+(``assets/``, served read-only at :data:`ASSETS_HREF` by ``app/files.py``) each figure is
 drawn from; the names come from the readers in ``data/``.
 
 The save buttons are plain HTML (``data-sdp-save``); :class:`FigureSaver`, placed once per page,
@@ -23,7 +23,7 @@ import panel as pn
 from bokeh.models import Model, Plot
 from panel.custom import JSComponent
 
-from ...data import hardware, measured, tree_example, tree_table
+from ..data import hardware, measured, tree_example, tree_table
 from .resources import path, stylesheet
 
 #: Where the shipped files are served, relative to any page of the site.

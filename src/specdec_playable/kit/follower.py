@@ -5,7 +5,7 @@ it from a page. :class:`RunFollower` is that hold, written once: :meth:`RunFollo
 the work (or says why the line would not take it), :meth:`RunFollower.poll` reads what the job is
 doing at one instant as a :class:`Followed`, and :meth:`RunFollower.cancel` withdraws it (a job
 another visitor still holds goes on for them). A page's view polls while :attr:`RunFollower.active`
-and cancels when the tab is abandoned (``views/kit/follow.py``). No Panel or Bokeh.
+and cancels when the tab is abandoned (``kit/poller.py``). No Panel or Bokeh.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..serve import interface
+from ..runtime import service as interface
 
 #: What a followed run is doing, as one poll saw it.
 QUEUED, RUNNING, DONE, CANCELLED, FAILED = (interface.QUEUED, interface.RUNNING, interface.DONE,
@@ -72,7 +72,8 @@ class Refused(Exception):
 
 
 class RunFollower:
-    """One visitor's hold on one run at a time, through a :class:`serve.interface.ModelService`.
+    """One visitor's hold on one run at a time, through a :class:`runtime.Service` (without one,
+    :data:`runtime.NO_MODEL`: nothing runs).
 
     Examples
     --------
@@ -81,8 +82,8 @@ class RunFollower:
     (False, False, None)
     """
 
-    def __init__(self, service: interface.ModelService = interface.SERVER) -> None:
-        self.service = service
+    def __init__(self, service: interface.Service | None = None) -> None:
+        self.service = service if service is not None else interface.NO_MODEL
         self._handle: interface.Handle | None = None
         self._shared = False
 

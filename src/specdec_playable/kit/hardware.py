@@ -8,7 +8,7 @@ from bokeh.plotting import figure
 
 import numpy as np
 
-from ...data import hardware
+from ..data import hardware
 from . import theme
 from .a11y import describe
 from .page import esc, prose

@@ -39,4 +39,4 @@ def reserved(name: str) -> int:
         return RESERVED_PX[name]
     except KeyError:
         raise KeyError(f"no reserved height for the slot {name!r}; add it to "
-                       "views/kit/heights.RESERVED_PX (tests/test_browser_heights.py measures it)") from None
+                       "kit/heights.RESERVED_PX (tests/test_browser_heights.py measures it)") from None

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import panel as pn
 import param
 
-from ...sim.seeds import parse_seed
+from ..sim.seeds import parse_seed
 from .page import esc, page_css
 from .terms import link_terms
 

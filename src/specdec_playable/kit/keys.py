@@ -1,6 +1,6 @@
 """Chart keys shared by the episodes: a bold title, then items that each keep a swatch and its words together.
 
-The swatches are styled by ``views/static/keys.css``; a swatch's tone (``"draft"``,
+The swatches are styled by ``kit/static/keys.css``; a swatch's tone (``"draft"``,
 ``"gold"``, ...) gives it the colour the chart draws that mark in.
 """
 

@@ -42,7 +42,7 @@ def stat(value: str, label: str, *, css_class: str = "", data: Mapping[str, obje
 
 
 def page_css(*extra: str) -> str:
-    """The page shell's stylesheet, followed by the named files of ``views/static/``."""
+    """The page shell's stylesheet, followed by the named files of ``kit/static/``."""
     return stylesheet("page.css", *extra)
 
 
@@ -50,7 +50,7 @@ def prose(html_text: str, *extra_css: str, **params) -> pn.pane.HTML:
     """A full-width block of trusted package HTML (prose, a key, a heading) in the page's style.
 
     A glossary term in fixed text links to its entry the first time the block uses it
-    (:func:`views.kit.terms.link_terms`).
+    (:func:`kit.terms.link_terms`).
     """
     if isinstance(html_text, str):
         html_text = link_terms(html_text)
@@ -94,7 +94,7 @@ class StateView(pn.viewable.Viewer):
 
 #: Where the one-screen summary of the series is served, relative to any page of the site.
 SUMMARY_HREF = "./summary"
-#: Where the teacher's guide is served (``views/site/guide.py``).
+#: Where the teacher's guide is served (``kit/site/guide.py``).
 GUIDE_HREF = "./guide"
 
 

@@ -1,8 +1,8 @@
 """What every part of an episode page gets once it is built (the shell's body, and each part
-built later, ``views/kit/deferred.py``): its figures' anchors and data lines
-(:func:`views.kit.figures.anchor_figures`), its glossary terms linked (:func:`views.kit.terms.link_terms`)
+built later, ``kit/deferred.py``): its figures' anchors and data lines
+(:func:`kit.figures.anchor_figures`), its glossary terms linked (:func:`kit.terms.link_terms`)
 in every HTML block, now and whenever the block's text changes, and its controls' targets
-enlarged (:func:`views.kit.a11y.enlarge_targets`)."""
+enlarged (:func:`kit.a11y.enlarge_targets`)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def link_part_terms(root) -> None:
 
 def finish_part(part):
     """``part`` with its figures anchored and its terms linked; returns what to place on the page
-    (a Viewer's layout, see :func:`views.kit.figures.anchor_figures`)."""
+    (a Viewer's layout, see :func:`kit.figures.anchor_figures`)."""
     part = anchor_figures(part)
     link_part_terms(part)
     enlarge_targets(part)

@@ -1,9 +1,9 @@
 """The one poller of a followed run: while a page's run waits for or runs on a worker, the page
 asks its state a few times a second what the run is doing, and redraws.
 
-A page's state follows its run with a :class:`..state.follow.RunFollower` and offers ``active``,
+A page's state follows its run with a :class:`..kit.follower.RunFollower` and offers ``active``,
 ``poll()`` (True while still active) and ``close()``. :class:`RunPoller` polls while ``active``;
-when the visitor's tab has been gone a while (:func:`serve.interface.tab_abandoned`), or the
+when the visitor's tab has been gone a while (:func:`tab_abandoned`), or the
 session ends, it closes the state, which cancels the run: a tab closed mid-run never leaves the
 server working for nobody.
 """
@@ -15,7 +15,6 @@ from typing import Protocol
 
 import panel as pn
 
-from ...serve import interface
 
 #: How often a session polls its running job (ms).
 POLL_MS = 300
@@ -76,7 +75,7 @@ class RunPoller:
 
     def abandoned(self) -> bool:
         """True when this page's tab has been gone a while (before the session itself ends)."""
-        return interface.tab_abandoned(self._session, self.abandoned_ms)
+        return tab_abandoned(self._session, self.abandoned_ms)
 
     def tick(self) -> None:
         """One poll: cancel an abandoned tab's run, bring the state and the page up to date, and
@@ -92,3 +91,16 @@ class RunPoller:
     def _closed(self, _session_context) -> None:
         self.stop()
         self.state.close()
+
+
+def tab_abandoned(session_context, after_ms: float) -> bool:
+    """True when the page of ``session_context`` has had no open connection for ``after_ms``.
+
+    Bokeh keeps the server session (with its connection count) on the context; this is the one
+    place that reads it, so a change in Bokeh is mended here.
+    """
+    session = getattr(session_context, "_session", None)
+    try:
+        return session.connection_count == 0 and session.milliseconds_since_last_unsubscribe > after_ms
+    except AttributeError:
+        return False

@@ -1,4 +1,6 @@
-"""The JavaScript and CSS files of ``views/static/``, read once per process.
+"""The JavaScript and CSS files the pages use, read once per process: the kit's own in
+``kit/static/`` (named by file: ``"page.css"``), and an episode's beside its code (named with its
+package: ``f"{__package__}:ep4.css"``).
 
 Stylesheets name colours and fonts only through the theme's custom properties
 (``var(--sdp-ink)``), whose values a page declares once at its root and every view at
@@ -16,29 +18,38 @@ from pathlib import Path
 from . import theme
 
 _STATIC = "static"
-#: The package that holds ``static/`` (views; this module sits in views/kit).
-_VIEWS = __package__.rsplit(".", 1)[0]
 _COMMENT = re.compile(r"/\*.*?\*/\s*", re.DOTALL)
+
+
+def _where(name: str):
+    """The resource ``name`` names: ``file`` in kit/static, or ``package:file`` beside a package
+    of this project."""
+    package, _, file = name.rpartition(":")
+    if "/" in file or "\\" in file or file.startswith(".") or not file:
+        raise ValueError(f"name must be a file name, or package:file name; got {name!r}")
+    if not package:
+        return files(__package__) / _STATIC / file
+    if not package.startswith(__package__.split(".")[0] + "."):
+        raise ValueError(f"the package must be one of this project's; got {package!r}")
+    return files(package) / file
 
 
 @cache
 def text(name: str) -> str:
-    """The text of ``views/static/<name>`` (read on first use, then kept)."""
-    if "/" in name or "\\" in name or name.startswith("."):
-        raise ValueError(f"name must be a file name in views/static; got {name!r}")
-    return (files(_VIEWS) / _STATIC / name).read_text(encoding="utf-8")
+    """The text of the file ``name`` names (read on first use, then kept)."""
+    return _where(name).read_text(encoding="utf-8")
 
 
 @cache
 def script(name: str) -> str:
-    """``views/static/<name>`` without its whole-line comments, for a page to run."""
+    """The script ``name`` without its whole-line comments, for a page to run."""
     lines = text(name).splitlines(keepends=True)
     return "".join(ln for ln in lines if not ln.lstrip().startswith(("//", "/*")))
 
 
 def path(name: str) -> Path:
-    """The path of ``views/static/<name>``, for APIs that take a file (Panel's ``_esm``)."""
-    return Path(__file__).parents[1] / _STATIC / name
+    """The path of the file ``name`` names, for APIs that take a file (Panel's ``_esm``)."""
+    return Path(str(_where(name)))
 
 
 @cache

@@ -10,8 +10,8 @@ position, so the arithmetic soon sets the time.
 
 from __future__ import annotations
 
-from ...data import hardware
-from ...sim.batching import PassTimeCurve
+from ..data import hardware
+from ..sim.batching import PassTimeCurve
 from .page import esc
 
 #: The pass size the sentences compare against one position (a chain of k = 4 drafts).

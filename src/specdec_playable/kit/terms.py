@@ -6,7 +6,7 @@ whole series uses (q the acceptance rate, k the draft length, c the cost of a dr
 p_big and p_draft the two models' next-token distributions). :func:`link_terms` turns the first
 use of each term in a block of package HTML into a link to its entry (``glossary#<key>``), and
 leaves tags, attributes, links, code and headings alone. The page shell's prose blocks go
-through it (``views/kit/page.py``), so a term is linked wherever a page uses it;
+through it (``kit/page.py``), so a term is linked wherever a page uses it;
 ``tests/test_glossary.py`` builds every page and checks that every term a page's text uses is
 linked there.
 

@@ -78,7 +78,7 @@ MONO_FONT = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 def css_variables(selector: str = ":host", names=None) -> str:
     """The theme as CSS custom properties on ``selector``: ``--sdp-ink: #1f2430;`` and so on.
 
-    Every stylesheet in ``views/static/`` names its colours and fonts through these, so
+    Every stylesheet in ``kit/static/`` names its colours and fonts through these, so
     this module stays the one place a colour is written down. ``names`` (without the
     ``--sdp-`` prefix) limits the properties to those a stylesheet uses.
     """

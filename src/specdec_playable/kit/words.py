@@ -114,3 +114,19 @@ def notation(escaped: str) -> str:
     'min(p<sub>big</sub>(x), p<sub>draft</sub>(x))'
     """
     return escaped.replace("p_big", P_BIG).replace("p_draft", P_DRAFT)
+
+
+#: What each measured text kind (``data.measured``) is called in a chart or a table (short, to fit a
+#: phone), on Episodes 4 and 6.
+SHORT = {"code": "JavaScript", "json": "JSON", "letter": "form letter", "translation": "translation",
+         "poem": "poem", "python": "Python", "pasted": "your text"}
+
+
+def short_name(kind: str, title: str = "") -> str:
+    return SHORT.get(kind, title or kind)
+
+
+def in_prose(kind: str) -> str:
+    """A text's short name inside a sentence ("the poem", but "JSON")."""
+    name = short_name(kind)
+    return f"the {name}" if kind in ("letter", "translation", "poem", "pasted") else name

@@ -53,7 +53,7 @@ that is not writable), so it happens once per machine. Nothing requires the cach
 model process calls :func:`warmup` as it loads.
 
 Threads: the kernel uses :func:`threads` of them unless told otherwise (a server's model processes
-are given one each, like their BLAS; see ``serve.jobs.blas_env``), and :func:`use_threads` changes
+are given one each, like their BLAS; see ``runtime.jobs.blas_env``), and :func:`use_threads` changes
 it for the calling thread. If numba's OpenMP layer is used, idle threads sleep rather than spin
 (``OMP_WAIT_POLICY=PASSIVE`` unless the environment says otherwise): a spinning pool on a shared
 2-core machine takes the cores from the other process and both slow down.
@@ -995,7 +995,7 @@ def set_process_threads(n: int | None) -> int:
     """Set the threads every thread of this process uses from its next pass on, unless it chose
     its own with :func:`use_threads` (``None``: back to :func:`threads`); return the new setting.
     A server's model process sets it from the number of runs sharing the machine
-    (``serve.model_process``). At most numba's pool size."""
+    (``runtime.model_process``). At most numba's pool size."""
     _PROCESS[0] = _pool(n)
     return _PROCESS[0] or _THREADS
 

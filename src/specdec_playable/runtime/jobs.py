@@ -431,7 +431,7 @@ def shared_queue() -> JobQueue:
     down) and up to :data:`SHARED_MAX_WAITING` runs in line. Every page that runs the
     model submits here, so together they never run more than that at once.
 
-    The runs themselves go on to a model process per worker (:mod:`serve.model_process`),
+    The runs themselves go on to a model process per worker (:mod:`runtime.model_process`),
     started with the same niceness and with its BLAS library held to :data:`BLAS_THREADS`
     thread per matrix product (:func:`blas_env`). With two BLAS threads per run, two runs
     at once ask four threads of two cores, and OpenBLAS's threads wait for one another by

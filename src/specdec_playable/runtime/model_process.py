@@ -182,7 +182,7 @@ def _measure(model, cancel: threading.Event, replies, text: str,
                         report=lambda done, total: replies.send(("progress", (done, total))))
 
 
-_CHILD = ("import sys; from specdec_playable.serve.model_process import _child_main; "
+_CHILD = ("import sys; from specdec_playable.runtime.model_process import _child_main; "
           "_child_main(*map(int, sys.argv[1:]))")
 
 

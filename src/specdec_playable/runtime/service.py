@@ -1,19 +1,15 @@
-"""The one door from state and views into serving: submit work, follow it, cancel it, and ask
-whether the model is there. Nothing else of :mod:`specdec_playable.serve` is for them
-(``tests/test_layers.py`` holds them to it).
+"""The door from the pages to the runtime: submit work, follow it, cancel it, ask whether the
+model is there and what its passes cost. The episodes depend on :class:`Service`, a Protocol; the
+app builds the real one (:class:`ModelService`, the process's queue and model processes) and hands
+it to each page. A page built without one runs no model (:data:`NO_MODEL`) and shows recorded runs.
 
-* :class:`ModelService` is what a page needs from the server to run the real model: the queue,
-  whether the model is installed, and the work a run or a scoring submits. :data:`SERVER` is the
-  process's own; a test or a notebook passes another.
-* :func:`shared_queue` is the process's one queue for real-model runs; ``queue.submit(work, ...)``
-  gives a :class:`Handle` whose ``job`` (a :class:`Job`) has a ``state`` (:data:`QUEUED`,
-  :data:`RUNNING`, :data:`DONE`, :data:`CANCELLED`, :data:`FAILED`), a ``place`` (a
-  :class:`Place`), ``progress`` and ``result``; ``handle.cancel()`` stops it. A full line raises
-  :class:`QueueFull`.
-* :func:`generation_work` and :func:`scoring_work` are the work the pages submit.
-* :func:`model_ready` says whether a model process of this server has loaded the model, and
-  :func:`server_pass_times` what its passes measured as it loaded (None before);
-  :func:`tab_abandoned` whether a visitor's tab has been gone a while.
+* :class:`Service` is what a page needs: ``queue()`` (the queue runs go to: ``queue.submit(work,
+  ...)`` gives a :class:`Handle` whose ``job`` (a :class:`Job`) has a ``state`` (:data:`QUEUED`,
+  :data:`RUNNING`, :data:`DONE`, :data:`CANCELLED`, :data:`FAILED`), a ``place`` (a :class:`Place`),
+  ``progress`` and ``result``; ``handle.cancel()`` stops it; a full line raises
+  :class:`QueueFull`), ``installed()``, ``generation(settings)`` and ``scoring(text)`` (the work
+  Episode 7's Run and Episode 4's pasted text submit), ``model_ready()`` (whether a model process
+  has loaded the model) and ``pass_times()`` (what its passes measured as it loaded; None before).
 * :func:`shared` caches a pure function's frozen results for every session of the process.
 """
 
@@ -21,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..lm import is_installed
 from .jobs import (CANCELLED, DONE, FAILED, QUEUED, RUNNING, Handle, Job, JobContext, JobQueue,
@@ -31,18 +27,35 @@ from .model_process import model_ready
 from .shared import shared
 from .workers import generation_work, scoring_work
 
-__all__ = ["CANCELLED", "DONE", "FAILED", "QUEUED", "RUNNING", "SERVER", "Handle", "Job",
-           "JobContext", "JobQueue", "ModelService", "Place", "QueueFull", "generation_work",
-           "model_ready", "scoring_work", "server_pass_times", "shared", "shared_queue",
-           "tab_abandoned"]
+__all__ = ["CANCELLED", "DONE", "FAILED", "NO_MODEL", "QUEUED", "RUNNING", "Handle", "Job",
+           "JobContext", "JobQueue", "ModelService", "Place", "QueueFull", "Service", "generation_work",
+           "model_ready", "scoring_work", "server_pass_times", "shared", "shared_queue"]
 
 #: Work for :meth:`JobQueue.submit`: called with the job's :class:`JobContext` on a worker.
 Work = Callable[[JobContext], Any]
 
 
+class Service(Protocol):
+    """What a page needs from the server to run the real model (see the module's docstring)."""
+
+    def queue(self) -> JobQueue: ...
+
+    def installed(self) -> bool: ...
+
+    def generation(self, settings: Any) -> Work: ...
+
+    def scoring(self, text: str) -> Work: ...
+
+    def model_ready(self) -> bool: ...
+
+    def pass_times(self) -> Any: ...
+
+
 @dataclass(frozen=True)
 class ModelService:
-    """What a page needs from the server to run the real model.
+    """A :class:`Service` made of functions; with no arguments, the process's own: its shared
+    queue, its model, its model processes (the app builds it; a test or a notebook may pass
+    others).
 
     Attributes
     ----------
@@ -54,26 +67,25 @@ class ModelService:
         ``generation(settings) -> work``: Episode 7's Run.
     scoring : callable
         ``scoring(text) -> work``: Episode 4's pasted text.
+    model_ready : callable
+        Whether a model process has loaded the model.
+    pass_times : callable
+        The pass times a model process measured as it loaded (None before).
     """
 
     queue: Callable[[], JobQueue] = shared_queue
     installed: Callable[[], bool] = is_installed
     generation: Callable[[Any], Work] = generation_work
     scoring: Callable[[str], Work] = scoring_work
+    model_ready: Callable[[], bool] = model_ready
+    pass_times: Callable[[], Any] = server_pass_times
 
 
-#: The server's own service: its shared queue, its model, its model processes.
-SERVER = ModelService()
+def _no_queue() -> JobQueue:
+    raise RuntimeError("this page was built without a service, so it runs no model; the app hands "
+                       "one in (runtime.ModelService())")
 
 
-def tab_abandoned(session_context, after_ms: float) -> bool:
-    """True when the page of ``session_context`` has had no open connection for ``after_ms``.
-
-    Bokeh keeps the server session (with its connection count) on the context; this is the one
-    place that reads it, so a change in Bokeh is mended here.
-    """
-    session = getattr(session_context, "_session", None)
-    try:
-        return session.connection_count == 0 and session.milliseconds_since_last_unsubscribe > after_ms
-    except AttributeError:
-        return False
+#: No model: what a page built without a service runs on (it shows recorded runs).
+NO_MODEL = ModelService(queue=_no_queue, installed=lambda: False, model_ready=lambda: False,
+                        pass_times=lambda: None)

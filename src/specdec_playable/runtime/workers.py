@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import jobs, model_process
+from . import jobs
+
+from . import model_process
 
 #: Seconds of a job's budget kept back for the reply to travel and the page to draw it.
 MARGIN_S = 1.0

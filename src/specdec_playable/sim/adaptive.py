@@ -45,6 +45,7 @@ import numpy as np
 from . import validate as _v
 from . import theory
 from .acceptance import Acceptance
+from .validate import K_DEFAULT
 
 #: Longest draft any policy may choose.
 K_CAP = 12
@@ -154,7 +155,7 @@ class _Controller:
 class FixedK:
     """Always draft ``k`` tokens."""
 
-    k: int = 4
+    k: int = K_DEFAULT
 
     @property
     def label(self) -> str:
@@ -174,7 +175,7 @@ class FixedK:
 class PlusTwoMinusOne:
     """+2 after a perfect round, -1 after a miss, starting at ``k0``."""
 
-    k0: int = 4
+    k0: int = K_DEFAULT
     k_max: int = K_CAP
 
     @property
@@ -284,7 +285,7 @@ def below_break_even(estimate: float, k: int, c: float) -> bool:
     return bool(np.isnan(be) or estimate < be)
 
 
-def default_policies(fixed_k: int = 4) -> tuple:
+def default_policies(fixed_k: int = K_DEFAULT) -> tuple:
     """The four policies the page races."""
     return (FixedK(fixed_k), PlusTwoMinusOne(), EstimateBestK(), EstimateWithOffSwitch())
 

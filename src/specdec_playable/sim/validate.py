@@ -12,6 +12,8 @@ import numbers
 import numpy as np
 
 K_MAX = 64
+#: The draft length the pages and the command line open at.
+K_DEFAULT = 4
 C_MAX = 10.0
 ROUNDS_MAX = 10**7
 

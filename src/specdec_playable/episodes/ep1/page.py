@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import panel as pn
 
-from . import neighbours
-from .practice.ep1 import EXERCISES, TRY_STEPS, TRY_THIS  # noqa: F401 - TRY_STEPS: the index counts them
-from ..state.ep1 import WritingVsChecking
-from ..views.kit.deferred import after_first_paint, when_near
-from ..views.ep1 import WritingVsCheckingView
-from ..views.kit.exercises import exercises_section
-from ..views.kit.hardware import hardware_section
-from ..views.kit.page import episode_shell, prose
-from ..views.kit.urlstate import bind_url
+from ..nav import neighbours
+from .practice import EXERCISES, TRY_THIS
+from .state import WritingVsChecking
+from ...kit.deferred import after_first_paint, when_near
+from .view import WritingVsCheckingView
+from ...kit.exercises import exercises_section
+from ...kit.hardware import hardware_section
+from ...kit.page import episode_shell, prose
+from ...kit.urlstate import bind_url
 
 NUMBER = 1
 SLUG = "ep1_writing_vs_checking"
@@ -56,8 +56,9 @@ all for the price of one pass. In the next episode that somebody is a much small
 """
 
 
-def page(state: WritingVsChecking | None = None) -> pn.Column:
-    """A fresh Episode 1 page (one per session or notebook cell)."""
+def page(state: WritingVsChecking | None = None, *, service=None) -> pn.Column:
+    """A fresh Episode 1 page (one per session or notebook cell; it runs no model,
+    so ``service`` is unused)."""
     state = state or WritingVsChecking()
     notice = bind_url(state, URL_PARAMS)
     return episode_shell(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .. import Exercise, TryStep
-from ...state.ep1 import SENTENCE, WritingVsChecking
-from ...views.kit.page import steps_html
-from ...prose.words import ms, plural
+from ...kit.episode import Exercise, TryStep
+from .state import SENTENCE, WritingVsChecking
+from ...kit.page import steps_html
+from ...kit.words import ms, plural
 
 
 _N_MAX = len(SENTENCE)

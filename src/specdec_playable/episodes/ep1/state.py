@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import param
 
-from . import unlocked
-from ..sim import clocks
+from ...kit.params import PASS_MS, control, unlocked
+from ...sim import clocks
 
 #: The sentence whose tokens the lanes write and check.
 SENTENCE = ("The", " cat", " sat", " by", " the", " warm", " stove", " while", " rain",
@@ -18,9 +18,7 @@ class WritingVsChecking(param.Parameterized):
     n_tokens = param.Integer(
         default=6, bounds=(1, len(SENTENCE)), label="Tokens (N)",
         doc="How many tokens to write one after another, or to check in one pass (a count of tokens).")
-    big_pass_ms = param.Integer(
-        default=600, bounds=(100, 2000), step=50, label="One big-model pass (ms)",
-        doc="Simulated time of one forward pass of the big model, in milliseconds (ms).")
+    big_pass_ms = control(PASS_MS)
 
     comparison = param.ClassSelector(
         class_=clocks.ClockComparison, constant=True,

@@ -12,14 +12,15 @@ import uuid
 import panel as pn
 import param
 
-from ..sim.clocks import ClockComparison
-from ..state.ep1 import WritingVsChecking
-from .kit import theme
-from .kit.a11y import describe
-from .kit.lanes import Box, Lane, LanePlayer, Timeline
-from .kit.inputs import control_help
-from .kit.page import StateView, page_css, session_doc, slider, stat
-from ..prose.words import ms, plural
+from ...sim.clocks import ClockComparison
+from .state import WritingVsChecking
+from .words import lanes_words
+from ...kit import theme
+from ...kit.a11y import describe
+from ...kit.lanes import Box, Lane, LanePlayer, Timeline
+from ...kit.inputs import control_help
+from ...kit.page import StateView, page_css, session_doc, slider, stat
+from ...kit.words import ms, plural
 
 WRITE_Y, CHECK_TOP = 1.2, 0.45
 LANES = (
@@ -46,15 +47,6 @@ def lane_timeline(comp: ClockComparison) -> Timeline:
                     tip=f"scores position {i + 1} (“{t.strip()}”) in the same pass", label_size=small)
                 for i, (s, e, t) in enumerate(zip(par.start_ms, par.end_ms, par.text))]
     return Timeline(tuple(writing + checking))
-
-
-def lanes_words(comp: ClockComparison) -> str:
-    """The lanes' text alternative: what the two lanes play out, in numbers."""
-    n = comp.n_tokens
-    return (f"Two lanes on one wall clock. Writing {plural(n, 'token')}: {plural(n, 'pass')} one "
-            f"after another, {ms(comp.sequential_ms)}. Checking the same {plural(n, 'token')}: one "
-            f"pass that scores every position at once, {ms(comp.parallel_ms)}. Writing takes "
-            f"{comp.ratio:.1f} times as long.")
 
 
 def summary_html(comp: ClockComparison, uid: str = "ep1", *, at_start: bool = False) -> str:

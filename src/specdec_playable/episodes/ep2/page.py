@@ -2,21 +2,21 @@
 
 A small draft model proposes k tokens, one quick step each; the big model checks
 them all in one pass, keeps the matching start, rejects the first miss and writes
-its own token there. The page plays one seeded run (``views/ep2.py``).
+its own token there. The page plays one seeded run (``episodes/ep2/view.py``).
 """
 
 from __future__ import annotations
 
 import panel as pn
 
-from . import neighbours
-from .practice.ep2 import EXERCISES, TRY_STEPS, TRY_THIS  # noqa: F401 - TRY_STEPS: the index counts them
-from ..state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, Relay
-from ..views.kit.deferred import after_first_paint
-from ..views.ep2 import RelayView
-from ..views.kit.page import episode_shell, prose
-from ..views.kit.exercises import exercises_section
-from ..views.kit.urlstate import bind_url
+from ..nav import neighbours
+from .practice import EXERCISES, TRY_THIS
+from .state import BIG_PASS_MS, DRAFT_STEP_MS, Relay
+from ...kit.deferred import after_first_paint
+from .view import RelayView
+from ...kit.page import episode_shell, prose
+from ...kit.exercises import exercises_section
+from ...kit.urlstate import bind_url
 
 NUMBER = 2
 SLUG = "ep2_the_relay"
@@ -65,8 +65,9 @@ by the seed. Every clock and speedup on this page is measured from that run, not
 """
 
 
-def page(state: Relay | None = None) -> pn.Column:
-    """A fresh Episode 2 page (one per session or notebook cell)."""
+def page(state: Relay | None = None, *, service=None) -> pn.Column:
+    """A fresh Episode 2 page (one per session or notebook cell; it runs no model,
+    so ``service`` is unused)."""
     state = state or Relay()
     notice = bind_url(state, URL_PARAMS, URL_ALIASES)
     return episode_shell(

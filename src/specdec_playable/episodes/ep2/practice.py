@@ -3,11 +3,11 @@ a hopeless one."""
 
 from __future__ import annotations
 
-from .. import Exercise, TryStep
+from ...kit.episode import Exercise, TryStep
 from ...sim import theory
-from ...state.ep2 import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
-from ...views.kit.page import steps_html
-from ...prose.words import faster_or_slower, ms, plural, times
+from .state import BIG_PASS_MS, DRAFT_STEP_MS, TOKENS, Relay
+from ...kit.page import steps_html
+from ...kit.words import faster_or_slower, ms, plural, times
 
 
 #: The weak setup "Try this" suggests, and what theory expects of it.

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import seed_param, unlocked
-from ..sim import relay
-from ..sim.relay import Guarantee, check_guarantee
-from ..sim.seeds import draw_seed
+from ...kit.params import K, Q, control, seed_param, unlocked
+from ...sim import relay
+from ...sim.relay import Guarantee, check_guarantee
+from ...sim.seeds import draw_seed
 
 BIG_PASS_MS = 600.0
 DRAFT_STEP_MS = 60.0
@@ -103,14 +103,11 @@ def progress_of(result: relay.RelayResult, big_pass_ms: float = BIG_PASS_MS) -> 
 class Relay(param.Parameterized):
     """A draft model proposes ``k`` tokens a round; the big model checks them in one pass."""
 
-    k = param.Integer(
-        default=4, bounds=(1, 12), label="Draft length k",
-        doc="How many tokens the draft model proposes each round before the big model checks them "
-            "(a count of tokens).")
-    q = param.Number(
-        default=0.8, bounds=(0.0, 1.0), step=0.05, label="Draft quality q",
-        doc="The acceptance rate: the share of drafted tokens the big model accepts. Each drafted "
-            "token is the big model's own with this probability (0: never, 1: always).")
+    k = control(K, bounds=(1, 12), why="every guess is a box on the relay's lanes; up to 12 a round "
+                "they stay wide enough to read at a phone's width")
+    q = control(Q, step=0.05,
+                doc="The acceptance rate: the share of drafted tokens the big model accepts. Each "
+                "drafted token is the big model's own with this probability (0: never, 1: always).")
     seed = seed_param(DEFAULT_SEED, doc="Pins the run's randomness: the same seed, k and q give "
                                         "the same run.")
 

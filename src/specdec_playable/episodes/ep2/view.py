@@ -1,7 +1,7 @@
 """Episode 2's view: the relay's two lanes, the text growing under them, the clocks and the guarantee.
 
 The server runs :func:`sim.relay.run` once per change; the browser plays the run:
-the lanes, and through Episode 2's frame hook (``views/static/ep2_frame.js``, whose
+the lanes, and through Episode 2's frame hook (``kit/static/relay_frame.js``, whose
 header is the contract for the ``data-*`` attributes the builders here write) the
 text, the two clocks and the running cost of bad rounds, all from one
 ``requestAnimationFrame`` loop that never calls the server.
@@ -18,52 +18,27 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from ..sim.relay import RelayResult
-from ..state.ep2 import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
-from .kit import theme
-from .kit.a11y import describe
-from .kit.lanes import Box, Lane, LanePlayer, Timeline
-from .kit.inputs import SeedBox, control_help
-from .kit.page import StateView, esc, page_css, prose, session_doc, slider
-from ..prose.words import noun, plural, versus_one
+from ...sim.relay import RelayResult
+from .state import BIG_PASS_MS, DECOYS, DRAFT_STEP_MS, TOKENS, Guarantee, Progress, Relay
+from .words import lanes_words
+from ...kit import theme
+from ...kit.a11y import describe
+from ...kit.lanes import Lane, LanePlayer
+from ...kit.relay import BIG_Y, DRAFT_Y, STYLES, fmt_ms, relay_timeline, token_span
+from ...kit.inputs import SeedBox, control_help
+from ...kit.page import StateView, esc, page_css, prose, session_doc, slider
+from ...kit.words import noun, plural, versus_one
 
-DRAFT_Y, BIG_Y, BAND_Y = 1.2, 0.0, 0.6
-BOX_H = 0.56
-#: Height of a bad round's band: it spans both lanes.
-BAND_H = 1.95
-#: The big model's own token is drawn as the last part of its pass, this long at most, and at
-#: most this share of the pass, so the pass's "+n" label (at its middle) stays in the open
-#: (Episode 2's 600 ms passes: 120 ms either way; Episode 7's real passes are far shorter).
-OWN_TOKEN_MS = 120.0
-OWN_TOKEN_SHARE = 0.2
 #: While playing, the time axis follows the clock over this many rounds, so a draft step is
 #: wide enough to read; at the end it shows the whole run.
 ROUNDS_IN_VIEW = 3.5
 SPEEDS = {"0.25×": 0.25, "0.5×": 0.5, "1× (real time)": 1.0, "2×": 2.0, "4×": 4.0, "8×": 8.0}
-_CSS = "ep2.css"
+_CSS = "relay.css"
 
 LANES = (
     Lane("draft", f"Draft model · {DRAFT_STEP_MS:,.0f} ms a step", DRAFT_Y, theme.DRAFT),
     Lane("big", f"Big model · {BIG_PASS_MS:,.0f} ms a pass", BIG_Y, theme.BIG),
 )
-STYLES = {
-    "bad": dict(fill=theme.SLOWER, hatch=" ", line=theme.SLOWER, mark="", label="bad round"),
-    # The big model's token sits inside its pass: plain gold with a large mark
-    # (★ or +) reads better there than the dotted pattern.
-    "correction": {**theme.STATUS["correction"], "hatch": " "},
-    "bonus": {**theme.STATUS["bonus"], "hatch": " "},
-}
-_VERDICT = {
-    "accepted": "accepted ✓",
-    "rejected": "rejected ✗ (the first miss)",
-    "discarded": "discarded – (drafted after the miss, never judged)",
-}
-
-
-def _fmt_ms(ms: float) -> str:
-    return f"{ms:,.0f} ms"
-
-
 # --- the clocks, round by round ------------------------------------------------------
 
 
@@ -79,10 +54,10 @@ def round_rows(progress: Progress, n_tokens: int) -> dict:
                 relay=[], alone=[], alone_label=[], speedup=[], speedup_label=[], when=[], bad=[])
     for i in range(len(progress)):
         tokens = int(progress.tokens[i])
-        rows["relay"].append(_fmt_ms(progress.end_ms[i]))
-        rows["alone"].append(_fmt_ms(progress.alone_ms[i]))
+        rows["relay"].append(fmt_ms(progress.end_ms[i]))
+        rows["alone"].append(fmt_ms(progress.alone_ms[i]))
         rows["alone_label"].append(
-            f"the big model alone for {plural(tokens, 'token')}: {tokens} × {_fmt_ms(BIG_PASS_MS)}")
+            f"the big model alone for {plural(tokens, 'token')}: {tokens} × {fmt_ms(BIG_PASS_MS)}")
         if i == 0:
             rows["speedup"].append("–")
             rows["speedup_label"].append("measured speedup (alone ÷ relay), from the end of round 1")
@@ -99,116 +74,16 @@ def round_rows(progress: Progress, n_tokens: int) -> dict:
         nb = int(progress.bad_rounds[i])
         spent, plain = float(progress.bad_ms[i]), float(progress.bad_plain_ms[i])
         rows["bad"].append(
-            f"{plural(nb, 'bad round')} so far: {_fmt_ms(spent)} for {plural(nb, 'token')}. "
-            f"Plain decoding writes {noun(nb, 'it')} in {_fmt_ms(plain)}: "
-            f"{_fmt_ms(spent - plain)} lost.")
+            f"{plural(nb, 'bad round')} so far: {fmt_ms(spent)} for {plural(nb, 'token')}. "
+            f"Plain decoding writes {noun(nb, 'it')} in {fmt_ms(plain)}: "
+            f"{fmt_ms(spent - plain)} lost.")
     return rows
 
 
 # --- the lanes -----------------------------------------------------------------------
 
 
-def _bad_bands(res: RelayResult, pass_ms: float) -> list[Box]:
-    rounds = res.rounds
-    out = []
-    for r in range(res.n_rounds):
-        if rounds["accepted"][r] == 0:
-            s, e, d = float(rounds["start_ms"][r]), float(rounds["end_ms"][r]), int(rounds["drafted"][r])
-            out.append(Box(
-                "bad", s, e, BAND_Y, BAND_H, "bad", "bad", shown=e, label_size="11px",
-                label_color=theme.BAD_TEXT,
-                tip=(f"bad round {r + 1}: {plural(d, 'draft step')} + 1 pass = "
-                     f"{_fmt_ms(e - s)} for 1 token (plain decoding: {_fmt_ms(pass_ms)})")))
-    return out
-
-
-def _draft_steps(res: RelayResult) -> list[Box]:
-    """Each draft step, drawn as a plain draft until its round is judged, then with its verdict."""
-    rounds, ev = res.rounds, res.events
-    verdict = {}
-    for kind in ("accepted", "rejected", "discarded"):
-        sel = ev.of_kind(kind)
-        for r, tok in zip(sel.round.tolist(), sel.token.tolist()):
-            verdict[(r, tok)] = kind
-    out = []
-    drafts = ev.of_kind("draft")
-    for r, tok, guess, s, e in zip(drafts.round.tolist(), drafts.token.tolist(), drafts.text.tolist(),
-                                   drafts.start_ms.tolist(), drafts.end_ms.tolist()):
-        v1 = float(rounds["end_ms"][r])
-        kind = verdict[(r, tok)]
-        step = tok - int(rounds["first_token"][r]) + 1
-        what = f"round {r + 1}, draft step {step}: guessed “{guess.strip()}”"
-        out.append(Box(
-            "draft", s, e, DRAFT_Y, BOX_H, theme.STATUS[kind]["mark"], kind, label_size="10px",
-            status_before="draft", label_before="", judged=v1, label_at=v1,
-            tip=f"{what} → {_VERDICT[kind]}", tip_before=f"{what}, waiting for the big model's check"))
-    return out
-
-
-def _verify_passes(res: RelayResult) -> list[Box]:
-    """Each verify pass, and the big model's own token (correction or bonus) at its end."""
-    rounds, ev = res.rounds, res.events
-    own = {}
-    for kind in ("correction", "bonus"):
-        sel = ev.of_kind(kind)
-        for r, txt in zip(sel.round.tolist(), sel.text.tolist()):
-            own[r] = (kind, txt)
-    out = []
-    verify = ev.of_kind("verify")
-    for r, s, e in zip(verify.round.tolist(), verify.start_ms.tolist(), verify.end_ms.tolist()):
-        d, a, made = (int(rounds[c][r]) for c in ("drafted", "accepted", "tokens"))
-        extra = own.get(r)
-        own_start = e - min(OWN_TOKEN_MS, OWN_TOKEN_SHARE * (e - s))
-        how = ("" if extra is None else
-               " + the big model's own token" if extra[0] == "correction" else " + a bonus token")
-        out.append(Box(
-            "big", s, e, BIG_Y, BOX_H, f"+{made}", "verify", label_size="11px",
-            label_end=own_start if extra is not None else e,
-            tip=(f"round {r + 1}: one pass checks {plural(d, 'draft')} at once → {a} accepted{how} = "
-                 f"{plural(made, 'token')}")))
-        if extra is not None:
-            kind, txt = extra
-            what = ("its own token at the first miss" if kind == "correction"
-                    else "a bonus token: every draft was right, so the same pass adds one more")
-            out.append(Box(
-                "big", own_start, e, BIG_Y, BOX_H, theme.STATUS[kind]["mark"], kind,
-                shown=e, label_size="14px",
-                tip=f"round {r + 1}: the big model writes “{txt.strip()}”, {what}"))
-    return out
-
-
-def relay_timeline(res: RelayResult, *, pass_ms: float = BIG_PASS_MS,
-                   window_ms: float = 0.0) -> Timeline:
-    """The lanes of one run: bad-round bands (drawn first, beneath), draft steps, verify passes.
-
-    The times are the run's own events, simulated or measured; ``pass_ms`` is what plain
-    decoding pays per token (for the bad rounds' tooltips). A draft's tooltip gives its
-    verdict only once its round is judged; the step button stops at each round's end.
-    """
-    return Timeline(tuple(_bad_bands(res, pass_ms) + _draft_steps(res) + _verify_passes(res)),
-                    stops=tuple(res.rounds["end_ms"].tolist()), window_ms=window_ms)
-
-
-# --- the text, the clocks, the guarantee (see ep2_frame.js for the data-* contract) ---
-
-
-def token_span(cls: str, text: str, *, title: str = "", on: float | None = None,
-               off: float | None = None, chk: float | None = None, hidden: bool = False,
-               lead_chars: str | None = None) -> str:
-    """One token as the frame hook expects it: its leading whitespace (``lead_chars``, all
-    whitespace by default) apart from the marked word, with optional timing attributes."""
-    lead = text[: len(text) - len(text.lstrip(lead_chars))]
-    word = text[len(lead):]
-    attrs = f' class="{cls}"'
-    if title:
-        attrs += f' title="{esc(title)}"'
-    for key, val in (("on", on), ("off", off), ("chk", chk)):
-        if val is not None:
-            attrs += f' data-{key}="{val:g}"'
-    if hidden:
-        attrs += " hidden"
-    return f'<span{attrs}>{esc(lead)}<span class="w">{esc(word)}</span></span>'
-
+# --- the text, the clocks, the guarantee (see relay_frame.js for the data-* contract) ---
 
 def text_html(run: Relay, uid: str, *, at_start: bool = False) -> str:
     """The growing text: every span carries when it appears (and disappears), end state shown
@@ -255,7 +130,7 @@ def clocks_html(rows: dict, uid: str, *, at_start: bool = False) -> str:
     its first round (the browser rewinds them).
 
     The relay's clock is a live field of the lane player (it runs with the lanes' cursor);
-    the other numbers change at round ends (``ep2_frame.js``).
+    the other numbers change at round ends (``relay_frame.js``).
     """
     last = 0 if at_start else len(rows["end_ms"]) - 1
 
@@ -301,7 +176,7 @@ def rounds_html(res: RelayResult, uid: str, *, at_start: bool = False) -> str:
     a ✓ per accepted draft, ✗ for the first miss, – for each draft after it, ★ or + for the big
     model's own token, and what the round wrote. On a phone the finished lanes are too narrow
     for the marks of a whole run; here every round keeps them. Each round shows once it has
-    ended (``data-on``, see ``ep2_frame.js``), so the list grows with the replay."""
+    ended (``data-on``, see ``relay_frame.js``), so the list grows with the replay."""
     rounds = res.rounds
     items = []
     for r in range(res.n_rounds):
@@ -329,22 +204,11 @@ def rounds_html(res: RelayResult, uid: str, *, at_start: bool = False) -> str:
             f'<ol>{"".join(items)}</ol></div>')
 
 
-def lanes_words(res: RelayResult) -> str:
-    """The lanes' text alternative: the run they play, in numbers (the rounds are listed under them)."""
-    rounds = res.rounds
-    bad = int((rounds["accepted"] == 0).sum())
-    made = int(rounds["tokens"].sum())
-    return (f"Two lanes on one wall clock: the draft model's steps above, the big model's verify "
-            f"passes below. {plural(res.n_rounds, 'round')} write {plural(made, 'token')} in "
-            f"{res.wall_ms:,.0f} ms; {plural(bad, 'bad round')}. Every round is listed with its marks "
-            "under the lanes.")
-
-
 def legend_html() -> str:
     """The key to the lanes' colours, marks and patterns."""
     items = [
-        ("draft", "", f"draft step ({_fmt_ms(DRAFT_STEP_MS)})"),
-        ("verify", "", f"verify pass ({_fmt_ms(BIG_PASS_MS)}, checks every draft at once)"),
+        ("draft", "", f"draft step ({fmt_ms(DRAFT_STEP_MS)})"),
+        ("verify", "", f"verify pass ({fmt_ms(BIG_PASS_MS)}, checks every draft at once)"),
         ("acc", "✓", "accepted"),
         ("rej", "✗", "rejected: the first miss"),
         ("dis", "–", "discarded: after the miss, never judged"),
@@ -372,7 +236,7 @@ class RelayView(StateView):
         self.player = LanePlayer(
             LANES, name="ep2", height=250, y_pad=(0.62, 0.55), x_label="wall clock (simulated ms)",
             speeds=SPEEDS, step_label="Step one round", lane_clocks=False, styles=STYLES,
-            frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rounds, uid=self.uid),
+            frame_hook="relay_frame.js", frame_args=dict(rounds=self.rounds, uid=self.uid),
             min_label_px=6, live=self.uid, opens_at_start=True)
         self.player.fit_on_ready(session_doc())
         css = [page_css(_CSS)]
@@ -402,7 +266,8 @@ class RelayView(StateView):
             describe(self.player.figure, lanes_words(self.state.result))
             self.rounds.data = rows
             round_ms = self.state.k * DRAFT_STEP_MS + BIG_PASS_MS
-            self.player.show(relay_timeline(self.state.result, window_ms=ROUNDS_IN_VIEW * round_ms),
+            self.player.show(relay_timeline(self.state.result, pass_ms=BIG_PASS_MS,
+                                            window_ms=ROUNDS_IN_VIEW * round_ms),
                              at_start=at_start)
 
     def layout(self):

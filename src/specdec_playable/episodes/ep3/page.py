@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import panel as pn
 
-from . import neighbours
-from .practice.ep3 import EXERCISES, TRY_STEPS, TRY_THIS  # noqa: F401 - TRY_STEPS: the index counts them
-from ..state.ep3 import N_ROUNDS, QualityDial
-from ..views.kit.deferred import after_first_paint
-from ..views.ep3 import QualityDialView
-from ..views.kit.page import episode_shell, prose
-from ..views.kit.exercises import exercises_section
-from ..views.kit.urlstate import bind_url
+from ..nav import neighbours
+from .practice import EXERCISES, TRY_THIS
+from .state import N_ROUNDS, QualityDial
+from ...kit.deferred import after_first_paint
+from .view import QualityDialView
+from ...kit.page import episode_shell, prose
+from ...kit.exercises import exercises_section
+from ...kit.urlstate import bind_url
 
 NUMBER = 3
 SLUG = "ep3_the_quality_dial"
@@ -59,8 +59,9 @@ over the simulated rounds.</p>
 """
 
 
-def page(state: QualityDial | None = None) -> pn.Column:
-    """A fresh Episode 3 page (one per session or notebook cell)."""
+def page(state: QualityDial | None = None, *, service=None) -> pn.Column:
+    """A fresh Episode 3 page (one per session or notebook cell; it runs no model,
+    so ``service`` is unused)."""
     state = state or QualityDial()
     notice = bind_url(state, URL_PARAMS)
     return episode_shell(

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import Exercise, TryStep
+from ...kit.episode import Exercise, TryStep
 from ...sim import theory
 from ...sim.montecarlo import expected_half_width
-from ...state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
-from ...views.kit.page import steps_html
-from ...prose.words import faster_or_slower, times
+from .state import K_SLIDER_MAX, N_ROUNDS, QualityDial
+from ...kit.page import steps_html
+from ...kit.words import faster_or_slower, times
 
 
 _Q0, _C0 = QualityDial.param.q.default, QualityDial.param.c.default

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from . import K_SLIDER_MAX, unlocked
-from ..sim import montecarlo, theory
+from ...kit.params import C, K, K_SLIDER_MAX, Q, control, unlocked
+from ...sim import montecarlo, theory
 
 #: Rounds simulated on every change.
 N_ROUNDS = 2000
@@ -26,17 +26,12 @@ class QualityDial(param.Parameterized):
     never share a random stream and nothing is seeded globally.
     """
 
-    q = param.Number(
-        default=0.80, bounds=(0.0, 1.0), step=0.01, label="Draft quality q",
-        doc="The acceptance rate: the share of drafted tokens the big model accepts; each drafted "
-            "token is the one the big model would have chosen with this probability (0: never, 1: always).")
-    k = param.Integer(
-        default=4, bounds=(1, K_SLIDER_MAX), label="Draft length k",
-        doc="Tokens the small model drafts in each round before the big model checks them "
-            "(a count of tokens).")
-    c = param.Number(
-        default=0.10, bounds=(0.0, 1.0), step=0.01, label="Draft cost c",
-        doc="Time of one draft step, in big-model passes: 0.10 means a tenth of a pass.")
+    q = control(Q, doc="The acceptance rate: the share of drafted tokens the big model accepts; each "
+                "drafted token is the one the big model would have chosen with this probability (0: "
+                "never, 1: always).")
+    k = control(K, doc="Tokens the small model drafts in each round before the big model checks them "
+                "(a count of tokens).")
+    c = control(C)
     run_again = param.Event(
         label=f"Run {N_ROUNDS:,} new rounds",
         doc="Simulate a fresh batch at the same settings, to see how much the measurement wiggles.")

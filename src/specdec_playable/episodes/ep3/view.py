@@ -24,18 +24,19 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from ..state.ep3 import K_SLIDER_MAX, N_ROUNDS, QualityDial
-from .kit import theme
-from .kit.a11y import describe
-from .kit.inputs import control_help
-from .kit.keys import KEYS_CSS, chart_key, glyph, swatch
-from .kit.labels import Frame, Tag, place
-from .kit.livehtml import LiveHTML
-from .kit.page import StateView, beside, page_css, prose, slider, stat
-from ..prose.words import plural, times, versus_one
+from .state import K_SLIDER_MAX, N_ROUNDS, QualityDial
+from .words import best_k_words, histogram_words, speedup_words
+from ...kit import theme
+from ...kit.a11y import describe
+from ...kit.inputs import control_help
+from ...kit.keys import KEYS_CSS, chart_key, glyph, swatch
+from ...kit.labels import Frame, Tag, place
+from ...kit.livehtml import LiveHTML
+from ...kit.page import StateView, beside, page_css, prose, slider, stat
+from ...kit.words import plural, times, versus_one
 
 _KS = np.arange(1, K_SLIDER_MAX + 1)
-_CSS = "ep3.css"
+_CSS = f"{__package__}:ep3.css"
 
 SPEEDUP_KEY = chart_key(
     "Speedup for every draft length k",
@@ -104,27 +105,6 @@ def verdict_html(s: QualityDial) -> str:
     return f'<div class="sdp-verdict {css}" role="status">{text}</div>'
 
 
-def best_k_words(s: QualityDial) -> tuple[str, str, str]:
-    """The best-k stat (its number and caption) and the star's label in the chart.
-
-    When even the best draft length is slower than plain decoding (in theory), the best
-    choice is not to speculate, and the page says that instead.
-    """
-    best, sp = s.best_k, s.best_speedup
-    cmp = versus_one(sp)
-    if cmp > 0:
-        here = ": you are on it" if best == s.k else ""
-        return (f"k = {best}", f"best draft length for this q and c (theory {times(sp)}){here}",
-                f"best k = {best}")
-    if cmp < 0:
-        return ("don’t speculate",
-                f"best choice for this q and c: even the best draft length, k = {best}, is slower than "
-                f"plain decoding (theory {times(sp)})", f"best k = {best}, still slower")
-    return ("no gain",
-            f"no draft length beats plain decoding for this q and c: the best, k = {best}, only "
-            f"matches it (theory {times(sp)})", f"best k = {best}, no gain")
-
-
 def numbers_html(s: QualityDial) -> str:
     """The measured speedup, the theory beside it, the best k, and the faster/slower verdict."""
     r = s.result
@@ -170,28 +150,6 @@ def star_tag(k: int, y: float, text: str, frame: Frame) -> Tag:
     above = Tag(k, y, text, size=_STAR_PX, align="center", baseline="bottom", dy=_STAR_DY)
     choices = [above, above.moved(align="right", dx=9.0), above.moved(align="left", dx=-9.0)]
     return place([choices], frame, required=[True])[0]
-
-
-def speedup_words(s: QualityDial) -> str:
-    """The speedup chart's text alternative: the theory's bars, the star, and your measured k."""
-    by_k, r = s.speedup_by_k, s.result
-    best = s.best_k
-    return (f"Bar chart of the theory's speedup for each draft length k from 1 to {K_SLIDER_MAX}, at "
-            f"q = {s.q:.2f} and c = {s.c:.2f}: {times(by_k[0])} at k = 1, highest {times(by_k[best - 1])} "
-            f"at k = {best} (the star), {times(by_k[-1])} at k = {K_SLIDER_MAX}; "
-            f"{int((by_k < 1).sum())} of the {K_SLIDER_MAX} bars are below 1×. Your k = {s.k}: theory "
-            f"{times(s.theory_speedup)}, measured {times(r.speedup)} (95% interval {r.ci_low:.2f} to "
-            f"{r.ci_high:.2f}×).")
-
-
-def histogram_words(s: QualityDial) -> str:
-    """The histogram's text alternative: each count of accepted drafts, measured and theory."""
-    r = s.result
-    measured = r.accepted_histogram() / r.n_rounds
-    parts = [f"{a} accepted: {m:.1%} (theory {t:.1%})" for a, (m, t) in
-             enumerate(zip(measured, s.theory_pmf))]
-    return (f"Share of the {r.n_rounds:,} rounds by how many of their {s.k} drafts were accepted, "
-            "measured against the theory: " + "; ".join(parts) + ".")
 
 
 class SpeedupByK:

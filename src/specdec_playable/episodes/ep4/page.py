@@ -18,17 +18,18 @@ import functools
 
 import panel as pn
 
-from . import neighbours
-from .practice.ep4 import EXERCISES, LEFT, RIGHT, try_steps, try_this
-from ..data import measured, texts
-from ..lm.head import head_meta
-from ..prose.ep4 import BOILERPLATE, fly_story, genre_story, in_prose, title_holds
-from ..state.ep4 import BIG_PASS_MS, BoilerplateVsPoetry
-from ..views.ep4 import PASTE_LABEL, BoilerplateVsPoetryView, genre_table_html
-from ..views.kit.deferred import after_first_paint
-from ..views.kit.exercises import exercises_section
-from ..views.kit.page import episode_shell, esc, prose
-from ..views.kit.urlstate import bind_url
+from ..nav import neighbours
+from .practice import EXERCISES, LEFT, RIGHT, try_this
+from ...data import measured, texts
+from ...lm.head import head_meta
+from ...kit.words import in_prose
+from .words import BOILERPLATE, fly_story, genre_story, title_holds
+from .state import BIG_PASS_MS, BoilerplateVsPoetry
+from .view import PASTE_LABEL, BoilerplateVsPoetryView, genre_table_html
+from ...kit.deferred import after_first_paint
+from ...kit.exercises import exercises_section
+from ...kit.page import episode_shell, esc, prose
+from ...kit.urlstate import bind_url
 
 NUMBER = 4
 SLUG = "ep4_boilerplate_vs_poetry"
@@ -78,7 +79,7 @@ PASTE_INTRO = (
 
 
 @functools.cache
-def _summary() -> str:
+def summary() -> str:
     means = measured.genre_means()
     left, right = means[LEFT], means[RIGHT]
     return (f"The same speculative decoder over Python code and over a poem, every token's acceptance "
@@ -90,15 +91,15 @@ def _summary() -> str:
 _head_record = functools.cache(head_meta)
 
 
-def _draft_cost() -> tuple[float, float, float]:
+def draft_cost() -> tuple[float, float, float]:
     """The draft head's measured cost c per token, with the two times it divides (ms), from its
     provenance: the run that trained it, or a later measurement of the head as it drafts
-    (:func:`_draft_cost_when`)."""
+    (:func:`draft_cost_when`)."""
     cost = _head_record()["measured"]["cost"]
     return cost["c"], cost["draft_step_ms"], cost["decode_step_ms"]
 
 
-def _draft_cost_when() -> str:
+def draft_cost_when() -> str:
     """Where the draft cost was measured, in words."""
     cost = _head_record()["measured"]["cost"]
     if "date" not in cost:
@@ -108,9 +109,9 @@ def _draft_cost_when() -> str:
 
 
 @functools.cache
-def _explain_html() -> str:
+def explain_html() -> str:
     meta = measured.load_measured().meta
-    draft_cost = _draft_cost()
+    cost = draft_cost()
     head = _head_record()
     return f"""
 <h2>Where the numbers come from</h2>
@@ -129,8 +130,8 @@ feature the big model will compute next, and reads it through the big model's ow
 tokens the big model writes most (EAGLE's idea, with FR-Spec's reduced vocabulary). It learned from
 {head["data"]["train_tokens"]:,} tokens of Python, JavaScript, JSON, READMEs and the big model's own
 replies to chat prompts, poems and letters among them; none of the texts here was part of it. One
-draft step took {draft_cost[0]:.3f} of a big pass ({draft_cost[1]:.1f} ms against {draft_cost[2]:.1f}
-ms, {esc(_draft_cost_when())}): hence the starting c of
+draft step took {cost[0]:.3f} of a big pass ({cost[1]:.1f} ms against {cost[2]:.1f}
+ms, {esc(draft_cost_when())}): hence the starting c of
 {BoilerplateVsPoetry.param.c.default:g}. The table also measures two drafts beside it: the n-gram
 table of Episode 7 (the tokens that most often followed one to three tokens in Python's standard
 library) and prompt lookup (which copies what followed the same tokens earlier in the text). The
@@ -153,20 +154,14 @@ big model checks them), on average: 1 means no guess was ever kept.</p>
 """
 
 
-#: Written from the measured asset when first asked for (importing the module reads no file).
-_LAZY = {"SUMMARY": _summary, "EXPLAIN_HTML": _explain_html, "DRAFT_COST": _draft_cost,
-         "TRY_STEPS": try_steps, "TRY_THIS": try_this, "TITLE": title, "LEDE": lede}
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        return _LAZY[name]()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def page(state: BoilerplateVsPoetry | None = None, *, service=None) -> pn.Column:
+    """A fresh Episode 4 page (one per session or notebook cell).
 
-
-def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
-    """A fresh Episode 4 page (one per session or notebook cell)."""
-    state = state or BoilerplateVsPoetry()
+    ``service`` runs the real model (``runtime.ModelService``; the app hands in the server's):
+    without one the page shows recorded runs."""
+    state = state or BoilerplateVsPoetry(service=service)
     notice = bind_url(state, URL_PARAMS, long_text=URL_TEXTS)
     view = after_first_paint(
         lambda: BoilerplateVsPoetryView(state=state, paste_intro=PASTE_INTRO),
@@ -175,6 +170,6 @@ def page(state: BoilerplateVsPoetry | None = None) -> pn.Column:
         number=NUMBER, title=title(), objectives=OBJECTIVES,
         neighbours=neighbours(NUMBER), name="ep4",
         lede=lede(), try_this=try_this(),
-        body=[notice, view, prose(_explain_html(), "ep4.css"),
+        body=[notice, view, prose(explain_html(), f"{__package__}:ep4.css"),
               exercises_section(state, EXERCISES, name="ep4")],
     )

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import functools
 
-from .. import Exercise, TryStep
+from ...kit.episode import Exercise, TryStep
 from ...data import measured
 from ...sim import theory
-from ...state.ep4 import BoilerplateVsPoetry
-from ...views.kit.page import esc, steps_html
+from .state import BoilerplateVsPoetry
+from ...kit.page import esc, steps_html
 
 #: The texts the page starts with.
 LEFT, RIGHT = (BoilerplateVsPoetry.param[n].default for n in ("left", "right"))

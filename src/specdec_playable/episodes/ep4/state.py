@@ -16,14 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import fill_choices, seed_param, unlocked
-from .follow import CANCELLED, DONE, QUEUED, RUNNING, Followed, Refused, RunFollower
-from .. import lm
-from ..data import measured, texts
-from ..serve import interface
-from ..sim import relay
-from ..sim.seeds import draw_seed
-from ..data.texts import Text
+from ...kit.params import C, K, control, fill_choices, seed_param, unlocked
+from ...kit.follower import CANCELLED, DONE, QUEUED, RUNNING, Followed, Refused, RunFollower
+from ... import lm
+from ...data import measured, texts
+from ...runtime import service as interface
+from ...sim import relay
+from ...sim.seeds import draw_seed
+from ...data.texts import Text
 
 #: Simulated time of one big-model pass, as in the rest of the series.
 BIG_PASS_MS = 600.0
@@ -185,14 +185,16 @@ class BoilerplateVsPoetry(param.Parameterized):
     right = param.Selector(
         default="poem-kettle", objects=[], label="Right text",
         doc="The text on the right: a bundled text, or your own pasted text.")
-    k = param.Integer(
-        default=6, bounds=(1, 12), label="Draft length k",
-        doc="How many tokens the small model drafts each round before the big model checks them "
-            "(a count of tokens).")
-    c = param.Number(
-        default=0.02, bounds=(0.01, 1.0), step=0.01, label="Draft cost c",
-        doc=f"Time of one draft step, in big-model passes of {BIG_PASS_MS:,.0f} ms: 0.15 means "
-            f"{0.15 * BIG_PASS_MS:,.0f} ms.")
+    k = control(K, default=6, bounds=(1, 12), why="a text's rounds are drawn as lanes too (up to 12 "
+                "guesses a round stay readable); it opens at 6, where the code's long accepted "
+                "runs show",
+                doc="How many tokens the small model drafts each round before the big model checks "
+                "them (a count of tokens).")
+    c = control(C, default=0.02, bounds=(0.01, 1.0),
+                why="it opens at the draft head's measured cost (0.016 of a pass, rounded); no "
+                "draft is free",
+                doc=f"Time of one draft step, in big-model passes of {BIG_PASS_MS:,.0f} ms: 0.15 "
+                f"means {0.15 * BIG_PASS_MS:,.0f} ms.")
     seed = seed_param(0, doc="Fixes the run's random draws: the same seed and settings give the same run.")
     paste = param.String(
         default="", label="Your own text",
@@ -217,7 +219,7 @@ class BoilerplateVsPoetry(param.Parameterized):
         default=(None, None), length=2, constant=True,
         doc="The current run on each side (TextRun), or None for an empty paste slot.")
 
-    def __init__(self, *, rng=None, service: interface.ModelService = interface.SERVER, **params):
+    def __init__(self, *, rng=None, service: interface.Service | None = None, **params):
         fill_choices(BoilerplateVsPoetry, _text_choices, *SIDES)
         # The paste's scoring waits its turn in the server's one queue (Episode 7's runs too).
         self.follower = RunFollower(service)

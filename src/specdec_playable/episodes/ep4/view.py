@@ -16,29 +16,21 @@ import param
 from bokeh.models import ColumnDataSource, FactorRange, HoverTool, NumeralTickFormatter, Range1d
 from bokeh.plotting import figure
 
-from ..data import measured, texts
-from ..prose.ep4 import SHORT, short_name
-from ..prose.words import faster_or_slower, plural, share
-from ..state.ep4 import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
-from .kit import theme
-from .kit.a11y import describe
-from .kit.deferred import when_near
-from .kit.follow import RunPoller
-from .kit.inputs import SeedBox, control_help
-from .kit.keys import KEYS_CSS, chart_key, swatch
-from .kit.labels import axis_end_for, text_width
-from .kit.page import StateView, esc, page_css, prose, stat
+from ...data import measured, texts
+from ...kit.words import SHORT, faster_or_slower, plural, share, short_name
+from .state import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
+from .words import BINS, bars_words, bin_labels, histogram_words
+from ...kit import theme
+from ...kit.a11y import describe
+from ...kit.deferred import when_near
+from ...kit.poller import RunPoller
+from ...kit.inputs import SeedBox, control_help
+from ...kit.keys import KEYS_CSS, chart_key, swatch
+from ...kit.labels import axis_end_for, text_width
+from ...kit.page import StateView, esc, page_css, prose, stat
 
-#: Bins of the histograms: equal fifths of [0, 1].
-BINS = 5
 #: Acceptance at least this high counts as "the draft is usually right here".
 HIGH = 0.5
-
-
-def bin_labels(bins: int = BINS) -> list[str]:
-    """``["0–0.2", "0.2–0.4", ...]`` for ``bins`` equal bins of [0, 1]."""
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    return [f"{a:g}–{b:g}" for a, b in zip(edges[:-1], edges[1:])]
 
 
 def histogram_data(items) -> dict:
@@ -71,29 +63,6 @@ def histogram_items(pasted=None) -> list[tuple[str, np.ndarray]]:
 def histogram_factors(data: dict) -> list:
     """The histogram's rows bottom to top, so that it reads top down in the table's order."""
     return list(reversed(data["y"]))
-
-
-def histogram_words(data: dict) -> str:
-    """The histogram's text alternative: each text's mean acceptance and its share of tokens in
-    the highest and lowest fifth."""
-    names = list(dict.fromkeys(data["name"]))
-    top, low = bin_labels()[-1], bin_labels()[0]
-    parts = []
-    for name in names:
-        rows = {b: sh for n, b, sh in zip(data["name"], data["bin"], data["share"]) if n == name}
-        mean = next(m for n, m in zip(data["name"], data["mean"]) if n == name)
-        parts.append(f"{name}: mean {mean:.2f}, {rows[top]:.0%} of its tokens in {top}, "
-                     f"{rows[low]:.0%} in {low}")
-    return ("Bars of each text's tokens by measured acceptance, in fifths: " + "; ".join(parts) + ".")
-
-
-def bars_words(run, title: str) -> str:
-    """A side's wall-clock bars as words: the speculative run against the big model alone."""
-    if run is None:
-        return f"{title}: nothing pasted yet, so no run to show."
-    return (f"Wall clock of the run on {run.text.title}: speculative decoding {run.wall_ms:,.0f} ms "
-            f"({run.verify_ms:,.0f} ms of verify passes and {run.draft_ms:,.0f} ms of draft steps) "
-            f"against {run.baseline_ms:,.0f} ms for the big model alone: {run.speedup:.2f}×.")
 
 
 def histogram_figure(source: ColumnDataSource, factors) -> figure:
@@ -177,7 +146,7 @@ def scoring_html(state: BoilerplateVsPoetry) -> str:
     return f'<p class="ep4-scoring" role="status">{esc(line)}</p>'
 
 
-_CSS = "ep4.css"
+_CSS = f"{__package__}:ep4.css"
 _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
 _MONO_KINDS = ("code", "json", "python", "pasted")
@@ -441,7 +410,7 @@ class BoilerplateVsPoetryView(StateView):
                                             width=130, align="end")
         self.run_button.on_click(self._on_run_again)
         # The paste box and the histogram are built when the visitor scrolls near them
-        # (views/kit/deferred.py); until then their widgets are None and the watchers skip them.
+        # (kit/deferred.py); until then their widgets are None and the watchers skip them.
         self.paste_input = self.paste_button = self.cancel_button = None
         self.progress = self.scoring = self.message = None
         self.hist_source = self.histogram = None

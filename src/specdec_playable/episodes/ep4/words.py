@@ -6,22 +6,9 @@ for HTML.
 
 from __future__ import annotations
 
-from ..data import measured
-
-
-#: What each text is called in the histogram and the table (short, to fit a phone).
-SHORT = {"code": "JavaScript", "json": "JSON", "letter": "form letter", "translation": "translation",
-         "poem": "poem", "python": "Python", "pasted": "your text"}
-
-
-def short_name(kind: str, title: str = "") -> str:
-    return SHORT.get(kind, title or kind)
-
-
-def in_prose(kind: str) -> str:
-    """A text's short name inside a sentence ("the poem", but "JSON")."""
-    name = short_name(kind)
-    return f"the {name}" if kind in ("letter", "translation", "poem", "pasted") else name
+from ...data import measured
+from ...kit.words import in_prose
+import numpy as np
 
 
 #: How much more often (in mean acceptance) the best boilerplate text must keep the draft than the
@@ -137,3 +124,49 @@ def fly_story() -> str:
     parts.append("The draft columns show how much each draft catches: " + catch_line())
     return " ".join(parts)
 
+
+
+#: The setting the summary's link opens: the page's opening pair of texts (``state.py``'s defaults).
+SUMMARY_LINK = {"left": "py-account", "right": "poem-kettle"}
+
+
+def summary_sentence() -> str:
+    """The summary's sentence (trusted HTML; every number computed)."""
+    means = measured.genre_means()
+    left, right = means[SUMMARY_LINK["left"]], means[SUMMARY_LINK["right"]]
+    return ("How often a draft is kept depends on the text: a draft head trained to imitate the "
+            f"model is kept at a measured {left['alpha']:.2f} on Python and "
+            f"{right['alpha']:.2f} on a poem.")
+
+
+def histogram_words(data: dict) -> str:
+    """The histogram's text alternative: each text's mean acceptance and its share of tokens in
+    the highest and lowest fifth."""
+    names = list(dict.fromkeys(data["name"]))
+    top, low = bin_labels()[-1], bin_labels()[0]
+    parts = []
+    for name in names:
+        rows = {b: sh for n, b, sh in zip(data["name"], data["bin"], data["share"]) if n == name}
+        mean = next(m for n, m in zip(data["name"], data["mean"]) if n == name)
+        parts.append(f"{name}: mean {mean:.2f}, {rows[top]:.0%} of its tokens in {top}, "
+                     f"{rows[low]:.0%} in {low}")
+    return ("Bars of each text's tokens by measured acceptance, in fifths: " + "; ".join(parts) + ".")
+
+
+def bars_words(run, title: str) -> str:
+    """A side's wall-clock bars as words: the speculative run against the big model alone."""
+    if run is None:
+        return f"{title}: nothing pasted yet, so no run to show."
+    return (f"Wall clock of the run on {run.text.title}: speculative decoding {run.wall_ms:,.0f} ms "
+            f"({run.verify_ms:,.0f} ms of verify passes and {run.draft_ms:,.0f} ms of draft steps) "
+            f"against {run.baseline_ms:,.0f} ms for the big model alone: {run.speedup:.2f}×.")
+
+
+#: Bins of the histograms: equal fifths of [0, 1].
+BINS = 5
+
+
+def bin_labels(bins: int = BINS) -> list[str]:
+    """``["0–0.2", "0.2–0.4", ...]`` for ``bins`` equal bins of [0, 1]."""
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    return [f"{a:g}–{b:g}" for a, b in zip(edges[:-1], edges[1:])]

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import panel as pn
 
-from . import neighbours
-from .practice.ep5 import EXERCISES, TRY_STEPS, TRY_THIS  # noqa: F401 - TRY_STEPS: the index counts them
-from ..state.ep5 import BreakEvenMap
-from ..views.kit.deferred import after_first_paint
-from ..views.ep5 import BreakEvenView
-from ..views.kit.page import episode_shell, prose
-from ..views.kit.exercises import exercises_section
-from ..views.kit.urlstate import bind_url
+from ..nav import neighbours
+from .practice import EXERCISES, TRY_THIS
+from .state import BreakEvenMap
+from ...kit.deferred import after_first_paint
+from .view import BreakEvenView
+from ...kit.page import episode_shell, prose
+from ...kit.exercises import exercises_section
+from ...kit.urlstate import bind_url
 
 NUMBER = 5
 SLUG = "ep5_the_break_even_map"
@@ -68,8 +68,9 @@ tokens.</p>
 """
 
 
-def page(state: BreakEvenMap | None = None) -> pn.Column:
-    """A fresh Episode 5 page (one per session or notebook cell)."""
+def page(state: BreakEvenMap | None = None, *, service=None) -> pn.Column:
+    """A fresh Episode 5 page (one per session or notebook cell; it runs no model,
+    so ``service`` is unused)."""
     state = state or BreakEvenMap()
     notice = bind_url(state, URL_PARAMS)
     view = after_first_paint(

@@ -3,9 +3,9 @@ points off the map."""
 
 from __future__ import annotations
 
-from .. import Exercise, TryStep
-from ...state.ep5 import BreakEvenMap, break_even_table
-from ...views.kit.page import steps_html
+from ...kit.episode import Exercise, TryStep
+from .state import BreakEvenMap, break_even_table
+from ...kit.page import steps_html
 
 
 #: Step 2 of "Try this" leaves the draft cost here.

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 import numpy as np
 import param
 
-from . import K_SLIDER_MAX, fill_choices, presets, unlocked
-from ..sim import montecarlo, theory
-from ..serve.interface import shared
+from ...kit.params import C, K, K_SLIDER_MAX, Q, control, fill_choices, unlocked
+
+from ...kit import presets
+from ...sim import montecarlo, theory
+from ...runtime.service import shared
 
 #: Draft lengths that always get a curve (the visitor's k is added when it is not one of them).
 CURVE_KS = (1, 2, 3, 4, 6, 8, 12)
@@ -94,17 +96,15 @@ class BreakEvenMap(param.Parameterized):
     default each state object has its own fresh generator.
     """
 
-    q = param.Number(
-        default=0.60, bounds=(0.0, 1.0), step=0.01, label="Your acceptance rate q",
-        doc="Probability that a drafted token is accepted (0: never, 1: always); where Simulate "
-            "drops its point.")
-    k = param.Integer(
-        default=4, bounds=(1, K_SLIDER_MAX), label="Draft length k",
-        doc="Tokens drafted per round (a count of tokens); its curve is drawn strongest.")
-    c = param.Number(
-        default=0.15, bounds=(0.0, 1.0), step=0.001, label="Draft cost c",
-        doc="Time of one draft step, in big-model passes (0.150: 15% of a pass); changing it "
-            "moves every curve and clears the points.")
+    q = control(Q, default=0.60, label="Your acceptance rate q",
+                why="Simulate drops its point at a middling draft, so it lands among the curves",
+                doc="Probability that a drafted token is accepted (0: never, 1: always); where "
+                "Simulate drops its point.")
+    k = control(K, doc="Tokens drafted per round (a count of tokens); its curve is drawn strongest.")
+    c = control(C, default=0.15, step=0.001, why="the map prices a dearer draft than "
+                "Episode 3's (0.15 of a pass against 0.10)",
+                doc="Time of one draft step, in big-model passes (0.150: 15% of a pass); changing "
+                "it moves every curve and clears the points.")
     # The choices are the presets' keys, read by the first instance (see fill_choices).
     preset = param.Selector(
         default=None, objects=[None], allow_None=True, label="Preset",
@@ -204,5 +204,5 @@ class BreakEvenMap(param.Parameterized):
             np.isclose(getattr(self, name), value) for name, value in p.values().items())
 
 
-# The page's opening table, computed when the server starts (see serve.shared.warm).
+# The page's opening table, computed when the server starts (see runtime.shared.warm).
 break_even_table.prime(BreakEvenMap.param.c.default)

@@ -21,20 +21,20 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from ..state import presets
-from ..state.ep5 import N_ROUNDS, Q_GRID, BreakEvenMap
-from .kit import theme
-from .kit.a11y import describe
-from .kit.deferred import when_near
-from .kit.inputs import control_help
-from .kit.keys import KEYS_CSS, chart_key, glyph, swatch
-from .kit.labels import (GAP_PX, LINE_EM, Box, Frame, Tag, axis_end_for, box, place, slid_inside,
+from ...kit import presets, theme
+from .state import N_ROUNDS, Q_GRID, BreakEvenMap
+from .words import map_words
+from ...kit.a11y import describe
+from ...kit.deferred import when_near
+from ...kit.inputs import control_help
+from ...kit.keys import KEYS_CSS, chart_key, glyph, swatch
+from ...kit.labels import (GAP_PX, LINE_EM, Box, Frame, Tag, axis_end_for, box, place, slid_inside,
                          spread, text_width)
-from .kit.livehtml import LiveHTML
-from .kit.page import StateView, beside, esc, page_css, prose, slider
-from ..prose.words import noun, plural, times
+from ...kit.livehtml import LiveHTML
+from ...kit.page import StateView, beside, esc, page_css, prose, slider
+from ...kit.words import noun, times
 
-_CSS = "ep5.css"
+_CSS = f"{__package__}:ep5.css"
 
 MAP_KEY = chart_key(
     "Speedup against acceptance rate",
@@ -220,23 +220,6 @@ def summary_html(s: BreakEvenMap) -> str:
                       f"{here.ci_high:.2f}×), theory {here.theory:.2f}×: the interval "
                       + ("misses" if here.misses else "covers") + " the curve.")
     return f'<p class="sdp-points">{be}</p><p class="sdp-points">{tally}</p>'
-
-
-def map_words(s: BreakEvenMap) -> str:
-    """The map's text alternative: the curves' break-even points, your point, the simulated ones."""
-    be = [f"k = {k} at q = {s.break_even(k):.2f}" for k in s.curve_ks if np.isfinite(s.break_even(k))]
-    text = (f"Speedup over plain decoding against the acceptance rate q, one theory curve per draft "
-            f"length at c = {s.c:.3f}. The curves cross 1× (break even) at "
-            + (", ".join(be) if be else "no q below 1") + f". Your q = {s.q:.2f} with k = {s.k}: "
-            f"theory {times(s.theory_speedup)}.")
-    pts = s.points
-    if pts:
-        text += (f" {plural(len(pts), 'simulated point')}, {s.misses} with an interval that misses "
-                 "its curve.")
-        for g in s.pooled:
-            text += (f" Pooled, the {g.runs} at q = {g.q:.2f}, k = {g.k}: {g.speedup:.2f}× "
-                     f"(95% interval {g.ci_low:.2f} to {g.ci_high:.2f}×), theory {g.theory:.2f}×.")
-    return text
 
 
 def source_html(s: BreakEvenMap) -> str:
@@ -452,7 +435,7 @@ class BreakEvenView(StateView):
         css = [page_css(_CSS)]
         self.summary = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep5-summary")
         # The presets under the map are built when the visitor scrolls near them
-        # (views/kit/deferred.py); until then their source note is None.
+        # (kit/deferred.py); until then their source note is None.
         self.source = None
         s = self.state
         s.param.watch(self._on_knobs, ["q", "k", "c"])

@@ -15,18 +15,18 @@ import functools
 
 import panel as pn
 
-from . import neighbours
-from .practice.ep6 import EXERCISES, try_share, try_steps, try_this
-from ..data import measured
-from ..prose.ep6 import race_draft_story
-from ..prose.words import P_BIG, P_DRAFT
-from ..sim import adaptive
-from ..state.ep6 import RACE_TEXTS, REPEATS, FinePrint
-from ..views.ep6 import FinePrintView
-from ..views.kit.deferred import after_first_paint
-from ..views.kit.exercises import exercises_section
-from ..views.kit.page import episode_shell, esc, prose
-from ..views.kit.urlstate import bind_url
+from ..nav import neighbours
+from .practice import EXERCISES, try_this
+from ...data import measured
+from .words import race_draft_story
+from ...kit.words import P_BIG, P_DRAFT
+from ...sim import adaptive
+from .state import RACE_TEXTS, REPEATS, FinePrint
+from .view import FinePrintView
+from ...kit.deferred import after_first_paint
+from ...kit.exercises import exercises_section
+from ...kit.page import episode_shell, esc, prose
+from ...kit.urlstate import bind_url
 
 NUMBER = 6
 SLUG = "ep6_the_fine_print"
@@ -71,7 +71,7 @@ _RACE_NAMES = {"python": "Python code", "poem": "a poem", "json": "a JSON record
 
 
 @functools.cache
-def _race_means() -> tuple[tuple[str, float], ...]:
+def race_means() -> tuple[tuple[str, float], ...]:
     """The race's texts (kinds) with their measured mean acceptance, in order."""
     return tuple((measured.measured_text(t, "ngram").kind,
                   float(measured.measured_text(t, "ngram").q.mean()))
@@ -82,9 +82,9 @@ _TIMES = {1: "once", 2: "twice"}.get(REPEATS, f"{REPEATS} times")
 
 
 @functools.cache
-def _part2_intro() -> str:
+def part2_intro() -> str:
     texts = ", then ".join(f"{_RACE_NAMES.get(k, k)} (mean acceptance rate q = {a:.2f})"
-                           for k, a in _race_means())
+                           for k, a in race_means())
     return f"""<h2 class="ep6-part">Part 2: choosing k on the fly</h2>
 <p class="sdp-lede">The stream is three of Episode 4's texts, each {_TIMES} in a row, as the real
 model's tokens, each with the acceptance probability measured for the n-gram table: {texts}.
@@ -107,15 +107,6 @@ as a probe to see whether the text got easier.</li>
 """
 
 
-#: Written from the measured asset when first asked for (importing the module reads no file).
-_LAZY = {"TRY_THIS": try_this, "TRY_STEPS": try_steps, "TRY_SHARE": try_share, "RACE_MEANS": _race_means,
-         "PART2_INTRO": _part2_intro}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return _LAZY[name]()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 OUTRO = """
@@ -144,13 +135,14 @@ one.</p>
 """
 
 
-def page(state: FinePrint | None = None) -> pn.Column:
-    """A fresh Episode 6 page (one per session or notebook cell)."""
+def page(state: FinePrint | None = None, *, service=None) -> pn.Column:
+    """A fresh Episode 6 page (one per session or notebook cell; it runs no model,
+    so ``service`` is unused)."""
     state = state or FinePrint()
     notice = bind_url(state, URL_PARAMS)
     view = after_first_paint(
         lambda: FinePrintView(state=state, part1_intro=PART1_INTRO,
-                             part2_intro=_part2_intro()),
+                             part2_intro=part2_intro()),
         name="ep6-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, objectives=OBJECTIVES,

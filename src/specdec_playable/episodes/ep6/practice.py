@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import functools
 
-from .. import Exercise, TryStep
+from ...kit.episode import Exercise, TryStep
 from ...data import measured
 from ...data.recorded import recorded_runs
 from ...sim import adaptive, theory
-from ...prose.ep4 import in_prose
-from ...prose.ep6 import best_race_q
-from ...state.ep6 import RACE_TEXTS, SAMPLE_SIZES, FinePrint, draft_distribution
-from ...views.kit.page import esc, steps_html
-from ...views.kit.tokens import token_label
+from ...kit.words import in_prose
+from .words import best_race_q
+from .state import RACE_TEXTS, SAMPLE_SIZES, FinePrint, draft_distribution
+from ...kit.page import esc, steps_html
+from ...kit.tokens import token_label
 
 
 #: The largest bias, and the context, temperature and favourite token the page starts with.

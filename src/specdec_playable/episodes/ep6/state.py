@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from . import seed_param, unlocked
-from ..sim import adaptive, sampling
-from ..data import measured
-from ..sim.seeds import draw_seed
-from ..serve.interface import shared
+from ...kit.params import C, control, seed_param, unlocked
+from ...sim import adaptive, sampling
+from ...data import measured
+from ...sim.seeds import draw_seed
+from ...runtime.service import shared
 
 #: The texts of the race, in order: Python (the learned draft's own language), a poem, JSON.
 RACE_TEXTS = ("py-account", "poem-kettle", "json-record")
@@ -88,9 +88,9 @@ class FinePrint(param.Parameterized):
     draw = param.Event(label="Draw N new samples",
                        doc="Draw a fresh batch with the same distributions.")
 
-    c = param.Number(
-        default=0.05, bounds=(0.05, 0.6), step=0.01, label="Draft cost c",
-        doc="Time of one draft step, in big-model passes (0.05: 5% of a pass).")
+    c = control(C, default=0.05, bounds=(0.05, 0.6), why="the race's draft is a real one, "
+                "priced from a twentieth of a pass up",
+                doc="Time of one draft step, in big-model passes (0.05: 5% of a pass).")
     fixed_k = param.Integer(
         default=4, bounds=(1, adaptive.K_CAP), label="k of the fixed policy",
         doc="The draft length the fixed policy always uses (tokens per round).")
@@ -179,6 +179,6 @@ class FinePrint(param.Parameterized):
         return max(self.runs, key=lambda r: r.speedup)
 
 
-# The page's opening race, computed when the server starts (see serve.shared.warm).
+# The page's opening race, computed when the server starts (see runtime.shared.warm).
 race_runs.prime(REPEATS, FinePrint.param.fixed_k.default, FinePrint.param.c.default,
                 FinePrint.param.race_seed.default)

@@ -26,20 +26,21 @@ from bokeh.models import (
 from bokeh.plotting import figure
 from bokeh.transform import dodge
 
-from ..sim import adaptive, theory
-from ..data.measured import REST
-from ..state.ep6 import SAMPLE_SIZES, FinePrint
-from .kit import theme
-from .kit.a11y import describe
-from .kit.deferred import when_near
-from .kit.inputs import SeedBox, control_help
-from .kit.keys import KEYS_CSS, chart_key, swatch
-from .kit.page import StateView, beside, esc, page_css, prose, slider, stat
-from .kit.tokens import token_label
-from ..prose.words import P_BIG, P_DRAFT, notation, plural, share, times, versus_one
+from ...sim import adaptive, theory
+from ...data.measured import REST
+from .state import SAMPLE_SIZES, FinePrint
+from .words import RED_FLAG, chart_labels, kept_words, models_words, out_words, race_words
+from ...kit import theme
+from ...kit.a11y import describe
+from ...kit.deferred import when_near
+from ...kit.inputs import SeedBox, control_help
+from ...kit.keys import KEYS_CSS, chart_key, swatch
+from ...kit.page import StateView, beside, esc, page_css, prose, slider, stat
+from ...kit.tokens import token_label
+from ...kit.words import P_BIG, P_DRAFT, notation, plural, share, times, versus_one
 
-_CSS = "ep6.css"
-_KEY_CSS = "ep6_key.css"  # the lines' swatches, in the key and in the race table
+_CSS = f"{__package__}:ep6.css"
+_KEY_CSS = f"{__package__}:ep6_key.css"  # the lines' swatches, in the key and in the race table
 #: Colour (a theme name) and dash per policy: dash and label tell them apart without colour.
 POLICY_STYLE = (
     dict(tone="muted", dash="dashed", dash_name="dashed"),
@@ -50,9 +51,6 @@ POLICY_STYLE = (
 _GENRE = {"code": "code", "poem": "poem", "json": "JSON", "python": "Python"}
 #: Genres named without "the" in a sentence.
 _BARE = ("JSON", "Python")
-#: A p-value below this, against the big model's distribution, is flagged (it happens about once
-#: in a hundred batches of honest draws).
-RED_FLAG = 0.01
 
 
 def _style(fig) -> None:
@@ -153,43 +151,6 @@ class SamplingCharts:
         describe(self.out_fig, out_words(s))
 
 
-#: How many tokens a chart's words name one by one (the rest are summed up).
-_WORDS_TOKENS = 8
-
-
-def models_words(s: FinePrint) -> str:
-    """The two distributions' text alternative: each listed token's p_big and p_draft."""
-    labels = chart_labels(s)
-    rows = list(zip(labels, s.p_big, s.p_draft))
-    top = sorted(rows[:-1], key=lambda r: -max(r[1], r[2]))[:_WORDS_TOKENS] + rows[-1:]
-    parts = [f"{w}: {b:.1%} and {d:.1%}" for w, b, d in top]
-    return (f"Bars of the next-token probabilities after “{s.context}”, the big model's and the "
-            f"draft's, for {len(labels)} tokens; the {_WORDS_TOKENS} likeliest to either, and the rest "
-            "as one: " + "; ".join(parts) + ".")
-
-
-def out_words(s: FinePrint) -> str:
-    """What came out, as words: each listed token's share of the outputs against p_big."""
-    labels = chart_labels(s)
-    freq = s.frequencies
-    gap = float(np.abs(freq - s.p_big).max())
-    rows = list(zip(labels, freq, s.p_big))
-    top = sorted(rows[:-1], key=lambda r: -max(r[1], r[2]))[:_WORDS_TOKENS] + rows[-1:]
-    parts = [f"{w}: {f:.1%} (big model {b:.1%})" for w, f, b in top]
-    return (f"Bars of the share of {s.samples.n:,} outputs per token, with the big model's "
-            f"probability marked on each; the {_WORDS_TOKENS} likeliest tokens and the rest as one: "
-            + "; ".join(parts) + f". Over all {len(labels)}, the largest gap is {gap:.1%}.")
-
-
-def race_words(s: FinePrint) -> str:
-    """The race charts' text alternative: each policy's passes saved at the end, and its k."""
-    n = len(s.stream)
-    parts = [f"{r.label}: {n - r.total_cost:,.1f} passes saved, k from {int(r.k.min())} to "
-             f"{int(r.k.max())}" for r in s.runs]
-    return ("Lines of the passes each policy saved against plain decoding as the "
-            f"{n} tokens were written, over Python, the poem and JSON: " + "; ".join(parts) + ".")
-
-
 def _fmt_p(x: float) -> str:
     if x < 1e-300:
         return "below 10^-300 (zero to machine precision)"
@@ -200,11 +161,6 @@ def _fmt_p(x: float) -> str:
 
 def _fmt_stat(x: float) -> str:
     return "∞" if math.isinf(x) else f"{x:,.1f}"
-
-
-def chart_labels(s: FinePrint) -> list[str]:
-    """The charts' categories: each token with its whitespace shown, then "everything else"."""
-    return [token_label(t) if t != REST else t for t in s.labels]
 
 
 def context_html(s: FinePrint) -> str:
@@ -218,17 +174,7 @@ def context_html(s: FinePrint) -> str:
             f'listed. The draft head, unbent, proposes “{esc(guess)}” {c.q[d]:.0%} of the time, '
             f'and the big model gives that token {c.p[d]:.2%}: the two agree on q = sum over x of '
             f'min({P_BIG}(x), {P_DRAFT}(x)) = {c.alpha:.{1 if c.alpha >= 0.01 else 2}%} of the probability.'
-            f'{_kept_words(c)}</p>')
-
-
-def _kept_words(c) -> str:
-    """How much of the head's own q its 16 listed tokens held, and its acceptance before the cut."""
-    if c.draft_top_mass >= 0.995 or not math.isfinite(c.alpha_full):
-        return ""
-    n = int((c.q[:-1] > 0).sum())
-    return (f" The draft here is the head's {n} most likely tokens, which held "
-            f"{c.draft_top_mass:.0%} of its guesses; the whole head agrees with the big model on "
-            f"{c.alpha_full:.1%}.")
+            f'{kept_words(c)}</p>')
 
 
 def sampling_html(s: FinePrint) -> str:
@@ -557,7 +503,7 @@ class FinePrintView(StateView):
         super().__init__(**params)
         s = self.state
         # Part 1's lower chart and part 2 are built when the visitor scrolls near them
-        # (views/kit/deferred.py); until then their charts and texts are None and the watchers
+        # (kit/deferred.py); until then their charts and texts are None and the watchers
         # skip them.
         self.sampling = SamplingCharts(s)
         self.models_key = None

@@ -2,8 +2,8 @@
 
 Everything Episode 2 simulated, done by SmolLM2-135M on the server: a draft guesses, one pass of
 the model checks the guesses, and both clocks are measured. Each Run is a speculative run and a
-plain run of the same prompt, queued on the server's workers (``state/ep7.py``), streamed while
-it runs and replayed on Episode 2's lanes when it ends (``views/ep7.py``).
+plain run of the same prompt, queued on the server's workers (``episodes/ep7/state.py``), streamed while
+it runs and replayed on Episode 2's lanes when it ends (``episodes/ep7/view.py``).
 """
 
 from __future__ import annotations
@@ -12,21 +12,21 @@ import sys
 
 import panel as pn
 
-from . import ep5, ep6, neighbours
-from .practice.ep7 import EXERCISES, try_steps, try_this
-from .. import lm
-from ..data.hardware import load_pass_costs
-from ..data.machine import this_machine
-from ..data.recorded import recorded_meta, recorded_repeats, recorded_runs
-from ..prose.ep7 import (break_even_gloss, head_line, recorded_caption, recorded_rows,
+from ..nav import by_number, neighbours
+from .practice import EXERCISES, try_this
+from ... import lm
+from ...data.hardware import load_pass_costs
+from ...data.machine import this_machine
+from ...data.recorded import recorded_meta, recorded_repeats, recorded_runs
+from .words import (break_even_gloss, head_line, recorded_caption, recorded_rows,
                          recorded_summary, spread_sentence)
-from ..state.cpu import cpu_passes
-from ..state.ep7 import DRAFT_ALIASES, RealText
-from ..views.ep7 import RealTextView, recorded_html
-from ..views.kit.deferred import after_first_paint
-from ..views.kit.exercises import exercises_section
-from ..views.kit.page import episode_shell, esc, prose
-from ..views.kit.urlstate import bind_url
+from ...kit.cpu import cpu_passes
+from .state import DRAFT_ALIASES, RealText
+from .view import RealTextView, recorded_html
+from ...kit.deferred import after_first_paint
+from ...kit.exercises import exercises_section
+from ...kit.page import episode_shell, esc, prose
+from ...kit.urlstate import bind_url
 
 NUMBER = 7
 SLUG = "ep7_real_models_real_text"
@@ -51,14 +51,6 @@ LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this
         "measured while you watch.")
 
 
-#: Written from the recorded runs when first asked for (importing the module reads no file).
-_LAZY = {"TRY_STEPS": try_steps, "TRY_THIS": try_this}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return _LAZY[name]()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 NOTE = ("<p class=\"sdp-note\">The marks are Episode 2’s: accepted guesses underlined, a rejected guess "
         "struck through with ✗, the model’s own token at a miss on gold with ★, a bonus token with +. "
@@ -108,13 +100,17 @@ each guess costs a real fraction of a step, and without training it is almost ne
     return "".join(out)
 
 
-def no_model_notice() -> str:
-    """One line when this page cannot run the model (empty when it can)."""
-    if lm.is_installed():
+def no_model_notice(runs_model: bool) -> str:
+    """One line when this page cannot run the model (empty when it can): ``runs_model`` is whether
+    the service it was handed runs it."""
+    if runs_model:
         return ""
     if sys.platform == "emscripten":
         return ("This static copy of the page cannot run the model: the tasks show runs recorded "
                 "earlier, and your own prompt needs the page served by specdec-playable serve.")
+    if lm.is_installed():
+        return ("This page was built without a model service, so it runs no model: the tasks show "
+                "runs recorded earlier (specdec-playable serve hands the page its service).")
     return f"The model is not installed on this server; install it with: {lm.INSTALL_COMMAND}"
 
 
@@ -136,18 +132,23 @@ nearly one step whatever k is; {hw}.</p>
 """
 
 
-def page(state: RealText | None = None) -> pn.Column:
-    """A fresh Episode 7 page (one per session or notebook cell). The model loads on the first Run."""
-    state = state or RealText()
+def page(state: RealText | None = None, *, service=None) -> pn.Column:
+    """A fresh Episode 7 page (one per session or notebook cell). The model loads on the first Run.
+
+    ``service`` runs the real model (``runtime.ModelService``; the app hands in the server's):
+    without one the page shows recorded runs."""
+    state = state or RealText(service=service)
     notice = bind_url(state, URL_PARAMS, value_aliases={"draft": DRAFT_ALIASES})
     view = after_first_paint(
-        lambda: RealTextView(state=state, ep5_href=f"./{ep5.SLUG}", ep6_href=f"./{ep6.SLUG}",
-                             notice=no_model_notice()),
+        lambda: RealTextView(state=state, ep5_href=f"./{by_number(5).slug}",
+                             ep6_href=f"./{by_number(6).slug}",
+                             notice=no_model_notice(state.follower.installed)),
         name="ep7-view-slot")
     return episode_shell(
         number=NUMBER, title=TITLE, objectives=OBJECTIVES,
         neighbours=neighbours(NUMBER), name="ep7",
         lede=LEDE, try_this=try_this(),
-        body=[notice, view, prose(lesson_html(), "ep7.css"), prose(NOTE), prose(outro_html()),
+        body=[notice, view, prose(lesson_html(), f"{__package__}:ep7.css"), prose(NOTE),
+              prose(outro_html()),
               exercises_section(state, EXERCISES, name="ep7")],
     )

@@ -7,11 +7,11 @@ from __future__ import annotations
 import functools
 import math
 
-from .. import Exercise, TryStep
+from ...kit.episode import Exercise, TryStep
 from ...data.recorded import recorded_runs
-from ...prose.words import share
-from ...state.ep7 import RealText
-from ...views.kit.page import steps_html
+from ...kit.words import share
+from .state import RealText
+from ...kit.page import steps_html
 
 
 _FIRST_STEPS = (

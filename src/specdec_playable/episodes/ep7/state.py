@@ -10,7 +10,7 @@ for its visitor alone. Without the model, a task shows its recorded run (:mod:`d
 
 This object holds the settings, the visitor's hold on the run, and what the page shows: the run
 so far or finished, its place in line, and a message. What the page says of them is computed in
-:mod:`prose.ep7`. The view polls while :attr:`RealText.active` and calls :meth:`RealText.close`
+:mod:`episodes.ep7.words`. The view polls while :attr:`RealText.active` and calls :meth:`RealText.close`
 when the tab is gone. No Panel or Bokeh.
 """
 
@@ -20,16 +20,16 @@ from dataclasses import dataclass
 
 import param
 
-from . import seed_param, unlocked
-from .follow import CANCELLED, DONE, QUEUED, RUNNING, Followed, Refused, RunFollower
-from ..data.recorded import recorded_meta, recorded_runs
-from ..lm.compare import Comparison, Live
-from ..lm.prompts import TASKS
-from ..lm.registry import DRAFTS, draft_key
-from ..prose import ep7 as words
-from ..prose.ep7 import CUSTOM
-from ..serve import interface
-from ..sim.relay import Guarantee, check_guarantee
+from ...kit.params import K, control, seed_param, unlocked
+from ...kit.follower import CANCELLED, DONE, QUEUED, RUNNING, Followed, Refused, RunFollower
+from ...data.recorded import recorded_meta, recorded_runs
+from ...lm.compare import Comparison, Live
+from ...lm.prompts import TASKS
+from ...lm.registry import DRAFTS, draft_key
+from . import words
+from .words import CUSTOM
+from ...runtime import service as interface
+from ...sim.relay import Guarantee, check_guarantee
 
 DECODINGS = {"Greedy": "greedy", "Sampling": "sampling"}
 PROMPT_MAX_CHARS = 500
@@ -96,9 +96,9 @@ def recorded_settings(s: Settings) -> Settings:
 class RealText(param.Parameterized):
     """A real model's speculative run against its plain run, for one visitor.
 
-    ``service`` is what runs it (:data:`serve.interface.SERVER`: the process's shared queue and
-    model processes); tests pass their own queue, work that needs no model, and whether the
-    model counts as installed.
+    ``service`` is what runs it (a :class:`runtime.Service`: the app hands in the process's shared
+    queue and model processes; tests pass their own queue, work that needs no model, and whether
+    the model counts as installed). Without one nothing runs and the page shows recorded runs.
     """
 
     task = param.Selector(
@@ -111,9 +111,9 @@ class RealText(param.Parameterized):
     draft = param.Selector(
         default="lookup", objects={d.menu_label: k for k, d in DRAFTS.items()}, label="Draft",
         doc="Who guesses the next tokens for the model to check.")
-    k = param.Integer(
-        default=4, bounds=(1, REAL_K_SLIDER_MAX), label="Draft length k",
-        doc="Most tokens the draft guesses before one pass of the model checks them.")
+    k = control(K, bounds=(1, REAL_K_SLIDER_MAX), why="a run of the real model takes seconds, and its "
+                "drafts were raced at k up to 8",
+                doc="Most tokens the draft guesses before one pass of the model checks them.")
     max_new = param.Integer(
         default=MAX_NEW_DEFAULT, bounds=(1, MAX_NEW_MAX), label="New tokens (at most)",
         doc="The token budget of each run; a run also ends when the model ends its reply.")
@@ -138,7 +138,7 @@ class RealText(param.Parameterized):
     message = param.String(default="", constant=True,
                            doc="A one-line message: why a run was refused, failed or stopped early.")
 
-    def __init__(self, *, service: interface.ModelService = interface.SERVER, **params):
+    def __init__(self, *, service: interface.Service | None = None, **params):
         if "draft" in params:
             params["draft"] = DRAFT_ALIASES.get(params["draft"], params["draft"])
         else:

@@ -5,7 +5,7 @@ callback of this session, only while its run is active) and shows the text writt
 Episode 2's marks, the run's place in line or progress, and the live check of the guarantee.
 When the run ends, Episode 2's mechanism takes over: the lane player draws the measured events
 on three lanes (the draft's guesses, the model's verify passes, and the model alone, one pass
-per token), and Episode 2's frame hook (``views/static/ep2_frame.js``, whose header is the
+per token), and Episode 2's frame hook (``kit/static/relay_frame.js``, whose header is the
 contract for the ``data-*`` attributes written here) replays the texts and the two clocks in
 step with the lanes, in the browser. While a run is live the HTML carries no timing attributes,
 so the hook leaves it alone.
@@ -28,22 +28,22 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource
 
-from ..prose.words import plural, share
-from ..serve import interface
-from ..lm.compare import WRITTEN, Comparison, as_relay, token_texts
-from ..lm.decode import Generation
-from ..prose.ep7 import (CUSTOM, basis_line, check_words, cost_words, decoded, kind_line,
+from ...kit.words import share
+from ...lm.compare import WRITTEN, Comparison, as_relay, token_texts
+from ...lm.decode import Generation
+from .words import (CUSTOM, basis_line, check_words, cost_words, decoded, kind_line,
                          map_words, per_token_ms, per_token_words, ratio_words, settings_line,
                          status_line, verdict, why)
-from ..state.ep7 import PROMPT_MAX_CHARS, RealText
-from .kit import theme
-from .kit.a11y import describe
-from .kit.figures import anchor_figures
-from .kit.follow import RunPoller
-from .kit.inputs import SeedBox, control_help
-from .ep2 import STYLES, relay_timeline, token_span
-from .kit.lanes import Box, Lane, LanePlayer, Timeline
-from .kit.page import StateView, esc, page_css, prose
+from .state import PROMPT_MAX_CHARS, RealText
+from .words import counter_text, lanes_words
+from ...kit import theme
+from ...kit.a11y import describe
+from ...kit.figures import anchor_figures
+from ...kit.poller import RunPoller
+from ...kit.inputs import SeedBox, control_help
+from ...kit.relay import STYLES, relay_timeline, token_span
+from ...kit.lanes import Box, Lane, LanePlayer, Timeline
+from ...kit.page import StateView, esc, page_css, prose
 
 DRAFT_Y, BIG_Y, PLAIN_Y = 1.2, 0.0, -1.2
 BOX_H = 0.56
@@ -52,7 +52,7 @@ CONTROLS_PX = 380
 #: While replaying, the time axis follows the clock over this many of the run's passes.
 PASSES_IN_VIEW = 8
 SPEEDS = {"0.1×": 0.1, "0.25×": 0.25, "0.5×": 0.5, "1× (real time)": 1.0, "2×": 2.0}
-_CSS = ("ep2.css", "ep7.css")
+_CSS = ("relay.css", f"{__package__}:ep7.css")
 
 LANES = (
     Lane("draft", "Draft: its guesses", DRAFT_Y, theme.DRAFT),
@@ -97,7 +97,7 @@ def real_timeline(c: Comparison) -> Timeline:
     """Three lanes of a finished comparison, each run from its own start on one time axis.
 
     The speculative run's verify rounds are drawn exactly as Episode 2 draws its relay
-    (:func:`views.ep2.relay_timeline`, with the plain run's step as the cost of a token
+    (:func:`kit.relay.relay_timeline`, with the plain run's step as the cost of a token
     alone); its other passes and the plain run's passes are drawn here. The step button stops
     at the end of every pass of the speculative run.
     """
@@ -112,7 +112,7 @@ def real_timeline(c: Comparison) -> Timeline:
     return Timeline(tuple(boxes), stops=tuple(stops), window_ms=PASSES_IN_VIEW * max(mean_pass, 1.0))
 
 
-# --- the clocks, row by row, for the replay (see ep2_frame.js) -----------------------------------
+# --- the clocks, row by row, for the replay (see relay_frame.js) -----------------------------------
 
 
 def _written_by(run: Generation) -> tuple[np.ndarray, np.ndarray]:
@@ -204,7 +204,7 @@ def _run_label(run: Generation, n: int, finished: bool, c: Comparison | None = N
             f"{per_token_words(each)} each")
 
 
-# --- the texts (see ep2_frame.js for the data-* contract) ----------------------------------------
+# --- the texts (see relay_frame.js for the data-* contract) ----------------------------------------
 
 
 #: Episode 2's token span, with only spaces held apart as the lead: a model token's newlines
@@ -382,7 +382,7 @@ def status_html(state: RealText) -> str:
     else:  # only a queued run's sentence speaks of the queue
         figures = {}
     line = status_line(state.status, state.position, state.comparison,
-                       model_loaded=interface.model_ready(), **figures)
+                       model_loaded=state.follower.service.model_ready(), **figures)
     out = ""
     if line:
         out += f'<p class="ep7-status" role="status">{esc(line)}</p>'
@@ -403,23 +403,6 @@ def prompt_html(text: str, kind: str = "") -> str:
     line = f'<p class="ep7-kind">{esc(kind)}</p>' if kind else ""
     return (f'<div class="ep7-prompt-box"><h3>The prompt</h3><pre class="ep7-prompt">{esc(text)}</pre>'
             f"{line}</div>")
-
-
-def counter_text(text: str | None) -> str:
-    n = len(text or "")
-    over = " — too long: shorten it to run" if n > PROMPT_MAX_CHARS else ""
-    return f"{n:,} of {PROMPT_MAX_CHARS} characters{over}"
-
-
-def lanes_words(c: Comparison) -> str:
-    """The lanes' text alternative: both runs' passes and their decoding clocks, in numbers."""
-    spec, plain = c.spec, c.plain
-    return (f"Three lanes, each run on its own clock from zero: the draft's guesses, the model's "
-            f"verify passes ({plural(spec.passes, 'pass', 'passes')} after the prompt's, "
-            f"{plural(len(spec.tokens), 'token')}, {_ms(spec.decode_ms)} of decoding) and the model "
-            f"alone ({plural(plain.passes, 'pass', 'passes')} after the prompt's, "
-            f"{plural(len(plain.tokens), 'token')}, {_ms(plain.decode_ms)}). The model accepted "
-            f"{spec.accepted} of the {spec.accepted + spec.rejected} guesses it judged.")
 
 
 def legend_html() -> str:
@@ -507,7 +490,7 @@ class RealTextView(StateView):
 
     # -- events ------------------------------------------------------------------------------
     def _count(self, *_):
-        self.counter.object = f'<p class="ep7-counter">{esc(counter_text(self.prompt_input.value_input))}</p>'
+        self.counter.object = f'<p class="ep7-counter">{esc(counter_text(self.prompt_input.value_input, PROMPT_MAX_CHARS))}</p>'
 
     def _show_prompt(self, *_):
         custom = self.state.task == CUSTOM
@@ -541,7 +524,7 @@ class RealTextView(StateView):
                      "its own start)"),
             speeds=SPEEDS,
             step_label="Step one pass", lane_clocks=False, styles=STYLES,
-            frame_hook="ep2_frame.js", frame_args=dict(rounds=self.rows, uid=self.uid), min_label_px=6)
+            frame_hook="relay_frame.js", frame_args=dict(rounds=self.rows, uid=self.uid), min_label_px=6)
         self.lanes.objects = [
             pn.pane.Bokeh(self.player.controls),
             pn.pane.Bokeh(self.player.figure, sizing_mode="stretch_width"),

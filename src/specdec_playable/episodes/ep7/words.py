@@ -1,6 +1,6 @@
 """Episode 7's sentences, each computed from the run or the recording it describes.
 
-The page's state (:mod:`..state.ep7`) and its view (:mod:`..views.ep7`) both say things about a
+The page's state (:mod:`..episodes.ep7.state`) and its view (:mod:`..episodes.ep7.view`) both say things about a
 race of the real model: how it went (:func:`verdict`, :func:`why`, :func:`work_words`), whether its
 text is the model's own (:func:`check_words`), where it waits in line (:func:`status_line`,
 :func:`wait_words`) and what the recorded runs showed (:func:`recorded_summary`). They are written
@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import math
 
-from ..data.recorded import has_recording, recorded_meta, recorded_runs
-from ..lm import INSTALL_COMMAND
-from ..lm.compare import Comparison
-from ..lm.prompts import TASKS
-from ..lm.registry import DRAFTS
-from ..sim import theory
-from .words import plural, share
+from ...sim.validate import K_DEFAULT
+from ...data.recorded import has_recording, recorded_meta, recorded_runs
+from ...lm import INSTALL_COMMAND
+from ...lm.compare import Comparison
+from ...lm.prompts import TASKS
+from ...lm.registry import DRAFTS
+from ...sim import theory
+from ...data import hardware
+from ...kit.cpu import cpu_passes
+from ...kit.words import ms, plural, share, times
 
 #: A typed prompt's task key (not one of Episode 7's tasks).
 CUSTOM = "custom"
@@ -35,7 +38,7 @@ CANCELLED_LINE = ("Cancelled: both runs stop at their next pass. What they wrote
                   "no speedup is measured from a cancelled run.")
 
 def settings_line(s) -> str:
-    """One run's settings (a :class:`..state.ep7.Settings`) in a line."""
+    """One run's settings (a :class:`..episodes.ep7.state.Settings`) in a line."""
     task = "your own prompt" if s.task == CUSTOM else TASKS[s.task].genre.lower()
     mode = "greedy" if s.greedy else f"sampling at temperature {s.temperature:g}, seed {s.seed}"
     return (f"{task} · {DRAFTS[s.draft].short} · k = {s.k} · up to {s.max_new} new tokens · {mode}")
@@ -410,3 +413,41 @@ def spread_sentence(rows) -> str:
     worst = max(spreads)
     return (f"Each speedup is the median of the repeats; across the {len(rows)} rows the repeats "
             f"moved by at most {worst[0]:.2f} (on {worst[1]} with {worst[2].lower()}).")
+
+
+#: The setting the summary's link opens.
+SUMMARY_LINK = {"task": "repeat", "draft": "lookup", "k": K_DEFAULT}
+
+
+def summary_sentence() -> str:
+    """The summary's sentence (trusted HTML; every number computed)."""
+    cpu = cpu_passes()
+    gpu = hardware.measured_curve("llama-8b-shape", "gemm-cudagraph")
+    r_cpu = cpu.ratio(5)
+    r_gpu = float(gpu.time_ms(5) / gpu.time_ms(1))
+    run = recorded_runs().get((SUMMARY_LINK["task"], SUMMARY_LINK["draft"]))
+    rec = ("" if run is None or not run.finished else
+           f" In the run recorded on {recorded_meta()['date']}, prompt lookup on repeating a sentence was "
+           f"{times(run.speedup)} as fast as plain decoding.")
+    need = (f", so even a free draft pays at k = 4 only if its guesses are accepted at a rate of at "
+            f"least q = {cpu.free_draft_break_even(4):.2f}" if 1 < r_cpu < 5 else "")
+    return (f"A real model on a CPU, where a pass over 5 positions costs {times(r_cpu)} a "
+            f"one-position step (on the H200, {times(r_gpu)}){need}." + rec)
+
+
+def counter_text(text: str | None, max_chars: int) -> str:
+    """The prompt box's counter: characters typed of the ``max_chars`` a prompt may have."""
+    n = len(text or "")
+    over = " — too long: shorten it to run" if n > max_chars else ""
+    return f"{n:,} of {max_chars} characters{over}"
+
+
+def lanes_words(c: Comparison) -> str:
+    """The lanes' text alternative: both runs' passes and their decoding clocks, in numbers."""
+    spec, plain = c.spec, c.plain
+    return (f"Three lanes, each run on its own clock from zero: the draft's guesses, the model's "
+            f"verify passes ({plural(spec.passes, 'pass', 'passes')} after the prompt's, "
+            f"{plural(len(spec.tokens), 'token')}, {ms(spec.decode_ms)} of decoding) and the model "
+            f"alone ({plural(plain.passes, 'pass', 'passes')} after the prompt's, "
+            f"{plural(len(plain.tokens), 'token')}, {ms(plain.decode_ms)}). The model accepted "
+            f"{spec.accepted} of the {spec.accepted + spec.rejected} guesses it judged.")

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import panel as pn
 
-from . import neighbours
-from .practice.ep8 import EXERCISES, TRY_STEPS, TRY_THIS  # noqa: F401 - TRY_STEPS: the index counts them
-from ..data.tree_table import draft_name, load_tree_vs_chain_meta
-from ..state.ep8 import BusyAndTrees
-from ..views.kit.deferred import after_first_paint
-from ..views.ep8 import BusyTreesView
-from ..views.kit.page import episode_shell
-from ..views.kit.exercises import exercises_section
-from ..views.kit.urlstate import bind_url
+from ..nav import neighbours
+from .practice import EXERCISES, TRY_THIS
+from ...data.tree_table import draft_name, load_tree_vs_chain_meta
+from .state import BusyAndTrees
+from ...kit.deferred import after_first_paint
+from .view import BusyTreesView
+from ...kit.page import episode_shell
+from ...kit.exercises import exercises_section
+from ...kit.urlstate import bind_url
 
 NUMBER = 8
 SLUG = "ep8_busy_gpus_and_token_trees"
@@ -145,8 +145,9 @@ the tree. {smaller} The drawn step is stored in assets/lm/tree_step_example.json
 """
 
 
-def page(state: BusyAndTrees | None = None) -> pn.Column:
-    """A fresh Episode 8 page (one per session or notebook cell)."""
+def page(state: BusyAndTrees | None = None, *, service=None) -> pn.Column:
+    """A fresh Episode 8 page (one per session or notebook cell; it runs no model,
+    so ``service`` is unused)."""
     state = state or BusyAndTrees()
     notice = bind_url(state, URL_PARAMS)
     view = after_first_paint(

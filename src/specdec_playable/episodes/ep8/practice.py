@@ -3,11 +3,11 @@ positions."""
 
 from __future__ import annotations
 
-from .. import Exercise, TryStep
+from ...kit.episode import Exercise, TryStep
 from ...sim import trees
-from ...state.ep8 import BATCH_MAX, N_ROUNDS, BusyAndTrees
-from ...views.kit.page import steps_html
-from ...prose.words import faster_or_slower, times
+from .state import BATCH_MAX, N_ROUNDS, BusyAndTrees
+from ...kit.page import steps_html
+from ...kit.words import faster_or_slower, times
 
 
 #: Part 2's step: a low acceptance rate, a tree of TRY_W x TRY_D and a chain of as many positions.

@@ -15,10 +15,10 @@ from functools import lru_cache
 import numpy as np
 import param
 
-from . import K_SLIDER_MAX, unlocked
-from .cpu import cpu_passes
-from ..data import hardware
-from ..sim import batching, theory, trees
+from ...kit.params import C, K, K_SLIDER_MAX, Q, control, unlocked
+from ...kit.cpu import cpu_passes
+from ...data import hardware
+from ...sim import batching, theory, trees
 
 #: Batch sizes the chart spans (every integer; the axis is logarithmic).
 BATCH_MAX = 256
@@ -48,7 +48,7 @@ def cpu_curve() -> batching.PassTimeCurve:
 
 def real_tree_table():
     """Chain against trees with the real model, as measured (``data.tree_table``); shared."""
-    from ..data.tree_table import load_tree_vs_chain
+    from ...data.tree_table import load_tree_vs_chain
 
     return load_tree_vs_chain()
 
@@ -56,15 +56,15 @@ def real_tree_table():
 @lru_cache(maxsize=1)
 def real_tree_step():
     """One real tree verify pass, as recorded (``lm.tree_step``); read once and shared."""
-    from ..data.tree_example import load_tree_step_example
+    from ...data.tree_example import load_tree_step_example
 
     return load_tree_step_example()[0]
 
 
 def real_tree_drafts() -> tuple[str, str]:
     """The drafts the real-tree table and the drawn step were measured with, in words."""
-    from ..data.tree_example import load_tree_step_example
-    from ..data.tree_table import draft_words
+    from ...data.tree_example import load_tree_step_example
+    from ...data.tree_table import draft_words
 
     return draft_words(), draft_words(load_tree_step_example()[1])
 
@@ -95,27 +95,23 @@ ANCHORS = tuple(
 class BusyAndTrees(param.Parameterized):
     """Speculation at a batch size, and chains against trees."""
 
-    q = param.Number(
-        default=0.80, bounds=(0.0, 1.0), step=0.01, label="Acceptance rate q",
-        doc="Probability that one drafted token is accepted, the same for every user in the batch "
-            "(0: never, 1: always).")
-    k = param.Integer(
-        default=4, bounds=(1, K_SLIDER_MAX), label="Draft length k",
-        doc="Tokens drafted per user per round (a count of tokens); the verify pass scores k + 1 "
-            "positions per user.")
-    c = param.Number(
-        default=0.05, bounds=(0.0, 1.0), step=0.005, label="Draft cost c",
-        doc="Time of one draft step over the batch, in big-model passes over the same batch: 0.05 "
-            "means a twentieth of a pass.")
+    q = control(Q, label="Acceptance rate q", doc="Probability that one drafted token is "
+                "accepted, the same for every user in the batch (0: never, 1: always).")
+    k = control(K, doc="Tokens drafted per user per round (a count of tokens); the verify "
+                "pass scores k + 1 positions per user.")
+    c = control(C, default=0.05, step=0.005, why="a batch's draft is a small model's step over "
+                "the same batch, dearer than a draft head and cheaper than Episode 3's",
+                doc="Time of one draft step over the batch, in big-model passes over the same batch: "
+                "0.05 means a twentieth of a pass.")
     batch = param.Integer(
         default=1, bounds=(1, BATCH_MAX), label="Batch size B",
         doc="Users decoded together in every pass (a count of users): a plain step scores B "
             "positions, a verify pass B × (k + 1).")
 
-    tree_q = param.Number(
-        default=0.50, bounds=(0.0, 1.0), step=0.01, label="Acceptance rate q (each candidate)",
-        doc="Probability that one drafted candidate is accepted, given its parent was, "
-            "independently of every other candidate (0: never, 1: always).")
+    tree_q = control(Q, default=0.50, label="Acceptance rate q (each candidate)",
+                     why="a tree pays where a chain's guesses often miss, so its part opens at a "
+                     "coin toss", doc="Probability that one drafted candidate is accepted, given "
+                     "its parent was, independently of every other candidate (0: never, 1: always).")
     width = param.Integer(
         default=2, bounds=(1, WIDTH_MAX), label="Candidates per level w",
         doc="How many guesses the tree makes at each position (a count of candidates); 1 is a chain.")
@@ -231,3 +227,21 @@ class BusyAndTrees(param.Parameterized):
                 chain_sim=trees.simulate(self.chain, self.tree_q, N_ROUNDS, rng=chain_rng),
                 tree_sim=trees.simulate(self.tree, self.tree_q, N_ROUNDS, rng=tree_rng),
             )
+
+
+def batching_speedups(s: BusyAndTrees, batches) -> list[float]:
+    """The chosen k's speedup at the given batch sizes."""
+    costs = s.costs
+    return [float(costs.speedup[b - 1]) for b in batches]
+
+
+def split_rows(s: BusyAndTrees) -> dict:
+    """Time per generated token of one user, in ms: plain decoding, and speculation's two parts."""
+    h = s.here
+    e = float(h.tokens_per_round)
+    return dict(
+        row=["plain decoding", "speculative"],
+        plain=[float(h.plain_step_ms), 0.0],
+        draft=[0.0, float(h.draft_ms) / e],
+        verify=[0.0, float(h.verify_ms) / e],
+    )

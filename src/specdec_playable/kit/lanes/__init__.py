@@ -4,12 +4,12 @@ The server describes a run once per change as a :class:`Timeline` of :class:`Box
 records (:mod:`.timeline`, plain Python and numpy) and hands it to
 :class:`LanePlayer`, which draws it (:mod:`.figure`) and plays it with a
 ``requestAnimationFrame`` loop in the browser (:mod:`.controls` and
-``views/static/lanes.js``), so a frame never needs a server round trip. An episode
+``kit/static/lanes.js``), so a frame never needs a server round trip. An episode
 can hook its own drawing into every frame (a ``frame_hook`` file in
-``views/static``), for page elements outside the figure, and give the player stops
+``kit/static``), for page elements outside the figure, and give the player stops
 (round ends) for a "step" button.
 
-The Bokeh parts are imported on first use, so ``views.kit.lanes.timeline`` (and the
+The Bokeh parts are imported on first use, so ``kit.lanes.timeline`` (and the
 records exported here) work without Bokeh.
 """
 

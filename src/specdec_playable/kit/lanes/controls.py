@@ -1,6 +1,6 @@
 """The player's controls (Play/Pause, an optional Step, Restart, a speed choice) and its script.
 
-One ``CustomJS`` per player runs ``views/static/lanes.js`` (with the episode's frame
+One ``CustomJS`` per player runs ``kit/static/lanes.js`` (with the episode's frame
 hook appended) on every click and whenever the server replaces the timeline; the
 file's header is the contract for its arguments. Only the clicks and the speed choice
 travel to the server, as ordinary widget events; frames never do.
@@ -40,7 +40,7 @@ class PlayerControls:
 
     ``name`` prefixes the Bokeh names: ``<name>-play``, ``<name>-restart``,
     ``<name>-speed`` and (with ``step_label``) ``<name>-step``. ``frame_hook`` names a
-    file in ``views/static`` that defines ``sdp_frame(t)`` (see ``lanes.js``), and
+    file in ``kit/static`` that defines ``sdp_frame(t)`` (see ``lanes.js``), and
     ``frame_args`` the extra Bokeh models or values it uses. ``cursor_label`` draws the
     cursor's time beside it; ``live`` names the page's live fields (``lanes.js``).
     ``rest_labels`` names the statuses whose boxes keep their labels in a finished run on a

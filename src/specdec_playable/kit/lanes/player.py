@@ -40,7 +40,7 @@ class LanePlayer:
     live : str
         The key of HTML elsewhere on the page that follows the clock: the player
         updates the elements inside ``[data-sdp-live="<live>"]`` on every frame (see
-        ``views/static/lanes.js``), so numbers outside the figure run with it.
+        ``kit/static/lanes.js``), so numbers outside the figure run with it.
     rest_labels : sequence of str
         Statuses whose boxes keep their labels in the finished run on a figure too narrow
         to show them all (a phone): it then shows the end of the run, as much as fits them,
@@ -111,7 +111,7 @@ class LanePlayer:
         Until then the labels are fitted to an assumed width; pass a server session's
         document (a notebook or a static file keeps that assumed fit until the first play).
         A player built before the page was shown is fitted on the document's
-        ``document_ready`` event; one built later (``views/kit/deferred.py``) misses that event,
+        ``document_ready`` event; one built later (``kit/deferred.py``) misses that event,
         so the server then touches the figure's ``tags`` once its part is on the page, which
         runs the player's script (a message of a few bytes).
         """

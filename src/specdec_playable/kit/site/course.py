@@ -4,7 +4,7 @@ An episode's time is its reading time plus its hands-on time: the words of its p
 HTML block the page shows, its navigation left out) at :data:`WORDS_PER_MINUTE`, and
 :data:`MINUTES_PER_STEP` for each step of its "Try this" (:func:`try_steps`). The short path is
 the longest run of :data:`SHORT_PATH` that fits a :data:`CLASS_MINUTES`-minute class; the
-other episodes go deeper. The index states both (``serve/site.py``), and
+other episodes go deeper. The index states both (``app/site.py``), and
 ``tests/test_course.py`` checks them against the pages.
 
 No page is built here: the site measures its pages once per process and passes the words in.

@@ -7,8 +7,8 @@ import panel as pn
 from markdown_it import MarkdownIt
 
 from ...data.provenance import PROVENANCE, file_size, notes_for, provenance, served_files
-from ..kit.figures import file_href
-from ..kit.page import esc, site_shell
+from ..figures import file_href
+from ..page import esc, site_shell
 
 _MD = MarkdownIt("commonmark", {"html": False})
 

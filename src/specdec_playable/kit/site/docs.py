@@ -15,9 +15,9 @@ from functools import cache
 from markdown_it import MarkdownIt
 
 from ...shipped import doc_text
-from ..kit.page import VIEWPORT, esc
-from ..kit.resources import stylesheet
-from ..kit.theme import css_variables
+from ..page import VIEWPORT, esc
+from ..resources import stylesheet
+from ..theme import css_variables
 from .index import SITE_TITLE
 
 #: Where the docs are served, relative to the site's root.

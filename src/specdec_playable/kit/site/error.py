@@ -7,7 +7,7 @@ import logging
 
 import panel as pn
 
-from ..kit.page import declare_viewport, esc, page_css, theme_css
+from ..page import declare_viewport, esc, page_css, theme_css
 
 log = logging.getLogger("specdec_playable")
 

@@ -1,4 +1,4 @@
-"""The glossary page: the series' symbols, then every term of :data:`views.kit.terms.TERMS`, each
+"""The glossary page: the series' symbols, then every term of :data:`kit.terms.TERMS`, each
 at its own anchor (``glossary#kv-cache``) with links to the episodes that show it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import panel as pn
 
-from ..kit.page import EpisodeRef, esc, site_shell
-from ..kit.terms import TERMS
+from ..page import EpisodeRef, esc, site_shell
+from ..terms import TERMS
 
 #: The symbols every page uses, with their meaning (trusted package HTML).
 SYMBOLS = (
@@ -25,11 +25,10 @@ SYMBOLS = (
 
 def glossary_html(episodes: Sequence[EpisodeRef]) -> str:
     """The glossary's body: the symbols, then the terms in alphabetical order."""
-    by_number = {e.number: e for e in episodes}
     symbols = "".join(f'<tr><th scope="row">{s}</th><td>{meaning}</td></tr>' for s, meaning in SYMBOLS)
     entries = []
     for t in sorted(TERMS, key=lambda t: t.name.lower()):
-        see = [by_number[n] for n in t.see if n in by_number]
+        see = [e for e in episodes if e.number in t.see or t.key in getattr(e, "terms", ())]
         where = ("" if not see else '<span class="where">See it in ' + ", ".join(
             f'<a href="./{esc(e.slug)}">Episode {e.number}</a>' for e in see) + ".</span>")
         entries.append(f'<dt id="{esc(t.key)}"><a class="self" href="#{esc(t.key)}">{esc(t.name)}</a>'

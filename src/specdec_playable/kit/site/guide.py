@@ -3,50 +3,31 @@ it sets out to correct and questions to discuss; a 45-minute and a 90-minute cla
 from the pages; every "Check yourself" question with its answer; and how to serve a class.
 
 The plans come from :mod:`.course` (the episodes' measured times and the index's short path),
-the answers from :func:`episodes.answer_key` (the page's own answer at the question's setting):
-the site passes both in (``serve/site.py``), so this module builds no page and runs no state.
+the answers from :meth:`kit.episode.Episode.answer_key` (the page's own answer at the question's
+setting): the site passes both in (``app/site.py``), so this module builds no page and runs no state.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
 import panel as pn
 
 from . import course
 from .index import SITE_TITLE
-from ..kit.page import GLOSSARY_HREF, SUMMARY_HREF, esc, site_shell
+from ..episode import Teaching
+from ..page import GLOSSARY_HREF, SUMMARY_HREF, esc, site_shell
 
 #: The serving guide's section on classes (``docs/serving.md``, served by the site).
 SERVING_HREF = "./docs/serving.md#serving-a-class"
 DOCS_HREF = "./docs/serving.md"
 
 
-class AnswerRef(Protocol):
-    question: str
-    choices: tuple[str, ...]
-    right: int
-    explanation: str
-
-
-class TeachingRef(Protocol):
-    """What the guide needs of an episode (``episodes.Teaching``)."""
-
-    number: int
-    slug: str
-    title: str
-    objectives: tuple[str, ...]
-    misconception: tuple[str, str]
-    discuss: tuple[str, ...]
-    answers: tuple[AnswerRef, ...]
-
-
-def _episode_link(t: TeachingRef) -> str:
+def _episode_link(t: Teaching) -> str:
     return f'<a href="./{esc(t.slug)}">Episode {t.number}: {esc(t.title)}</a>'
 
 
-def _step_html(step: course.PlanStep, by: dict[int, TeachingRef]) -> str:
+def _step_html(step: course.PlanStep, by: dict[int, Teaching]) -> str:
     t = by.get(step.episode) if step.episode is not None else None
     if step.kind == "open":
         return ("Open the <a href=\"./\">index</a> with the question of the day: can a model check a "
@@ -63,7 +44,7 @@ def _step_html(step: course.PlanStep, by: dict[int, TeachingRef]) -> str:
             "and each student's series score under “Your answers”")
 
 
-def plan_html(plan: course.ClassPlan, teaching: Sequence[TeachingRef], *, heading: str,
+def plan_html(plan: course.ClassPlan, teaching: Sequence[Teaching], *, heading: str,
               plan_id: str, rest: Sequence[course.EpisodeTime]) -> str:
     """One class plan as a table of steps with their minutes and the minute each starts at."""
     by = {t.number: t for t in teaching}
@@ -88,7 +69,7 @@ def plan_html(plan: course.ClassPlan, teaching: Sequence[TeachingRef], *, headin
             f"{over}</p>{after}")
 
 
-def episode_html(t: TeachingRef, time: course.EpisodeTime | None, on_path: bool) -> str:
+def episode_html(t: Teaching, time: course.EpisodeTime | None, on_path: bool) -> str:
     """One episode's objectives, misconception and discussion prompts."""
     when = "" if time is None else f"{time.minutes} minutes · "
     where = "on the short path" if on_path else "goes deeper"
@@ -104,7 +85,7 @@ def episode_html(t: TeachingRef, time: course.EpisodeTime | None, on_path: bool)
             f"<p><strong>To discuss</strong></p><ul>{prompts}</ul></section>")
 
 
-def answers_html(t: TeachingRef) -> str:
+def answers_html(t: Teaching) -> str:
     """An episode's questions, each with its choices, the right one and the page's explanation."""
     items = []
     for i, a in enumerate(t.answers, 1):
@@ -116,7 +97,7 @@ def answers_html(t: TeachingRef) -> str:
             f'<ol class="sdp-answers">{"".join(items)}</ol>')
 
 
-def guide_html(teaching: Sequence[TeachingRef], times: Sequence[course.EpisodeTime]) -> str:
+def guide_html(teaching: Sequence[Teaching], times: Sequence[course.EpisodeTime]) -> str:
     """The guide's body (trusted HTML: package text, escaped titles, computed numbers)."""
     by_time = {t.number: t for t in times}
     path = set(course.short_path(times)) if times else set()
@@ -163,6 +144,6 @@ not their answers. The <a href="{GLOSSARY_HREF}">glossary</a> defines every term
 """
 
 
-def guide_page(teaching: Sequence[TeachingRef], times: Sequence[course.EpisodeTime] = ()) -> pn.Column:
+def guide_page(teaching: Sequence[Teaching], times: Sequence[course.EpisodeTime] = ()) -> pn.Column:
     """The teacher's guide, for one session (``times`` empty: no class plans)."""
     return site_shell(guide_html(teaching, times), "course.css", "guide.css", name="guide")

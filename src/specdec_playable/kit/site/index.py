@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import panel as pn
 
 from . import course
-from ..kit.page import GLOSSARY_HREF, GUIDE_HREF, SUMMARY_HREF, EpisodeRef, esc, site_shell
+from ..page import GLOSSARY_HREF, GUIDE_HREF, SUMMARY_HREF, EpisodeRef, esc, site_shell
 
 SITE_TITLE = "Speculative Decoding, Playable"
 

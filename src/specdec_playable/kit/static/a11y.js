@@ -1,4 +1,4 @@
-// Accessible names for the controls Panel and Bokeh render without one (see views/kit/a11y.py):
+// Accessible names for the controls Panel and Bokeh render without one (see kit/a11y.py):
 // each slider handle after its slider's title, each spinner button "increase"/"decrease", and
 // each button of a chart's toolbar after its tool (Bokeh draws them as focusable divs with only
 // a title): role "button", the tool's name, and whether a toggled tool is on.

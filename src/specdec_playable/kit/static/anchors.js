@@ -1,4 +1,4 @@
-// FragmentTarget (views/kit/anchors.py): follows the address's #fragment into Panel's shadow roots.
+// FragmentTarget (kit/anchors.py): follows the address's #fragment into Panel's shadow roots.
 // The browser looks for the id only in the page's own document; Panel draws every part of the
 // page inside shadow roots, and parts built later are not there at load. This looks in every
 // open shadow root until the element exists, scrolling to a part still loading (which builds

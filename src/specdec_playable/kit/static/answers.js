@@ -1,4 +1,4 @@
-// AnswerStore (views/kit/exercises.py): the visitor's answers to the "Check yourself" questions,
+// AnswerStore (kit/exercises.py): the visitor's answers to the "Check yourself" questions,
 // kept in this browser's local storage so that a reload, the other episodes and the summary see
 // them. On the first paint it sends what it keeps to the server (model.loaded; the server checks
 // every record against its questions); each answer the server records comes back as

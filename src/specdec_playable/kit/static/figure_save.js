@@ -1,4 +1,4 @@
-// FigureSaver (views/kit/figures.py): the "Save: PNG SVG" buttons under every figure. A button
+// FigureSaver (kit/figures.py): the "Save: PNG SVG" buttons under every figure. A button
 // names its figure (data-plot, the Bokeh model's name) and the file (data-file, the figure's
 // anchor); this finds the figure's view, has BokehJS draw it as it is on screen into a PNG or,
 // with its SVG backend, an SVG, and saves the file. Touches no model property. One listener per

@@ -1,13 +1,13 @@
 // The lane player: plays a timeline of boxes on lanes against one wall clock, in the
 // browser, with a requestAnimationFrame loop that never calls the server.
 //
-// This file is the body of the one Bokeh CustomJS of a player (views/kit/lanes/controls.py).
+// This file is the body of the one Bokeh CustomJS of a player (kit/lanes/controls.py).
 // It runs when Play, Step or Restart is clicked, when the server replaces bars.data with a
 // new timeline, and once when the page has been laid out (the document's document_ready
 // event, or the figure's tags changed by the server when the player was built after that
 // event): cb_obj is then the click event (whose origin is the button), the bars source, the
 // document's event or the figure. Its arguments:
-//   bars      ColumnDataSource, one row per box (columns: views/kit/lanes/timeline.py bar_columns)
+//   bars      ColumnDataSource, one row per box (columns: kit/lanes/timeline.py bar_columns)
 //   clocks    ColumnDataSource, one row per lane clock (clock_columns)
 //   cursor    ColumnDataSource, one row: the wall-clock cursor (x, label, align, offset, playing)
 //   stops     ColumnDataSource, column t: the times the Step button pauses at

@@ -1,4 +1,4 @@
-// LiveHTML (views/kit/livehtml.py): a block of trusted, already-escaped HTML that is
+// LiveHTML (kit/livehtml.py): a block of trusted, already-escaped HTML that is
 // swapped in place whenever the server sends a new `html`.
 export function render({ model, el }) {
   const box = document.createElement('div');

@@ -1,4 +1,4 @@
-// NearView (views/kit/deferred.py): tells the server, once, that this slot has come within
+// NearView (kit/deferred.py): tells the server, once, that this slot has come within
 // `ahead` screen heights of the visible part of the page, so the server builds the part it
 // holds before the reader gets there. The root is this page's own document, so the margin
 // also holds inside an <iframe> on a course page (an implicit root ignores the margin there).

@@ -1,7 +1,7 @@
 // Episode 2's frame hook for the lane player (appended to lanes.js; see its header):
 // keeps the text, the clocks and the guarantee under the lanes in step with the clock.
 //
-// The contract with the HTML that views/ep2.py builds, for a page whose view has
+// The contract with the HTML that episodes/ep2/view.py builds, for a page whose view has
 // the id `uid` (a CustomJS argument, with `rounds`):
 //   [data-sdp="<uid>-text"]    the growing text. Each token span inside has data-on (ms it
 //                              appears); optionally data-off (ms it disappears) and
@@ -16,7 +16,7 @@
 //   [data-sdp="<uid>-rounds"]  the list of rounds (optional): each element with data-on
 //                              shows from that ms on.
 // `rounds` is a ColumnDataSource with one row per round end (row 0: the start): end_ms,
-// bad_rounds, and the display strings data-k names (views/ep2.py round_rows).
+// bad_rounds, and the display strings data-k names (episodes/ep2/view.py round_rows).
 // Elements are looked up once and again only after the server replaced them; the hook
 // touches only the DOM, never a model property.
 
@@ -24,7 +24,7 @@
 /* exported sdp_frame */
 
 function sdp_frame(t) {
-  const E = state.ep2 || (state.ep2 = {});
+  const E = episodes.ep2.state || (episodes.ep2.state = {});
   if (!E.text || !E.text.isConnected) {
     E.text = deep('[data-sdp="' + uid + '-text"]');
     E.spans = E.text ? Array.from(E.text.querySelectorAll('[data-on]'), el => ({
