@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..sim import sampling as rule
 from ..sim import validate as _v
 from ..sim.acceptance import Acceptance
 from ..sim.events import Event, Events, verdict_events
@@ -640,23 +641,10 @@ def record_verdict(run: RunLog, rnd: int, pos0: int, drafts: list[int], *, accep
 def judge(p_big, drafts, p_draft, rng) -> tuple[int, int]:
     """Speculative sampling over one verify pass: (accepted count, the token that follows).
 
-    Parameters
-    ----------
-    p_big : numpy.ndarray, shape (d + 1, vocab)
-        The target's distributions at the pending token and at each drafted token.
-    drafts : sequence of int, length d
-    p_draft : numpy.ndarray, shape (d, vocab), or None
-        The draft's distributions (None: one-hot on each drafted token).
-    rng : numpy.random.Generator
-
-    Each drafted ``x`` is kept with probability ``min(1, p_big(x) / p_draft(x))`` (uniforms drawn
-    up front); the first rejection is replaced by a draw from ``norm(max(0, p_big - p_draft))``,
-    and if all ``d`` are kept one more token comes from ``p_big`` at the last position.
+    The rule is the simulation's own (:func:`sim.sampling.verify_chain`): each drafted ``x`` is kept
+    with probability ``min(1, p_big(x) / p_draft(x))`` (uniforms drawn up front); the first
+    rejection is replaced by a draw from ``norm(max(0, p_big - p_draft))``, and if all ``d`` are
+    kept one more token comes from ``p_big`` at the last position. ``p_draft`` None means a
+    one-hot draft on each drafted token.
     """
-    d = len(drafts)
-    u = rng.random(d)
-    for i, x in enumerate(drafts):
-        qi = None if p_draft is None else p_draft[i]
-        if u[i] >= sampling.accept_probability(p_big[i], qi, x):
-            return i, sampling.draw(sampling.residual(p_big[i], qi, x), rng)
-    return d, sampling.draw(p_big[d], rng)
+    return rule.verify_chain(p_big, drafts, p_draft, rng)

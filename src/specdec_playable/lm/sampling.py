@@ -1,4 +1,5 @@
-"""From logits to tokens: temperature, top-p, and the speculative accept/resample rule.
+"""From logits to tokens: temperature and top-p. The speculative keep-or-replace rule itself is
+written once, in :mod:`sim.sampling` (``verify_chain``), for the simulation and the real model alike.
 
 The forward pass is float32; the probabilities here are float64 so that a cumulative sum over
 49,152 entries stays exact enough for a chi-square test over tens of thousands of draws.
@@ -7,6 +8,8 @@ The forward pass is float32; the probabilities here are float64 so that a cumula
 from __future__ import annotations
 
 import numpy as np
+
+from ..sim import sampling as rule
 
 TEMPERATURE_MAX = 10.0
 
@@ -41,28 +44,5 @@ def _nucleus(p: np.ndarray, top_p: float) -> np.ndarray:
 
 
 def draw(p: np.ndarray, rng: np.random.Generator) -> int:
-    """One token from the distribution ``p``."""
-    cum = np.cumsum(p)
-    return int(min(np.searchsorted(cum, rng.random() * cum[-1], side="right"), p.size - 1))
-
-
-def accept_probability(p: np.ndarray, q: np.ndarray | None, token: int) -> float:
-    """``min(1, p(x) / q(x))`` for a drafted token ``x``; a one-hot q (None) gives ``p(x)``."""
-    px = float(p[token])
-    if q is None:
-        return px
-    qx = float(q[token])
-    return 1.0 if qx <= 0.0 or px >= qx else px / qx
-
-
-def residual(p: np.ndarray, q: np.ndarray | None, token: int) -> np.ndarray:
-    """``norm(max(0, p - q))``: what to sample from after the draft's token is rejected."""
-    if q is None:
-        r = p.copy()
-        r[token] = 0.0
-    else:
-        r = np.maximum(p - q, 0.0)
-    total = r.sum()
-    if total <= 0.0:  # p == q: rejection had probability 0; fall back to p
-        return p
-    return r / total
+    """One token from the distribution ``p`` (one uniform from ``rng``)."""
+    return int(rule.draw(p, rng.random()))

@@ -12,6 +12,11 @@ Theorem 1). The papers write p and q for the two distributions; here ``q`` is ke
 for what it means everywhere else in the project, the acceptance probability, and
 ``acceptance_theory`` is the q speculative sampling gives.
 
+The rule is written once, here, vectorised: :func:`keep_probability`, :func:`leftover` and
+:func:`draw`. The simulation's draws (:func:`speculative_sample`, Episode 6) and the real model's
+verify pass (:func:`verify_chain`, which ``lm.decode`` calls) both use it, so the chi-square check
+on Episode 6 exercises the code the real decoder runs.
+
 This module also has the chi-square goodness-of-fit test the page uses to check
 that claim, with its p-value computed in numpy (no scipy).
 
@@ -90,20 +95,84 @@ def residual(p_big, p_draft) -> np.ndarray:
     the function then returns ``p_big`` (any choice is correct, since it is never used).
     """
     p_big, p_draft, _ = _check(p_big, p_draft, 1)
-    return _residual(p_big, p_draft)
+    return leftover(p_big, p_draft)
 
 
-def _residual(p_big: np.ndarray, p_draft: np.ndarray) -> np.ndarray:
+# --- the rule, written once (checked inputs are the callers' job: these run per verify pass) ---
+
+
+def keep_probability(p_x, q_x) -> np.ndarray:
+    """``min(1, p_big(x) / p_draft(x))`` for proposals ``x``, elementwise: the chance the big model
+    keeps each. Where ``p_draft(x) = 0`` (never proposed) it is 1.
+
+    Examples
+    --------
+    >>> keep_probability([0.5, 0.2, 0.3], [0.25, 0.4, 0.0]).tolist()
+    [1.0, 0.5, 1.0]
+    """
+    p_x = np.asarray(p_x, dtype=float)
+    q_x = np.asarray(q_x, dtype=float)
+    ratio = p_x / np.where(q_x > 0, q_x, 1.0)
+    return np.where((q_x <= 0) | (p_x >= q_x), 1.0, ratio)
+
+
+def leftover(p_big: np.ndarray, p_draft: np.ndarray) -> np.ndarray:
+    """``norm(max(0, p_big - p_draft))``, unchecked; ``p_big`` (a copy) where nothing is left."""
     r = np.maximum(p_big - p_draft, 0.0)
     total = r.sum()
     return r / total if total > 0 else p_big.copy()
 
 
-def _draw(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Inverse-CDF draws: the first index whose cumulative probability exceeds ``u``."""
+def draw(probs: np.ndarray, u) -> np.ndarray:
+    """Inverse-CDF draws from ``probs`` for uniforms ``u`` in [0, 1): the first index whose
+    cumulative probability exceeds ``u`` (scaled by the total, so float rounding never runs off
+    the end)."""
     cdf = np.cumsum(probs)
-    idx = np.searchsorted(cdf, u * cdf[-1], side="right")
+    idx = np.searchsorted(cdf, np.asarray(u) * cdf[-1], side="right")
     return np.minimum(idx, probs.size - 1)
+
+
+def verify_chain(p_big: np.ndarray, drafts, p_draft: np.ndarray | None,
+                 rng: np.random.Generator) -> tuple[int, int]:
+    """One verify pass of speculative sampling over a chain of drafted tokens: (kept, next token).
+
+    Parameters
+    ----------
+    p_big : numpy.ndarray, shape (d + 1, vocab)
+        The big model's distributions at the pending token and after each drafted token.
+    drafts : sequence of int, length d
+    p_draft : numpy.ndarray, shape (d, vocab), or None
+        The draft's distributions (None: the draft was certain, one-hot on each drafted token).
+    rng : numpy.random.Generator
+        ``d`` uniforms for the keep decisions, drawn up front, then one for the token that follows.
+
+    Each drafted ``x`` is kept with :func:`keep_probability`; the first one rejected is replaced
+    by a draw from :func:`leftover`, and if all ``d`` are kept one more token comes from
+    ``p_big`` at the last position. The real decoder (``lm.decode``) calls this.
+
+    Examples
+    --------
+    >>> p = np.array([[0.0, 1.0], [0.5, 0.5]])
+    >>> verify_chain(p, [0], None, np.random.default_rng(0))  # a certain draft of a token p_big never writes
+    (0, 1)
+    """
+    d = len(drafts)
+    u = rng.random(d)
+    x = np.asarray(drafts, dtype=np.int64)
+    rows = np.arange(d)
+    q_x = 1.0 if p_draft is None else p_draft[rows, x]
+    kept = u < keep_probability(p_big[rows, x], q_x)
+    a = d if kept.all() else int(np.argmin(kept))
+    if a == d:
+        return d, int(draw(p_big[d], rng.random()))
+    q = _one_hot(x[a], p_big.shape[1]) if p_draft is None else p_draft[a]
+    return a, int(draw(leftover(p_big[a], q), rng.random()))
+
+
+def _one_hot(token: int, size: int) -> np.ndarray:
+    out = np.zeros(size)
+    out[token] = 1.0
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,14 +268,12 @@ def speculative_sample(p_big, p_draft, n: int, *, rng=None) -> SampleResult:
     p_big, p_draft, n = _check(p_big, p_draft, n)
     rng = _v.generator(rng)
     u = rng.random((3, n))
-    proposals = _draw(p_draft, u[0])
-    # Keep with probability min(1, p_big/p_draft): u * p_draft < p_big avoids dividing
-    # (p_draft[x] > 0 for any proposal).
-    accepted = u[1] * p_draft[proposals] < p_big[proposals]
+    proposals = draw(p_draft, u[0])
+    accepted = u[1] < keep_probability(p_big[proposals], p_draft[proposals])
     samples = proposals.copy()
     rejected = ~accepted
     if rejected.any():
-        samples[rejected] = _draw(_residual(p_big, p_draft), u[2][rejected])
+        samples[rejected] = draw(leftover(p_big, p_draft), u[2][rejected])
     for arr in (p_big, p_draft, proposals, samples, accepted):
         arr.setflags(write=False)
     return SampleResult(p_big, p_draft, proposals, samples, accepted)
