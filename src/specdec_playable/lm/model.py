@@ -14,10 +14,11 @@ For speed each block keeps four matrices ``(out, in)``, three of them fused:
 * ``wo`` (576 x 576) and ``wdown`` (576 x 1536).
 
 Every matrix, and the embedding, is packed once at load into the kernel's layout
-(:func:`.kernel.pack`, panels of 16 rows; the packed copy is the only one), each kind stacked over
-the blocks, and a pass runs the blocks in one compiled call (:func:`.fused.run_blocks`) and the
-head through :func:`.kernel.matmul_t`. Without numba, or with :data:`FUSED` set False, the same
-pass runs as numpy code (:meth:`Model._block`), the reference the compiled one is tested against.
+(:func:`.kernel.pack`, panels of :data:`.kernel.PANEL` rows; the packed copy is the only one),
+each kind stacked over the blocks, and a pass runs the blocks in one compiled call
+(:func:`.fused.run_blocks`) and the head through :func:`.kernel.matmul_t`. Without numba, or with
+:data:`FUSED` set False, the same pass runs as numpy code (:meth:`Model._block`), the reference the
+compiled one is tested against.
 
 GGUF stores the query and key rows permuted for llama.cpp's rotary form (rotate interleaved pairs
 0,1 / 2,3 / ...). The loader permutes them once more, consistently for queries and keys, so that pair
