@@ -389,7 +389,9 @@ def run_tag(args) -> str:
             f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}"
             + (f"_l{'-'.join(map(str, args.layers))}" if args.layers else "")
             + (f"_from{sha256_file(Path(args.init_from))[:10]}" if args.init_from else "")
-            + (f"_sd{args.sd_rows}-{args.sd_loops}" if getattr(args, "selfdistill", "") else ""))
+            + (f"_sd{args.sd_rows}-{args.sd_held_share}-{args.sd_loops}"
+               + (f"{args.sd_loop_weight}" if args.sd_loops == "weight" else "")
+               if getattr(args, "selfdistill", "") else ""))
 
 
 def export(params, vocab: np.ndarray, args) -> dict:

@@ -20,7 +20,7 @@ from .corpus import (BUDGETS, HELD_OUT_SHARE, assert_no_overlap, corpus_summary,
                      selfdistill_rows)
 from .evaluate import draft_cost, measure, print_measure, replies_tokens_per_pass
 from .features import (Stopped, chunks_of, collect, collected_layers, merge, model_choices,
-                       pick_layers, pick_vocab)
+                       n_rows, pick_layers, pick_vocab, take_rows)
 from .loop import asset_vocab, export, last_step, subset, train
 from .replies import chat_docs
 from .ship import provenance, write_asset
@@ -131,7 +131,11 @@ def vocabulary(model, prep: dict, args) -> np.ndarray:
     t0 = time.perf_counter()
     # A head continued keeps its vocabulary: its coverage is then counted on a seeded tenth of
     # the chunks (the full head over every position is minutes of one core).
-    choices = model_choices(model, subset(prep["train"], 0.1 if args.init_from else 1.0, args.seed))
+    sample = subset(prep["train"], 0.1 if args.init_from else 1.0, args.seed)
+    if args.vocab_rows and n_rows(sample) > args.vocab_rows:  # the full head a position is slow
+        pick = np.random.default_rng([args.seed, 4]).choice(n_rows(sample), args.vocab_rows, replace=False)
+        sample = take_rows(sample, np.sort(pick))
+    choices = model_choices(model, sample)
     if args.vocab_from == "corpus":
         cover_choices, choices = choices, np.zeros_like(choices)
     if args.init_from:  # the head it continues reads out over its own vocabulary
