@@ -239,3 +239,47 @@ def test_tokens_per_pass_on_greedy_replies_match_speculative_decoding(model, tmp
         spec = speculate(model, ids, DraftHead(), 4, max_new=40)
         assert list(spec.tokens) == list(reply)
         assert abs((rounds + 1).mean() - spec.tokens_per_pass) <= 0.1, (rounds, spec.tokens_per_pass)
+
+
+def sd_rows_of(path, tok, i: int) -> np.ndarray:
+    """Row ``i`` of a corpus file, uncut, as the features stage reads it."""
+    return read_selfdistill(path).row_ids(tok, i, cut=False)
+
+
+def test_a_tiny_run_on_the_models_replies_trains_and_measures_held_out_replies(model, tmp_path):
+    """The GPU corpus's path end to end on eight rows: split by prompt, loops weighted down in
+    the features (``--sd-loops weight``), a few training steps, and tokens per pass measured on
+    the held-out replies from the features alone."""
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    from specdec_playable.train import cli, pipeline
+    from specdec_playable.train.evaluate import replies_tokens_per_pass
+
+    tok = model.tokenizer
+    texts = ["The sea is calm tonight and the stars are out.", "def add(a, b):\n    return a + b",
+             '{"name": "Ada", "year": 1843}', "Dear Sam, thank you for the tea.",
+             "Plant the tree in spring and water it.", "SELECT name FROM books;",
+             "Leaves turn red in autumn.", "A list: apples, pears, plums."]
+    replies = [np.array(tok.encode(t), np.int64) for t in texts]
+    replies[1] = np.concatenate([replies[1], np.tile(replies[1][:5], 10)])  # a loop to the end
+    _tiny_corpus(tmp_path / "sd.npz", [f"Prompt number {i}?" for i in range(8)], replies,
+                 [True, False] + [True] * 6)
+    argv = ["--tiny", "--data-scale", "0", "--selfdistill", str(tmp_path / "sd.npz"),
+            "--sd-held-share", "0.3", "--sd-loops", "weight", "--steps", "6", "--no-write",
+            "--work", str(tmp_path / "work")]
+    prep = pipeline.run(cli.parse_args(argv + ["--prepare-only"]))["prep"]
+    sd = prep["summary"]["selfdistill"]
+    assert sd["train"]["rows"] + sd["held"]["rows"] == 8 and sd["held"]["rows"] >= 1
+    lens, weight = np.asarray(prep["train"]["lens"]), np.asarray(prep["train"]["weight"])
+    real = np.arange(weight.shape[1])[None, :] < lens[:, None]
+    down = np.isclose(weight, 0.1, rtol=0, atol=1e-6) & real
+    assert (np.isclose(weight, 1.0, rtol=0, atol=1e-6) | down)[real].all()
+    assert (weight[~real] == 0).all()  # padding: no weight
+    assert sd["train"]["rows_with_loops"] == 1  # row 1, on the training side at this seed
+    looping = sd_rows_of(tmp_path / "sd.npz", tok, 1)
+    assert down.sum() == looping.size - loop_start(looping) > 0
+    out = pipeline.run(cli.parse_args(argv))
+    assert len(out["history"]) == 6 and np.isfinite([h["loss"] for h in out["history"]]).all()
+    got = replies_tokens_per_pass(model, out["arrays"], prep["held"], prep["prompt_lens"], k=3)
+    assert got["replies"] == len(prep["prompt_lens"]) == sd["held"]["rows"]
+    assert 1.0 <= got["tokens_per_pass"] <= 4.0
