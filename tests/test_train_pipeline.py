@@ -148,7 +148,7 @@ def test_the_features_stage_resumes_to_the_same_shards(model, tmp_path):
     with pytest.raises(Stopped):  # a second interruption, one shard further
         collect(model, seqs, tmp_path / "b", 32, (2, 15), shard=2, max_shards=1)
     resumed = collect(model, seqs, tmp_path / "b", 32, (2, 15), shard=2)
-    assert len(list((tmp_path / "b").glob("shard_*"))) == 3 and not list((tmp_path / "b").glob("*.tmp"))
+    assert len(list((tmp_path / "b").glob("shard_*"))) == 3 and not list((tmp_path / "b").glob("*.tmp*"))
     assert sorted(whole) == sorted(resumed) == ["feats", "lens", "low", "seq", "toks"]
     for k in whole:  # the same computation: the same bits
         assert np.array_equal(np.asarray(whole[k]), np.asarray(resumed[k])), k
@@ -159,6 +159,22 @@ def test_the_features_stage_resumes_to_the_same_shards(model, tmp_path):
         rows = np.flatnonzero(whole["seq"] == i)
         got = np.concatenate([toks[r, :lens[r]] for r in rows])
         assert got.size >= s.size - 1 and np.array_equal(got, s[:got.size])
+
+
+def test_a_shared_start_goes_through_the_model_once_and_changes_nothing_but_rounding(model):
+    """Sequences that open with the same chat template: the template's pass is shared, and every
+    feature stays within 1% of its row's RMS of a single pass over the whole sequence."""
+    from specdec_playable.train.features import common_prefix, sequence_features, shard_features
+
+    seqs = _seqs(model, 3)
+    assert common_prefix(seqs) == len(model.tokenizer.chat("Write something."))
+    assert common_prefix([seqs[0], seqs[0][:20]]) == 18  # each keeps two tokens of its own
+    for (h, low), c in zip(shard_features(model, seqs, (2, 15)), seqs):
+        h1, low1 = sequence_features(model, c, (2, 15))
+        for a, b in ((h, h1), (low, low1)):
+            assert a.shape == b.shape
+            rms = np.sqrt((b.astype(np.float64) ** 2).mean(axis=-1, keepdims=True))
+            assert (np.abs(a - b) <= 0.01 * rms).all()
 
 
 def test_the_features_agree_with_the_layers_the_serving_model_captures(model, tmp_path):

@@ -127,6 +127,8 @@ def _run_args(a) -> None:
       "per pass")
     a("--eval-replies", type=int, default=0, help="measure tokens per pass on at most this many "
       "held-out replies (0: all)")
+    a("--evaluate", default="", metavar="NPZ", help="only measure this head asset (e.g. "
+      "assets/lm/draft_head.npz) on the held-out split, collecting the features it lacks; no training")
     a("--corpus-stats", action="store_true", help="only print the self-distillation corpus's "
       "statistics (loops, the split, the readout's coverage) as JSON")
 

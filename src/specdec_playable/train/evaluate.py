@@ -174,22 +174,36 @@ def sequences_of(data: dict, seq: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return ids, hidden, low
 
 
+def reply_first_guesses(model, w, ids: np.ndarray, hidden: np.ndarray, low=None, *,
+                        start: int) -> np.ndarray:
+    """Teacher-forced, at every reply position ``t + 1 >= start`` of a greedy reply: is the head's
+    first guess (from the target's real features up to ``t - 1`` and token ``t``) the stored
+    token ``ids[t + 1]``, which is the model's own greedy choice there. One bool a position."""
+    n = ids.size
+    captured = None if low is None else {m: low[:, i] for i, m in enumerate(w.layers)}
+    pred = lmhead.teacher_forced(model, w, ids, lmhead.head_inputs(w, hidden, captured), 0, n)
+    t = np.arange(max(1, start - 1), n - 1)
+    return lmhead.head_logits(model, w, pred[t]).argmax(axis=1) == ids[t + 1]
+
+
 def replies_tokens_per_pass(model, arrays: dict, held: dict, prompt_lens: dict, *, k: int = 4,
                             most: int = 0) -> dict:
-    """Tokens per pass at ``k`` of the head ``arrays`` on the held-out self-distillation replies
-    (``prompt_lens``: sequence -> where its reply starts; at most ``most`` of them, 0: all):
-    the rounds of every reply pooled, and the mean over replies, with the first guess's
-    agreement along the way."""
+    """On the held-out self-distillation replies (``prompt_lens``: sequence -> where its reply
+    starts; at most ``most`` of them, 0: all), with the head ``arrays``: the teacher-forced first
+    guess at every reply position, and tokens per pass at ``k`` (the rounds of every reply
+    pooled, and the mean over replies)."""
     w = lmhead.weights_from_arrays(arrays)
-    rounds, per_reply = [], []
+    rounds, per_reply, first = [], [], []
     for seq, start in sorted(prompt_lens.items())[:most or None]:
         ids, hidden, low = sequences_of(held, seq)
+        first.append(reply_first_guesses(model, w, ids, hidden, low, start=start))
         r = greedy_rounds(model, w, ids, hidden, low, start=start, k=k)
         if r.size:
             rounds.append(r)
             per_reply.append(float((r + 1).mean()))
     every = np.concatenate(rounds) if rounds else np.zeros(0, np.int64)
-    return dict(k=k, replies=len(per_reply), rounds=int(every.size),
+    guesses = np.concatenate(first) if first else np.zeros(0, bool)
+    return dict(k=k, replies=len(per_reply), rounds=int(every.size), positions=int(guesses.size),
+                first_guess=round(float(guesses.mean()), 4) if guesses.size else None,
                 tokens_per_pass=round(float((every + 1).mean()), 4) if every.size else None,
-                mean_over_replies=round(float(np.mean(per_reply)), 4) if per_reply else None,
-                first_guess_kept=round(float((every > 0).mean()), 4) if every.size else None)
+                mean_over_replies=round(float(np.mean(per_reply)), 4) if per_reply else None)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -89,6 +90,42 @@ def sequence_features(model, ids: np.ndarray, layers=()) -> tuple[np.ndarray, np
     return fw.hidden, low
 
 
+#: A common start of at least this many tokens (the chat template's system turn: 31) is run
+#: through the model once per shard.
+PREFIX_MIN = 8
+
+
+def common_prefix(seqs) -> int:
+    """How many leading tokens every sequence of ``seqs`` shares (each keeping two of its own)."""
+    n = min(len(c) for c in seqs) - 2
+    first = np.asarray(seqs[0][:max(n, 0)], np.int64)
+    for c in seqs[1:]:
+        differ = np.flatnonzero(np.asarray(c[:first.size], np.int64) != first)
+        first = first[:differ[0]] if differ.size else first
+    return int(first.size)
+
+
+def shard_features(model, seqs, layers=()):
+    """:func:`sequence_features` of every sequence of a shard, one at a time. The start they all
+    share (every self-distillation row opens with the same chat template) goes through the model
+    once, and each sequence's pass continues from its keys and values: the same features to the
+    float rounding of a pass split in two, as a decoder's prefill and verify passes split it."""
+    p = common_prefix(seqs)
+    if p < PREFIX_MIN:
+        for c in seqs:
+            yield sequence_features(model, np.asarray(c, np.int64), layers)
+        return
+    cache = model.new_cache(capacity=max(len(c) for c in seqs))
+    head = model.forward(np.asarray(seqs[0][:p], np.int64), cache, logits="none", capture=layers)
+    for c in seqs:
+        cache.rollback(p)
+        fw = model.forward(np.asarray(c[p:], np.int64), cache, logits="none", capture=layers)
+        hidden = np.concatenate([head.hidden, fw.hidden])
+        low = (np.stack([np.concatenate([head.captured[m], fw.captured[m]]) for m in layers], axis=1)
+               if layers else None)
+        yield hidden, low
+
+
 def _shard_arrays(model, seqs, weights, length: int, layers) -> dict:
     """The rows of one shard's sequences, in memory."""
     d = model.config.d_model
@@ -101,9 +138,8 @@ def _shard_arrays(model, seqs, weights, length: int, layers) -> dict:
     if weights is not None:
         out["weight"] = np.zeros((r, length), np.float32)
     row = 0
-    for i, c in enumerate(seqs):
+    for i, (c, (hidden, low)) in enumerate(zip(seqs, shard_features(model, seqs, layers))):
         ids = np.asarray(c, np.int64)
-        hidden, low = sequence_features(model, ids, layers)
         for s in windows(ids.size, length):
             n = min(length, ids.size - s)
             out["toks"][row, :n], out["feats"][row, :n], out["lens"][row] = ids[s:s + n], hidden[s:s + n], n
@@ -119,13 +155,20 @@ def _shard_arrays(model, seqs, weights, length: int, layers) -> dict:
 
 
 def _write_shard(folder: Path, arrays: dict) -> None:
-    tmp = folder.with_name(folder.name + ".tmp")
+    """Write a shard under a name of this process's, then rename it: a shard folder is always
+    complete, and of two processes writing the same shard the first to finish keeps it."""
+    tmp = folder.with_name(f"{folder.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for k, v in arrays.items():
         np.save(tmp / f"{k}.npy", v)
     (tmp / "rows.json").write_text(json.dumps(dict(rows=int(arrays["lens"].size), keys=sorted(arrays))))
-    tmp.rename(folder)
+    try:
+        tmp.rename(folder)
+    except OSError:
+        if not folder.is_dir():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)  # the same shard, written meanwhile by another run
 
 
 def _read_shard(folder: Path) -> dict:

@@ -166,11 +166,23 @@ def measure_all(model, arrays: dict, prep: dict, args) -> dict:
     return results
 
 
+def _head_to_evaluate(args) -> dict | None:
+    """The arrays of the head ``--evaluate`` names (None without it); the run's ``--layers``
+    become the head's, so the features hold what it reads."""
+    if not args.evaluate:
+        return None
+    with np.load(args.evaluate) as z:
+        arrays = {k: z[k] for k in z.files}
+    args.layers = tuple(int(m) for m in arrays.get("layers", ()))
+    return arrays
+
+
 def run(args) -> dict:
     """Every stage; each resumes what an earlier call left (``--max-shards``, ``--stop-at``:
     stop early on purpose, as an interruption would)."""
     t_start = time.perf_counter()
     model = get_model()
+    head = _head_to_evaluate(args)
     try:
         prep = prepare(model, args)
     except Stopped as stop:
@@ -179,6 +191,9 @@ def run(args) -> dict:
     if args.prepare_only:
         print(f"prepared in {time.perf_counter() - t_start:.0f} s: {prep['summary']}")
         return dict(history=[], arrays={}, results={}, seconds=prep["seconds"], prep=prep)
+    if head is not None:
+        return dict(history=[], arrays=head, results=measure_all(model, head, prep, args),
+                    seconds=prep["seconds"], prep=prep)
     vocab = vocabulary(model, prep, args)
     at = sorted({max(1, int(float(f) * args.steps)) for f in args.eval_at.split(",") if f})
     evaluate = (at, lambda arrays: measure(model, arrays, prep["held"])) if args.measure else None
