@@ -135,6 +135,9 @@ def vocabulary(model, prep: dict, args) -> np.ndarray:
     if args.vocab_rows and n_rows(sample) > args.vocab_rows:  # the full head a position is slow
         pick = np.random.default_rng([args.seed, 4]).choice(n_rows(sample), args.vocab_rows, replace=False)
         sample = take_rows(sample, np.sort(pick))
+    positions = int(np.asarray(sample["lens"]).sum())
+    print(f"vocabulary: the model's own choices at {positions:,} positions (about 2 ms each; "
+          f"--vocab-rows or --vocab-from corpus is quicker)", flush=True)
     choices = model_choices(model, sample)
     if args.vocab_from == "corpus":
         cover_choices, choices = choices, np.zeros_like(choices)
