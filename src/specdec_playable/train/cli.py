@@ -156,13 +156,16 @@ def corpus_stats(args) -> dict:
                                              rows=args.sd_rows)
     out = dict(path=str(args.selfdistill or ROOT / SELFDISTILL), held_share=args.sd_held_share,
                train=loop_stats(sd, train_rows), held=loop_stats(sd, held_rows),
-               shared_prompts=len({sd.prompts[i] for i in train_rows} & {sd.prompts[i] for i in held_rows}))
+               shared_prompts=len({sd.prompts[i] for i in train_rows}
+                                  & {sd.prompts[i] for i in held_rows}))
     for side, rows in (("train", train_rows), ("held", held_rows)):
         loose = loop_stats(sd, rows, tolerance=0.2)
-        out[side]["with_tolerance_0.2"] = {k: loose[k] for k in ("rows_with_loops", "tokens_kept_after_cut")}
+        out[side]["with_tolerance_0.2"] = {k: loose[k]
+                                           for k in ("rows_with_loops", "tokens_kept_after_cut")}
     for cut in (True, False):
-        out[f"readout_coverage_{args.n_vocab}" + ("" if cut else "_loops_kept")] = round(readout_coverage(
-            reply_tokens(sd, train_rows, cut=cut), reply_tokens(sd, held_rows, cut=cut), args.n_vocab), 4)
+        share = readout_coverage(reply_tokens(sd, train_rows, cut=cut),
+                                 reply_tokens(sd, held_rows, cut=cut), args.n_vocab)
+        out[f"readout_coverage_{args.n_vocab}" + ("" if cut else "_loops_kept")] = round(share, 4)
     print(json.dumps(out, indent=1))
     return out
 

@@ -142,7 +142,8 @@ def _shard_arrays(model, seqs, weights, length: int, layers) -> dict:
         ids = np.asarray(c, np.int64)
         for s in windows(ids.size, length):
             n = min(length, ids.size - s)
-            out["toks"][row, :n], out["feats"][row, :n], out["lens"][row] = ids[s:s + n], hidden[s:s + n], n
+            out["toks"][row, :n], out["feats"][row, :n] = ids[s:s + n], hidden[s:s + n]
+            out["lens"][row] = n
             if layers:
                 out["low"][row, :n] = low[s:s + n]
             if weights is not None:

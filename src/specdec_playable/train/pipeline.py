@@ -16,8 +16,8 @@ from ..lm import get_model
 from .chat_prompts import CHAT, CHAT_GREEDY
 from .corpus import (BUDGETS, HELD_OUT_SHARE, assert_no_overlap, corpus_summary, hash_share,
                      loop_stats, loop_weights, node_docs, pick_docs, python_docs,
-                     read_selfdistill, readout_coverage, reply_tokens, selfdistill_items, selfdistill_overlap,
-                     selfdistill_rows)
+                     read_selfdistill, readout_coverage, reply_tokens, selfdistill_items,
+                     selfdistill_overlap, selfdistill_rows)
 from .evaluate import draft_cost, measure, print_measure, replies_tokens_per_pass
 from .features import (Stopped, chunks_of, collect, collected_layers, merge, model_choices,
                        n_rows, pick_layers, pick_vocab, take_rows)
@@ -91,7 +91,8 @@ def features_of(model, args, docs: list, sd: list, label: str) -> tuple[dict, li
     n = len(chunks)
     parts = [collect(model, seqs, folder, args.chunk, layers, max_shards=args.max_shards,
                      weights=None if weights is None else weights[lo:hi], label=f"{label} {name}")
-             for name, seqs, lo, hi in (("documents", chunks, 0, n), ("replies", rows, n, n + len(rows)))]
+             for name, seqs, lo, hi in (("documents", chunks, 0, n),
+                                        ("replies", rows, n, n + len(rows)))]
     data = merge(*parts)
     if args.layers:  # the head's layers, in its order, out of those collected
         data["low"] = pick_layers(data["low"], [layers.index(m) for m in args.layers])
@@ -133,7 +134,8 @@ def vocabulary(model, prep: dict, args) -> np.ndarray:
     # the chunks (the full head over every position is minutes of one core).
     sample = subset(prep["train"], 0.1 if args.init_from else 1.0, args.seed)
     if args.vocab_rows and n_rows(sample) > args.vocab_rows:  # the full head a position is slow
-        pick = np.random.default_rng([args.seed, 4]).choice(n_rows(sample), args.vocab_rows, replace=False)
+        rng = np.random.default_rng([args.seed, 4])
+        pick = rng.choice(n_rows(sample), args.vocab_rows, replace=False)
         sample = take_rows(sample, np.sort(pick))
     positions = int(np.asarray(sample["lens"]).sum())
     print(f"vocabulary: the model's own choices at {positions:,} positions (about 2 ms each; "
