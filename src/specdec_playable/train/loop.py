@@ -1,0 +1,411 @@
+"""Stage 3, the head's training loop: JAX + optax (the ``train`` extra), seeded, checkpointed.
+
+EAGLE-style: the head takes the model's final-normed feature f_t (fused with the residual streams
+of lower blocks for a head fed several layers) and the embedding of token x_{t+1} and predicts
+f_{t+1}, read out through the model's tied head over the N tokens of its vocabulary. Loss:
+cross-entropy against the model's own next-token distribution (over those N tokens) plus
+``reg_weight`` x smooth-L1 on the feature, each position weighted by the features' ``weight``
+where they carry one (a looping reply weighted down). ``unroll`` N trains N drafting steps per
+position (EAGLE-3's training-time test, Li et al. 2025): step s is fed the head's own predicted
+features from step s - 1 and attends as drafting does (see :func:`ttt_attention`).
+
+A checkpoint holds the weights, the optimizer's state, the step and the data position (the
+batches are drawn from the seed and the step, so the step is where the data stands), and the
+history; a run resumes from it to the same weights as a run never stopped.
+
+JAX is imported inside the functions that need it, so importing this module needs only numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .features import n_rows, take_rows
+from .ship import sha256_file
+
+def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed: int,
+                n_layers: int = 0) -> dict:
+    """Seeded initial weights (float32 numpy): the layer of lm.head before training; with
+    ``n_layers`` lower layers fed in, a fusion that starts as the last layer alone."""
+    rng = np.random.default_rng([seed, 1])
+
+    def mat(out, inp, scale=1.0):
+        return (rng.standard_normal((out, inp)) * scale / np.sqrt(inp)).astype(np.float32)
+
+    p = dict(fc=mat(d, 2 * d), wgu=mat(2 * d_ff, d), wdown=mat(d, d_ff, 0.1),
+             out_norm=np.asarray(final_norm, np.float32).copy())
+    if attention:
+        p.update(wqkv=mat(3 * d, d), wo=mat(d, d, 0.1))
+    if n_layers:
+        p["fuse"] = identity_fuse(d, n_layers)
+    return p
+
+
+def identity_fuse(d: int, n_layers: int) -> np.ndarray:
+    """The fusion ``[0, ..., 0, I]`` (d, d x (n_layers + 1)): the last layer's feature alone, so
+    a head fed several layers starts as the head it continues."""
+    fuse = np.zeros((d, d * (n_layers + 1)), np.float32)
+    fuse[:, d * n_layers:] = np.eye(d, dtype=np.float32)
+    return fuse
+
+
+def _rms(x):
+    import jax
+    import jax.numpy as jnp
+
+    return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-5)
+
+
+def _shift(x, n: int):
+    """``x`` moved ``n`` positions later along axis 1 (zeros in front): out[:, j] = x[:, j - n]."""
+    import jax.numpy as jnp
+
+    if n == 0:
+        return x
+    return jnp.concatenate((jnp.zeros_like(x[:, :n]), x[:, :-n]), axis=1)
+
+
+def ttt_attention(q, own, past, hd: int):
+    """Attention of drafting step ``s = len(past)`` over what the head's cache holds when it drafts.
+
+    Training index ``j`` of step ``s`` is the ``s + 1``-th guess of a draft that starts at index
+    ``j - s``: its cache holds the real positions ``<= j - s`` (step 0's keys) and one position
+    from each earlier drafting step ``r`` (at index ``j - s + r``), then its own. EAGLE-3's
+    training-time test, as :meth:`specdec_playable.lm.head.HeadRun.propose` serves it.
+    ``q``, keys and values are ``(B, T, H, hd)``, keys rotated; ``own`` is this step's (k, v).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    s_ = len(past)
+    t = q.shape[1]
+    k0, v0 = (past[0] if past else own)
+    scores = jnp.einsum("bqhe,bkhe->bhqk", q, k0) / np.sqrt(hd)
+    allowed = jnp.tril(jnp.ones((t, t), bool), -s_)  # real keys at i <= j - s
+    scores = jnp.where(allowed[None, None], scores, -jnp.inf)
+    diag, vals = [], []
+    for r in range(1, s_ + 1):
+        kr, vr = past[r] if r < s_ else own
+        kr, vr = _shift(kr, s_ - r), _shift(vr, s_ - r)
+        d = jnp.einsum("bqhe,bqhe->bhq", q, kr) / np.sqrt(hd)
+        ok = jnp.arange(t) >= s_ - r
+        diag.append(jnp.where(ok[None, None], d, -jnp.inf)[..., None])
+        vals.append(vr)
+    p = jax.nn.softmax(jnp.concatenate([scores] + diag, axis=-1), axis=-1)
+    o = jnp.einsum("bhqk,bkhe->bqhe", p[..., :t], v0)
+    for r, vr in enumerate(vals):
+        o = o + p[..., t + r].transpose(0, 2, 1)[..., None] * vr
+    return o
+
+
+def params_from_asset(path: Path, args) -> dict:
+    """Float32 training weights from a shipped asset (:func:`export` undone), to train further.
+
+    Raises ``SystemExit`` with a one-line reason when its shape is not the one ``args`` asks for.
+    """
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    want = dict(n_heads=args.n_heads, window=args.chunk, d_ff=arrays["wgu"].shape[0] // 2,
+                n_vocab=arrays["vocab"].size)
+    got = dict(n_heads=int(arrays["n_heads"][0]), window=int(arrays["window"][0]), d_ff=args.d_ff,
+               n_vocab=args.n_vocab)
+    if want != got or ("wqkv" in arrays) != (args.block == "attention"):
+        raise SystemExit(f"--init-from {path}: the asset's shape {want} is not this run's {got} "
+                         f"(--block {args.block})")
+    out = {k: arrays[k].astype(np.float32) for k in ("fc", "wgu", "wdown", "out_norm", "wqkv", "wo", "fuse")
+           if k in arrays}
+    have = tuple(int(m) for m in arrays.get("layers", ()))
+    if have and have != tuple(args.layers):
+        raise SystemExit(f"--init-from {path}: the asset reads blocks {have}, this run --layers "
+                         f"{','.join(map(str, args.layers)) or '(none)'}")
+    if args.layers and "fuse" not in out:  # a head of the last layer alone, now fed several
+        out["fuse"] = identity_fuse(out["fc"].shape[0], len(args.layers))
+    if "wqkv" in out:
+        d = out["wqkv"].shape[1]
+        out["wqkv"][:d] *= np.sqrt(d // args.n_heads)
+    return out
+
+
+def asset_vocab(path: Path) -> np.ndarray:
+    with np.load(path) as z:
+        return z["vocab"].astype(np.int64)
+
+
+def jax_inputs(params, feats, low):
+    """The head's inputs at real positions (lm.head.head_inputs): ``feats`` (B, T, d) themselves,
+    or with a fusion, ``fuse [rms(low[..., i, :]) ..., feats]`` for ``low`` (B, T, L, d)."""
+    import jax.numpy as jnp
+
+    if "fuse" not in params:
+        return feats
+    z = jnp.concatenate([_rms(low[..., i, :]) for i in range(low.shape[-2])] + [feats], axis=-1)
+    return z @ params["fuse"].T
+
+
+def jax_head(params, feats, embeds, n_heads: int, past=()):
+    """lm.head.head_forward in JAX over whole chunks (B, T, d), no cache.
+
+    ``past``: the keys and values of the earlier drafting steps (step 0 fed the target's real
+    features; see :func:`ttt_attention`); empty for plain causal attention. Returns the predicted
+    features and this step's (keys, values).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    x = jnp.concatenate((_rms(feats), _rms(embeds)), axis=-1) @ params["fc"].T
+    kv = None
+    if "wqkv" in params:
+        b, t, d = x.shape
+        hd = d // n_heads
+        qkv = _rms(x) @ params["wqkv"].T
+        q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, t, n_heads, hd) for i in range(3))
+        inv = 10000.0 ** (-jnp.arange(0, hd, 2, dtype=jnp.float32) / hd)
+        ang = jnp.arange(t, dtype=jnp.float32)[:, None] * inv[None, :]
+        cos, sin = jnp.cos(ang)[None, :, None, :], jnp.sin(ang)[None, :, None, :]
+
+        def rope(z):
+            a, c = z[..., :hd // 2], z[..., hd // 2:]
+            return jnp.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
+
+        kv = (rope(k), v)
+        o = ttt_attention(rope(q), kv, list(past), hd).reshape(b, t, d)
+        x = x + o @ params["wo"].T
+    gu = _rms(x) @ params["wgu"].T
+    gate, up = jnp.split(gu, 2, axis=-1)
+    x = x + (jax.nn.silu(gate) * up) @ params["wdown"].T
+    return _rms(x) * params["out_norm"], kv
+
+
+def unrolled(params, feats, embeds, n_heads: int, steps: int, low=None) -> list:
+    """The head's predicted features at each of ``steps`` drafting steps (training-time test).
+
+    Step 0 reads the target's real features (fused with ``low``, the lower layers' residual
+    streams, for a head fed several layers: :func:`jax_inputs`); step ``s`` at index ``j``
+    reads the head's own prediction of step ``s - 1`` at ``j - 1`` (what drafting a further
+    token feeds it) and attends as drafting does (:func:`ttt_attention`). Tokens are the real
+    next tokens: a later guess only counts once the earlier ones matched them.
+    """
+    import jax.numpy as jnp
+
+    real = jax_inputs(params, feats, low)
+    inputs, past, preds = real, [], []
+    for _ in range(steps):
+        pred, kv = jax_head(params, inputs, embeds, n_heads, past)
+        preds.append(pred)
+        past.append(kv)
+        inputs = jnp.concatenate((real[:, :1], pred[:, :-1]), axis=1)
+    return preds
+
+
+def loss_fn(params, batch, readout, cfg):
+    """Mean over drafting steps of the mean over valid positions of CE(model's p over the
+    vocabulary, head's q) + w * smooth L1 on the feature; per step, its loss and how often its
+    guess is the model's greedy token."""
+    import jax
+    import jax.numpy as jnp
+
+    feats, low, embeds, target, valid = batch
+    tlog = target @ readout.T
+    p = jax.nn.softmax(tlog, axis=-1)
+    total, parts = 0.0, []
+    preds = unrolled(params, feats, embeds, cfg["n_heads"], cfg["unroll"], low)
+    for s_, pred in enumerate(preds):
+        logq = jax.nn.log_softmax(pred @ readout.T, axis=-1)
+        ce = -(p * logq).sum(-1)
+        diff = jnp.abs(pred - target)
+        reg = jnp.where(diff < 1.0, 0.5 * diff * diff, diff - 0.5).mean(-1)
+        ok = valid * (jnp.arange(valid.shape[1]) >= s_)[None, :]  # a draft needs a real start
+        n = jnp.maximum(ok.sum(), 1.0)
+        step_loss = ((ce + cfg["reg_weight"] * reg) * ok).sum() / n
+        acc = ((logq.argmax(-1) == tlog.argmax(-1)) * ok).sum() / n
+        total = total + step_loss / cfg["unroll"]
+        parts.append((step_loss, acc))
+    return total, parts
+
+
+def make_batch(data: dict, idx: np.ndarray, embed: np.ndarray):
+    """``(features, lower layers' streams or None, next tokens' embeddings, next features,
+    valid)`` of the chunks ``idx``; ``valid`` is each position's weight where the features carry
+    one (``weight``), else 1 at every real position."""
+    toks, feats, lens = data["toks"][idx], data["feats"][idx].astype(np.float32), data["lens"][idx]
+    low = data["low"][idx, :-1].astype(np.float32) if "low" in data else None
+    t = toks.shape[1]
+    valid = (np.arange(1, t)[None, :] < lens[:, None]).astype(np.float32)
+    if "weight" in data:
+        valid = valid * data["weight"][idx][:, 1:].astype(np.float32)
+    return (feats[:, :-1], low, embed[toks[:, 1:]], feats[:, 1:], valid)
+
+
+def save_ckpt(path: Path, step: int, params, opt_state, history: list) -> None:
+    """The weights, the optimizer's state and the data position (``step``: batches drawn so far;
+    batch ``i`` is drawn from the seed and ``i``), written atomically, and the history beside."""
+    import jax
+
+    leaves = jax.tree_util.tree_leaves((params, opt_state))
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, *[np.asarray(x) for x in leaves], step=step, data_position=step)
+    tmp.replace(path)
+    path.with_suffix(".json").write_text(json.dumps(history))
+
+
+def load_ckpt(path: Path, params, opt_state):
+    import jax
+
+    if not path.is_file():
+        return 0, params, opt_state, []
+    treedef = jax.tree_util.tree_structure((params, opt_state))
+    with np.load(path) as z:
+        n = len([k for k in z.files if k.startswith("arr_")])
+        leaves = [z[f"arr_{i}"] for i in range(n)]
+        step = int(z["step"])
+    params, opt_state = jax.tree_util.tree_unflatten(treedef, leaves)
+    print(f"resumed from {path} at step {step}")
+    return step, params, opt_state, json.loads(path.with_suffix(".json").read_text())
+
+
+def optimizer(args):
+    """AdamW with warm-up and cosine decay, gradients clipped to norm 1."""
+    import optax
+
+    sched = optax.warmup_cosine_decay_schedule(0.0, args.lr, min(50, args.steps // 10 + 1),
+                                               args.steps, args.lr * 0.05)
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=0.01))
+
+
+def start_params(model, args) -> dict:
+    """The weights training starts from: a shipped head's (``--init-from``) or seeded ones."""
+    import jax.numpy as jnp
+
+    if args.init_from:
+        start_from = params_from_asset(Path(args.init_from), args)
+    else:
+        start_from = init_params(model.config.d_model, args.d_ff, args.block == "attention",
+                                 model.weights.final_norm, args.seed, len(args.layers))
+    return {k: jnp.asarray(v) for k, v in start_from.items()}
+
+
+def held_out(held: dict, params, held_loss, embed: np.ndarray, batch: int, unroll: int) -> dict:
+    """Loss and agreement of every drafting step on the held-out chunks (their means, weighted by
+    valid positions): the unrolled test, not trained on."""
+    total, loss, acc = 0.0, 0.0, np.zeros(unroll)
+    n_held = n_rows(held)
+    for s in range(0, n_held, batch):
+        b = make_batch(held, np.arange(s, min(s + batch, n_held)), embed)
+        n = float(b[-1].sum())
+        value, parts = held_loss(params, b)
+        total, loss = total + n, loss + n * float(value)
+        acc += n * np.array([float(a) for _, a in parts])
+    return dict(loss=round(loss / max(total, 1), 4),
+                agreement=[round(float(a), 4) for a in acc / max(total, 1)])
+
+
+def _print_step(rec: dict, args, start: int, t0: float) -> None:
+    step = rec["step"]
+    if step % args.print_every == 0 or step == args.steps:
+        el = time.perf_counter() - t0
+        eta = el / (step - start) * (args.steps - step)
+        print(f"  step {step}/{args.steps} loss {rec['loss']:.3f} agreement per guess "
+              f"{' / '.join(f'{a:.2f}' for a in rec['acc'])} ({el:.0f} s, ~{eta:.0f} s left)",
+              flush=True)
+
+
+def _held_and_snapshot(rec: dict, params, vocab, args, held) -> None:
+    step = rec["step"]
+    rec["held"] = held()
+    if args.snapshots:  # the head as it would ship at this step, to measure later
+        snap = Path(args.work) / f"head_{run_tag(args)}_step{step}.npz"
+        np.savez(snap, **export(params, vocab, args))
+        rec["snapshot"] = snap.name
+    print(f"  held out at step {step}: loss {rec['held']['loss']:.3f}, agreement per "
+          f"guess {' / '.join(f'{a:.3f}' for a in rec['held']['agreement'])}", flush=True)
+
+
+def last_step(args) -> int:
+    """Where this call stops: the run's end, or ``--stop-at`` (an interruption) if earlier."""
+    stop = getattr(args, "stop_at", 0)
+    return min(args.steps, stop) if stop else args.steps
+
+
+def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[dict, list, float]:
+    """AdamW on the loss above; a checkpoint every ``--ckpt-every`` steps, at the end and where
+    ``--stop-at`` stops it early; a run resumes from its checkpoint."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    cfg = dict(unroll=args.unroll, n_heads=args.n_heads, reg_weight=args.reg_weight)
+    embed = model.weights.embed
+    readout = jnp.asarray(embed[vocab])
+    params = start_params(model, args)
+    opt = optimizer(args)
+    ckpt = Path(args.work) / f"ckpt_{run_tag(args)}.npz"
+    start, params, opt_state, history = load_ckpt(ckpt, params, opt.init(params))
+    grad = jax.jit(jax.value_and_grad(lambda p, b: loss_fn(p, b, readout, cfg), has_aux=True))
+    held_loss = jax.jit(lambda p, b: loss_fn(p, b, readout, cfg))
+
+    @jax.jit
+    def update(params, opt_state, g):
+        upd, opt_state = opt.update(g, opt_state, params)
+        return optax.apply_updates(params, upd), opt_state
+
+    data = subset(prep["train"], args.train_fraction, args.seed)
+    n, end, t0 = n_rows(data), last_step(args), time.perf_counter()
+    for step in range(start, end):
+        idx = np.random.default_rng([args.seed, 2, step]).choice(n, min(args.batch, n), replace=False)
+        batch = make_batch(data, idx, embed)
+        (loss, parts), g = grad(params, batch)
+        params, opt_state = update(params, opt_state, g)
+        rec = dict(step=step + 1, loss=round(float(loss), 4), tokens_seen=(step + 1) * int(batch[-1].sum()),
+                   acc=[round(float(a), 4) for _, a in parts],
+                   losses=[round(float(x), 4) for x, _ in parts])
+        history.append(rec)
+        _print_step(rec, args, start, t0)
+        if evaluate is not None and (step + 1) in evaluate[0]:
+            rec["eval"] = evaluate[1](export(params, vocab, args))
+        if (step + 1) in args.held_at or step + 1 == args.steps:
+            _held_and_snapshot(rec, params, vocab, args, lambda: held_out(
+                prep["held"], params, held_loss, embed, args.batch, args.unroll))
+        if (step + 1) % args.ckpt_every == 0 or step + 1 == end:
+            save_ckpt(ckpt, step + 1, params, opt_state, history)
+    return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
+
+
+def subset(data: dict, fraction: float, seed: int) -> dict:
+    """A seeded share of the training chunks (all of them at 1): the data-budget experiments.
+    Shard columns stay on disk (a view of the rows kept)."""
+    n = n_rows(data)
+    if fraction >= 1.0:
+        return data
+    keep = np.sort(np.random.default_rng([seed, 3]).permutation(n)[:max(1, int(n * fraction))])
+    return take_rows(data, keep)
+
+
+def run_tag(args) -> str:
+    return (f"{args.seed}_{args.data_scale}_{args.train_fraction}_{args.block}_{args.d_ff}_"
+            f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}"
+            + (f"_l{'-'.join(map(str, args.layers))}" if args.layers else "")
+            + (f"_from{sha256_file(Path(args.init_from))[:10]}" if args.init_from else "")
+            + (f"_sd{args.sd_rows}-{args.sd_held_share}-{args.sd_loops}"
+               + (f"{args.sd_loop_weight}" if args.sd_loops == "weight" else "")
+               if getattr(args, "selfdistill", "") else ""))
+
+
+def export(params, vocab: np.ndarray, args) -> dict:
+    """The asset's arrays: float16 weights (1/sqrt(head dim) folded into the query rows)."""
+    out = {k: np.asarray(v, np.float32).copy() for k, v in params.items()}
+    if "wqkv" in out:
+        d = out["wqkv"].shape[1]
+        out["wqkv"][:d] /= np.sqrt(d // args.n_heads)
+    out = {k: v.astype(np.float16) for k, v in out.items()}
+    if args.layers:
+        out["layers"] = np.array(args.layers, np.int32)
+    out.update(vocab=vocab.astype(np.int32), n_heads=np.array([args.n_heads], np.int32),
+               window=np.array([args.chunk], np.int32), rope_base=np.array([10000.0]),
+               eps=np.array([1e-5]))
+    return out
+
+

@@ -1,0 +1,301 @@
+"""The training pipeline's stages on a tiny corpus: loops are found where they start and loop-free
+text is left alone; the held-out split never shares a prompt with training; every stage resumes
+to the same output after an interruption; and the features stage agrees with the layers the
+serving model captures as it decodes.
+
+The features and training tests run the real model (as every lm test does) and, for training,
+JAX and optax (the ``test`` extra).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specdec_playable.train import corpus
+from specdec_playable.train.corpus import (SelfDistill, cut_loop, loop_start, loop_weights,
+                                           read_selfdistill, selfdistill_items, selfdistill_rows,
+                                           split_by_prompt)
+
+# ------------------------------------------------------------------------------------ loops
+
+
+def _loop_free(rng, n: int) -> np.ndarray:
+    """``n`` token ids in which no token repeats the one ``p`` before it for ``p`` up to 64
+    over more than a few positions (a draw from 49,152 ids)."""
+    return rng.integers(0, 49152, n)
+
+
+def test_loop_free_text_is_left_unchanged():
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 5, 40, 320):
+        ids = _loop_free(rng, n)
+        assert loop_start(ids) == n and np.array_equal(cut_loop(ids), ids)
+        assert np.array_equal(loop_weights(ids), np.ones(n, np.float32))
+    # Repetition that stops before the end is not a loop: a list, then fresh text.
+    ids = np.concatenate([rng.integers(0, 100, 5), np.tile([7, 8, 9], 20), _loop_free(rng, 40)])
+    assert loop_start(ids) == ids.size
+    # Too short to count: two copies of a unit, or fewer than 32 tokens.
+    assert loop_start(np.concatenate([_loop_free(rng, 30), np.tile(np.arange(20), 2)])) == 70
+    assert loop_start(np.concatenate([_loop_free(rng, 30), np.tile([1, 2, 3], 10)])) == 60
+
+
+@pytest.mark.parametrize("period", [1, 2, 12, 64])
+def test_a_loop_is_cut_where_it_starts(period):
+    """A prefix, then one unit repeated to the end: the cut keeps the prefix and one copy."""
+    rng = np.random.default_rng(period)
+    unit = rng.integers(1000, 2000, period)
+    prefix = np.concatenate([rng.integers(3000, 4000, 50), [5]])  # 5: not the unit's last token
+    copies = max(3, -(-40 // period))
+    ids = np.concatenate([prefix, np.tile(unit, copies), unit[:period // 2]])
+    start = prefix.size + period
+    assert loop_start(ids) == start
+    assert np.array_equal(cut_loop(ids), ids[:start])
+    w = loop_weights(ids, 0.25)
+    assert (w[:start] == 1).all() and np.allclose(w[start:], 0.25, atol=0)
+
+
+def test_a_loop_with_a_counter_is_found_with_a_tolerance():
+    """"16. **Seychelles**", "17. ...": every copy differs in one token; exact matching finds no
+    loop, a tolerance of 0.2 finds it where the counting lines begin repeating."""
+    rng = np.random.default_rng(3)
+    prefix = rng.integers(3000, 4000, 40)
+    lines = np.concatenate([[100 + i, 11, 12, 13, 14, 15, 16] for i in range(12)])
+    ids = np.concatenate([prefix, lines])
+    assert loop_start(ids) == ids.size
+    assert loop_start(ids, tolerance=0.2) == prefix.size + 7 + 1  # the first copy's first match
+
+
+# ------------------------------------------------------------------------------------ the corpus
+
+def _tiny_corpus(path, prompts, replies, finished):
+    user = [p.encode() for p in prompts]
+    np.savez(path, user_utf8=np.frombuffer(b"".join(user), np.uint8),
+             user_offsets=np.cumsum([0] + [len(u) for u in user]),
+             reply=np.concatenate(replies).astype(np.uint16),
+             offsets=np.cumsum([0] + [len(r) for r in replies]),
+             finished=np.array(finished), source=np.ones(len(prompts), np.uint8))
+    return read_selfdistill(path)
+
+
+def test_the_held_out_split_never_shares_a_prompt_with_training():
+    rng = np.random.default_rng(1)
+    base = [f"Write a note number {i} about item {j}." for i in range(120) for j in range(3)]
+    # the same prompt again, in other case and spacing, lands on the same side
+    prompts = base + [p.upper() for p in base[::7]] + ["  " + p.replace(" ", "   ") for p in base[::5]]
+    sd = SelfDistill(tuple(prompts), tuple(rng.integers(0, 500, (len(prompts), 4))),
+                     np.zeros(len(prompts), bool), np.ones(len(prompts), np.uint8))
+    held = split_by_prompt(sd.prompts, 0.2, seed=4)
+    assert 0.1 < held.mean() < 0.3  # a seeded share near the one asked for
+    norm = [corpus.normal_prompt(p) for p in prompts]
+    assert not {n for n, h in zip(norm, held) if h} & {n for n, h in zip(norm, held) if not h}
+    train_rows, held_rows = selfdistill_rows(sd, held_share=0.2, seed=4)
+    assert sorted(np.concatenate([train_rows, held_rows]).tolist()) == list(range(len(prompts)))
+    assert not {norm[i] for i in train_rows} & {norm[i] for i in held_rows}
+    first = selfdistill_rows(sd, held_share=0.2, seed=4, rows=50)[0]
+    assert np.array_equal(first, train_rows[:50])  # a smaller choice is a prefix of a larger
+
+
+def test_the_corpus_reader_builds_each_row_as_the_model_read_it(tmp_path):
+    from specdec_playable.lm import get_model
+
+    tok = get_model().tokenizer
+    loop = np.concatenate([np.arange(300, 340), np.tile([50, 51, 52, 53], 12)])
+    sd = _tiny_corpus(tmp_path / "c.npz", ["Say hi.", "Count."], [np.array([9, 10, 11]), loop],
+                      [True, False])
+    a, b = (sd.row_ids(tok, i, cut=True) for i in (0, 1))
+    chat = [list(tok.chat(p)) for p in sd.prompts]
+    assert a.tolist() == chat[0] + [9, 10, 11, tok.im_end]
+    assert b.tolist() == chat[1] + loop[:44].tolist()  # the loop cut after its first copy
+    assert sd.row_ids(tok, 1, cut=False).tolist() == chat[1] + loop.tolist()
+    items = selfdistill_items(sd, tok, [0, 1], cut=True, drop={1})
+    assert [d.source for d, _ in items] == ["selfdistill/model-written/0"]
+
+
+def test_a_row_that_quotes_a_held_out_text_is_found():
+    from specdec_playable.lm.prompts import PASSAGE
+
+    texts = ["a harmless reply", "here it is: " + PASSAGE[10:90] + " and more", "another"]
+    assert set(corpus.overlapping_rows(texts)) == {1}
+    assert corpus.overlapping_rows(["nothing here", "at all"]) == {}
+
+
+# ------------------------------------------------------------------------------------ features
+
+@pytest.fixture(scope="module")
+def model():
+    from specdec_playable.lm import get_model
+
+    return get_model()
+
+
+def _seqs(model, n: int = 5) -> list[np.ndarray]:
+    tok = model.tokenizer
+    texts = ["def add(a, b):\n    return a + b\n", "The sea was calm and the boats were still.",
+             '{"name": "Ada", "year": 1843}', "Dear Sam, thank you for the lovely tea.",
+             "for i in range(3):\n    print(i)\n"]
+    return [np.array(tok.chat("Write something.") + tok.encode(t), np.int64) for t in texts[:n]]
+
+
+def test_the_features_stage_resumes_to_the_same_shards(model, tmp_path):
+    from specdec_playable.train.features import Stopped, collect
+
+    seqs = _seqs(model)
+    whole = collect(model, seqs, tmp_path / "a", 32, (2, 15), shard=2)
+    with pytest.raises(Stopped):
+        collect(model, seqs, tmp_path / "b", 32, (2, 15), shard=2, max_shards=1)
+    assert len(list((tmp_path / "b").glob("shard_*"))) == 1
+    with pytest.raises(Stopped):  # a second interruption, one shard further
+        collect(model, seqs, tmp_path / "b", 32, (2, 15), shard=2, max_shards=1)
+    resumed = collect(model, seqs, tmp_path / "b", 32, (2, 15), shard=2)
+    assert len(list((tmp_path / "b").glob("shard_*"))) == 3 and not list((tmp_path / "b").glob("*.tmp*"))
+    assert sorted(whole) == sorted(resumed) == ["feats", "lens", "low", "seq", "toks"]
+    for k in whole:  # the same computation: the same bits
+        assert np.array_equal(np.asarray(whole[k]), np.asarray(resumed[k])), k
+    # every token of every sequence is in one row, in order (a last window of one token, which
+    # predicts nothing, is left out)
+    lens, toks = np.asarray(whole["lens"]), np.asarray(whole["toks"])
+    for i, s in enumerate(seqs):
+        rows = np.flatnonzero(whole["seq"] == i)
+        got = np.concatenate([toks[r, :lens[r]] for r in rows])
+        assert got.size >= s.size - 1 and np.array_equal(got, s[:got.size])
+
+
+def test_a_shared_start_goes_through_the_model_once_and_changes_nothing_but_rounding(model):
+    """Sequences that open with the same chat template: the template's pass is shared, and every
+    feature stays within 1% of its row's RMS of a single pass over the whole sequence."""
+    from specdec_playable.train.features import common_prefix, sequence_features, shard_features
+
+    seqs = _seqs(model, 3)
+    assert common_prefix(seqs) == len(model.tokenizer.chat("Write something."))
+    assert common_prefix([seqs[0], seqs[0][:20]]) == 18  # each keeps two tokens of its own
+    for (h, low), c in zip(shard_features(model, seqs, (2, 15)), seqs):
+        h1, low1 = sequence_features(model, c, (2, 15))
+        for a, b in ((h, h1), (low, low1)):
+            assert a.shape == b.shape
+            rms = np.sqrt((b.astype(np.float64) ** 2).mean(axis=-1, keepdims=True))
+            assert (np.abs(a - b) <= 0.01 * rms).all()
+
+
+def test_the_features_agree_with_the_layers_the_serving_model_captures(model, tmp_path):
+    """One pass over the whole row (the features stage) against a prompt's prefill and then
+    verify passes of 5 positions with the layers captured (what a decoder hands the head):
+    every value within 1% of the RMS of its row (float16 storage and the kernels' float
+    rounding; measured at most 0.6%)."""
+    from specdec_playable.train.features import collect
+
+    ids = _seqs(model, 4)[3]
+    data = collect(model, [ids], tmp_path, 256, (2, 15))
+    stored = [np.asarray(data["feats"])[0, :ids.size], np.asarray(data["low"])[0, :ids.size]]
+    cache, got = model.new_cache(capacity=ids.size + 8), []
+    cut = len(model.tokenizer.chat("Write something."))
+    for lo, hi in [(0, cut)] + [(s, min(s + 5, ids.size)) for s in range(cut, ids.size, 5)]:
+        fw = model.forward(ids[lo:hi], cache, logits="all", capture=(2, 15))
+        got.append((fw.hidden, np.stack([fw.captured[2], fw.captured[15]], axis=1)))
+    served = [np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])]
+    for a, b in zip(stored, served):
+        rms = np.sqrt((b.astype(np.float64) ** 2).mean(axis=-1, keepdims=True))
+        assert (np.abs(a.astype(np.float64) - b) <= 0.01 * rms).all()
+    assert np.array_equal(model.head(stored[0].astype(np.float32)).argmax(1),
+                          model.head(served[0]).argmax(1))
+
+
+# ------------------------------------------------------------------------------------ training
+
+def test_training_resumes_to_the_same_weights_after_an_interruption(tmp_path):
+    """A run stopped at step 5 (checkpointed with the optimizer's state and the data position)
+    and run again ends with the weights and loss curve of a run never stopped: the same
+    computation, so the same bits."""
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    from specdec_playable.train import cli, pipeline
+
+    common = ["--tiny", "--seed", "7", "--steps", "12", "--no-write",
+              "--features-dir", str(tmp_path / "features")]
+    whole = pipeline.run(cli.parse_args(common + ["--work", str(tmp_path / "a")]))
+    first = pipeline.run(cli.parse_args(common + ["--work", str(tmp_path / "b"), "--stop-at", "5"]))
+    assert first["stopped"] == "training" and len(first["history"]) == 5
+    resumed = pipeline.run(cli.parse_args(common + ["--work", str(tmp_path / "b")]))
+    assert [h["step"] for h in resumed["history"]] == list(range(1, 13))
+    np.testing.assert_array_equal([h["loss"] for h in resumed["history"]],
+                                  [h["loss"] for h in whole["history"]])
+    for k in whole["arrays"]:
+        np.testing.assert_array_equal(resumed["arrays"][k], whole["arrays"][k], err_msg=k)
+    with np.load(next((tmp_path / "b").glob("ckpt_*.npz"))) as z:
+        assert int(z["step"]) == int(z["data_position"]) == 12
+
+
+# ------------------------------------------------------------------------------------ evaluation
+
+def test_tokens_per_pass_on_greedy_replies_match_speculative_decoding(model, tmp_path):
+    """On the model's own greedy replies, walking the reply round by round with the head fed the
+    features stage's features gives the tokens per pass that speculative decoding with the
+    shipped head measures (k = 4; within 0.1: the verify passes' float rounding may flip a
+    near-tie), and the rounds cover the reply."""
+    from specdec_playable.lm.decode import generate, speculate
+    from specdec_playable.lm.head import DraftHead, load_head
+    from specdec_playable.shipped import asset_path
+    from specdec_playable.train.evaluate import greedy_rounds
+    from specdec_playable.train.features import collect
+
+    head = load_head()
+    with np.load(asset_path("lm/draft_head.npz")) as z:
+        layers = tuple(int(m) for m in z["layers"]) if "layers" in z.files else ()
+    for prompt in ("Write a Python function that doubles a number.", "Give a JSON object for a pen."):
+        ids = model.tokenizer.chat(prompt)
+        reply = generate(model, ids, max_new=40).tokens
+        seq = np.array(list(ids) + list(reply), np.int64)
+        data = collect(model, [seq], tmp_path, 256, layers)
+        n = seq.size
+        hidden = np.asarray(data["feats"])[0, :n].astype(np.float32)
+        low = np.asarray(data["low"])[0, :n].astype(np.float32) if layers else None
+        rounds = greedy_rounds(model, head, seq, hidden, low, start=len(ids), k=4)
+        assert ((rounds >= 0) & (rounds <= 4)).all()
+        assert len(reply) <= (rounds + 1).sum() <= len(reply) + 1
+        spec = speculate(model, ids, DraftHead(), 4, max_new=40)
+        assert list(spec.tokens) == list(reply)
+        assert abs((rounds + 1).mean() - spec.tokens_per_pass) <= 0.1, (rounds, spec.tokens_per_pass)
+
+
+def sd_rows_of(path, tok, i: int) -> np.ndarray:
+    """Row ``i`` of a corpus file, uncut, as the features stage reads it."""
+    return read_selfdistill(path).row_ids(tok, i, cut=False)
+
+
+def test_a_tiny_run_on_the_models_replies_trains_and_measures_held_out_replies(model, tmp_path):
+    """The GPU corpus's path end to end on eight rows: split by prompt, loops weighted down in
+    the features (``--sd-loops weight``), a few training steps, and tokens per pass measured on
+    the held-out replies from the features alone."""
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    from specdec_playable.train import cli, pipeline
+    from specdec_playable.train.evaluate import replies_tokens_per_pass
+
+    tok = model.tokenizer
+    texts = ["The sea is calm tonight and the stars are out.", "def add(a, b):\n    return a + b",
+             '{"name": "Ada", "year": 1843}', "Dear Sam, thank you for the tea.",
+             "Plant the tree in spring and water it.", "SELECT name FROM books;",
+             "Leaves turn red in autumn.", "A list: apples, pears, plums."]
+    replies = [np.array(tok.encode(t), np.int64) for t in texts]
+    replies[1] = np.concatenate([replies[1], np.tile(replies[1][:5], 10)])  # a loop to the end
+    _tiny_corpus(tmp_path / "sd.npz", [f"Prompt number {i}?" for i in range(8)], replies,
+                 [True, False] + [True] * 6)
+    argv = ["--tiny", "--data-scale", "0", "--selfdistill", str(tmp_path / "sd.npz"),
+            "--sd-held-share", "0.3", "--sd-loops", "weight", "--steps", "6", "--no-write",
+            "--work", str(tmp_path / "work")]
+    prep = pipeline.run(cli.parse_args(argv + ["--prepare-only"]))["prep"]
+    sd = prep["summary"]["selfdistill"]
+    assert sd["train"]["rows"] + sd["held"]["rows"] == 8 and sd["held"]["rows"] >= 1
+    lens, weight = np.asarray(prep["train"]["lens"]), np.asarray(prep["train"]["weight"])
+    real = np.arange(weight.shape[1])[None, :] < lens[:, None]
+    down = np.isclose(weight, 0.1, rtol=0, atol=1e-6) & real
+    assert (np.isclose(weight, 1.0, rtol=0, atol=1e-6) | down)[real].all()
+    assert (weight[~real] == 0).all()  # padding: no weight
+    assert sd["train"]["rows_with_loops"] == 1  # row 1, on the training side at this seed
+    looping = sd_rows_of(tmp_path / "sd.npz", tok, 1)
+    assert down.sum() == looping.size - loop_start(looping) > 0
+    out = pipeline.run(cli.parse_args(argv))
+    assert len(out["history"]) == 6 and np.isfinite([h["loss"] for h in out["history"]]).all()
+    got = replies_tokens_per_pass(model, out["arrays"], prep["held"], prep["prompt_lens"], k=3)
+    assert got["replies"] == len(prep["prompt_lens"]) == sd["held"]["rows"]
+    assert 1.0 <= got["tokens_per_pass"] <= 4.0
