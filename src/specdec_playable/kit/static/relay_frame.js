@@ -24,7 +24,7 @@
 /* exported sdp_frame */
 
 function sdp_frame(t) {
-  const E = episodes.ep2.state || (episodes.ep2.state = {});
+  const E = state.ep2 || (state.ep2 = {});
   if (!E.text || !E.text.isConnected) {
     E.text = deep('[data-sdp="' + uid + '-text"]');
     E.spans = E.text ? Array.from(E.text.querySelectorAll('[data-on]'), el => ({
