@@ -337,7 +337,7 @@ async def step_ep3(v: WsVisitor, rng: random.Random, *, n: int | None = None,
 # --- the run -------------------------------------------------------------------------------------
 
 
-SERVE_WITH_LINE = ("import sys; from specdec_playable.serve import jobs; "
+SERVE_WITH_LINE = ("import sys; from specdec_playable.runtime import jobs; "
                    "jobs.SHARED_MAX_WAITING = int(sys.argv[1]); "
                    "from specdec_playable.app.cli import main; sys.exit(main(sys.argv[2:]))")
 
