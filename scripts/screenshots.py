@@ -22,7 +22,7 @@ import panel as pn
 from playwright.sync_api import sync_playwright
 
 from specdec_playable.episodes import EPISODES
-from specdec_playable.app.site import index_page
+from specdec_playable.app.site import SERVICE, index_page
 
 WIDTHS = (1280, 390)
 SEED = 1
@@ -45,7 +45,7 @@ def _free_port() -> int:
 def _apps() -> dict:
     apps = {"/": index_page}
     for ep in EPISODES:
-        apps[ep.slug] = (lambda ep=ep: ep.page(seed=SEED))  # a fresh state, seeded
+        apps[ep.slug] = (lambda ep=ep: ep.page(seed=SEED, service=SERVICE))  # fresh, seeded, as served
     return apps
 
 

@@ -51,7 +51,8 @@ def episode_times(episodes: tuple[Episode, ...] = EPISODES) -> tuple[course.Epis
     """Each episode's time, measured from its page (built once, outside any session, so every part
     is there, on seeded randomness, so the words do not hang on a draw) and its "Try this" steps.
     Computed once per process."""
-    return tuple(course.episode_time(ep.number, course.page_markup(ep.page(seed=MEASURE_SEED)),
+    return tuple(course.episode_time(ep.number,
+                                     course.page_markup(ep.page(seed=MEASURE_SEED, service=SERVICE)),
                                      ep.steps or ep.try_this) for ep in episodes)
 
 

@@ -169,16 +169,20 @@ class Episode:
     def questions(self) -> tuple[Exercise, ...]:
         return tuple(_resolve(self.exercises))
 
-    def fresh_state(self, seed: int | None = None):
-        """A fresh state; with ``seed``, its randomness drawn from it where it draws any."""
-        takes_rng = "rng" in inspect.signature(self.state.__init__).parameters
-        return self.state(rng=seed) if takes_rng and seed is not None else self.state()
+    def fresh_state(self, seed: int | None = None, *, service=None):
+        """A fresh state; with ``seed``, its randomness drawn from it where it draws any; with
+        ``service``, running the model through it where the state runs one."""
+        takes = inspect.signature(self.state.__init__).parameters
+        kw = {"rng": seed} if "rng" in takes and seed is not None else {}
+        if "service" in takes and service is not None:
+            kw["service"] = service
+        return self.state(**kw)
 
     def page(self, seed: int | None = None, *, service=None):
         """The page for one session; with ``seed``, on a fresh state whose randomness is drawn
         from it (where its state draws any), so two builds show the same words and numbers (the
         site measures an episode's reading time on such a page)."""
-        state = None if seed is None else self.fresh_state(seed)
+        state = None if seed is None else self.fresh_state(seed, service=service)
         return self.make_page(state, service=service)
 
     def answer_key(self) -> tuple[KeyedAnswer, ...]:
