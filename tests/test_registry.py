@@ -111,3 +111,37 @@ def test_a_toy_episode_serves():
     finally:
         server.stop()
         server.join(10)
+
+
+def test_every_episodes_q_k_c_and_pass_time_come_from_their_symbol():
+    from specdec_playable.kit.params import C, K, PASS_MS, Q, SYMBOLS, declared
+    from specdec_playable.sim.validate import K_DEFAULT
+
+    assert K.default == K_DEFAULT
+    names = {s.name: s for s in SYMBOLS}
+    seen = 0
+    for ep in EPISODES:
+        for name, p in ep.state.param.objects().items():
+            if name not in names or p.constant:
+                continue
+            got = declared(p)
+            assert got is not None, f"Episode {ep.number}'s {name} is not declared from its symbol"
+            symbol, why = got
+            assert symbol is names[name]
+            lo, hi = p.bounds
+            assert symbol.bounds[0] <= lo <= p.default <= hi <= symbol.bounds[1], (ep.number, name)
+            moved = (lo, hi) != tuple(symbol.bounds) or p.default != symbol.default
+            assert bool(why) == moved, (ep.number, name, why)  # a reason exactly where it moved
+            seen += 1
+    assert seen >= 12
+    assert {Q, K, C, PASS_MS} <= set(SYMBOLS)
+
+
+def test_a_control_that_moves_without_a_reason_or_outside_its_symbol_is_refused():
+    from specdec_playable.kit.params import K, Q, control
+
+    with pytest.raises(ValueError, match="says why"):
+        control(K, default=6)
+    with pytest.raises(ValueError, match="inside"):
+        control(Q, bounds=(0.0, 2.0), why="too wide")
+    assert control(K, label="Guesses k").label == "Guesses k"  # words may differ without a reason

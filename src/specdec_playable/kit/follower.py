@@ -5,7 +5,10 @@ it from a page. :class:`RunFollower` is that hold, written once: :meth:`RunFollo
 the work (or says why the line would not take it), :meth:`RunFollower.poll` reads what the job is
 doing at one instant as a :class:`Followed`, and :meth:`RunFollower.cancel` withdraws it (a job
 another visitor still holds goes on for them). A page's view polls while :attr:`RunFollower.active`
-and cancels when the tab is abandoned (``kit/poller.py``). No Panel or Bokeh.
+and cancels when the tab is abandoned (``kit/poller.py``). :class:`FollowsRun` is the part of a
+page's state that holds a follower: being active, polling, cancelling and closing, written once for
+Episode 4's scoring and Episode 7's runs, which say only what a poll shows (``_show``). No Panel or
+Bokeh.
 """
 
 from __future__ import annotations
@@ -142,3 +145,37 @@ class RunFollower:
         handle.cancel()
         job = handle.job
         return Followed(CANCELLED, job.place, job.progress, job.result, shared=self._shared)
+
+
+class FollowsRun:
+    """The part of a page's state that follows one run at a time through ``self.follower`` (a
+    :class:`RunFollower`): a view polls while :attr:`active` and calls :meth:`close` when the
+    visitor leaves. A state mixes it in and says, in ``_show(seen)``, what a poll shows."""
+
+    follower: RunFollower
+
+    @property
+    def active(self) -> bool:
+        """True while a run is held and not yet seen to end (the view polls meanwhile)."""
+        return self.follower.active
+
+    def poll(self) -> bool:
+        """Bring the state up to date with the run; True while it is still queued or running."""
+        seen = self.follower.poll()
+        if seen is not None:
+            self._show(seen)
+        return self.active
+
+    def cancel(self) -> None:
+        """Withdraw the run held, if any (a run nobody else holds stops at its next pass), and
+        show that it was cancelled."""
+        seen = self.follower.cancel()
+        if seen is not None:
+            self._show(seen)
+
+    def close(self) -> None:
+        """The visitor left (the tab closed): cancel the run, if any."""
+        self.cancel()
+
+    def _show(self, seen: Followed) -> None:
+        raise NotImplementedError

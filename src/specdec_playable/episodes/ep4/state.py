@@ -17,7 +17,7 @@ import numpy as np
 import param
 
 from ...kit.params import C, K, control, fill_choices, seed_param, unlocked
-from ...kit.follower import CANCELLED, DONE, QUEUED, RUNNING, Followed, Refused, RunFollower
+from ...kit.follower import CANCELLED, DONE, QUEUED, RUNNING, Followed, FollowsRun, Refused, RunFollower
 from ... import lm
 from ...data import measured, texts
 from ...runtime import service as interface
@@ -175,7 +175,7 @@ class TextRun:
         return self.result.output == self.text.tokens
 
 
-class BoilerplateVsPoetry(param.Parameterized):
+class BoilerplateVsPoetry(FollowsRun, param.Parameterized):
     """Two texts side by side, each run through the same speculative decoder."""
 
     # The choices are the bundled texts, read by the first instance (see fill_choices).
@@ -271,11 +271,6 @@ class BoilerplateVsPoetry(param.Parameterized):
 
     # -- the pasted text, scored live --------------------------------------------------------
 
-    @property
-    def active(self) -> bool:
-        """True while a paste waits for or runs on a worker (the view polls meanwhile)."""
-        return self.follower.active
-
     def _set(self, **values) -> None:
         with unlocked(self):
             self.param.update(**values)
@@ -311,13 +306,6 @@ class BoilerplateVsPoetry(param.Parameterized):
         self._show(seen)
         return True
 
-    def poll(self) -> bool:
-        """Bring the paste's scoring up to date; True while it is still queued or running."""
-        seen = self.follower.poll()
-        if seen is not None:
-            self._show(seen)
-        return self.active
-
     def _show(self, seen: Followed) -> None:
         if seen.state == QUEUED:
             self._set(scoring="queued", position=seen.position)
@@ -338,13 +326,3 @@ class BoilerplateVsPoetry(param.Parameterized):
         else:
             self._set(scoring="failed", position=0,
                       message=seen.error or "Scoring your text failed on the server.")
-
-    def cancel(self, quiet: bool = False) -> None:
-        """Withdraw the paste being scored; the worker stops at its next pass."""
-        seen = self.follower.cancel()
-        if seen is not None and not quiet:
-            self._show(seen)
-
-    def close(self) -> None:
-        """The visitor left (tab closed): cancel any scoring."""
-        self.cancel(quiet=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import param
 
 from ...kit.params import K, control, seed_param, unlocked
-from ...kit.follower import CANCELLED, DONE, QUEUED, RUNNING, Followed, Refused, RunFollower
+from ...kit.follower import CANCELLED, DONE, QUEUED, RUNNING, Followed, FollowsRun, Refused, RunFollower
 from ...data.recorded import recorded_meta, recorded_runs
 from ...lm.compare import Comparison, Live
 from ...lm.prompts import TASKS
@@ -93,7 +93,7 @@ def recorded_settings(s: Settings) -> Settings:
                     temperature=0.0, seed=s.seed)
 
 
-class RealText(param.Parameterized):
+class RealText(FollowsRun, param.Parameterized):
     """A real model's speculative run against its plain run, for one visitor.
 
     ``service`` is what runs it (a :class:`runtime.Service`: the app hands in the process's shared
@@ -166,11 +166,6 @@ class RealText(param.Parameterized):
                         temperature=0.0 if greedy else round(float(self.temperature), 4),
                         seed=int(self.seed))
 
-    @property
-    def active(self) -> bool:
-        """True while this visitor's run is queued or running (the view polls meanwhile)."""
-        return self.follower.active
-
     def _set(self, **values) -> None:
         with unlocked(self):
             self.param.update(**values)
@@ -211,13 +206,6 @@ class RealText(param.Parameterized):
             self._set(status="recorded", comparison=recorded, shown=recorded_settings(settings),
                       shared=False, position=0, message=line)
 
-    def poll(self) -> bool:
-        """Bring status, place in line and the run so far up to date; True while still active."""
-        seen = self.follower.poll()
-        if seen is not None:
-            self._show(seen)
-        return self.active
-
     def _show(self, seen: Followed) -> None:
         if seen.state == QUEUED:
             self.line = seen.place
@@ -232,16 +220,6 @@ class RealText(param.Parameterized):
                       message=words.CANCELLED_LINE)
         else:
             self._set(status="failed", position=0, message=seen.error or "The run failed.")
-
-    def cancel(self) -> None:
-        """Withdraw this visitor's run. A run nobody else holds stops at its next pass."""
-        seen = self.follower.cancel()
-        if seen is not None:
-            self._show(seen)
-
-    def close(self) -> None:
-        """The visitor left (tab closed): cancel the run, if any."""
-        self.cancel()
 
     # -- what the runs show ------------------------------------------------------------------
     @property
