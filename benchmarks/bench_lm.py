@@ -410,10 +410,10 @@ def bench_prefetch(model, repeats: int) -> None:
     from specdec_playable.lm import kernel
 
     if model.weights.strips:
-        saved = kernel._STRIP_AHEAD
+        saved = kernel.tuning._STRIP_AHEAD
 
         def setting(d):
-            kernel._STRIP_AHEAD = saved if d is None else (d, d)
+            kernel.tuning._STRIP_AHEAD = saved if d is None else (d, d)
         _prefetch_table(model, repeats, (2, 3, 4, 5, 6, 7, 9), (0, 8, 16, 32, 64), setting,
                         lambda d: f"{d} lines", "narrow tiles (strips layout)", saved)
         return

@@ -1,0 +1,73 @@
+"""The compiled drivers: whole products over packed weights, tiles shared between threads.
+
+:func:`products` runs one matrix: with one group of positions (1-6) every panel in one tile over all
+of its inputs, the tile prefetching its panel ahead (:func:`.tuning.prefetch_ahead`); with more,
+equal groups of at most :data:`.shapes.MAX_GROUP` over each chunk of :data:`.shapes.CHUNK` inputs
+while it is in L1, prefetching the next chunk into L2, spread over the groups. Narrow tiles on the
+strips layout run one strip at a time the same way. :func:`read_weights` only reads (the floor).
+"""
+
+from __future__ import annotations
+
+from .backend import HAVE_NUMBA
+from .shapes import CHUNK, LANES, PANEL
+
+if HAVE_NUMBA:
+    from numba import njit, prange
+
+    from .codegen import run_narrow, run_tile, tile
+
+    @njit(parallel=True, fastmath=True, cache=True)
+    def products(xg, w, n, out, ahead, strips):
+        """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) (see
+        :func:`group_positions`), packed ``w`` (panels, in, 64) and ``out`` (>= n, >= 64 panels),
+        all float32 C-contiguous. Padded rows are written too (as the zero rows' products).
+        ``ahead``: how many inputs ahead a tile prefetches its weights (0: not at all;
+        :func:`prefetch_ahead`), with one group of wide tiles or with narrow ones. ``strips``:
+        ``w`` is in the strips layout (:attr:`Packed.strips`), multiplied by narrow tiles."""
+        groups, k_in, gs = xg.shape
+        panels = w.shape[0]
+        o_stride = out.shape[1]
+        base = n // groups
+        extra = n - base * groups
+        if strips:
+            # each strip is one sequential stream of 16 floats an input; every group works a chunk
+            # of it while the chunk is in L1 (one group: the whole strip in one tile)
+            pf = 2 if ahead > 0 else 0
+            for s in prange(panels * (PANEL // LANES)):
+                w_off = s * k_in * LANES
+                o_col = s * LANES
+                if groups == 1:
+                    at = (w_off, 0, k_in, 0, gs, 1, o_col, o_stride, w_off + ahead * LANES)
+                    run_narrow(w, xg, out, at, n, pf)
+                    continue
+                for c in range(0, k_in, CHUNK):
+                    for g in range(groups):
+                        lo = g * base + min(g, extra)
+                        at = (w_off, c, min(c + CHUNK, k_in), g * k_in * gs, gs, 1,
+                              lo * o_stride + o_col, o_stride, w_off + (c + ahead) * LANES)
+                        run_narrow(w, xg, out, at, base + (g < extra), (pf if g == 0 else 0) + (c > 0))
+            return
+        if groups == 1:  # every position in registers for the whole of k
+            flags = 8 if ahead > 0 else 0
+            for t in prange(panels):
+                at = (t * k_in * PANEL, 0, k_in, 0, gs, 1, t * PANEL, o_stride, (t * k_in + ahead) * PANEL)
+                run_tile(w, xg, out, at, n, flags)
+            return
+        lines = 2 if groups <= 3 else 1  # per input, so that the groups cover the next chunk
+        for t in prange(panels):  # chunks of k in L1, every group over each chunk
+            for c in range(0, k_in, CHUNK):
+                nxt = (t * k_in + c + CHUNK) * PANEL  # the next chunk's first line (maybe the next panel's)
+                for g in range(groups):
+                    lo = g * base + min(g, extra)
+                    at = (t * k_in * PANEL, c, min(c + CHUNK, k_in), g * k_in * gs, gs, 1,
+                          lo * o_stride + t * PANEL, o_stride, nxt + g * CHUNK * lines * LANES)
+                    run_tile(w, xg, out, at, base + (g < extra), 2 * lines + (c > 0))
+
+    @njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
+    def read_weights(data, zeros, sums):
+        # every weight read once, as a one-position tile reads it (times zero), nothing stored
+        # but one row of sums: a pure sum loop (P = 0) measured 3-8% slower here
+        panels, k_in, _ = data.shape
+        for t in prange(panels):
+            tile((data, zeros, sums), (t * k_in * PANEL, 0, k_in, 0, 1, 1, t * PANEL, 0, 0), 1, 0)
