@@ -61,14 +61,18 @@ it for the calling thread. If numba's OpenMP layer is used, idle threads sleep r
 The kernel's rooms: :mod:`.shapes` (lanes, panels, groups, chunks), :mod:`.tuning` (the per-CPU
 tables: prefetch distances, tile width, when to use threads; their measurements are in
 docs/performance.md), :mod:`.pool` (how many threads a product uses), :mod:`.layouts` (the
-packed weights), :mod:`.reference` (the numpy path), :mod:`.codegen` (the tiles as LLVM IR),
-:mod:`.drive` (compiled products over whole matrices) and :mod:`.matmul` (the entry points).
+packed float weights), :mod:`.blocks` (weights as the file stores them: GGUF's Q4_1 and Q8_0
+blocks in panel order), :mod:`.reference` (the numpy path), :mod:`.codegen` and
+:mod:`.codegen_blocks` (the tiles as LLVM IR), :mod:`.drive` (compiled products over whole
+matrices) and :mod:`.matmul` (the entry points).
 Everything the rest of the package uses is importable from here.
 """
 
 from __future__ import annotations
 
+from . import blocks, reference, tuning
 from .backend import HAVE_NUMBA, numba
+from .blocks import QPacked, pack_blocks
 from .layouts import Packed, group_positions, pack, quantize_rows
 from .matmul import matmul_t, read_all, warmup
 from .reference import matmul_t_numpy
@@ -82,7 +86,7 @@ if HAVE_NUMBA:
     from .drive import products
 
 __all__ = ["CHUNK", "HAVE_NUMBA", "LANES", "MAX_GROUP", "NARROW", "NARROW_FLAG", "PANEL", "PARALLEL_FROM",
-           "PARALLEL_FROM_BY_CPU", "PREFETCH", "STRIP_AHEAD", "Packed", "check_prefetch", "cpu_vendor",
-           "group_positions", "matmul_t", "matmul_t_numpy", "numba", "own_threads", "pack",
+           "PARALLEL_FROM_BY_CPU", "PREFETCH", "QPacked", "STRIP_AHEAD", "Packed", "check_prefetch", "cpu_vendor",
+           "group_positions", "matmul_t", "matmul_t_numpy", "numba", "own_threads", "pack", "pack_blocks",
            "prefetch_ahead", "prepare_threads", "quantize_rows", "read_all", "set_prefetch",
            "set_process_threads", "threads", "use_threads", "warmup"]

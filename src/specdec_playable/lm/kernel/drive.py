@@ -4,18 +4,65 @@
 of its inputs, the tile prefetching its panel ahead (:func:`.tuning.prefetch_ahead`); with more,
 equal groups of at most :data:`.shapes.MAX_GROUP` over each chunk of :data:`.shapes.CHUNK` inputs
 while it is in L1, prefetching the next chunk into L2, spread over the groups. Narrow tiles on the
-strips layout run one strip at a time the same way. :func:`read_weights` only reads (the floor).
+strips layout run one strip at a time the same way. :func:`products_q` does the same for weights
+in GGUF blocks (:mod:`.blocks`), chunks of :data:`.shapes.BLOCK_CHUNK` blocks. :func:`read_weights`
+only reads (the floor).
 """
 
 from __future__ import annotations
 
 from .backend import HAVE_NUMBA
-from .shapes import CHUNK, LANES, PANEL
+from .blocks import BLOCK
+from .shapes import BLOCK_CHUNK, CHUNK, LANES, PANEL
 
 if HAVE_NUMBA:
     from numba import njit, prange
 
     from .codegen import run_narrow, run_tile, tile
+    from .codegen_blocks import tile_blocks
+
+    @njit(inline="always")
+    def run_blocks_tile(w, x, out, at, code, form):
+        """One block tile (:func:`.codegen_blocks.tile_blocks`), its format and width given at run
+        time as ``form = 2 * kind + narrow`` (kind 0: Q4_1, 1: Q8_0)."""
+        if form == 0:
+            tile_blocks((w, x, out), at, code, 0, 0)
+        elif form == 1:
+            tile_blocks((w, x, out), at, code, 0, 1)
+        elif form == 2:
+            tile_blocks((w, x, out), at, code, 1, 0)
+        else:
+            tile_blocks((w, x, out), at, code, 1, 1)
+
+    @njit(parallel=True, fastmath=True, cache=True)
+    def products_q(xg, w, n, out, ahead, form):
+        """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) and a
+        weight in blocks ``w`` (uint8 ``(panels, bytes)``, :class:`.blocks.QPacked` data), in
+        format and width ``form = 2 * kind + strips`` (kind 0: Q4_1, 1: Q8_0). ``ahead``: blocks
+        ahead that one group prefetches (0: no prefetch; with several groups, the first prefetches
+        the next chunk)."""
+        groups, k_in, gs = xg.shape
+        nb = k_in // BLOCK
+        width = LANES if form & 1 else PANEL
+        units = w.shape[0] * (PANEL // width)
+        sb = width * (34 if form >= 2 else 20)
+        o_stride = out.shape[1]
+        pf = 2 if ahead > 0 else 0
+        if groups == 1:  # every position in registers for the whole of k
+            for u in prange(units):
+                at = (u * nb * sb, 0, nb, 0, gs, 1, u * width, o_stride, (u * nb + ahead) * sb)
+                run_blocks_tile(w, xg, out, at, 4 * n + pf, form)
+            return
+        base = n // groups
+        extra = n - base * groups
+        for u in prange(units):  # chunks of blocks in L1, every group over each chunk
+            for c in range(0, nb, BLOCK_CHUNK):
+                for g in range(groups):
+                    lo = g * base + min(g, extra)
+                    at = (u * nb * sb, c, min(c + BLOCK_CHUNK, nb), g * k_in * gs, gs, 1,
+                          lo * o_stride + u * width, o_stride, (u * nb + c + BLOCK_CHUNK) * sb)
+                    code = 4 * (base + (g < extra)) + (pf if g == 0 else 0) + (c > 0)
+                    run_blocks_tile(w, xg, out, at, code, form)
 
     @njit(parallel=True, fastmath=True, cache=True)
     def products(xg, w, n, out, ahead, strips):

@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import HAVE_NUMBA
+from .blocks import KIND, QPacked
 from .layouts import Packed, group_positions, pack
 from .reference import matmul_t_numpy
 from .shapes import MAX_GROUP, PANEL
 from .pool import prepare_threads
-from .tuning import prefetch_ahead
+from .tuning import prefetch_ahead, prefetch_blocks
 
 if HAVE_NUMBA:
-    from .drive import products, read_weights
+    from .drive import products, products_q, read_weights
 
 F32 = np.float32
 
@@ -43,9 +44,10 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     x : numpy.ndarray
         float32 activations, shape ``(n, in)``; any strides (they are regrouped for the kernel
         anyway: :func:`group_positions`).
-    w : Packed or numpy.ndarray
+    w : Packed, QPacked or numpy.ndarray
         The weight, ``(out, in)``: packed by :func:`pack` (the kernel's layout, as the model keeps
-        it), or a plain float32 array (multiplied by numpy).
+        it), GGUF blocks repacked by :func:`.blocks.pack_blocks`, or a plain float32 array
+        (multiplied by numpy).
     out : numpy.ndarray, optional
         C-contiguous float32 array of shape ``(n, out)`` to write into.
 
@@ -59,25 +61,23 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     The kernel sums in a different order from BLAS; against a float64 reference its largest error,
     relative to the largest output, is below 1e-6 at the model's shapes. Tests use 1e-5.
     """
-    if x.ndim != 2 or len(w.shape) != 2 or x.shape[1] != w.shape[1]:
-        raise ValueError(f"matmul_t: shapes {x.shape} and {w.shape} do not match (n, in), (out, in)")
-    if x.dtype != F32 or w.dtype not in ((F32, np.float16, np.int8) if isinstance(w, Packed) else (F32,)):
-        raise TypeError(f"matmul_t: float32 activations and float32 weights (or float16 or int8 packed "
-                        f"ones) only, got {x.dtype} and {w.dtype}")
-    n, m = x.shape[0], w.shape[0]
-    if out is not None and (out.shape != (n, m) or out.dtype != F32 or not out.flags.c_contiguous):
-        raise ValueError("matmul_t: out must be C-contiguous float32 of shape (n, out)")
-    if n == 0 or not HAVE_NUMBA or not isinstance(w, Packed):
+    _check(x, w, out)
+    n = x.shape[0]
+    if n == 0 or not HAVE_NUMBA or not isinstance(w, (Packed, QPacked)):
         y = matmul_t_numpy(x, w)
         if out is not None:
             out[...] = y
             return out
         return y
+    m = w.shape[0]
     padded = w.data.shape[0] * PANEL
     y = out if out is not None and padded == m else np.empty((n, padded), F32)
     prepare_threads(n)
-    products(group_positions(x), w.data, n, y, prefetch_ahead(n, w.strips), w.strips)
-    if w.scale is not None:
+    if isinstance(w, QPacked):
+        products_q(group_positions(x), w.data, n, y, prefetch_blocks(n), 2 * KIND[w.kind] + w.strips)
+    else:
+        products(group_positions(x), w.data, n, y, prefetch_ahead(n, w.strips), w.strips)
+    if isinstance(w, Packed) and w.scale is not None:
         y *= w.scale[:y.shape[1]]
     if padded != m:
         y = y[:, :m]
@@ -86,6 +86,19 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
         out[...] = y
         return out
     return y
+
+
+def _check(x: np.ndarray, w, out: np.ndarray | None) -> None:
+    """ValueError or TypeError unless :func:`matmul_t` can multiply ``x`` by ``w`` into ``out``."""
+    if x.ndim != 2 or len(w.shape) != 2 or x.shape[1] != w.shape[1]:
+        raise ValueError(f"matmul_t: shapes {x.shape} and {w.shape} do not match (n, in), (out, in)")
+    kinds = (F32, np.float16, np.int8) if isinstance(w, Packed) else (np.uint8,) if isinstance(w, QPacked) else (F32,)
+    if x.dtype != F32 or w.dtype not in kinds:
+        raise TypeError(f"matmul_t: float32 activations and float32 weights (or float16 or int8 packed "
+                        f"ones, or GGUF blocks) only, got {x.dtype} and {w.dtype}")
+    if out is not None and (out.shape != (x.shape[0], w.shape[0]) or out.dtype != F32
+                            or not out.flags.c_contiguous):
+        raise ValueError("matmul_t: out must be C-contiguous float32 of shape (n, out)")
 
 
 def warmup() -> float:

@@ -29,6 +29,12 @@ PREFETCH = {
 }
 
 
+#: For weights in GGUF blocks (:mod:`.blocks`), how many blocks ahead a tile over one group of
+#: positions prefetches its unit into L2, by the number of positions (0: none); with several groups
+#: the first one prefetches the next chunk when this is not 0 for :data:`.shapes.MAX_GROUP`.
+BLOCKS_AHEAD = (0, 0, 0, 0, 0, 0)
+
+
 @functools.cache
 def _vector_registers() -> int:
     """How many 16-float vector registers this CPU has: 32 with AVX-512, else the 16 of AVX2
@@ -116,6 +122,12 @@ def prefetch_ahead(n: int, strips: bool = False) -> int:
     if strips:
         return 0 if n <= 1 else _STRIP_AHEAD[0] if n <= MAX_GROUP else _STRIP_AHEAD[1]
     return _AHEAD[0][n - 1] if 1 <= n <= MAX_GROUP else 0
+
+
+def prefetch_blocks(n: int) -> int:
+    """Blocks ahead that a block tile prefetches its weights in a pass over ``n`` positions
+    (:data:`BLOCKS_AHEAD`; for several groups its last entry)."""
+    return BLOCKS_AHEAD[min(max(n, 1), MAX_GROUP) - 1]
 
 
 def set_prefetch(ahead=None) -> tuple[int, ...]:
