@@ -16,7 +16,8 @@ from .blocks import BLOCK
 from .shapes import BLOCK_CHUNK, CHUNK, LANES, PANEL
 
 if HAVE_NUMBA:
-    from numba import njit, prange
+    from numba import njit, prange, types
+    from numba.extending import overload
 
     from .codegen import run_narrow, run_tile, tile
     from .codegen_blocks import tile_blocks
@@ -118,3 +119,25 @@ if HAVE_NUMBA:
         panels, k_in, _ = data.shape
         for t in prange(panels):
             tile((data, zeros, sums), (t * k_in * PANEL, 0, k_in, 0, 1, 1, t * PANEL, 0, 0), 1, 0)
+
+
+def multiply(xg, w, n, out, ahead, strips):
+    """``out[:n] = x @ w.T`` in compiled code for either kind of packed weight: float32 (float16,
+    int8) panels by :func:`products`, Q4_1 blocks by :func:`products_q`, chosen by ``w``'s type
+    as the caller compiles. ``ahead = (inputs ahead for float panels, blocks ahead for blocks)``
+    (:func:`.tuning.prefetch_ahead`, :func:`.tuning.prefetch_blocks`). Callable only from compiled
+    code (``lm.fused``)."""
+    raise NotImplementedError("kernel.drive.multiply runs in compiled code only")
+
+
+if HAVE_NUMBA:
+    @overload(multiply)
+    def _multiply(xg, w, n, out, ahead, strips):
+        if isinstance(w, types.Array) and w.dtype == types.uint8:
+            def blocks(xg, w, n, out, ahead, strips):
+                products_q(xg, w, n, out, ahead[1], 1 if strips else 0)
+            return blocks
+
+        def panels(xg, w, n, out, ahead, strips):
+            products(xg, w, n, out, ahead[0], strips)
+        return panels
