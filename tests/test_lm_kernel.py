@@ -243,14 +243,34 @@ def test_prefetch_distance_changes_no_result(n):
     w = rand(200, 129)
     x = rand(n, 129)
     default = kernel.set_prefetch(None)
+    chunked = kernel.tuning.set_chunked_from(None)
     try:
+        kernel.tuning.set_chunked_from(kernel.MAX_GROUP + 1)  # one group over whole panels
         for ahead in (0, 1, 16, 256):
             assert kernel.set_prefetch((ahead,) * kernel.MAX_GROUP) == (ahead,) * kernel.MAX_GROUP
             assert kernel.prefetch_ahead(n) == ahead
             assert rel_err(kernel.matmul_t(x, kernel.pack(w)), x, w) < TOL
     finally:
         assert kernel.set_prefetch(None) == default
+        assert kernel.tuning.set_chunked_from(None) == chunked
     assert kernel.prefetch_ahead(kernel.MAX_GROUP + 1) == 0  # groups prefetch chunk by chunk
+
+
+@pytest.mark.parametrize("n", range(2, kernel.MAX_GROUP + 1))
+def test_one_group_in_chunks_gives_the_same_products(n):
+    """From :data:`tuning.CHUNKED_FROM` positions on, one group of wide tiles runs chunk by chunk
+    (``prefetch_ahead`` -1), as several groups do: the same float64 product to rounding."""
+    w = rand(200, 129)
+    x = rand(n, 129)
+    chunked = kernel.tuning.set_chunked_from(None)
+    try:
+        assert kernel.tuning.set_chunked_from(2) == 2 and kernel.prefetch_ahead(n) == -1
+        assert kernel.prefetch_ahead(1) >= 0  # a decoding step streams each panel whole
+        assert rel_err(kernel.matmul_t(x, kernel.pack(w, strips=False)), x, w) < TOL
+    finally:
+        kernel.tuning.set_chunked_from(None)
+    assert kernel.tuning.set_chunked_from(None) == chunked == kernel.tuning.CHUNKED_FROM.get(
+        kernel.cpu_vendor(), kernel.tuning.CHUNKED_FROM["AuthenticAMD"])
 
 
 def test_prefetch_settings_are_checked():

@@ -198,10 +198,13 @@ if HAVE_NUMBA:
     @njit(inline="always")
     def run_tile(w, x, out, at, p, flags):
         """One tile product, :func:`tile` ``((w, x, out), at, p, flags)`` with ``p`` positions
-        (1-6) and ``flags`` (0: overwrite, no prefetch; 8: overwrite, the whole input row
-        prefetched from ``at[8]`` on; 2, 3, 4, 5: the chunked forms :func:`products` uses) given at
-        run time: the literal specialisations, chosen here."""
-        if flags == 0:  # one group: all of k, no prefetch
+        (1-6) and ``flags`` (0: overwrite, no prefetch; 1: add, no prefetch; 8: overwrite, the
+        whole input row prefetched from ``at[8]`` on; 9 (2-6 positions): add, the same; 2, 3, 4,
+        5: the chunked forms of several groups :func:`products` uses) given at run time: the
+        literal specialisations, chosen here."""
+        if 2 <= flags <= 5:
+            run_chunk(w, x, out, at, p, flags)
+        elif flags == 0:  # one group: all of k, no prefetch
             if p == 1:
                 tile((w, x, out), at, 1, 0)
             elif p == 2:
@@ -214,6 +217,19 @@ if HAVE_NUMBA:
                 tile((w, x, out), at, 5, 0)
             else:
                 tile((w, x, out), at, 6, 0)
+        elif flags == 1:  # a later chunk from L1 (a scratch panel): no prefetch
+            if p == 1:
+                tile((w, x, out), at, 1, 1)
+            elif p == 2:
+                tile((w, x, out), at, 2, 1)
+            elif p == 3:
+                tile((w, x, out), at, 3, 1)
+            elif p == 4:
+                tile((w, x, out), at, 4, 1)
+            elif p == 5:
+                tile((w, x, out), at, 5, 1)
+            else:
+                tile((w, x, out), at, 6, 1)
         elif flags == 8:  # one group: all of k, a whole input row (4 lines) prefetched per input
             if p == 1:
                 tile((w, x, out), at, 1, 8)
@@ -227,7 +243,23 @@ if HAVE_NUMBA:
                 tile((w, x, out), at, 5, 8)
             else:
                 tile((w, x, out), at, 6, 8)
-        elif flags == 4:  # a first chunk, 2 lines prefetched per input
+        elif flags == 9:  # one group, a later chunk, the next chunk's 4 lines prefetched per input
+            if p == 2:
+                tile((w, x, out), at, 2, 9)
+            elif p == 3:
+                tile((w, x, out), at, 3, 9)
+            elif p == 4:
+                tile((w, x, out), at, 4, 9)
+            elif p == 5:
+                tile((w, x, out), at, 5, 9)
+            else:
+                tile((w, x, out), at, 6, 9)
+
+    @njit(inline="always")
+    def run_chunk(w, x, out, at, p, flags):
+        """:func:`run_tile`'s chunked forms of several groups (``flags`` 2-5: bit 0 adds, 1 or 2
+        lines prefetched per input)."""
+        if flags == 4:  # a first chunk, 2 lines prefetched per input
             if p == 3:
                 tile((w, x, out), at, 3, 4)
             elif p == 4:

@@ -16,6 +16,11 @@ Each weight vector then meets the ``P`` broadcast activations, float32 and not q
 fused multiply-adds: the float32 path's arithmetic, up to the order of the sums and the rounding of
 the weights. One compiled tile holds every position count and flag combination (a switch on the
 run-time code ``4 P + flags``), one per format and width.
+
+Passes over more positions than one tile holds run in groups; :func:`unpack_blocks` then widens a
+chunk of a unit's blocks once into a float32 scratch panel in L1, which every group multiplies
+with the float32 tile (:mod:`.codegen`), so the codes are unpacked once per pass, not once per
+group.
 """
 
 from __future__ import annotations
@@ -143,6 +148,61 @@ if HAVE_NUMBA:
         for v in range(nv):
             for p in range(npos):
                 builder.store(builder.load(acc[v][p]), out_ptr(v, p), align=4)
+
+    @intrinsic
+    def unpack_blocks(typingctx, arrays, at, FLAGS, KIND, NARROW):
+        """``scratch[(32 (b - b_lo) + k) * width + r]`` = the float32 weight of the unit's row
+        ``r``, input ``32 b + k``, for blocks ``b_lo <= b < b_hi`` of the unit whose superblocks
+        start at byte ``w_off``: ``arrays = (w, scratch)``, ``at = (w_off, b_lo, b_hi, pf_off)``.
+        The scratch is then the float32 panel (strip) layout of those inputs. ``FLAGS`` (literal):
+        bit 1 prefetches into L2 the bytes at ``pf_off + (b - b_lo) * superblock`` on while block
+        ``b`` is unpacked; ``KIND`` and ``NARROW`` as for :func:`tile_blocks`."""
+        if not all(isinstance(a, types.IntegerLiteral) for a in (FLAGS, KIND, NARROW)):
+            return None
+        if not (isinstance(arrays, types.BaseTuple) and len(arrays) == 2
+                and _c_array(arrays.types[0], types.uint8) and _c_array(arrays.types[1], types.float32)):
+            return None
+        if not (isinstance(at, types.BaseTuple) and len(at) == 4
+                and all(isinstance(t, types.Integer) for t in at.types)):
+            return None
+        shape = (KIND.literal_value, 1 if NARROW.literal_value else PANEL // LANES)
+        flags = FLAGS.literal_value
+
+        def codegen(context, builder, signature, args):
+            ptrs = [context.make_array(t)(context, builder, builder.extract_value(args[0], i)).data
+                    for i, t in enumerate(signature.args[0].types)]
+            offsets = [_i64(builder, builder.extract_value(args[1], i)) for i in range(4)]
+            _emit_unpack(builder, (ptrs, offsets), flags, shape)
+            return context.get_dummy_value()
+
+        return types.void(arrays, at, FLAGS, KIND, NARROW), codegen
+
+    def _emit_unpack(builder, where, flags, shape):
+        """The IR of :func:`unpack_blocks`."""
+        (wp, sp), (w_off, b_lo, b_hi, pf_off) = where
+        kind, nv = shape
+        size, head, _ = _SIZES[kind]
+        width = LANES * nv
+        sb = size * width
+        steps = BLOCK // 2 if kind == 0 else BLOCK
+        fma = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(_VEC, [_VEC, _VEC, _VEC]), "llvm.fmuladd.v16f32")
+        with cgutils.for_range_slice(builder, b_lo, b_hi, _c64(1), inc=True) as (b, _):
+            blk = builder.add(w_off, builder.mul(b, _c64(sb)))
+            scales = [_emit_scales(builder, wp, blk, (v, width), head) for v in range(nv)]
+            ahead = builder.add(pf_off, builder.mul(builder.sub(b, b_lo), _c64(sb)))
+            row0 = builder.mul(builder.sub(b, b_lo), _c64(BLOCK * width))
+            with cgutils.for_range_slice(builder, _c64(0), _c64(steps), _c64(1), inc=True) as (j, _):
+                if flags & 2:
+                    _emit_prefetch(builder, wp, builder.add(ahead, builder.mul(j, _c64(sb // steps))),
+                                   -(-(sb // steps) // 64))
+                codes = builder.add(blk, builder.add(_c64(head * width), builder.mul(j, _c64(width))))
+                for v in range(nv):
+                    ws = _emit_weights(builder, wp, builder.add(codes, _c64(LANES * v)), scales[v], fma)
+                    for i, w in enumerate(ws):
+                        k = builder.add(j, _c64(i * steps))
+                        at = builder.add(row0, builder.add(builder.mul(k, _c64(width)), _c64(LANES * v)))
+                        builder.store(w, builder.bitcast(builder.gep(sp, [at]), ir.PointerType(_VEC)), align=4)
 
     def _emit_scales(builder, wp, blk, vw, head):
         """Vector ``v``'s scales (and Q4_1's minimums) of the superblock at byte ``blk``, float32:

@@ -5,22 +5,24 @@ of its inputs, the tile prefetching its panel ahead (:func:`.tuning.prefetch_ahe
 equal groups of at most :data:`.shapes.MAX_GROUP` over each chunk of :data:`.shapes.CHUNK` inputs
 while it is in L1, prefetching the next chunk into L2, spread over the groups. Narrow tiles on the
 strips layout run one strip at a time the same way. :func:`products_q` does the same for weights
-in GGUF blocks (:mod:`.blocks`), chunks of :data:`.shapes.BLOCK_CHUNK` blocks. :func:`read_weights`
+in GGUF blocks (:mod:`.blocks`), several groups over chunks unpacked once into L1. :func:`read_weights`
 only reads (the floor).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from .backend import HAVE_NUMBA
 from .blocks import BLOCK
-from .shapes import BLOCK_CHUNK, CHUNK, LANES, PANEL
+from .shapes import CHUNK, LANES, PANEL, SCRATCH_BLOCKS
 
 if HAVE_NUMBA:
     from numba import njit, prange, types
     from numba.extending import overload
 
     from .codegen import run_narrow, run_tile, tile
-    from .codegen_blocks import tile_blocks
+    from .codegen_blocks import tile_blocks, unpack_blocks
 
     @njit(inline="always")
     def run_blocks_tile(w, x, out, at, code, form):
@@ -35,35 +37,66 @@ if HAVE_NUMBA:
         else:
             tile_blocks((w, x, out), at, code, 1, 1)
 
+    @njit(inline="always")
+    def run_unpack(w, scratch, at, prefetch, form):
+        """:func:`.codegen_blocks.unpack_blocks` with its format and width (``form``) and whether
+        it prefetches given at run time."""
+        if prefetch:
+            if form == 0:
+                unpack_blocks((w, scratch), at, 2, 0, 0)
+            elif form == 1:
+                unpack_blocks((w, scratch), at, 2, 0, 1)
+            elif form == 2:
+                unpack_blocks((w, scratch), at, 2, 1, 0)
+            else:
+                unpack_blocks((w, scratch), at, 2, 1, 1)
+        elif form == 0:
+            unpack_blocks((w, scratch), at, 0, 0, 0)
+        elif form == 1:
+            unpack_blocks((w, scratch), at, 0, 0, 1)
+        elif form == 2:
+            unpack_blocks((w, scratch), at, 0, 1, 0)
+        else:
+            unpack_blocks((w, scratch), at, 0, 1, 1)
+
     @njit(parallel=True, fastmath=True, cache=True)
     def products_q(xg, w, n, out, ahead, form):
         """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) and a
         weight in blocks ``w`` (uint8 ``(panels, bytes)``, :class:`.blocks.QPacked` data), in
-        format and width ``form = 2 * kind + strips`` (kind 0: Q4_1, 1: Q8_0). ``ahead``: blocks
-        ahead that one group prefetches (0: no prefetch; with several groups, the first prefetches
-        the next chunk)."""
+        format and width ``form = 2 * kind + strips`` (kind 0: Q4_1, 1: Q8_0).
+
+        One group: each unit (panel or strip) in one block tile over all of its inputs,
+        prefetching ``ahead`` blocks ahead (0: not at all). Several groups: each chunk of
+        :data:`.shapes.SCRATCH_BLOCKS` blocks of a unit unpacked once into a float32 scratch
+        panel in L1 (prefetching the next chunk when ``ahead`` is not 0), which every group then
+        multiplies with the float32 tile."""
         groups, k_in, gs = xg.shape
         nb = k_in // BLOCK
         width = LANES if form & 1 else PANEL
         units = w.shape[0] * (PANEL // width)
         sb = width * (34 if form >= 2 else 20)
         o_stride = out.shape[1]
-        pf = 2 if ahead > 0 else 0
         if groups == 1:  # every position in registers for the whole of k
+            pf = 2 if ahead > 0 else 0
             for u in prange(units):
                 at = (u * nb * sb, 0, nb, 0, gs, 1, u * width, o_stride, (u * nb + ahead) * sb)
                 run_blocks_tile(w, xg, out, at, 4 * n + pf, form)
             return
         base = n // groups
         extra = n - base * groups
-        for u in prange(units):  # chunks of blocks in L1, every group over each chunk
-            for c in range(0, nb, BLOCK_CHUNK):
+        for u in prange(units):  # chunks unpacked into L1, every group over each chunk
+            scratch = np.empty(SCRATCH_BLOCKS * BLOCK * width, np.float32)
+            for c in range(0, nb, SCRATCH_BLOCKS):
+                hi = min(c + SCRATCH_BLOCKS, nb)
+                run_unpack(w, scratch, (u * nb * sb, c, hi, (u * nb + hi) * sb), ahead > 0, form)
                 for g in range(groups):
                     lo = g * base + min(g, extra)
-                    at = (u * nb * sb, c, min(c + BLOCK_CHUNK, nb), g * k_in * gs, gs, 1,
-                          lo * o_stride + u * width, o_stride, (u * nb + c + BLOCK_CHUNK) * sb)
-                    code = 4 * (base + (g < extra)) + (pf if g == 0 else 0) + (c > 0)
-                    run_blocks_tile(w, xg, out, at, code, form)
+                    at = (-c * BLOCK * width, c * BLOCK, hi * BLOCK, g * k_in * gs, gs, 1,
+                          lo * o_stride + u * width, o_stride, 0)
+                    if form & 1:
+                        run_narrow(scratch, xg, out, at, base + (g < extra), 1 if c > 0 else 0)
+                    else:
+                        run_tile(scratch, xg, out, at, base + (g < extra), 1 if c > 0 else 0)
 
     @njit(parallel=True, fastmath=True, cache=True)
     def products(xg, w, n, out, ahead, strips):
@@ -71,7 +104,8 @@ if HAVE_NUMBA:
         :func:`group_positions`), packed ``w`` (panels, in, 64) and ``out`` (>= n, >= 64 panels),
         all float32 C-contiguous. Padded rows are written too (as the zero rows' products).
         ``ahead``: how many inputs ahead a tile prefetches its weights (0: not at all;
-        :func:`prefetch_ahead`), with one group of wide tiles or with narrow ones. ``strips``:
+        :func:`prefetch_ahead`), with one group of wide tiles or with narrow ones; -1: one group
+        of wide tiles runs chunk by chunk like several, prefetching the next chunk. ``strips``:
         ``w`` is in the strips layout (:attr:`Packed.strips`), multiplied by narrow tiles."""
         groups, k_in, gs = xg.shape
         panels = w.shape[0]
@@ -96,13 +130,14 @@ if HAVE_NUMBA:
                               lo * o_stride + o_col, o_stride, w_off + (c + ahead) * LANES)
                         run_narrow(w, xg, out, at, base + (g < extra), (pf if g == 0 else 0) + (c > 0))
             return
-        if groups == 1:  # every position in registers for the whole of k
+        if groups == 1 and ahead >= 0:  # every position in registers for the whole of k
             flags = 8 if ahead > 0 else 0
             for t in prange(panels):
                 at = (t * k_in * PANEL, 0, k_in, 0, gs, 1, t * PANEL, o_stride, (t * k_in + ahead) * PANEL)
                 run_tile(w, xg, out, at, n, flags)
             return
-        lines = 2 if groups <= 3 else 1  # per input, so that the groups cover the next chunk
+        # per input, so that the groups cover the next chunk (one group: all 4 lines of an input)
+        lines = 4 if groups == 1 else 2 if groups <= 3 else 1
         for t in prange(panels):  # chunks of k in L1, every group over each chunk
             for c in range(0, k_in, CHUNK):
                 nxt = (t * k_in + c + CHUNK) * PANEL  # the next chunk's first line (maybe the next panel's)

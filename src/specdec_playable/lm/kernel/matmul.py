@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backend import HAVE_NUMBA
-from .blocks import KIND, QPacked
+from .blocks import FORMATS, KIND, QPacked, pack_blocks
 from .layouts import Packed, group_positions, pack
 from .reference import matmul_t_numpy
 from .shapes import MAX_GROUP, PANEL
@@ -20,10 +20,11 @@ F32 = np.float32
 
 
 def read_all(weights) -> float:
-    """Stream every element of the given :class:`Packed` weights once, as the one-position tile
-    does, with the kernel's threads and nothing else: the memory floor a pass cannot beat (a
-    benchmark's yardstick). Returns a number that depends on every weight (a zero here)."""
-    weights = list(weights)
+    """Stream every element of the given :class:`Packed` (or :class:`.blocks.QPacked`) weights
+    once, as the one-position tile does, with the kernel's threads and nothing else: the memory
+    floor a pass cannot beat (a benchmark's yardstick; blocks are read as their bytes, 256 to an
+    input). Returns a number that depends on every weight (a zero here)."""
+    weights = [_as_floats(w) for w in weights]
     if not HAVE_NUMBA:
         return float(sum(np.sum(w.data if isinstance(w, Packed) else w) for w in weights)) * 0.0
     prepare_threads()
@@ -34,6 +35,17 @@ def read_all(weights) -> float:
         read_weights(w.data, zeros, sums)
         total += float(sums[0, 0])
     return total
+
+
+def _as_floats(w):
+    """A :class:`.blocks.QPacked` weight's bytes seen as a float32 :class:`Packed`, for reading
+    only (a view: each panel's bytes as 256-byte inputs; a copy in the rare shape whose panels
+    end in a part of one, which is left out); anything else as it is."""
+    if not isinstance(w, QPacked):
+        return w
+    floats = w.data.view(F32)
+    k = floats.shape[1] // PANEL
+    return Packed(np.ascontiguousarray(floats[:, :k * PANEL]).reshape(-1, k, PANEL), w.rows)
 
 
 def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
@@ -107,7 +119,9 @@ def warmup() -> float:
     t0 = time.perf_counter()
     if HAVE_NUMBA:
         w = pack(np.zeros((2 * PANEL + 1, 8), F32))
+        blocks = [pack_blocks(np.zeros((PANEL + 1, size), np.uint8), kind) for kind, (size, _, _) in FORMATS.items()]
         for n in range(1, 2 * MAX_GROUP + 1):
-            matmul_t(np.zeros((n, 8), F32), w)
-        read_all([w])
+            for b in [w, *blocks]:
+                matmul_t(np.zeros((n, b.shape[1]), F32), b)
+        read_all([w, *blocks])
     return time.perf_counter() - t0

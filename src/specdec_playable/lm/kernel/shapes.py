@@ -16,6 +16,7 @@ NARROW_FLAG = 32
 #: With several groups, inputs per chunk: a panel's chunk (16 KB) stays in L1 while every group
 #: uses it.
 CHUNK = 64
-#: With several groups, blocks (of 32 inputs) per chunk of a weight in GGUF blocks: a panel's chunk
-#: (5 KB of Q4_1) stays in L1 while every group uses it.
-BLOCK_CHUNK = 4
+#: With several groups, blocks (of 32 inputs) per chunk of a weight in GGUF blocks, unpacked once
+#: into a float32 scratch panel of :data:`CHUNK` inputs (16 KB) that stays in L1 while every group
+#: uses it.
+SCRATCH_BLOCKS = CHUNK // 32

@@ -27,6 +27,15 @@ PREFETCH = {
     "AuthenticAMD": (0, 8, 8, 0, 0, 0),
     "GenuineIntel": (16, 16, 16, 16, 16, 16),
 }
+#: Per CPU vendor, the fewest positions for which one group of wide tiles runs chunk by chunk, as
+#: several groups do, prefetching each next chunk into L2 (16 KB ahead), rather than over the
+#: whole of each panel with :data:`PREFETCH`'s distance. From that count on a pass's work only
+#: grows with its positions: the same chunks, the same prefetches, more multiply-adds, then more
+#: groups. Other vendors get AMD's.
+CHUNKED_FROM = {
+    "AuthenticAMD": 2,
+    "GenuineIntel": 2,
+}
 
 
 #: For weights in GGUF blocks (:mod:`.blocks`), how many blocks ahead a tile over one group of
@@ -99,6 +108,7 @@ def _default_prefetch() -> tuple[int, ...]:
 
 
 _AHEAD = [_default_prefetch()]
+_CHUNKED_FROM = [0]
 
 
 def _strip_ahead() -> tuple[int, int]:
@@ -118,10 +128,21 @@ _STRIP_AHEAD = _strip_ahead()
 def prefetch_ahead(n: int, strips: bool = False) -> int:
     """Inputs ahead that a tile prefetches its weights, in a pass over ``n`` positions: for wide
     tiles (0: none, and for more than :data:`MAX_GROUP` positions, whose groups prefetch chunk by
-    chunk) the table's, for narrow ones (``strips``) :data:`STRIP_AHEAD`."""
+    chunk) the table's, or -1 where one group runs chunk by chunk (:data:`CHUNKED_FROM`); for
+    narrow ones (``strips``) :data:`STRIP_AHEAD`."""
     if strips:
         return 0 if n <= 1 else _STRIP_AHEAD[0] if n <= MAX_GROUP else _STRIP_AHEAD[1]
+    if 1 <= n <= MAX_GROUP and n >= _CHUNKED_FROM[0]:
+        return -1
     return _AHEAD[0][n - 1] if 1 <= n <= MAX_GROUP else 0
+
+
+def set_chunked_from(n: int | None = None) -> int:
+    """Set the fewest positions for which one group of wide tiles runs chunk by chunk
+    (:data:`CHUNKED_FROM`; ``None``: this CPU's entry, 7 or more: never); return it. A benchmark's
+    knob: results do not depend on it, only speed."""
+    _CHUNKED_FROM[0] = CHUNKED_FROM.get(cpu_vendor(), CHUNKED_FROM["AuthenticAMD"]) if n is None else max(2, int(n))
+    return _CHUNKED_FROM[0]
 
 
 def prefetch_blocks(n: int) -> int:
@@ -151,3 +172,6 @@ def _parallel_from(vendor: str, avx512: bool) -> int:
 
 #: This CPU's entry of :data:`PARALLEL_FROM_BY_CPU`.
 PARALLEL_FROM = _parallel_from(cpu_vendor(), _vector_registers() >= 32)
+
+
+set_chunked_from()
