@@ -106,15 +106,19 @@ def test_repacking_keeps_every_byte_and_dequantises_as_gguf(kind, strips):
         pw[[rows]]
 
 
-def test_a_prefetch_changes_no_result(monkeypatch):
+def test_a_prefetch_or_a_plan_changes_no_result(monkeypatch):
+    """Prefetch distances, and one group unpacking in registers or through scratch panels
+    (``tuning.BLOCKS_SCRATCH_FROM``), change the speed, never the products."""
     raw = quantized("q4_1", 200, 224, seed=4)
     w64 = dequantize64(raw, "q4_1")
     rng = np.random.default_rng(5)
     for strips in (False, True):
         pw = blocks.pack_blocks(raw, "q4_1", strips=strips)
-        for ahead in (0, 1, 8, 64):
+        for ahead, scratch_from in ((0, 7), (1, 1), (8, 3), (64, 7)):
             monkeypatch.setattr(tuning, "BLOCKS_AHEAD", (ahead,) * kernel.MAX_GROUP)
+            monkeypatch.setattr(tuning, "BLOCKS_SCRATCH_FROM", scratch_from)
             for n in (1, 4, 6, 7, 13):
+                assert tuning.blocks_plan(n) == (ahead, 4 if n >= scratch_from else 0)
                 x = rng.standard_normal((n, 224)).astype(np.float32)
                 assert rel_err(kernel.matmul_t(x, pw), x, w64) < TOL
 

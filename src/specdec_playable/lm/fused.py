@@ -198,8 +198,9 @@ if HAVE_NUMBA:
           ``allowed[i, j]`` lets new position ``i`` see new position ``j`` (every cached one is
           visible);
         * ``dims = (depth, (query heads, kv heads, query scale), eps, ahead, narrow, d_ff)``,
-          ``ahead`` the products' prefetch distances ``(float panels, blocks)``
-          (:func:`.kernel.prefetch_ahead`, :func:`.kernel.tuning.prefetch_blocks`), ``narrow``
+          ``ahead`` how the products prefetch (float panels, blocks) and whether one group of
+          blocks goes through scratch panels (:func:`.kernel.prefetch_ahead`,
+          :func:`.kernel.tuning.blocks_plan`), ``narrow``
           whether they use narrow tiles (:data:`.kernel.NARROW`);
         * ``capture = (slots, kept)``: after block ``m`` the stream is copied into
           ``kept[slots[m]]`` where ``slots[m] >= 0``.

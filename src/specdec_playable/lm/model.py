@@ -46,7 +46,7 @@ import numpy as np
 
 from . import fused
 from .kernel import NARROW, PANEL, Packed, QPacked, matmul_t, pack, pack_blocks, prefetch_ahead, prepare_threads
-from .kernel.tuning import prefetch_blocks
+from .kernel.tuning import blocks_plan
 from .source import model_file
 from .tokenizer import Tokenizer
 
@@ -348,7 +348,7 @@ class Model:
             fused.run_blocks(x, (*w.stacks, self._norms), (cache.k, cache.v, past),
                              (np.cos(ang), np.sin(ang), allowed),
                              (depth, (cfg.n_heads, cfg.n_kv_heads, w.q_scale), cfg.eps,
-                              (prefetch_ahead(n, w.strips), prefetch_blocks(n)), w.strips, cfg.d_ff),
+                              (prefetch_ahead(n, w.strips), *blocks_plan(n)), w.strips, cfg.d_ff),
                              (slot, kept))
             captured.update(zip(later, kept))
         else:

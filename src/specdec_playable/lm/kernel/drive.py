@@ -63,7 +63,8 @@ if HAVE_NUMBA:
     def products_q(xg, w, n, out, ahead, form):
         """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) and a
         weight in blocks ``w`` (uint8 ``(panels, bytes)``, :class:`.blocks.QPacked` data), in
-        format and width ``form = 2 * kind + strips`` (kind 0: Q4_1, 1: Q8_0).
+        format and width ``form = 2 * kind + strips`` (kind 0: Q4_1, 1: Q8_0), plus 4 where one
+        group, too, goes through scratch panels (:func:`.tuning.blocks_plan`).
 
         One group: each unit (panel or strip) in one block tile over all of its inputs,
         prefetching ``ahead`` blocks ahead (0: not at all). Several groups: each chunk of
@@ -74,13 +75,13 @@ if HAVE_NUMBA:
         nb = k_in // BLOCK
         width = LANES if form & 1 else PANEL
         units = w.shape[0] * (PANEL // width)
-        sb = width * (34 if form >= 2 else 20)
+        sb = width * (34 if form & 2 else 20)
         o_stride = out.shape[1]
-        if groups == 1:  # every position in registers for the whole of k
+        if groups == 1 and not form & 4:  # every position in registers for the whole of k
             pf = 2 if ahead > 0 else 0
             for u in prange(units):
                 at = (u * nb * sb, 0, nb, 0, gs, 1, u * width, o_stride, (u * nb + ahead) * sb)
-                run_blocks_tile(w, xg, out, at, 4 * n + pf, form)
+                run_blocks_tile(w, xg, out, at, 4 * n + pf, form & 3)
             return
         base = n // groups
         extra = n - base * groups
@@ -88,7 +89,7 @@ if HAVE_NUMBA:
             scratch = np.empty(SCRATCH_BLOCKS * BLOCK * width, np.float32)
             for c in range(0, nb, SCRATCH_BLOCKS):
                 hi = min(c + SCRATCH_BLOCKS, nb)
-                run_unpack(w, scratch, (u * nb * sb, c, hi, (u * nb + hi) * sb), ahead > 0, form)
+                run_unpack(w, scratch, (u * nb * sb, c, hi, (u * nb + hi) * sb), ahead > 0, form & 3)
                 for g in range(groups):
                     lo = g * base + min(g, extra)
                     at = (-c * BLOCK * width, c * BLOCK, hi * BLOCK, g * k_in * gs, gs, 1,
@@ -159,9 +160,9 @@ if HAVE_NUMBA:
 def multiply(xg, w, n, out, ahead, strips):
     """``out[:n] = x @ w.T`` in compiled code for either kind of packed weight: float32 (float16,
     int8) panels by :func:`products`, Q4_1 blocks by :func:`products_q`, chosen by ``w``'s type
-    as the caller compiles. ``ahead = (inputs ahead for float panels, blocks ahead for blocks)``
-    (:func:`.tuning.prefetch_ahead`, :func:`.tuning.prefetch_blocks`). Callable only from compiled
-    code (``lm.fused``)."""
+    as the caller compiles. ``ahead = (inputs ahead for float panels, blocks ahead for blocks,
+    4 where one group of blocks goes through scratch panels, else 0)`` (:func:`.tuning.prefetch_ahead`,
+    :func:`.tuning.blocks_plan`). Callable only from compiled code (``lm.fused``)."""
     raise NotImplementedError("kernel.drive.multiply runs in compiled code only")
 
 
@@ -170,7 +171,7 @@ if HAVE_NUMBA:
     def _multiply(xg, w, n, out, ahead, strips):
         if isinstance(w, types.Array) and w.dtype == types.uint8:
             def blocks(xg, w, n, out, ahead, strips):
-                products_q(xg, w, n, out, ahead[1], 1 if strips else 0)
+                products_q(xg, w, n, out, ahead[1], (1 if strips else 0) + ahead[2])
             return blocks
 
         def panels(xg, w, n, out, ahead, strips):

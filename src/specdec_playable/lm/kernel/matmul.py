@@ -11,7 +11,7 @@ from .layouts import Packed, group_positions, pack
 from .reference import matmul_t_numpy
 from .shapes import MAX_GROUP, PANEL
 from .pool import prepare_threads
-from .tuning import prefetch_ahead, prefetch_blocks
+from .tuning import blocks_plan, prefetch_ahead
 
 if HAVE_NUMBA:
     from .drive import products, products_q, read_weights
@@ -86,7 +86,8 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     y = out if out is not None and padded == m else np.empty((n, padded), F32)
     prepare_threads(n)
     if isinstance(w, QPacked):
-        products_q(group_positions(x), w.data, n, y, prefetch_blocks(n), 2 * KIND[w.kind] + w.strips)
+        ahead, scratch = blocks_plan(n)
+        products_q(group_positions(x), w.data, n, y, ahead, 2 * KIND[w.kind] + w.strips + scratch)
     else:
         products(group_positions(x), w.data, n, y, prefetch_ahead(n, w.strips), w.strips)
     if isinstance(w, Packed) and w.scale is not None:

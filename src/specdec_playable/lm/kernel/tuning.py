@@ -40,8 +40,13 @@ CHUNKED_FROM = {
 
 #: For weights in GGUF blocks (:mod:`.blocks`), how many blocks ahead a tile over one group of
 #: positions prefetches its unit into L2, by the number of positions (0: none); with several groups
-#: the first one prefetches the next chunk when this is not 0 for :data:`.shapes.MAX_GROUP`.
-BLOCKS_AHEAD = (0, 0, 0, 0, 0, 0)
+#: (and one group through scratch panels, :data:`BLOCKS_SCRATCH_FROM`) the unpacking prefetches
+#: the next chunk when this is not 0 for the count.
+BLOCKS_AHEAD = (4, 4, 4, 4, 4, 4)
+#: For weights in GGUF blocks, the fewest positions for which one group, too, goes through float32
+#: scratch panels (each chunk unpacked once, then multiplied by the float32 tile) rather than
+#: unpacking in registers (7: never).
+BLOCKS_SCRATCH_FROM = 5
 
 
 @functools.cache
@@ -145,10 +150,11 @@ def set_chunked_from(n: int | None = None) -> int:
     return _CHUNKED_FROM[0]
 
 
-def prefetch_blocks(n: int) -> int:
-    """Blocks ahead that a block tile prefetches its weights in a pass over ``n`` positions
-    (:data:`BLOCKS_AHEAD`; for several groups its last entry)."""
-    return BLOCKS_AHEAD[min(max(n, 1), MAX_GROUP) - 1]
+def blocks_plan(n: int) -> tuple[int, int]:
+    """How a pass over ``n`` positions multiplies weights in blocks: ``(blocks ahead a tile
+    prefetches, 4 where one group goes through scratch panels else 0)`` (:data:`BLOCKS_AHEAD`,
+    :data:`BLOCKS_SCRATCH_FROM`; several groups take the last entry and always use scratch)."""
+    return BLOCKS_AHEAD[min(max(n, 1), MAX_GROUP) - 1], 4 if n >= BLOCKS_SCRATCH_FROM else 0
 
 
 def set_prefetch(ahead=None) -> tuple[int, ...]:
