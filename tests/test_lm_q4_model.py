@@ -169,3 +169,40 @@ def test_a_fresh_4_bit_process_stays_within_its_memory_bound():
     assert weights < load < 1.6 * weights
     assert anon <= 250e6
     assert rss <= 420e6
+
+
+OTHER_LAYOUT_CODE = """
+import sys
+import numpy as np
+from specdec_playable.lm import get_model, kernel
+m = get_model("q4")
+assert m.weights.strips == kernel.NARROW and m.weights.embed.strips == kernel.NARROW
+ids = m.tokenizer.chat(sys.argv[1])
+cache = m.new_cache()
+out = [m.forward(ids, cache, logits="last").logits]
+for n in (1, 4, 5, 9):
+    out.append(m.forward(ids[-n:], cache, logits="all").logits)
+np.savez(sys.argv[2], *out)
+"""
+
+
+def test_the_other_tile_layout_gives_the_same_4_bit_logits(q4, tmp_path):
+    """The 4-bit model in the layout this CPU does not use by default (strips of 16 rows and
+    narrow tiles where it has AVX-512, panels and wide tiles where it has not: ``SPECDEC_TILES``),
+    in a fresh process, gives this layout's logits within LOGIT_RTOL of the largest."""
+    import os
+    other = "wide" if kernel.NARROW else "narrow"
+    env = dict(os.environ, SPECDEC_TILES=other)
+    out = subprocess.run([sys.executable, "-c", OTHER_LAYOUT_CODE, PROMPTS[1], str(tmp_path / "o.npz")],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode == 0, out.stderr
+    got = np.load(tmp_path / "o.npz")
+    got = [got[f"arr_{i}"] for i in range(len(got.files))]
+    ids = q4.tokenizer.chat(PROMPTS[1])
+    cache = q4.new_cache()
+    want = [q4.forward(ids, cache, logits="last").logits]
+    for n in (1, 4, 5, 9):
+        want.append(q4.forward(ids[-n:], cache, logits="all").logits)
+    assert q4.weights.strips == kernel.NARROW
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and np.abs(g - w).max() < LOGIT_RTOL * np.abs(w).max()

@@ -67,7 +67,8 @@ if HAVE_NUMBA:
         * the unit's rows of position ``p`` go to ``out[o_off + p * o_stride ...]``.
 
         ``code = 4 P + flags`` (run time): ``P`` positions (1 to :data:`.shapes.MAX_GROUP`); flag
-        bit 0 adds to ``out`` instead of overwriting it, bit 1 prefetches into L2, while block
+        bit 0 would add to ``out`` instead of overwriting it (no case is compiled with it: a code
+        with it does nothing), bit 1 prefetches into L2, while block
         ``b`` is worked, the bytes at ``pf_off + (b - b_lo) * superblock`` on. ``KIND`` (literal):
         0 Q4_1, 1 Q8_0; ``NARROW`` (literal): 1 for a strip of 16 rows, 0 for a panel of 64.
         """
@@ -93,11 +94,13 @@ if HAVE_NUMBA:
         return types.void(arrays, at, code, KIND, NARROW), codegen
 
     def _emit_switch(builder, where, code, shape):
-        """One case per position count and flags: the run-time ``code`` picks it."""
+        """One case per position count and prefetch flag: the run-time ``code`` picks it. (Adding
+        to ``out``, flag bit 0, is compiled for no case: nothing needs it, since several groups go
+        through scratch panels, and each case is machine code every model process holds.)"""
         done = builder.append_basic_block("blocks.done")
         switch = builder.switch(code, done)
         for npos in range(1, MAX_GROUP + 1):
-            for flags in range(4):
+            for flags in (0, 2):
                 case = builder.append_basic_block(f"blocks.p{npos}.f{flags}")
                 switch.add_case(_c64(4 * npos + flags), case)
                 builder.position_at_end(case)
