@@ -17,6 +17,11 @@ Then each format is loaded in a fresh process that runs passes over up to 33 pos
 resident memory is printed: all of it (VmRSS) and its own (RssAnon, what a second process does not
 share; the rest is mostly mapped libraries such as LLVM's).
 
+With ``--llama`` and llama-cpp-python importable, llama.cpp evaluates the same GGUF file (its
+4-bit weights as stored, activations quantised to 8 bits) with the same thread count in the same
+loop: a step and the same passes after the same number of cached positions (see
+``benchmarks/bench_lm.py`` for how to build it for this CPU).
+
 Prints two Markdown tables, the median and the minimum ms of the repeats (and the ratio to the same
 format's step), with the date, the CPU, the load average before and after, and the command. The
 machine may be shared: compare the cells of one table, not figures from different runs; on a busy
@@ -77,6 +82,30 @@ def _floor(model):
     return lambda: kernel.read_all(ws)
 
 
+def _llama_cells(threads: int) -> dict:
+    """llama.cpp's step and passes at ``threads`` threads, as cells ("llama", n); none without
+    llama-cpp-python."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return {}
+    from specdec_playable.lm.source import model_file
+
+    llm = Llama(model_path=str(model_file()), n_threads=threads, n_threads_batch=threads,
+                logits_all=True, n_ctx=CONTEXT + max(PASSES) + 8, n_batch=512, verbose=False)
+    ids = [int(i) for i in (np.arange(CONTEXT + max(PASSES)) + 1000) % llm.n_vocab()]
+    llm.reset()
+    llm.eval(ids[:CONTEXT])
+
+    def make(n):
+        def run():
+            llm._ctx.kv_cache_seq_rm(-1, CONTEXT, -1)  # back to the cached prefix
+            llm.n_tokens = CONTEXT
+            llm.eval(ids[CONTEXT:CONTEXT + n])
+        return run
+    return {("llama", n): make(n) for n in PASSES}
+
+
 def _cells(models: dict) -> dict:
     """What one loop times: (format, row) -> function."""
     cells = {}
@@ -121,28 +150,29 @@ def _cpu() -> str:
         return platform.processor() or "unknown CPU"
 
 
-def _row(label: str, got: dict, key, threads) -> str:
+def _row(label: str, got: dict, key, columns) -> str:
     cells = []
-    for t in threads:
-        for fmt in FORMATS:
-            ms = got[t][(fmt, key)]
-            ratio = "" if key in ("floor", 1) else f" ({ms / got[t][(fmt, 1)]:.2f}x)"
-            cells.append(f"{ms:.1f}{ratio}")
+    for t, fmt in columns:
+        ms = got[t].get((fmt, key))
+        ratio = "" if ms is None or key in ("floor", 1) else f" ({ms / got[t][(fmt, 1)]:.2f}x)"
+        cells.append("" if ms is None else f"{ms:.1f}{ratio}")
     return f"| {label} | " + " | ".join(cells) + " |"
 
 
 def table(got: dict, memory: dict, threads, stat: str = "median") -> list[str]:
     """The Markdown table of one statistic of the times (``median`` or ``min``, with ratios to
-    the format's step) and resident memory."""
-    head = " | ".join(f"{fmt} {t} thr" for t in threads for fmt in FORMATS)
-    lines = [f"| {stat} ms (x step) | {head} |", "|---" + "|---:" * (len(threads) * len(FORMATS)) + "|"]
-    lines.append(_row("read floor", got, "floor", threads))
-    lines.append(_row("decode step", got, 1, threads))
-    lines += [_row(f"pass({n})", got, n, threads) for n in PASSES[1:]]
-    mem = " | ".join(f"{memory[fmt][0]:.0f} MB ({memory[fmt][1]:.0f} own)" for _ in threads for fmt in FORMATS)
-    lines.append(f"| resident after passes (own) | {mem} |")
-    weights = " | ".join(f"{memory[fmt][2]:.0f} MB" for _ in threads for fmt in FORMATS)
-    lines.append(f"| weights held | {weights} |")
+    the format's step) and resident memory; llama.cpp's columns where it ran."""
+    fmts = FORMATS + (("llama",) if any(("llama", 1) in got[t] for t in threads) else ())
+    columns = [(t, fmt) for t in threads for fmt in fmts]
+    head = " | ".join(f"{'llama.cpp' if fmt == 'llama' else fmt} {t} thr" for t, fmt in columns)
+    lines = [f"| {stat} ms (x step) | {head} |", "|---" + "|---:" * len(columns) + "|"]
+    lines.append(_row("read floor", got, "floor", columns))
+    lines.append(_row("decode step", got, 1, columns))
+    lines += [_row(f"pass({n})", got, n, columns) for n in PASSES[1:]]
+    for label, cell in (("resident after passes (own)", lambda m: f"{m[0]:.0f} MB ({m[1]:.0f} own)"),
+                        ("weights held", lambda m: f"{m[2]:.0f} MB")):
+        row = " | ".join(cell(memory[fmt]) if fmt in memory else "" for _, fmt in columns)
+        lines.append(f"| {label} | {row} |")
     return lines
 
 
@@ -150,13 +180,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated (default 1,2)")
+    ap.add_argument("--llama", action="store_true", help="llama.cpp on the same file in the same loop")
     args = ap.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",")]
     load0 = os.getloadavg()
     kernel.warmup()
     models = {fmt: get_model(fmt) for fmt in FORMATS}
     cells = _cells(models)
-    times = {t: time_interleaved(cells, t, args.repeats) for t in threads}
+    times = {t: time_interleaved({**cells, **(_llama_cells(t) if args.llama else {})}, t, args.repeats)
+             for t in threads}
     load1 = os.getloadavg()
     memory = {fmt: resident(fmt) for fmt in FORMATS}
     print(f"\n{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {_cpu()}, "
