@@ -15,21 +15,27 @@ the model keeps); ``Packed[ids]`` gathers rows, which is how the tied embedding 
 The tile. One panel times ``P <= 6`` positions: for each input ``k`` it loads the panel's four
 registers, broadcasts the ``P`` inputs ``x[p, k]`` and does ``4 P`` fused multiply-adds into ``4 P``
 vector accumulators (at most 24 of the 32 registers), which stay in registers for the whole loop:
-no horizontal sums, no stores until the end. :func:`_tile` generates it as LLVM IR (a numba
-intrinsic), one specialisation per shape, so the compiler has nothing to get wrong; the driver
+no horizontal sums, no stores until the end. :func:`.codegen.tile` generates it as LLVM IR (a
+numba intrinsic), one specialisation per shape, so the compiler has nothing to get wrong; the driver
 :func:`products` shares panels between threads with ``prange``.
 
 Shapes by the number of positions:
 
-* 1-6 positions (a decoding step, and checks of up to 5 drafted tokens): one group, the whole of
-  ``k`` in registers. While the arithmetic of several positions runs, the hardware prefetcher
-  alone lets the stream fall behind, so the tile also asks for its panel a few KB ahead, into L2
-  (:func:`prefetch_ahead`: how far, per position count, measured per CPU family).
-* 7 or more: equal groups of at most 6 (7-12: two, 13-18: three, ...). Each panel is worked in
-  chunks of :data:`CHUNK` inputs (16 KB, kept in L1) and every group runs over a chunk before the
-  next, so the weights still come from memory once; the accumulators go to ``out`` between chunks.
-  While the groups work on one chunk they prefetch the next into L2, spread over the groups, so
-  the memory stream does not wait for the arithmetic (without it 9 positions took 1.4x as long).
+* 1 position (a decoding step): one tile over the whole of each panel, prefetching it a few KB
+  ahead into L2 where that was measured to help (:func:`prefetch_ahead`, per CPU family).
+* 2 or more: equal groups of at most 6 (2-6: one, 7-12: two, 13-18: three, ...). Each panel is
+  worked in chunks of :data:`CHUNK` inputs (16 KB, kept in L1) and every group runs over a chunk
+  before the next, so the weights still come from memory once; the accumulators go to ``out``
+  between chunks. While the groups work on one chunk they prefetch the next into L2, spread over
+  the groups, so the memory stream does not wait for the arithmetic (without it 9 positions took
+  1.4x as long). One group runs this way too (:data:`.tuning.CHUNKED_FROM`), so a pass's work
+  only grows with its positions: pass(n) never decreases as n grows.
+
+Weights as the model file stores them (:mod:`.blocks`: GGUF's Q4_1 and Q8_0 blocks, 4 and 8 bits
+per weight and a scale per 32) go through their own tiles (:mod:`.codegen_blocks`), which widen
+the codes to float32 in registers and multiply float32 activations; from a few positions on each
+chunk is widened once into a float32 scratch panel in L1 that the float32 tile multiplies
+(:func:`.tuning.blocks_plan`).
 
 Strips, for CPUs without AVX-512 (:data:`NARROW`). There a vector register holds 8 floats and
 there are 16, so a wide tile's ``4 P`` accumulators of 16 floats spill from 2 positions on. The
