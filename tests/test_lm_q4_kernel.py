@@ -138,3 +138,12 @@ def test_block_packing_is_checked():
         kernel.matmul_t(np.ones((2, 32), np.float32), pw)  # 32 inputs for a 64-input weight
     with pytest.raises(TypeError):
         kernel.matmul_t(np.ones((2, 64)), pw)  # float64 activations
+
+
+def test_the_read_floor_reads_blocks_as_bytes():
+    raw = quantized("q4_1", 130, 96)
+    for strips in (False, True):
+        pw = blocks.pack_blocks(raw, "q4_1", strips=strips)
+        assert isinstance(kernel.read_all([pw, kernel.pack(np.ones((3, 8), np.float32))]), float)
+    odd = blocks.pack_blocks(quantized("q8_0", 5, 32), "q8_0")  # a panel of 8.5 inputs' bytes
+    assert isinstance(kernel.read_all([odd]), float)

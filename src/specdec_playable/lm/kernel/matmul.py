@@ -23,10 +23,12 @@ def read_all(weights) -> float:
     """Stream every element of the given :class:`Packed` (or :class:`.blocks.QPacked`) weights
     once, as the one-position tile does, with the kernel's threads and nothing else: the memory
     floor a pass cannot beat (a benchmark's yardstick; blocks are read as their bytes, 256 to an
-    input). Returns a number that depends on every weight (a zero here)."""
-    weights = [_as_floats(w) for w in weights]
+    input). Returns a number that depends on every weight (a zero here; for blocks, whose bytes
+    are read as floats, it may be NaN)."""
+    weights = list(weights)
     if not HAVE_NUMBA:
-        return float(sum(np.sum(w.data if isinstance(w, Packed) else w) for w in weights)) * 0.0
+        return float(sum(np.sum(w.data if isinstance(w, (Packed, QPacked)) else w) for w in weights)) * 0.0
+    weights = [_as_floats(w) for w in weights]
     prepare_threads()
     zeros = np.zeros((max(w.shape[1] for w in weights), 1), F32)
     sums = np.empty((1, max(w.data.shape[0] for w in weights) * PANEL), F32)
