@@ -97,10 +97,11 @@ class Block:
 
 @dataclass(frozen=True, eq=False)
 class Weights:
-    """All weights, float32 and read-only. ``embed`` (vocab x d_model, packed; ``embed[ids]``
-    gathers rows) is also the output head. ``stacks`` holds every block's packed ``wqkv``, ``wo``,
-    ``wgu`` and ``wdown``, each kind as one ``(blocks, panels, in, 16)`` array; the blocks'
-    :class:`.kernel.Packed` weights are views of them, not copies."""
+    """All weights, read-only. ``embed`` (vocab x d_model, packed; ``embed[ids]`` gathers rows as
+    float32) is also the output head. ``stacks`` holds every block's packed ``wqkv``, ``wo``,
+    ``wgu`` and ``wdown``, each kind as one array: float32 ``(blocks, panels, in, 64)``, or in
+    ``"q4"`` the file's blocks, uint8 ``(blocks, panels, bytes)``; the blocks'
+    :class:`.kernel.Packed` (:class:`.kernel.QPacked`) weights are views of them, not copies."""
 
     embed: Packed | QPacked
     blocks: tuple[Block, ...]
@@ -276,7 +277,9 @@ class Model:
         self.weights = weights
         self.tokenizer = tokenizer
         self.load_seconds = load_seconds
-        self._norms = weights.norms if weights.norms is not None else np.ones((config.n_layers, 2, config.d_model), F32)
+        # the blocks' norm weights as the compiled pass takes them (all ones where folded in)
+        self._norms = (weights.norms if weights.norms is not None
+                       else np.ones((config.n_layers, 2, config.d_model), F32))
 
     @property
     def format(self) -> str:
