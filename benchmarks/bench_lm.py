@@ -404,23 +404,26 @@ def bench_breakdown(model, repeats: int, ns=(1, 5, 9)) -> None:
 def bench_prefetch(model, repeats: int) -> None:
     """How far ahead a tile should prefetch its weights, on this CPU: passes at one thread with
     every distance (0: none) in one interleaved loop, beside the read floor. Panels: a one-group
-    wide tile over 1-6 positions, in inputs of 256 bytes (``kernel.PREFETCH`` keeps one row per CPU
-    vendor from this table). Strips: narrow tiles over 2-9 positions, in cache lines of a strip
+    wide tile over whole panels for 1-6 positions, in inputs of 256 bytes (``kernel.PREFETCH``
+    keeps one row per CPU vendor from this table; from ``kernel.tuning.CHUNKED_FROM`` positions on
+    one group runs chunk by chunk instead, and only a step streams whole panels). Strips: narrow tiles over 2-9 positions, in cache lines of a strip
     (``kernel.STRIP_AHEAD`` keeps one group's and several groups' distance)."""
     from specdec_playable.lm import kernel
 
     if model.weights.strips:
-        saved = kernel._STRIP_AHEAD
+        saved = kernel.tuning._STRIP_AHEAD
 
         def setting(d):
-            kernel._STRIP_AHEAD = saved if d is None else (d, d)
+            kernel.tuning._STRIP_AHEAD = saved if d is None else (d, d)
         _prefetch_table(model, repeats, (2, 3, 4, 5, 6, 7, 9), (0, 8, 16, 32, 64), setting,
                         lambda d: f"{d} lines", "narrow tiles (strips layout)", saved)
         return
     saved = kernel.set_prefetch(None)
+    chunked = kernel.tuning.set_chunked_from(None)
 
-    def setting(d):
+    def setting(d):  # whole panels for 1-6 positions while measuring (tuning.CHUNKED_FROM)
         kernel.set_prefetch(saved if d is None else (d,) * kernel.MAX_GROUP)
+        kernel.tuning.set_chunked_from(chunked if d is None else kernel.MAX_GROUP + 1)
     _prefetch_table(model, repeats, range(1, kernel.MAX_GROUP + 1), (0, 4, 8, 12, 16, 24, 32), setting,
                     lambda d: f"{d / 4:g} KB", f"a one-group tile, {kernel.cpu_vendor() or 'unknown vendor'}",
                     saved)

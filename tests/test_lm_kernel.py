@@ -161,9 +161,9 @@ def test_grouped_inputs(n):
     groups, k, gs = xg.shape
     assert k == 10 and gs <= kernel.MAX_GROUP and groups * gs >= n
     assert groups == -(-n // kernel.MAX_GROUP)
-    sizes = [hi - lo for lo, hi in (kernel._group_bounds(n, groups, g) for g in range(groups))]
+    sizes = [hi - lo for lo, hi in (kernel.layouts._group_bounds(n, groups, g) for g in range(groups))]
     assert sum(sizes) == n and max(sizes) - min(sizes) <= 1 and max(sizes) == gs
-    lo, hi = kernel._group_bounds(n, groups, groups - 1)
+    lo, hi = kernel.layouts._group_bounds(n, groups, groups - 1)
     assert np.array_equal(xg[groups - 1, :, :hi - lo], x[lo:hi].T)
 
 
@@ -220,13 +220,13 @@ def test_threads_positive_and_settable():
                                         if kernel.HAVE_NUMBA else 1)
     if kernel.PARALLEL_FROM > 1:  # where two cores stream no faster than one (AMD Zen 4)
         assert kernel.prepare_threads(1) == 1  # a decoding step: one thread unless asked
-    avx512 = kernel._vector_registers() >= 32
-    assert kernel.PARALLEL_FROM == kernel._parallel_from(kernel.cpu_vendor(), avx512)
+    avx512 = kernel.tuning._vector_registers() >= 32
+    assert kernel.PARALLEL_FROM == kernel.tuning._parallel_from(kernel.cpu_vendor(), avx512)
     # the table's rows, and the fallbacks: the vendor's AVX-512 row, else AMD's
-    assert kernel._parallel_from("AuthenticAMD", True) == 8
-    assert kernel._parallel_from("AuthenticAMD", False) == 1
-    assert kernel._parallel_from("GenuineIntel", False) == kernel._parallel_from("GenuineIntel", True) == 1
-    assert kernel._parallel_from("", False) == kernel._parallel_from("HygonGenuine", True) == 8
+    assert kernel.tuning._parallel_from("AuthenticAMD", True) == 8
+    assert kernel.tuning._parallel_from("AuthenticAMD", False) == 1
+    assert kernel.tuning._parallel_from("GenuineIntel", False) == kernel.tuning._parallel_from("GenuineIntel", True) == 1
+    assert kernel.tuning._parallel_from("", False) == kernel.tuning._parallel_from("HygonGenuine", True) == 8
 
 
 def test_numba_is_used_when_installed():
@@ -243,25 +243,45 @@ def test_prefetch_distance_changes_no_result(n):
     w = rand(200, 129)
     x = rand(n, 129)
     default = kernel.set_prefetch(None)
+    chunked = kernel.tuning.set_chunked_from(None)
     try:
+        kernel.tuning.set_chunked_from(kernel.MAX_GROUP + 1)  # one group over whole panels
         for ahead in (0, 1, 16, 256):
             assert kernel.set_prefetch((ahead,) * kernel.MAX_GROUP) == (ahead,) * kernel.MAX_GROUP
             assert kernel.prefetch_ahead(n) == ahead
             assert rel_err(kernel.matmul_t(x, kernel.pack(w)), x, w) < TOL
     finally:
         assert kernel.set_prefetch(None) == default
+        assert kernel.tuning.set_chunked_from(None) == chunked
     assert kernel.prefetch_ahead(kernel.MAX_GROUP + 1) == 0  # groups prefetch chunk by chunk
+
+
+@pytest.mark.parametrize("n", range(2, kernel.MAX_GROUP + 1))
+def test_one_group_in_chunks_gives_the_same_products(n):
+    """From :data:`tuning.CHUNKED_FROM` positions on, one group of wide tiles runs chunk by chunk
+    (``prefetch_ahead`` -1), as several groups do: the same float64 product to rounding."""
+    w = rand(200, 129)
+    x = rand(n, 129)
+    chunked = kernel.tuning.set_chunked_from(None)
+    try:
+        assert kernel.tuning.set_chunked_from(2) == 2 and kernel.prefetch_ahead(n) == -1
+        assert kernel.prefetch_ahead(1) >= 0  # a decoding step streams each panel whole
+        assert rel_err(kernel.matmul_t(x, kernel.pack(w, strips=False)), x, w) < TOL
+    finally:
+        kernel.tuning.set_chunked_from(None)
+    assert kernel.tuning.set_chunked_from(None) == chunked == kernel.tuning.CHUNKED_FROM.get(
+        kernel.cpu_vendor(), kernel.tuning.CHUNKED_FROM["AuthenticAMD"])
 
 
 def test_prefetch_settings_are_checked():
     if not os.environ.get("SPECDEC_PREFETCH"):  # the table's row for this CPU, AMD's for others
         want = kernel.PREFETCH.get(kernel.cpu_vendor(), kernel.PREFETCH["AuthenticAMD"])
         assert kernel.set_prefetch(None) == want
-    assert kernel._parse_prefetch("12") == (12,) * kernel.MAX_GROUP
-    assert kernel._parse_prefetch("0,8,8,0,0,0") == (0, 8, 8, 0, 0, 0)
+    assert kernel.tuning._parse_prefetch("12") == (12,) * kernel.MAX_GROUP
+    assert kernel.tuning._parse_prefetch("0,8,8,0,0,0") == (0, 8, 8, 0, 0, 0)
     for bad in ("", "x", "1,2", "-1", "300", "1,2,3,4,5,6,7"):
         with pytest.raises(ValueError):
-            kernel._parse_prefetch(bad)
+            kernel.tuning._parse_prefetch(bad)
     with pytest.raises(ValueError):
         kernel.set_prefetch((1, 2, 3))
 
@@ -316,34 +336,34 @@ def test_strips_layout(monkeypatch):
     assert kernel.pack(w).strips == kernel.NARROW
     for env, want in (("narrow", True), ("WIDE", False), (" wide ", False)):
         monkeypatch.setenv("SPECDEC_TILES", env)
-        assert kernel._default_narrow() is want
+        assert kernel.tuning._default_narrow() is want
     monkeypatch.setenv("SPECDEC_TILES", "medium")
     with pytest.raises(ValueError, match="SPECDEC_TILES"):
-        kernel._default_narrow()
+        kernel.tuning._default_narrow()
     monkeypatch.delenv("SPECDEC_TILES")
-    assert kernel._default_narrow() == (kernel._vector_registers() < 32)
+    assert kernel.tuning._default_narrow() == (kernel.tuning._vector_registers() < 32)
 
 
 def test_narrow_tiles_prefetch_from_two_positions(monkeypatch):
     """A decoding step's narrow tiles do not prefetch, passes over more do (STRIP_AHEAD: one group,
     several; or SPECDEC_STRIP_AHEAD, checked); every distance gives the same products."""
-    one, several = kernel._STRIP_AHEAD
+    one, several = kernel.tuning._STRIP_AHEAD
     assert kernel.prefetch_ahead(1, strips=True) == 0
     assert all(kernel.prefetch_ahead(n, strips=True) == one for n in range(2, kernel.MAX_GROUP + 1))
     assert all(kernel.prefetch_ahead(n, strips=True) == several for n in (kernel.MAX_GROUP + 1, 9, 33))
     for env, want in (("0", (0, 0)), ("64", (64, 64)), ("8, 40", (8, 40))):
         monkeypatch.setenv("SPECDEC_STRIP_AHEAD", env)
-        assert kernel._strip_ahead() == want
+        assert kernel.tuning._strip_ahead() == want
     for bad in ("-1", "x", "257", "1,2,3", "4,"):
         monkeypatch.setenv("SPECDEC_STRIP_AHEAD", bad)
         with pytest.raises(ValueError, match="SPECDEC_STRIP_AHEAD"):
-            kernel._strip_ahead()
+            kernel.tuning._strip_ahead()
     w = rand(200, 129)
     pw = kernel.pack(w, strips=True)
     for n in (2, 9):
         x = rand(n, 129)
         for ahead in (0, 1, 256):
-            monkeypatch.setattr(kernel, "_STRIP_AHEAD", (ahead, ahead))
+            monkeypatch.setattr(kernel.tuning, "_STRIP_AHEAD", (ahead, ahead))
             assert rel_err(kernel.matmul_t(x, pw), x, w) < TOL
 
 

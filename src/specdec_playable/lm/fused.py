@@ -9,7 +9,8 @@ residual. So a pass is two calls from Python (the blocks, then the head), not a 
 calls per block: on this CPU that Python and numpy overhead was about a millisecond a pass, a
 twentieth of a decoding step.
 
-The products are :func:`.kernel.products` on the packed weights; everything between them is
+The products are :func:`.kernel.drive.multiply` on the packed weights (float32 panels, or the
+file's Q4_1 blocks); everything between them is
 loops over positions, heads and dimensions that LLVM vectorises (``exp`` is
 :func:`.kernel.vexp`). The numpy path of :meth:`.model.Model.forward` computes the same pass with
 numpy and is the reference the tests hold this one to.
@@ -31,13 +32,15 @@ __all__ = ["HAVE_NUMBA", "run_blocks"]
 if HAVE_NUMBA:
     from numba import njit
 
-    from .kernel import run_tile, products, vexp
+    from .kernel import run_tile, vexp
+    from .kernel.drive import multiply
 
     F32 = np.float32
 
     @njit(fastmath=True, error_model="numpy", cache=True)
-    def _norm_grouped(x, eps, xg, base, extra):
-        """``xg[g, k, j] = x[p, k] / rms(x[p])`` for position ``p`` = ``j``-th of group ``g``."""
+    def _norm_grouped(x, eps, gamma, xg, base, extra):
+        """``xg[g, k, j] = x[p, k] / rms(x[p]) * gamma[k]`` for position ``p`` = ``j``-th of group
+        ``g`` (``gamma`` is all ones where the norm's weight is folded into the next weights)."""
         n, d = x.shape
         for p in range(n):
             ss = F32(0.0)
@@ -46,7 +49,7 @@ if HAVE_NUMBA:
             s = F32(1.0) / np.sqrt(ss / F32(d) + eps)
             g, j = _group_of(p, base, extra)
             for k in range(d):
-                xg[g, k, j] = x[p, k] * s
+                xg[g, k, j] = x[p, k] * s * gamma[k]
 
     @njit(inline="always")
     def _group_of(p, base, extra):
@@ -61,8 +64,9 @@ if HAVE_NUMBA:
         """Rotate the new queries and keys, append keys and values to this block's cache
         ``kv = (keys, values, past)`` (the layouts of :class:`.model.KVCache`), and write each new
         position's attention output, grouped and transposed, into ``og``.
-        ``rope = (cos, sin, allowed)``, ``heads = (query heads, kv heads)``, ``grouping = (base,
-        extra)`` of the position groups (see :func:`_group_of`).
+        ``rope = (cos, sin, allowed)``, ``heads = (query heads, kv heads, query scale)`` (the
+        scale 1 where it is folded into the weights), ``grouping = (base, extra)`` of the position
+        groups (see :func:`_group_of`).
 
         Per key/value head, its ``q = n x group`` queries (position-major) are scored against the
         keys by tile products over the packed keys (64 positions a panel), the scores turned into
@@ -70,7 +74,7 @@ if HAVE_NUMBA:
         values (one panel of 64 dimensions) reading the weights row by row."""
         cache_k, cache_v, past = kv
         cos, sin, allowed = rope
-        n_heads, n_kv = heads
+        n_heads, n_kv, _ = heads
         n = qkv.shape[0]
         hd = cache_v.shape[2]
         group = n_heads // n_kv
@@ -112,17 +116,18 @@ if HAVE_NUMBA:
 
     @njit(fastmath=True, error_model="numpy", cache=True)
     def _rotate_and_store(qkv, kv, cos, sin, heads):
-        """Rotate the new queries and keys in place (halves form) and write the keys and values
-        into the cache at ``past ..``."""
+        """Rotate the new queries and keys in place (halves form), the queries scaled by
+        ``heads[2]``, and write the keys and values into the cache at ``past ..``."""
         cache_k, cache_v, past = kv
-        n_heads, n_kv = heads
+        n_heads, n_kv, q_scale = heads
         hd = cache_v.shape[2]
         half = hd // 2
         for p in range(qkv.shape[0]):
             for h in range(n_heads + n_kv):
                 o = h * hd
+                f = F32(q_scale) if h < n_heads else F32(1.0)
                 for i in range(half):
-                    a, c = qkv[p, o + i], qkv[p, o + half + i]
+                    a, c = qkv[p, o + i] * f, qkv[p, o + half + i] * f
                     qkv[p, o + i] = a * cos[p, i] - c * sin[p, i]
                     qkv[p, o + half + i] = a * sin[p, i] + c * cos[p, i]
             t = past + p
@@ -184,24 +189,27 @@ if HAVE_NUMBA:
     def run_blocks(x, weights, kv, rope, dims, capture):
         """Run blocks ``0 .. depth - 1`` on the residual stream ``x`` (n, d), in place.
 
-        * ``weights = (qkv, o, gu, down)``: the stacked packed weights;
+        * ``weights = (qkv, o, gu, down, norms)``: the stacked packed weights (float32 panels or
+          Q4_1 blocks, each kind its own), and each block's two RMSNorm weights ``(blocks, 2, d)``
+          (all ones where they are folded into the weights);
         * ``kv = (keys, values, past)``: the cache (blocks, kv heads, capacity, head dim) receives
           the new keys and values at ``past .. past + n - 1``;
         * ``rope = (cos, sin, allowed)``: the new positions' rotary angles (n, head_dim / 2), and
           ``allowed[i, j]`` lets new position ``i`` see new position ``j`` (every cached one is
           visible);
-        * ``dims = (depth, query heads, kv heads, eps, ahead, narrow)``, ``ahead`` the products'
-          prefetch distance (:func:`.kernel.prefetch_ahead`), ``narrow`` whether they use narrow
-          tiles (:func:`.kernel.narrow_tiles`);
+        * ``dims = (depth, (query heads, kv heads, query scale), eps, ahead, narrow, d_ff)``,
+          ``ahead`` how the products prefetch (float panels, blocks) and whether one group of
+          blocks goes through scratch panels (:func:`.kernel.prefetch_ahead`,
+          :func:`.kernel.tuning.blocks_plan`), ``narrow``
+          whether they use narrow tiles (:data:`.kernel.NARROW`);
         * ``capture = (slots, kept)``: after block ``m`` the stream is copied into
           ``kept[slots[m]]`` where ``slots[m] >= 0``.
         """
-        w_qkv, w_o, w_gu, w_down = weights
+        w_qkv, w_o, w_gu, w_down, norms = weights
         cache_k, cache_v, past = kv
-        depth, n_heads, n_kv, eps, ahead, narrow = dims
+        depth, heads, eps, ahead, narrow, d_ff = dims
         slots, kept = capture
         n, d = x.shape
-        d_ff = w_down.shape[2]
         groups = -(-n // MAX_GROUP)
         gs = -(-n // groups)
         base = n // groups
@@ -213,15 +221,15 @@ if HAVE_NUMBA:
         y = np.empty((n, w_o.shape[1] * PANEL), F32)
         eps = F32(eps)
         for layer in range(depth):
-            _norm_grouped(x, eps, xg, base, extra)
-            products(xg, w_qkv[layer], n, qkv, ahead, narrow)
-            _attend(qkv, (cache_k[layer], cache_v[layer], past), rope, (n_heads, n_kv), xg, (base, extra))
-            products(xg, w_o[layer], n, y, ahead, narrow)
+            _norm_grouped(x, eps, norms[layer, 0], xg, base, extra)
+            multiply(xg, w_qkv[layer], n, qkv, ahead, narrow)
+            _attend(qkv, (cache_k[layer], cache_v[layer], past), rope, heads, xg, (base, extra))
+            multiply(xg, w_o[layer], n, y, ahead, narrow)
             _add(x, y)
-            _norm_grouped(x, eps, xg, base, extra)
-            products(xg, w_gu[layer], n, gu, ahead, narrow)
+            _norm_grouped(x, eps, norms[layer, 1], xg, base, extra)
+            multiply(xg, w_gu[layer], n, gu, ahead, narrow)
             _swiglu_grouped(gu, d_ff, ag, base, extra)
-            products(ag, w_down[layer], n, y, ahead, narrow)
+            multiply(ag, w_down[layer], n, y, ahead, narrow)
             _add(x, y)
             if slots[layer + 1] >= 0:
                 kept[slots[layer + 1], :, :] = x

@@ -20,6 +20,15 @@ each kind stacked over the blocks, and a pass runs the blocks in one compiled ca
 :data:`FUSED` set False, the same pass runs as numpy code (:meth:`Model._block`), the reference the
 compiled one is tested against.
 
+Weight formats (``load(weights=...)``, ``get_model(weights=...)``): ``"f32"`` (the default) as
+above, or ``"q4"``, the weights as the file stores them: each kind's Q4_1 blocks stacked over the
+blocks and repacked into panel order (:func:`.kernel.pack_blocks`; 66 MB), the embedding and tied
+head in Q8_0 (30 MB), the only copy, streamed by the kernel's block tiles, which widen them to
+float32 in registers and multiply float32 activations. The blocks cannot absorb the norms and the
+score scale, so in ``"q4"`` the RMSNorm weights multiply the activations (:attr:`Weights.norms`)
+and the scale the queries (:attr:`Weights.q_scale`). A tensor in a format the block tiles do not
+read is dequantised to float32 instead, with a logged warning saying which and why.
+
 GGUF stores the query and key rows permuted for llama.cpp's rotary form (rotate interleaved pairs
 0,1 / 2,3 / ...). The loader permutes them once more, consistently for queries and keys, so that pair
 ``i`` sits at dims ``i`` and ``i + 32``; attention scores are unchanged and the rotation works on two
@@ -29,6 +38,7 @@ contiguous halves.
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,11 +46,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import fused
-from .kernel import NARROW, PANEL, Packed, matmul_t, pack, prefetch_ahead, prepare_threads
+from .kernel import NARROW, PANEL, Packed, QPacked, matmul_t, pack, pack_blocks, prefetch_ahead, prepare_threads
+from .kernel.tuning import blocks_plan
 from .source import model_file
 from .tokenizer import Tokenizer
 
 F32 = np.float32
+LOG = logging.getLogger(__name__)
+
+#: The weight formats a model loads in: ``"f32"``, every weight dequantised to float32 at load
+#: (538 MB), or ``"q4"``, the file's own blocks (Q4_1, and Q8_0 for the embedding and tied head:
+#: 97 MB) streamed by the kernel's block tiles (:mod:`.kernel.blocks`).
+WEIGHT_FORMATS = ("f32", "q4")
 
 #: Whether :meth:`Model.forward` runs the blocks in compiled code (:func:`.fused.run_blocks`; True
 #: when numba is present). Set it False (tests, benchmarks) to run the numpy reference path.
@@ -70,31 +87,41 @@ class Config:
 
 @dataclass(frozen=True, eq=False)
 class Block:
-    """One transformer block's fused, frozen float32 weights (see the module docstring), packed
-    for the kernel: views of :attr:`Weights.stacks`."""
+    """One transformer block's fused, frozen weights (see the module docstring), packed for the
+    kernel (float32 panels, or in ``"q4"`` the file's blocks): views of :attr:`Weights.stacks`."""
 
-    wqkv: Packed
-    wo: Packed
-    wgu: Packed
-    wdown: Packed
+    wqkv: Packed | QPacked
+    wo: Packed | QPacked
+    wgu: Packed | QPacked
+    wdown: Packed | QPacked
 
 
 @dataclass(frozen=True, eq=False)
 class Weights:
-    """All weights, float32 and read-only. ``embed`` (vocab x d_model, packed; ``embed[ids]``
-    gathers rows) is also the output head. ``stacks`` holds every block's packed ``wqkv``, ``wo``,
-    ``wgu`` and ``wdown``, each kind as one ``(blocks, panels, in, 16)`` array; the blocks'
-    :class:`.kernel.Packed` weights are views of them, not copies."""
+    """All weights, read-only. ``embed`` (vocab x d_model, packed; ``embed[ids]`` gathers rows as
+    float32) is also the output head. ``stacks`` holds every block's packed ``wqkv``, ``wo``,
+    ``wgu`` and ``wdown``, each kind as one array: float32 ``(blocks, panels, in, 64)``, or in
+    ``"q4"`` the file's blocks, uint8 ``(blocks, panels, bytes)``; the blocks'
+    :class:`.kernel.Packed` (:class:`.kernel.QPacked`) weights are views of them, not copies."""
 
-    embed: Packed
+    embed: Packed | QPacked
     blocks: tuple[Block, ...]
     final_norm: np.ndarray
     inv_freq: np.ndarray
     stacks: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    #: ``"f32"`` or ``"q4"`` (:data:`WEIGHT_FORMATS`).
+    format: str = "f32"
+    #: In ``"q4"``, each block's attention and feed-forward RMSNorm weights ``(blocks, 2, d)``,
+    #: applied to the activations (the file's blocks cannot absorb them); None in ``"f32"``, whose
+    #: matrices have them folded in.
+    norms: np.ndarray | None = None
+    #: The queries' score scale ``1 / sqrt(head dim)``, where it is not folded into ``wqkv`` (1).
+    q_scale: float = 1.0
 
     def arrays(self) -> list[np.ndarray]:
-        """Every weight's storage (the packed matrices' panels), each once."""
+        """Every weight's storage (the packed matrices' panels or blocks), each once."""
         out = [self.embed.data, self.final_norm, self.inv_freq]
+        out += [] if self.norms is None else [self.norms]
         for b in self.blocks:
             out += [b.wqkv.data, b.wo.data, b.wgu.data, b.wdown.data]
         return out
@@ -251,6 +278,14 @@ class Model:
         self.weights = weights
         self.tokenizer = tokenizer
         self.load_seconds = load_seconds
+        # the blocks' norm weights as the compiled pass takes them (all ones where folded in)
+        self._norms = (weights.norms if weights.norms is not None
+                       else np.ones((config.n_layers, 2, config.d_model), F32))
+
+    @property
+    def format(self) -> str:
+        """The weight format it was loaded in: ``"f32"`` or ``"q4"`` (:data:`WEIGHT_FORMATS`)."""
+        return self.weights.format
 
     # -- state ---------------------------------------------------------------------------------
     def new_cache(self, capacity: int = 256, n_layers: int | None = None) -> KVCache:
@@ -314,9 +349,11 @@ class Model:
             slot[later] = np.arange(len(later))
             kept = np.empty((len(later), n, cfg.d_model), F32)
             prepare_threads(n)
-            fused.run_blocks(x, w.stacks, (cache.k, cache.v, past), (np.cos(ang), np.sin(ang), allowed),
-                             (depth, cfg.n_heads, cfg.n_kv_heads, cfg.eps, prefetch_ahead(n, w.strips),
-                              w.strips), (slot, kept))
+            fused.run_blocks(x, (*w.stacks, self._norms), (cache.k, cache.v, past),
+                             (np.cos(ang), np.sin(ang), allowed),
+                             (depth, (cfg.n_heads, cfg.n_kv_heads, w.q_scale), cfg.eps,
+                              (prefetch_ahead(n, w.strips), *blocks_plan(n)), w.strips, cfg.d_ff),
+                             (slot, kept))
             captured.update(zip(later, kept))
         else:
             bias = self._bias(allowed, past)
@@ -375,13 +412,14 @@ class Model:
         n = x.shape[0]
         hd, nh, nkv, g = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads, cfg.group
         half = hd // 2
-        xn = rms_norm(x, cfg.eps)
+        norms = self._norms[layer]
+        xn = rms_norm(x, cfg.eps) * norms[0]
         qkv = linear(xn, b.wqkv)  # (n, 960)
         # Rotate queries and keys together: 9 + 3 heads of 64 dims, halves form.
         qk = qkv[:, :(nh + nkv) * hd].reshape(n, nh + nkv, hd)
         a, c = qk[..., :half], qk[..., half:]
         rot = np.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
-        q, k = rot[:, :nh], rot[:, nh:]
+        q, k = rot[:, :nh] * F32(self.weights.q_scale), rot[:, nh:]
         v = qkv[:, (nh + nkv) * hd:].reshape(n, nkv, hd)
         end = past + n
         cache.put(layer, past, k.transpose(1, 0, 2), v.transpose(1, 0, 2))
@@ -397,7 +435,7 @@ class Model:
         s /= s.sum(axis=-1, keepdims=True)
         o = (s @ vals).reshape(nkv, n, g, hd).transpose(1, 0, 2, 3).reshape(n, nh * hd)
         x = x + linear(o, b.wo)
-        xn = rms_norm(x, cfg.eps)
+        xn = rms_norm(x, cfg.eps) * norms[1]
         gu = linear(xn, b.wgu)  # (n, 2 * d_ff)
         gate, up = gu[:, :cfg.d_ff], gu[:, cfg.d_ff:]
         act = gate / (F32(1.0) + np.exp(-gate)) * up  # SwiGLU
@@ -490,11 +528,21 @@ def _pack_rows(parts, out: np.ndarray) -> Packed:
     return Packed(out, sum(rows for rows, _ in parts), NARROW)
 
 
-def load(path=None) -> Model:
-    """Read the GGUF file and build the model (several seconds; use :func:`get_model`)."""
+def check_weights(weights: str) -> str:
+    """``weights`` if it names a weight format (:data:`WEIGHT_FORMATS`), else ValueError naming
+    the choices."""
+    if weights not in WEIGHT_FORMATS:
+        raise ValueError(f"weights must be one of {list(WEIGHT_FORMATS)}; got {weights!r}")
+    return weights
+
+
+def load(path=None, *, weights: str = "f32") -> Model:
+    """Read the GGUF file and build the model, its weights in format ``weights`` (``"f32"`` or
+    ``"q4"``, :data:`WEIGHT_FORMATS`); several seconds: use :func:`get_model`."""
     import gguf
     from gguf.quants import dequantize
 
+    fmt = check_weights(weights)
     t0 = time.perf_counter()
     path = model_file() if path is None else path
     reader = gguf.GGUFReader(str(path))
@@ -511,12 +559,7 @@ def load(path=None) -> Model:
         t = tensors[name]
         return np.asarray(dequantize(t.data, t.tensor_type), dtype=F32)
 
-    blocks, stacks = _pack_blocks(cfg, raw)
-    inv_freq = cfg.rope_base ** (-np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim)
-    # A copy of the norm, which does not keep the whole file mapped (and resident) as it lives.
-    weights = Weights(embed=pack(raw("token_embd.weight")), blocks=blocks,
-                      final_norm=_freeze(np.array(raw("output_norm.weight"), copy=True)),
-                      inv_freq=_freeze(inv_freq), stacks=stacks)
+    weights = _weights(cfg, (tensors, raw), fmt)
     types = meta("tokenizer.ggml.token_type")
     tokenizer = Tokenizer(
         tokens=meta("tokenizer.ggml.tokens"), merges=meta("tokenizer.ggml.merges"),
@@ -526,6 +569,97 @@ def load(path=None) -> Model:
     del reader, tensors, raw, meta
     _return_freed_heap()
     return Model(cfg, weights, tokenizer, load_seconds=time.perf_counter() - t0)
+
+
+def _weights(cfg: Config, source, fmt: str) -> Weights:
+    """Every weight, packed in format ``fmt``; ``source = (tensors, raw)``: the file's tensors by
+    name, and ``raw(name)`` one dequantised to float32."""
+    tensors, raw = source
+    inv_freq = cfg.rope_base ** (-np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim)
+    # A copy of the norm, which does not keep the whole file mapped (and resident) as it lives.
+    final_norm = _freeze(np.array(raw("output_norm.weight"), copy=True))
+    if fmt == "f32":
+        blocks, stacks = _pack_blocks(cfg, raw)
+        return Weights(embed=pack(raw("token_embd.weight")), blocks=blocks, final_norm=final_norm,
+                       inv_freq=_freeze(inv_freq), stacks=stacks)
+    blocks, stacks = _pack_blocks_q4(cfg, tensors, raw)
+    norms = np.stack([[raw(f"blk.{i}.attn_norm.weight"), raw(f"blk.{i}.ffn_norm.weight")]
+                      for i in range(cfg.n_layers)])
+    return Weights(embed=_pack_embed(tensors["token_embd.weight"], raw), blocks=blocks,
+                   final_norm=final_norm, inv_freq=_freeze(inv_freq), stacks=stacks, format=fmt,
+                   norms=_freeze(norms), q_scale=float(1.0 / np.sqrt(cfg.head_dim)))
+
+
+#: A block's four matrices in ``"q4"``, each as the tensors whose rows it stacks (no norm or
+#: scale folded in: the file's blocks stay as they are).
+_Q4_KINDS = (("attn_q", "attn_k", "attn_v"), ("attn_output",), ("ffn_gate", "ffn_up"), ("ffn_down",))
+#: The block format the blocks' tile reads (the embedding's may also be Q8_0).
+_BLOCK_TYPES = {"Q4_1": "q4_1"}
+_EMBED_TYPES = {"Q4_1": "q4_1", "Q8_0": "q8_0"}
+
+
+def _pack_blocks_q4(cfg: Config, tensors, raw) -> tuple[tuple[Block, ...], tuple[np.ndarray, ...]]:
+    """Every block's matrices as the file's Q4_1 blocks, each kind stacked over the blocks in one
+    uint8 array (the queries' and keys' rows in the rotary order of :func:`_halves_order`). A kind
+    with a tensor in another format is dequantised to float32 instead (and logged)."""
+    orders = {"attn_q": _halves_order(cfg.n_heads, cfg.head_dim),
+              "attn_k": _halves_order(cfg.n_kv_heads, cfg.head_dim)}
+    stacks, packed = [], []
+    for names in _Q4_KINDS:
+        layers = [[(f"blk.{i}.{nm}.weight", orders.get(nm)) for nm in names] for i in range(cfg.n_layers)]
+        reason = _unreadable([tensors[name] for layer in layers for name, _ in layer], _BLOCK_TYPES)
+        if reason:
+            LOG.warning("weights='q4': the blocks' %s weights stay float32: %s", "/".join(names), reason)
+            rows = [[(lambda name=name, o=o: raw(name) if o is None else raw(name)[o]) for name, o in layer]
+                    for layer in layers]
+            stack, mats = _stack_f32(rows)
+        else:
+            stack, mats = _stack_blocks([[np.asarray(tensors[name].data) if o is None
+                                          else np.asarray(tensors[name].data)[o] for name, o in layer]
+                                         for layer in layers])
+        stacks.append(stack)
+        packed.append(mats)
+    return tuple(Block(*mats) for mats in zip(*packed)), tuple(stacks)
+
+
+def _unreadable(tensors, readable: dict) -> str:
+    """Why the block tiles cannot read ``tensors`` as stored ("" when they can)."""
+    for t in tensors:
+        if t.tensor_type.name not in readable:
+            return f"{t.name} is {t.tensor_type.name}; the block tiles read {', '.join(readable)}"
+    if len({np.asarray(t.data).shape[1] for t in tensors}) > 1:
+        return "their rows differ in length"
+    return ""
+
+
+def _stack_blocks(layers) -> tuple[np.ndarray, list[QPacked]]:
+    """Each layer's row blocks (a list of uint8 arrays to stack) packed into one uint8 stack."""
+    rows = sum(a.shape[0] for a in layers[0])
+    stack = np.empty((len(layers), -(-rows // PANEL), PANEL * layers[0][0].shape[1]), np.uint8)
+    mats = [pack_blocks(np.concatenate(parts), "q4_1", out=stack[i]) for i, parts in enumerate(layers)]
+    stack.setflags(write=False)
+    return stack, mats
+
+
+def _stack_f32(layers) -> tuple[np.ndarray, list[Packed]]:
+    """Each layer's rows (a list of functions giving float32 arrays to stack) packed as float32."""
+    first = np.concatenate([make() for make in layers[0]])
+    stack = np.empty((len(layers), -(-first.shape[0] // PANEL), first.shape[1], PANEL), F32)
+    mats = [pack(first, out=stack[0])]
+    mats += [pack(np.concatenate([make() for make in parts]), out=stack[i + 1])
+             for i, parts in enumerate(layers[1:])]
+    stack.setflags(write=False)
+    return stack, mats
+
+
+def _pack_embed(t, raw) -> Packed | QPacked:
+    """The embedding (and tied head) as the file's blocks, or float32 (logged) where the block
+    tiles do not read its format."""
+    reason = _unreadable([t], _EMBED_TYPES)
+    if reason:
+        LOG.warning("weights='q4': the embedding stays float32: %s", reason)
+        return pack(raw(t.name))
+    return pack_blocks(np.asarray(t.data), _EMBED_TYPES[t.tensor_type.name])
 
 
 def _return_freed_heap() -> None:
@@ -539,18 +673,24 @@ def _return_freed_heap() -> None:
 
 
 _LOCK = threading.Lock()
-_MODEL: Model | None = None
+_MODEL: Model | None = None  # the default format's
+_OTHERS: dict[str, Model] = {}  # the other formats', by name
 
 
-def get_model() -> Model:
-    """The process's one model, loaded on first use (thread-safe; later calls return at once).
+def get_model(weights: str = "f32") -> Model:
+    """The process's one model in weight format ``weights`` (``"f32"`` or ``"q4"``), loaded on
+    first use (thread-safe; later calls return at once).
 
     Raises
     ------
     ModelNotInstalled
         If the model package is missing; the message is the command that installs it.
+    ValueError
+        If ``weights`` is not one of :data:`WEIGHT_FORMATS`.
     """
     global _MODEL
+    if check_weights(weights) != "f32":
+        return _get_other(weights)
     m = _MODEL
     if m is not None:
         return m
@@ -560,6 +700,19 @@ def get_model() -> Model:
         return _MODEL
 
 
-def loaded() -> bool:
-    """Whether :func:`get_model` has already loaded the model in this process."""
-    return _MODEL is not None
+def _get_other(fmt: str) -> Model:
+    m = _OTHERS.get(fmt)
+    if m is not None:
+        return m
+    with _LOCK:
+        if fmt not in _OTHERS:
+            _OTHERS[fmt] = load(weights=fmt)
+        return _OTHERS[fmt]
+
+
+def loaded(weights: str | None = None) -> bool:
+    """Whether :func:`get_model` has already loaded the model in this process (in format
+    ``weights``; any format when None)."""
+    if weights is None:
+        return _MODEL is not None or bool(_OTHERS)
+    return (_MODEL is not None) if check_weights(weights) == "f32" else weights in _OTHERS

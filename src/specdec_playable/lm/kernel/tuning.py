@@ -1,0 +1,183 @@
+"""Per-CPU tuning: the tables the kernel's speed depends on (never its results).
+
+Each table is keyed by CPU vendor (and whether the CPU has AVX-512); the measurements behind every
+entry, dated and with the command that took them, are in docs/performance.md ("The kernel's
+tuning tables"). Environment variables override them (``SPECDEC_TILES``, ``SPECDEC_PREFETCH``,
+``SPECDEC_STRIP_AHEAD``), and :func:`set_prefetch` is a benchmark's knob.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from .shapes import MAX_GROUP
+
+#: In a pass over 2 or more positions, how many inputs (cache lines) ahead a narrow tile
+#: prefetches its strip into L2: ``(one group of 2-6 positions, several groups)``; a decoding step
+#: does not (the hardware prefetcher keeps up with one sequential stream). ``SPECDEC_STRIP_AHEAD``
+#: in the environment (one number 0-256, or two separated by a comma) overrides.
+STRIP_AHEAD = (16, 32)
+#: With one group of 1-6 positions, how many inputs (of 256 bytes: four cache lines) ahead a wide
+#: tile prefetches its panel into L2, by the number of positions (0: no prefetch), per CPU vendor.
+#: Other vendors get AMD's (what shipped first). ``SPECDEC_PREFETCH`` in the environment (one
+#: number for every count, or six separated by commas) overrides the table; so does
+#: :func:`set_prefetch`.
+PREFETCH = {
+    "AuthenticAMD": (0, 8, 8, 0, 0, 0),
+    "GenuineIntel": (16, 16, 16, 16, 16, 16),
+}
+#: Per CPU vendor, the fewest positions for which one group of wide tiles runs chunk by chunk, as
+#: several groups do, prefetching each next chunk into L2 (16 KB ahead), rather than over the
+#: whole of each panel with :data:`PREFETCH`'s distance. From that count on a pass's work only
+#: grows with its positions: the same chunks, the same prefetches, more multiply-adds, then more
+#: groups. Other vendors get AMD's.
+CHUNKED_FROM = {
+    "AuthenticAMD": 2,
+    "GenuineIntel": 2,
+}
+
+
+#: For weights in GGUF blocks (:mod:`.blocks`), how many blocks ahead a tile over one group of
+#: positions prefetches its unit into L2, by the number of positions (0: none); with several groups
+#: (and one group through scratch panels, :data:`BLOCKS_SCRATCH_FROM`) the unpacking prefetches
+#: the next chunk when this is not 0 for the count.
+BLOCKS_AHEAD = (4, 4, 4, 4, 4, 4)
+#: For weights in GGUF blocks, the fewest positions for which one group, too, goes through float32
+#: scratch panels (each chunk unpacked once, then multiplied by the float32 tile) rather than
+#: unpacking in registers (7: never).
+BLOCKS_SCRATCH_FROM = 5
+
+
+@functools.cache
+def _vector_registers() -> int:
+    """How many 16-float vector registers this CPU has: 32 with AVX-512, else the 16 of AVX2
+    (each 16-float vector then takes two of them), as the compiler sees the host."""
+    try:
+        from llvmlite import binding
+        return 32 if binding.get_host_cpu_features().get("avx512f") else 16
+    except Exception:  # no llvmlite (the numpy path), or a platform it cannot describe
+        return 32
+
+
+def _default_narrow() -> bool:
+    env = os.environ.get("SPECDEC_TILES", "").strip().lower()
+    if env not in ("", "narrow", "wide"):
+        raise ValueError(f"SPECDEC_TILES must be 'narrow' or 'wide' (or unset); got {env!r}")
+    return env == "narrow" if env else _vector_registers() < 32
+
+
+#: Whether weights are packed in *strips* and multiplied by narrow tiles, rather than in panels
+#: multiplied by wide tiles (see :mod:`.kernel`): on a CPU without AVX-512 a wide tile's ``4 P``
+#: accumulators of 16 floats take ``8 P`` of its 16 vector registers, so from 2 positions on they
+#: spill to memory, while a narrow tile's ``P`` accumulators take ``2 P``. ``SPECDEC_TILES``
+#: (``narrow`` or ``wide``) in the environment overrides.
+NARROW = _default_narrow()
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``, ...) from ``/proc/cpuinfo``,
+    or ``""`` where it cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _parse_prefetch(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isdigit() for p in parts) or len(parts) not in (1, MAX_GROUP):
+        raise ValueError(f"SPECDEC_PREFETCH must be one number or {MAX_GROUP} separated by commas "
+                         f"(inputs ahead, 0-256); got {text!r}")
+    return check_prefetch(tuple(int(p) for p in parts) * (MAX_GROUP if len(parts) == 1 else 1))
+
+
+def check_prefetch(ahead) -> tuple[int, ...]:
+    """``ahead`` as a tuple of :data:`MAX_GROUP` ints in [0, 256], or ValueError."""
+    ahead = tuple(int(a) for a in ahead)
+    if len(ahead) != MAX_GROUP or not all(0 <= a <= 256 for a in ahead):
+        raise ValueError(f"prefetch distances: {MAX_GROUP} numbers of inputs ahead in [0, 256]; "
+                         f"got {ahead}")
+    return ahead
+
+
+def _default_prefetch() -> tuple[int, ...]:
+    env = os.environ.get("SPECDEC_PREFETCH", "").strip()
+    if env:
+        return _parse_prefetch(env)
+    return PREFETCH.get(cpu_vendor(), PREFETCH["AuthenticAMD"])
+
+
+_AHEAD = [_default_prefetch()]
+_CHUNKED_FROM = [0]
+
+
+def _strip_ahead() -> tuple[int, int]:
+    env = os.environ.get("SPECDEC_STRIP_AHEAD", "").strip()
+    if not env:
+        return STRIP_AHEAD
+    parts = [p.strip() for p in env.split(",")]
+    if len(parts) not in (1, 2) or not all(p.isdigit() and int(p) <= 256 for p in parts):
+        raise ValueError("SPECDEC_STRIP_AHEAD must be one number of inputs ahead (0-256) or two "
+                         f"separated by a comma; got {env!r}")
+    return (int(parts[0]), int(parts[-1]))
+
+
+_STRIP_AHEAD = _strip_ahead()
+
+
+def prefetch_ahead(n: int, strips: bool = False) -> int:
+    """Inputs ahead that a tile prefetches its weights, in a pass over ``n`` positions: for wide
+    tiles (0: none, and for more than :data:`MAX_GROUP` positions, whose groups prefetch chunk by
+    chunk) the table's, or -1 where one group runs chunk by chunk (:data:`CHUNKED_FROM`); for
+    narrow ones (``strips``) :data:`STRIP_AHEAD`."""
+    if strips:
+        return 0 if n <= 1 else _STRIP_AHEAD[0] if n <= MAX_GROUP else _STRIP_AHEAD[1]
+    if 1 <= n <= MAX_GROUP and n >= _CHUNKED_FROM[0]:
+        return -1
+    return _AHEAD[0][n - 1] if 1 <= n <= MAX_GROUP else 0
+
+
+def set_chunked_from(n: int | None = None) -> int:
+    """Set the fewest positions for which one group of wide tiles runs chunk by chunk
+    (:data:`CHUNKED_FROM`; ``None``: this CPU's entry, 7 or more: never); return it. A benchmark's
+    knob: results do not depend on it, only speed."""
+    _CHUNKED_FROM[0] = CHUNKED_FROM.get(cpu_vendor(), CHUNKED_FROM["AuthenticAMD"]) if n is None else max(2, int(n))
+    return _CHUNKED_FROM[0]
+
+
+def blocks_plan(n: int) -> tuple[int, int]:
+    """How a pass over ``n`` positions multiplies weights in blocks: ``(blocks ahead a tile
+    prefetches, 4 where one group goes through scratch panels else 0)`` (:data:`BLOCKS_AHEAD`,
+    :data:`BLOCKS_SCRATCH_FROM`; several groups take the last entry and always use scratch)."""
+    return BLOCKS_AHEAD[min(max(n, 1), MAX_GROUP) - 1], 4 if n >= BLOCKS_SCRATCH_FROM else 0
+
+
+def set_prefetch(ahead=None) -> tuple[int, ...]:
+    """Set the process's prefetch distances (:data:`MAX_GROUP` ints, one per position count;
+    ``None``: back to the default for this CPU); return them. A benchmark's knob: results do not
+    depend on it, only speed."""
+    _AHEAD[0] = _default_prefetch() if ahead is None else check_prefetch(ahead)
+    return _AHEAD[0]
+
+
+#: Per CPU vendor and whether it has AVX-512, the fewest positions a pass must have to use more
+#: than one thread (a thread's own :func:`.pool.use_threads` is taken as it is). Other CPUs get
+#: their vendor's entry with AVX-512, else AMD's with AVX-512.
+PARALLEL_FROM_BY_CPU = {("AuthenticAMD", True): 8, ("AuthenticAMD", False): 1, ("GenuineIntel", True): 1}
+
+
+def _parallel_from(vendor: str, avx512: bool) -> int:
+    table = PARALLEL_FROM_BY_CPU
+    return table.get((vendor, avx512), table.get((vendor, True), table[("AuthenticAMD", True)]))
+
+
+#: This CPU's entry of :data:`PARALLEL_FROM_BY_CPU`.
+PARALLEL_FROM = _parallel_from(cpu_vendor(), _vector_registers() >= 32)
+
+
+set_chunked_from()

@@ -1,0 +1,208 @@
+"""The model in 4 bits (``weights="q4"``): the file's Q4_1 and Q8_0 blocks streamed by the block
+tiles, against the float32 model.
+
+Both formats compute with the same weights, the ones the file defines, and float32 activations; they
+differ in rounding only: the float32 model folds the RMSNorm weights and the query scale into its
+matrices and rounds ``d * q + m`` twice, the 4-bit one applies them to the activations and rounds
+each weight once, and the sums run in other orders. Measured on 6 prompts, the largest logit
+difference is about 5e-6 of the largest |logit| (2e-4 on logits of about 38); the tolerance is
+1e-4 of it, while a wrong nibble, block or norm moves logits by whole units. Greedy tokens must be
+equal wherever the float32 model's top-two margin is clear (over 0.05, a hundred times the largest
+difference measured); a near-tie may flip, a clear choice may not.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from specdec_playable.lm import get_model, kernel
+from specdec_playable.lm import model as model_mod
+from specdec_playable.lm.decode import generate
+from specdec_playable.lm.kernel import Packed, QPacked
+
+LOGIT_RTOL = 1e-4
+CLEAR_MARGIN = 0.05
+PROMPTS = ("Write a Python function that adds two numbers.",
+           "Write a short poem about the sea.",
+           'Give a JSON object with the keys "name" and "age" for Ada, 36.',
+           "What is the capital of France?",
+           "Write an SQL query that counts the rows of a table named users.",
+           "Explain in two sentences why the sky is blue.")
+
+
+@pytest.fixture(scope="module")
+def f32():
+    return get_model()
+
+
+@pytest.fixture(scope="module")
+def q4():
+    return get_model("q4")
+
+
+def _passes(model, ids):
+    """Logits of a prompt and of passes over 1, 5, 9, 17 and 33 positions after it."""
+    cache = model.new_cache()
+    out = [model.forward(ids, cache, logits="all").logits]
+    for n in (1, 5, 9, 17, 33):
+        out.append(model.forward(ids[-n:] if n <= len(ids) else (ids * n)[:n], cache).logits)
+    return out
+
+
+def test_the_4_bit_model_keeps_the_files_blocks_once(q4, f32):
+    w = q4.weights
+    assert q4.format == w.format == "q4" and f32.format == "f32"
+    assert get_model("q4") is q4 and model_mod.loaded("q4") and model_mod.loaded("f32")
+    assert isinstance(w.embed, QPacked) and w.embed.kind == "q8_0"
+    for b in w.blocks:
+        for kind, stack in zip(("wqkv", "wo", "wgu", "wdown"), w.stacks):
+            m = getattr(b, kind)
+            assert isinstance(m, QPacked) and m.kind == "q4_1" and m.data.base is stack
+    assert all(not a.flags.writeable for a in w.arrays())
+    stored = w.embed.nbytes + sum(s.nbytes for s in w.stacks) + w.final_norm.nbytes + w.inv_freq.nbytes
+    assert stored + w.norms.nbytes == w.nbytes
+    # the file's 98.4 MB hold the blocks, the float32 norms and the tokenizer; the panels' padding
+    # rows (wqkv: 960 rows in 15 panels, exactly) add nothing here
+    assert 0.17 * f32.weights.nbytes < w.nbytes < 100e6
+    assert w.norms.shape == (q4.config.n_layers, 2, q4.config.d_model) and w.norms.dtype == np.float32
+    assert abs(w.q_scale - 1 / np.sqrt(q4.config.head_dim)) < 1e-9
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_logits_equal_the_float32_models_within_tolerance(f32, q4, prompt):
+    ids = f32.tokenizer.chat(prompt)
+    for got, want in zip(_passes(q4, ids), _passes(f32, ids), strict=True):
+        assert got.dtype == np.float32 and got.shape == want.shape
+        assert np.abs(got - want).max() < LOGIT_RTOL * np.abs(want).max()
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_greedy_tokens_equal_wherever_the_float32_margin_is_clear(f32, q4, prompt):
+    ids = f32.tokenizer.chat(prompt)
+    text = list(ids) + list(generate(f32, ids, max_new=32).tokens)
+    want = f32.forward(text, f32.new_cache()).logits[len(ids) - 1:]
+    got = q4.forward(text, q4.new_cache()).logits[len(ids) - 1:]
+    top2 = np.sort(want, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > CLEAR_MARGIN
+    assert clear.mean() > 0.8  # most positions are clear choices; the check is not vacuous
+    assert np.array_equal(got.argmax(1)[clear], want.argmax(1)[clear])
+    first_tie = int(np.argmin(clear)) if not clear.all() else len(clear)
+    q_tokens = list(generate(q4, ids, max_new=32).tokens)
+    assert q_tokens[:first_tie] == text[len(ids):len(ids) + first_tie]
+
+
+def test_the_numpy_path_gives_the_compiled_paths_logits(q4, monkeypatch):
+    ids = q4.tokenizer.chat(PROMPTS[0])
+    compiled = _passes(q4, ids)
+    monkeypatch.setattr(model_mod, "FUSED", False)
+    monkeypatch.setattr(model_mod, "matmul_t", kernel.matmul_t_numpy)
+    for got, want in zip(_passes(q4, ids), compiled, strict=True):
+        assert np.abs(got - want).max() < LOGIT_RTOL * np.abs(want).max()
+
+
+def test_an_unknown_format_is_an_error_naming_the_choices():
+    for bad in ("q8", "F32", None, 4):
+        with pytest.raises(ValueError, match=r"\['f32', 'q4'\]"):
+            get_model(bad)
+        with pytest.raises(ValueError, match=r"\['f32', 'q4'\]"):
+            model_mod.load(weights=bad)
+
+
+def test_tensors_the_tiles_do_not_read_fall_back_to_float32_with_a_reason(f32, monkeypatch, caplog):
+    """A file whose feed-forward down projections and embedding were in formats the block tiles do
+    not read: those load as float32 panels (the others stay in blocks), the log says which and
+    why, and the logits are the float32 model's within tolerance."""
+    readable = model_mod._unreadable
+
+    def unreadable(tensors, kinds):
+        if any("ffn_down" in t.name or "token_embd" in t.name for t in tensors):
+            return f"{tensors[0].name} is Q6_K; the block tiles read {', '.join(kinds)}"
+        return readable(tensors, kinds)
+
+    monkeypatch.setattr(model_mod, "_unreadable", unreadable)
+    with caplog.at_level(logging.WARNING, logger=model_mod.__name__):
+        mixed = model_mod.load(weights="q4")
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "ffn_down weights stay float32" in said and "embedding stays float32" in said and "Q6_K" in said
+    assert isinstance(mixed.weights.embed, Packed) and isinstance(mixed.weights.blocks[0].wdown, Packed)
+    assert isinstance(mixed.weights.blocks[0].wgu, QPacked)
+    ids = f32.tokenizer.chat(PROMPTS[3])
+    for got, want in zip(_passes(mixed, ids), _passes(f32, ids), strict=True):
+        assert np.abs(got - want).max() < LOGIT_RTOL * np.abs(want).max()
+
+
+RSS_CODE = """
+import gc, sys
+def status(key):
+    for line in open('/proc/self/status'):
+        if line.startswith(key + ':'):
+            return int(line.split()[1]) * 1024
+from specdec_playable.lm import get_model, kernel
+kernel.warmup()
+before = status('VmRSS')
+m = get_model(sys.argv[1])
+loaded = status('VmRSS')
+cache = m.new_cache()
+m.forward(m.tokenizer.chat('Hello there'), cache)
+for n in (1, 5, 9, 17, 33):
+    m.forward(list(range(100, 100 + n)), cache)
+gc.collect()
+print(loaded - before, status('VmRSS'), status('RssAnon'), m.weights.nbytes)
+"""
+
+
+def test_a_fresh_4_bit_process_stays_within_its_memory_bound():
+    # Measured on this project's machine (Intel Xeon, 2026-12-04): loading grows the process by
+    # 1.35x the 97 MB of blocks (the tokenizer and the loader's heap besides); after passes over
+    # up to 33 positions it holds 223 MB of its own (anonymous) memory, and 131 MB of mapped files,
+    # mostly LLVM's library, which every model process shares. A second copy of the weights, or
+    # the float32 model (538 MB), would break both bounds.
+    out = subprocess.run([sys.executable, "-c", RSS_CODE, "q4"], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    load, rss, anon, weights = map(int, out.stdout.split())
+    assert weights < load < 1.6 * weights
+    assert anon <= 250e6
+    assert rss <= 420e6
+
+
+OTHER_LAYOUT_CODE = """
+import sys
+import numpy as np
+from specdec_playable.lm import get_model, kernel
+m = get_model("q4")
+assert m.weights.strips == kernel.NARROW and m.weights.embed.strips == kernel.NARROW
+ids = m.tokenizer.chat(sys.argv[1])
+cache = m.new_cache()
+out = [m.forward(ids, cache, logits="last").logits]
+for n in (1, 4, 5, 9):
+    out.append(m.forward(ids[-n:], cache, logits="all").logits)
+np.savez(sys.argv[2], *out)
+"""
+
+
+def test_the_other_tile_layout_gives_the_same_4_bit_logits(q4, tmp_path):
+    """The 4-bit model in the layout this CPU does not use by default (strips of 16 rows and
+    narrow tiles where it has AVX-512, panels and wide tiles where it has not: ``SPECDEC_TILES``),
+    in a fresh process, gives this layout's logits within LOGIT_RTOL of the largest."""
+    import os
+    other = "wide" if kernel.NARROW else "narrow"
+    env = dict(os.environ, SPECDEC_TILES=other)
+    out = subprocess.run([sys.executable, "-c", OTHER_LAYOUT_CODE, PROMPTS[1], str(tmp_path / "o.npz")],
+                         capture_output=True, text=True, timeout=900, env=env)
+    assert out.returncode == 0, out.stderr
+    got = np.load(tmp_path / "o.npz")
+    got = [got[f"arr_{i}"] for i in range(len(got.files))]
+    ids = q4.tokenizer.chat(PROMPTS[1])
+    cache = q4.new_cache()
+    want = [q4.forward(ids, cache, logits="last").logits]
+    for n in (1, 4, 5, 9):
+        want.append(q4.forward(ids[-n:], cache, logits="all").logits)
+    assert q4.weights.strips == kernel.NARROW
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and np.abs(g - w).max() < LOGIT_RTOL * np.abs(w).max()
