@@ -90,6 +90,7 @@ def test_marked_text_brackets_runs():
     (["--prompt", "hi", "--seed", "-1"], "--seed"),
     (["--prompt", "   "], "--prompt"),
     (["--k", "4"], "required"),
+    (["--prompt", "hi", "--weights", "q8"], "--weights"),
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, needle):
     proc = subprocess.run([sys.executable, "-m", "specdec_playable", "generate", *argv],
@@ -107,3 +108,16 @@ def test_missing_model_says_the_install_command(capsys, monkeypatch):
     assert main(["generate", "--prompt", "hi"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].endswith(INSTALL_COMMAND)
+
+
+def test_the_servers_weight_format_is_one_setting_checked_when_set():
+    from specdec_playable.runtime import model_process
+
+    before = model_process.weights()
+    try:
+        assert model_process.set_weights("q4") == "q4" == model_process.weights()
+        with pytest.raises(ValueError, match="f32.*q4"):
+            model_process.set_weights("q8")
+        assert model_process.weights() == "q4"  # a refused format changes nothing
+    finally:
+        model_process.set_weights(before)

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ..lm.model import WEIGHT_FORMATS
 from ..sim.validate import K_DEFAULT
 
 SERVE_EPILOG = "With no command, `specdec-playable` runs `serve` with its defaults."
@@ -99,6 +100,9 @@ def _serve_parser(sub) -> None:
                    metavar="HOST:PORT",
                    help="also accept pages served from this origin (repeatable), e.g. a course site")
     s.add_argument("--show", action="store_true", help="open the site in a browser")
+    s.add_argument("--weights", choices=WEIGHT_FORMATS, default="f32",
+                   help="the model's weights in its processes: f32 (dequantised to float32, the "
+                   "default) or q4 (the file's 4-bit blocks, read as stored)")
     s.add_argument("--no-model-at-start", action="store_true",
                    help="load the model on the first run instead of at start (the pages then price "
                         "a CPU pass with the shipped measurement until a run has loaded it)")
@@ -161,6 +165,9 @@ def _generate_parser(sub) -> None:
                    help="nucleus sampling mass, in (0, 1] (default 1)")
     g.add_argument("--seed", type=_int_in(0, 2**63 - 1), default=None, metavar="N",
                    help="seed for sampling (default: fresh randomness)")
+    g.add_argument("--weights", choices=WEIGHT_FORMATS, default="f32",
+                   help="the model's weights: f32 (dequantised to float32, the default) or q4 (the "
+                   "file's 4-bit blocks, read as stored)")
     g.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -241,7 +248,7 @@ def _generate(args) -> int:
     from ..lm.registry import make_draft
 
     try:
-        model = get_model()
+        model = get_model(args.weights)
     except ModelNotInstalled as exc:
         print(f"specdec-playable generate: error: the model is not installed; run: {exc.command}",
               file=sys.stderr)
@@ -271,7 +278,7 @@ def _generate(args) -> int:
         return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
     out = dict(
-        prompt=args.prompt, draft=args.draft, k=args.k, max_new=args.max_new,
+        prompt=args.prompt, draft=args.draft, k=args.k, max_new=args.max_new, weights=args.weights,
         mode="greedy" if temperature == 0 else "sampling", temperature=temperature,
         top_p=args.top_p, seed=args.seed, text=spec.text, tokens=list(spec.tokens),
         marks=list(spec.marks), plain_text=plain.text, matched_plain=matched,
@@ -337,7 +344,7 @@ def _serve(args) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     print(f"Serving Speculative Decoding, Playable at http://{args.address}:{args.port}/", flush=True)
     serve(port=args.port, address=args.address, allow_websocket_origin=args.allow_websocket_origin,
-          show=args.show, use_xheaders=args.use_xheaders, model_at_start=not args.no_model_at_start,
+          weights=args.weights, show=args.show, use_xheaders=args.use_xheaders, model_at_start=not args.no_model_at_start,
           unused_session_lifetime_milliseconds=args.unused_session_lifetime,
           check_unused_sessions_milliseconds=args.check_unused_sessions)
     return 0

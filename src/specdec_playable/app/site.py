@@ -18,7 +18,7 @@ from . import panel_threads
 from ..runtime import shared
 from ..episodes import EPISODES
 from ..kit.episode import Episode, Teaching
-from ..runtime import ModelService
+from ..runtime import ModelService, model_process
 from ..shipped import doc_names
 from ..kit.site import course
 from ..kit.deferred import in_session
@@ -206,14 +206,17 @@ def load_model_at_start() -> None:
 
 def serve(*, port: int = 5006, address: str = "127.0.0.1", allow_websocket_origin=(),
           show: bool = False, threaded: bool = False, model_at_start: bool = False,
-          episodes: tuple[Episode, ...] = EPISODES, **kwargs):
+          episodes: tuple[Episode, ...] = EPISODES, weights: str = "f32", **kwargs):
     """Serve the index and every episode of ``episodes`` (the registry's) from one process.
+
+    The model processes load the model's weights in format ``weights`` (``"f32"`` or ``"q4"``).
 
     Websocket connections are accepted only from the served address unless
     ``allow_websocket_origin`` names more ``host:port`` origins. With ``model_at_start`` a model
     process loads the model (and times its passes) as the server starts
     (:func:`load_model_at_start`); otherwise the first run loads it.
     """
+    model_process.set_weights(weights)
     origins = [f"{address}:{port}"]
     if address in ("127.0.0.1", "localhost"):
         origins.append(f"{'localhost' if address == '127.0.0.1' else '127.0.0.1'}:{port}")

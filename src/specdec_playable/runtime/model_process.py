@@ -120,7 +120,7 @@ def _calibrate(model, cancel: threading.Event):  # pragma: no cover - runs in th
 
 
 def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
-                blas_threads: int) -> None:  # pragma: no cover - runs in the child
+                blas_threads: int, weights: str = "f32") -> None:  # pragma: no cover - runs in the child
     """The child's loop: load the model, then answer one request at a time until the parent leaves."""
     from multiprocessing.connection import Connection
 
@@ -147,7 +147,7 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     threading.Thread(target=watch_cancel, daemon=True).start()
     if nice:
         lower_priority(nice)
-    model = get_model()  # the BLAS thread limit came with the environment (jobs.blas_env)
+    model = get_model(weights)  # the BLAS thread limit came with the environment (jobs.blas_env)
     replies.send(("ready", _calibrate(model, cancel)))
     while True:
         try:
@@ -183,7 +183,25 @@ def _measure(model, cancel: threading.Event, replies, text: str,
 
 
 _CHILD = ("import sys; from specdec_playable.runtime.model_process import _child_main; "
-          "_child_main(*map(int, sys.argv[1:]))")
+          "_child_main(*map(int, sys.argv[1:6]), *sys.argv[6:])")
+
+#: The weight format this server's model processes load (:func:`set_weights`; ``lm.model``'s
+#: ``"f32"`` or ``"q4"``): one setting for the whole server, made by the app before it serves.
+_WEIGHTS = ["f32"]
+
+
+def set_weights(weights: str) -> str:
+    """Set the weight format of the model processes started from now on (``"f32"`` or ``"q4"``;
+    anything else is a ``ValueError`` naming the choices); returns it."""
+    from ..lm.model import check_weights
+
+    _WEIGHTS[0] = check_weights(weights)
+    return _WEIGHTS[0]
+
+
+def weights() -> str:
+    """The weight format this server's model processes load."""
+    return _WEIGHTS[0]
 
 
 class ModelProcess:
@@ -194,7 +212,7 @@ class ModelProcess:
     :mod:`multiprocessing.connection`) and cancellations.
     """
 
-    def __init__(self, *, nice: int = 0, blas_threads: int = 1) -> None:
+    def __init__(self, *, nice: int = 0, blas_threads: int = 1, weights: str | None = None) -> None:
         # Imported here: a static (Pyodide) page imports this module but never starts a child.
         from multiprocessing.connection import Connection
 
@@ -204,7 +222,8 @@ class ModelProcess:
         child_fds = (req_r, rep_w, can_r)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, *map(str, child_fds), str(nice), str(blas_threads)],
+                [sys.executable, "-c", _CHILD, *map(str, child_fds), str(nice), str(blas_threads),
+                 weights or _WEIGHTS[0]],
                 pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 close_fds=True, env={**os.environ, **blas_env(blas_threads)})
         finally:
@@ -344,8 +363,8 @@ def thread_process(*, nice: int = 0, blas_threads: int = 1) -> ModelProcess:
     proc = getattr(_local, "proc", None)
     if proc is None or not proc.alive:
         proc = _local.proc = ModelProcess(nice=nice, blas_threads=blas_threads)
-        log.info("started a model process (pid %s) for %s", proc._proc.pid,
-                 threading.current_thread().name)
+        log.info("started a model process (pid %s, weights %s) for %s", proc._proc.pid,
+                 _WEIGHTS[0], threading.current_thread().name)
     return proc
 
 
@@ -357,5 +376,5 @@ def stop_thread_process() -> None:
         _local.proc = None
 
 
-__all__ = ["CALIBRATE_ENV", "THREADS_ALONE", "ModelProcess", "calibration", "model_ready",
-           "thread_process", "threads_per_run", "stop_thread_process"]
+__all__ = ["CALIBRATE_ENV", "THREADS_ALONE", "ModelProcess", "calibration", "model_ready", "set_weights",
+           "thread_process", "threads_per_run", "stop_thread_process", "weights"]
