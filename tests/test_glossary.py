@@ -53,6 +53,11 @@ def test_every_listed_term_of_the_issue_is_in_the_glossary():
     names = {t.key for t in terms.TERMS}
     assert {"memory-bound", "compute-bound", "roofline", "kv-cache", "cuda-graph", "eager",
             "degrees-of-freedom", "token-tree", "spine", "in-fifths"} <= names
+    # and the words a class found missing: goodput, bootstrap, EAGLE, float32, bf16, 4-bit,
+    # llama.cpp, and the weight formats they name
+    for word in ("goodput", "bootstrap", "EAGLE", "float32", "bf16", "4-bit", "llama.cpp",
+                 "weight format"):
+        assert terms.find_terms(f"a {word} here"), word
 
 
 def test_see_it_in_names_episodes_that_use_the_term(built):

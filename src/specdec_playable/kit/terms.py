@@ -181,6 +181,43 @@ TERMS: tuple[Term, ...] = (
     Term("degrees-of-freedom", "degrees of freedom",
          "For a chi-square test over n groups of counts, n − 1: the counts must add up to the total, "
          "so only n − 1 of them can vary freely.", (r"degrees of freedom",), (6,)),
+    Term("goodput", "goodput",
+         "Tokens a server delivers to its users per second, counting only the text they keep: with "
+         "speculation, the accepted guesses and the big model's own tokens, never the rejected "
+         "guesses it also computed.", (r"goodput",)),
+    Term("bootstrap", "bootstrap interval",
+         "An interval for a measured figure without a formula: resample the measured rounds with "
+         "replacement many times, compute the figure each time, and keep the middle 95% of the "
+         "results. Episode 7's speedup intervals are made this way, over the run's rounds.",
+         (r"bootstrap",)),
+    Term("eagle", "EAGLE",
+         "A kind of trained draft (Li et al., 2024; EAGLE-3, 2025): one small layer that reads the big "
+         "model's own hidden features and the next token, predicts the feature the big model will "
+         "compute next, and reads it out through the big model's own output head. This project's "
+         "draft head is built that way and trained here on the model's own replies.",
+         (r"EAGLE(?:-\d)?",)),
+    Term("float32", "float32",
+         "Numbers stored in 32 bits (4 bytes) each, with about 7 significant digits. The real model "
+         "here computes in float32, and can read its weights as float32 (538 MB) or as the model "
+         "file's 4-bit blocks.", (r"float32",)),
+    Term("bf16", "bf16 (bfloat16)",
+         "Numbers stored in 16 bits (2 bytes) each, with float32's range and fewer digits; GPUs run "
+         "large models in it. The H200 pass times on these pages were measured with bf16 weights.",
+         (r"bf16", r"bfloat16")),
+    Term("four-bit", "4-bit weights",
+         "Weights stored in 4 bits each, in blocks of 32 that share a scale d and a minimum m (a "
+         "weight is d × q + m, the model file's Q4_1 format). This model's file holds them in 97 MB "
+         "against 538 MB as float32, so a CPU has about a fifth of the bytes to read, but must "
+         "unpack each block before it multiplies.", (r"4-bit",)),
+    Term("weight-format", "weight format",
+         "How a model's weights are stored and read: float32 (4 bytes a weight), bf16 (2 bytes) or "
+         "4-bit blocks (about 5 bits a weight with their scales). Where a pass is memory-bound, a "
+         "smaller format makes it faster; the arithmetic is then a larger share of its time.",
+         (r"weight formats?",)),
+    Term("llama-cpp", "llama.cpp",
+         "A widely used C/C++ program that runs language models on CPUs and GPUs from GGUF files "
+         "such as this model's. The project times its own passes against llama.cpp's on the same "
+         "file.", (r"llama\.cpp",)),
 )
 
 _BY_KEY = {t.key: t for t in TERMS}
