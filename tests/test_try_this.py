@@ -79,7 +79,7 @@ def test_ep1_steps():
         if i == 2:
             assert s.n_tokens == len(SENTENCE) == 16
             assert comp.ratio == pytest.approx(16)
-            assert f"with {s.n_tokens} tokens instead of 2" in step.html and "Question 1" in step.html
+            assert f"with {s.n_tokens} tokens instead of {WritingVsChecking().n_tokens}" in step.html and "Question 1" in step.html
 
 
 def test_ep2_steps():

@@ -23,7 +23,7 @@ def test_episode_1_states_the_pass_time_and_the_longest_sentence_it_simulates():
     s = WritingVsChecking()
     assert f"a simulated {s.big_pass_ms:,} ms per pass" in ep1_page.LEDE
     n = len(SENTENCE)
-    assert f"with {n} tokens instead of 2" in ep1.EPISODE.try_this and f"<em>Tokens (N)</em> to {n}" in ep1.EPISODE.try_this
+    assert f"with {n} tokens instead of {WritingVsChecking().n_tokens}" in ep1.EPISODE.try_this and f"<em>Tokens (N)</em> to {n}" in ep1.EPISODE.try_this
     assert WritingVsChecking(n_tokens=n).comparison.ratio == n
     assert WritingVsChecking.param.n_tokens.bounds[1] == len(SENTENCE)
 

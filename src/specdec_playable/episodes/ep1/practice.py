@@ -9,12 +9,14 @@ from ...kit.words import ms, plural
 
 
 _N_MAX = len(SENTENCE)
+#: Where the page opens (step 1 plays it).
+_N_OPEN = WritingVsChecking.param.n_tokens.default
 
 
 TRY_STEPS = (
     TryStep("Press <em>Play</em> and watch the two clocks: writing needs one pass per token, "
             "checking the same tokens one pass for all of them."),
-    TryStep(f"Then guess before you look: with {_N_MAX} tokens instead of 2, how long does "
+    TryStep(f"Then guess before you look: with {_N_MAX} tokens instead of {_N_OPEN}, how long does "
             "checking take? Press your guess in Question 1 at the end of the page, then drag "
             f"<em>Tokens (N)</em> to {_N_MAX} and compare the two clocks.", {"n_tokens": _N_MAX}),
 )
