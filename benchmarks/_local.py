@@ -77,3 +77,38 @@ def pct(xs, p: float) -> float:
         return float("nan")
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+#: Cached positions before a timed pass (a prompt plus some output).
+PASS_CONTEXT = 128
+
+
+def model_pass(model, n: int, context: int = PASS_CONTEXT):
+    """A cell: one forward pass over ``n`` new positions after ``context`` cached ones, then
+    rolled back (so every call times the same pass)."""
+    import numpy as np
+
+    ids = np.arange(1000, 1000 + context + n) % model.config.vocab_size
+    cache = model.new_cache(capacity=context + 64)
+    model.forward(ids[:context], cache, logits="none")
+    new = ids[context:]
+
+    def run():
+        model.forward(new, cache, logits="all")
+        cache.rollback(context)
+    return run
+
+
+def packed_weights(model) -> list:
+    """Every packed weight matrix the kernel streams in a step (the embedding as the tied head)."""
+    w = model.weights
+    return [w.embed] + [m for b in w.blocks for m in (b.wqkv, b.wo, b.wgu, b.wdown)]
+
+
+def read_floor(model):
+    """A cell: every packed weight read once by the kernel's read loop (``kernel.read_all``),
+    the memory floor of a decode step."""
+    from specdec_playable.lm import kernel
+
+    mats = packed_weights(model)
+    return lambda: kernel.read_all(mats)

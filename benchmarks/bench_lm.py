@@ -35,7 +35,6 @@ import gc
 import json
 import os
 import platform
-import resource
 import sys
 import time
 from pathlib import Path
@@ -46,9 +45,10 @@ from specdec_playable.lm import get_model
 from specdec_playable.lm import model as model_mod
 from specdec_playable.lm.model import linear
 
+from _local import PASS_CONTEXT as CONTEXT, model_pass, read_floor
+
 ROOT = Path(__file__).resolve().parents[1]
 PASS_NS = (1, 2, 4, 5, 8, 9, 16, 17, 32, 33, 64)
-CONTEXT = 128  # cached positions before the timed pass (a prompt plus some output)
 
 
 def _median_ms(fn, repeats: int, warmup: int = 2) -> tuple[float, float, float]:
@@ -77,23 +77,10 @@ def _matmuls(model, n: int):
     return run
 
 
-def _pass(model, n: int):
-    """One forward pass over n new positions after CONTEXT cached ones, then rolled back."""
-    ids = np.arange(1000, 1000 + CONTEXT + n) % model.config.vocab_size
-    cache = model.new_cache(capacity=CONTEXT + 64)
-    model.forward(ids[:CONTEXT], cache, logits="none")
-    new = ids[CONTEXT:]
-
-    def run():
-        model.forward(new, cache, logits="all")
-        cache.rollback(CONTEXT)
-    return run
-
-
 def bench_step(model, repeats: int) -> dict:
     # The memory floor: every weight read once by the kernel's own read loop.
-    got = _interleaved({"step": _pass(model, 1), "matmul": _matmuls(model, 1),
-                        "floor": _floor(model)}, repeats)
+    got = _interleaved({"step": model_pass(model, 1), "matmul": _matmuls(model, 1),
+                        "floor": read_floor(model)}, repeats)
     step, mm, floor = got["step"], got["matmul"], got["floor"]
     gbps = model.weights.nbytes / (floor[0] / 1e3) / 1e9
     print("\n## Decode step vs its matrix products (one position, %d cached; interleaved repeats)"
@@ -134,19 +121,6 @@ def _with_numpy_products(fn):
         finally:
             model_mod.matmul_t, model_mod.FUSED = saved
     return run
-
-
-def _packed(model) -> list:
-    w = model.weights
-    return [w.embed] + [m for b in w.blocks for m in (b.wqkv, b.wo, b.wgu, b.wdown)]
-
-
-def _floor(model):
-    """Every packed weight read once by the kernel's read loop (``kernel.read_all``): the floor."""
-    from specdec_playable.lm import kernel
-
-    mats = _packed(model)
-    return lambda: kernel.read_all(mats)
 
 
 def _llama_pass(threads: int):
@@ -243,14 +217,14 @@ def bench_passes(model, repeats: int, write_csv: bool, llama: bool = False,
     threads = tuple(threads) or (kernel.threads(),)
     fns = {}
     for i, t in enumerate(threads):
-        fns[("floor", 0, t)] = _at_threads(t, _floor(model))
+        fns[("floor", 0, t)] = _at_threads(t, read_floor(model))
         make_llama = _llama_pass(t) if llama else None
         llama = make_llama is not None
         for n in PASS_NS:
-            fns[("pass", n, t)] = _at_threads(t, _pass(model, n))
+            fns[("pass", n, t)] = _at_threads(t, model_pass(model, n))
             fns[("matmul", n, t)] = _at_threads(t, _matmuls(model, n))
             if i == 0:
-                fns[("numpy", n, t)] = _with_numpy_products(_pass(model, n))
+                fns[("numpy", n, t)] = _with_numpy_products(model_pass(model, n))
             if llama:
                 fns[("llama", n, t)] = make_llama(n)
     load0 = os.getloadavg()[0]
@@ -383,7 +357,7 @@ def bench_breakdown(model, repeats: int, ns=(1, 5, 9)) -> None:
     """Where a pass's time goes, at 1, 5 and 9 positions (interleaved repeats, medians)."""
     from specdec_playable.lm import kernel
 
-    fns = {("floor", 0): _floor(model)}
+    fns = {("floor", 0): read_floor(model)}
     for n in ns:
         fns.update({(part, n): fn for part, fn in _breakdown_parts(model, n).items()})
     load0 = os.getloadavg()[0]
@@ -441,10 +415,10 @@ def _prefetch_table(model, repeats, ns, distances, setting, label, title, saved)
                 setting(None)
         return run
 
-    fns = {("floor", 0): _at_threads(1, _floor(model))}
+    fns = {("floor", 0): _at_threads(1, read_floor(model))}
     for n in ns:
         for d in distances:
-            fns[(n, d)] = _at_threads(1, with_distance(d, _pass(model, n)))
+            fns[(n, d)] = _at_threads(1, with_distance(d, model_pass(model, n)))
     load0 = os.getloadavg()[0]
     got = _interleaved(fns, repeats)
     floor = got[("floor", 0)][0]
@@ -466,7 +440,7 @@ def _compete(threads: int, n: int = 5) -> None:
 
     model = get_model()
     kernel.use_threads(threads)  # as asked, whatever the pass size
-    run = _pass(model, n)
+    run = model_pass(model, n)
     print("ready", flush=True)
     while True:
         run()
@@ -503,9 +477,9 @@ def bench_threads(model, repeats: int, ns=(1, 2, 5, 9, 17, 33)) -> None:
 
     fns = {}
     for t in (1, 2):
-        fns[("floor", t)] = at(t, _floor(model))
+        fns[("floor", t)] = at(t, read_floor(model))
         for n in ns:
-            fns[(n, t)] = at(t, _pass(model, n))
+            fns[(n, t)] = at(t, model_pass(model, n))
     print(f"\n## Threads: one pass over n positions at 1 and 2 threads, {CONTEXT} cached (medians of "
           f"{repeats} interleaved repeats; ms)")
     print("| n | alone, 1 thread | alone, 2 threads | 2 ÷ 1 | beside a run at 1 thread: 1 | 2 | 2 ÷ 1 "

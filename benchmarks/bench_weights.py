@@ -42,8 +42,9 @@ import numpy as np
 
 from specdec_playable.lm import get_model, kernel
 
+from _local import PASS_CONTEXT as CONTEXT, model_pass, read_floor
+
 PASSES = (1, 2, 5, 9, 17, 33)
-CONTEXT = 128
 FORMATS = ("f32", "q4")
 
 RSS_CODE = """
@@ -62,24 +63,6 @@ for n in (1, 2, 5, 9, 17, 33):
 gc.collect()
 print(status('VmRSS'), status('RssAnon'), m.weights.nbytes)
 """
-
-
-def _pass(model, n: int):
-    """One forward pass over ``n`` new positions after CONTEXT cached ones, then rolled back."""
-    ids = np.arange(1000, 1000 + CONTEXT + n) % model.config.vocab_size
-    cache = model.new_cache(capacity=CONTEXT + 64)
-    model.forward(ids[:CONTEXT], cache, logits="none")
-    new = ids[CONTEXT:]
-
-    def run():
-        model.forward(new, cache, logits="all")
-        cache.rollback(CONTEXT)
-    return run
-
-
-def _floor(model):
-    ws = [model.weights.embed] + [m for b in model.weights.blocks for m in (b.wqkv, b.wo, b.wgu, b.wdown)]
-    return lambda: kernel.read_all(ws)
 
 
 def _llama_cells(threads: int) -> dict:
@@ -110,9 +93,9 @@ def _cells(models: dict) -> dict:
     """What one loop times: (format, row) -> function."""
     cells = {}
     for fmt, model in models.items():
-        cells[(fmt, "floor")] = _floor(model)
+        cells[(fmt, "floor")] = read_floor(model)
         for n in PASSES:
-            cells[(fmt, n)] = _pass(model, n)
+            cells[(fmt, n)] = model_pass(model, n)
     return cells
 
 
