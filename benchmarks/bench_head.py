@@ -2,7 +2,8 @@
 
 For each draft (the shipped head, any head asset given with ``--head``, the n-gram table and
 prompt lookup) and each task (Episode 7's code and JSON tasks and its sky explanation, plus three
-fresh code prompts no training run saw: ``sql-top``, ``py-class``, ``yaml-ci``):
+fresh code prompts no training run saw: ``sql-top``, ``py-class``, ``yaml-ci``, and two fresh
+letters: ``letter-thanks``, ``email-late``):
 
 1. **Acceptance** (greedy, ``--k`` drafts a round, no timing): tokens per pass, and how often
    guesses 1..k are kept of the times they are checked (a guess is checked when every earlier
@@ -46,7 +47,8 @@ from specdec_playable.lm.head import DraftHead
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
 
-TASKS = ("sum-function", "json-person", "sql-top", "py-class", "yaml-ci", "sky")
+TASKS = ("sum-function", "json-person", "sql-top", "py-class", "yaml-ci", "sky", "letter-thanks",
+         "email-late")
 
 
 def drafts(heads: list[str], half: bool = False) -> dict:

@@ -168,6 +168,11 @@ PROMPTS: dict[str, Task] = {t.key: t for t in (
          "methods for its area and its perimeter."),
     Task("yaml-ci", "code", "Write a YAML workflow for GitHub Actions that installs Python 3.12 "
          "and runs pytest on every push."),
+    # Fresh everyday writing, also held out of every corpus (the head on the model's own chat).
+    Task("letter-thanks", "letter", "Write a short, friendly letter thanking your neighbour for "
+         "watering your plants while you were away for two weeks."),
+    Task("email-late", "letter", "Write a short e-mail to a colleague saying that the quarterly "
+         "report will be two days late, and why."),
     TASKS["sky"], TASKS["repeat"], TASKS["json-person"], TASKS["where"], TASKS["sum-function"],
 )}
 
