@@ -299,3 +299,36 @@ def test_a_tiny_run_on_the_models_replies_trains_and_measures_held_out_replies(m
     got = replies_tokens_per_pass(model, out["arrays"], prep["held"], prep["prompt_lens"], k=3)
     assert got["replies"] == len(prep["prompt_lens"]) == sd["held"]["rows"]
     assert 1.0 <= got["tokens_per_pass"] <= 4.0
+
+
+@pytest.mark.parametrize("vocab_from, vocab_rows, counted", [("corpus", 0, 256), ("corpus", 40, 40),
+                                                             ("model", 0, 600), ("model", 40, 40)])
+def test_a_corpus_ranked_vocabulary_counts_the_models_choices_on_a_sample_only(
+        monkeypatch, vocab_from, vocab_rows, counted):
+    """``--vocab-from corpus`` ranks the readout by the stored tokens; the model's own choices
+    (the full head at every position, minutes a thousand rows) then only measure the coverage, on
+    ``COVERAGE_ROWS`` seeded rows unless ``--vocab-rows`` says otherwise. ``--vocab-from model``
+    still counts every row by default. A fake counter stands in for the model."""
+    from types import SimpleNamespace
+
+    from specdec_playable.train import cli, pipeline
+
+    assert pipeline.COVERAGE_ROWS == 256
+    rng = np.random.default_rng(3)
+    toks = rng.integers(0, 300, size=(600, 8))
+    data = {"toks": toks, "lens": np.full(600, 8)}
+    seen = []
+
+    def choices(model, sample):
+        seen.append(sample["toks"].shape[0])
+        return np.bincount(sample["toks"].ravel(), minlength=300)
+
+    monkeypatch.setattr(pipeline, "model_choices", choices)
+    tok = SimpleNamespace(eos_id=2, im_end=3)
+    args = cli.parse_args(["--vocab-from", vocab_from, "--vocab-rows", str(vocab_rows),
+                           "--n-vocab", "64", "--no-write"])
+    prep = {"train": data, "summary": {}, "seconds": {}}
+    vocab = pipeline.vocabulary(SimpleNamespace(tokenizer=tok), prep, args)
+    assert seen == [counted]
+    assert vocab.size == 64 and {2, 3} <= set(vocab.tolist())
+    assert 0.0 < prep["summary"]["vocab_covers_model_choices"] <= 1.0

@@ -90,7 +90,8 @@ def _head_args(a) -> None:
     a("--vocab-from", choices=("corpus", "model"), default="model",
       help="rank the vocabulary by corpus frequency (FR-Spec) or by the model's own greedy choices")
     a("--vocab-rows", type=int, default=0, help="count the model's own choices on at most this "
-      "many seeded training rows (0: all; the full head at every position takes about 2 ms)")
+      "many seeded training rows (0: all with --vocab-from model, 256 with --vocab-from corpus, "
+      "where they only measure the coverage; the full head at every position takes about 2 ms)")
     a("--layers", type=_layers, default=(), metavar="M,M",
       help="also feed the head the residual stream after these blocks (EAGLE-3's low and middle "
            "layers, fused with the last one), e.g. 2,15; default: the last layer alone")

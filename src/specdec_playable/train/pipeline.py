@@ -26,6 +26,10 @@ from .replies import chat_docs
 from .ship import provenance, write_asset
 
 
+#: Rows whose model choices measure a corpus-ranked vocabulary's coverage (when --vocab-rows is 0).
+COVERAGE_ROWS = 256
+
+
 def documents(model, args) -> tuple[list, list]:
     """The documents of this machine and this CPU's chat replies: (train, held) ``(doc, ids)``."""
     tok = model.tokenizer
@@ -133,9 +137,12 @@ def vocabulary(model, prep: dict, args) -> np.ndarray:
     # A head continued keeps its vocabulary: its coverage is then counted on a seeded tenth of
     # the chunks (the full head over every position is minutes of one core).
     sample = subset(prep["train"], 0.1 if args.init_from else 1.0, args.seed)
-    if args.vocab_rows and n_rows(sample) > args.vocab_rows:  # the full head a position is slow
+    # The full head at a position is slow: with --vocab-from corpus the model's choices only
+    # measure the coverage, so a seeded sample of rows does unless --vocab-rows says otherwise.
+    rows = args.vocab_rows or (COVERAGE_ROWS if args.vocab_from == "corpus" else 0)
+    if rows and n_rows(sample) > rows:
         rng = np.random.default_rng([args.seed, 4])
-        pick = rng.choice(n_rows(sample), args.vocab_rows, replace=False)
+        pick = rng.choice(n_rows(sample), rows, replace=False)
         sample = take_rows(sample, np.sort(pick))
     positions = int(np.asarray(sample["lens"]).sum())
     print(f"vocabulary: the model's own choices at {positions:,} positions (about 2 ms each; "
