@@ -358,22 +358,27 @@ class ModelProcess:
 _local = threading.local()
 
 
-def thread_process(*, nice: int = 0, blas_threads: int = 1) -> ModelProcess:
-    """The calling thread's own model process, started on first use and restarted if it died."""
-    proc = getattr(_local, "proc", None)
+def thread_process(*, nice: int = 0, blas_threads: int = 1, weights: str | None = None) -> ModelProcess:
+    """The calling thread's own model process for ``weights`` (the server's format by default),
+    started on first use and restarted if it died. A thread keeps one process per format it has
+    been asked for (Episode 7 lets a visitor pick one), so a run never reloads the model; an
+    unknown format is a ``ValueError`` naming the choices."""
+    from ..lm.model import check_weights
+
+    fmt = check_weights(weights or _WEIGHTS[0])
+    procs = _local.__dict__.setdefault("procs", {})
+    proc = procs.get(fmt)
     if proc is None or not proc.alive:
-        proc = _local.proc = ModelProcess(nice=nice, blas_threads=blas_threads)
+        proc = procs[fmt] = ModelProcess(nice=nice, blas_threads=blas_threads, weights=fmt)
         log.info("started a model process (pid %s, weights %s) for %s", proc._proc.pid,
-                 _WEIGHTS[0], threading.current_thread().name)
+                 fmt, threading.current_thread().name)
     return proc
 
 
 def stop_thread_process() -> None:
-    """Stop the calling thread's model process, if any."""
-    proc = getattr(_local, "proc", None)
-    if proc is not None:
+    """Stop the calling thread's model processes, if any (one per weight format it used)."""
+    for proc in _local.__dict__.pop("procs", {}).values():
         proc.close()
-        _local.proc = None
 
 
 __all__ = ["CALIBRATE_ENV", "THREADS_ALONE", "ModelProcess", "calibration", "model_ready", "set_weights",

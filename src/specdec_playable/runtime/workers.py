@@ -21,9 +21,12 @@ from . import model_process
 MARGIN_S = 1.0
 
 
-def _in_child(ctx: jobs.JobContext, call: Callable[..., Any], complete: Callable[[Any], bool]):
-    """Run ``call(child, cancel=..., max_seconds=..., report=...)`` in this worker's child."""
-    child = model_process.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
+def _in_child(ctx: jobs.JobContext, call: Callable[..., Any], complete: Callable[[Any], bool],
+              weights: str | None = None):
+    """Run ``call(child, cancel=..., max_seconds=..., report=...)`` in this worker's child that
+    holds the model in ``weights`` (the server's format when None)."""
+    child = model_process.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS,
+                                         weights=weights)
     if not child.loaded:  # this run also waits for the model's load: not a typical run time
         ctx.untypical()
     left = ctx.deadline - time.monotonic() - MARGIN_S
@@ -35,7 +38,8 @@ def _in_child(ctx: jobs.JobContext, call: Callable[..., Any], complete: Callable
 
 def generation_work(settings) -> Callable[[jobs.JobContext], Any]:
     """Episode 7's Run: a speculative and a plain run of ``settings.prompt`` (any object with
-    ``prompt, draft, k, max_new, temperature, seed``), as an :class:`lm.compare.Comparison`."""
+    ``prompt, draft, k, max_new, temperature, seed``, and optionally ``weights``, the format the
+    model runs in, both runs alike), as an :class:`lm.compare.Comparison`."""
 
     def call(child, **budget):
         return child.compare(settings.prompt, settings.draft, settings.k, max_new=settings.max_new,
@@ -44,7 +48,7 @@ def generation_work(settings) -> Callable[[jobs.JobContext], Any]:
     def complete(result) -> bool:
         return not any(r is not None and r.stopped == "time" for r in (result.spec, result.plain))
 
-    return lambda ctx: _in_child(ctx, call, complete)
+    return lambda ctx: _in_child(ctx, call, complete, getattr(settings, "weights", None))
 
 
 def scoring_work(source: str) -> Callable[[jobs.JobContext], Any]:
