@@ -39,11 +39,14 @@ import sys
 import time
 
 import numpy as np
+from pathlib import Path
 
+from specdec_playable.data import hardware
 from specdec_playable.lm import get_model, kernel
 
 from _local import PASS_CONTEXT as CONTEXT, model_pass, read_floor
 
+ROOT = Path(__file__).resolve().parents[1]
 PASSES = (1, 2, 5, 9, 17, 33)
 FORMATS = ("f32", "q4")
 
@@ -164,7 +167,11 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated (default 1,2)")
     ap.add_argument("--llama", action="store_true", help="llama.cpp on the same file in the same loop")
+    ap.add_argument("--write-csv", action="store_true", help="write the 4-bit curve at one thread "
+                    f"(assets/{hardware.CPU_Q4_CSV_NAME} and its .meta.json) for Episode 8")
     args = ap.parse_args(argv)
+    if args.write_csv and 1 not in [int(t) for t in args.threads.split(",")]:
+        raise SystemExit("--write-csv records the one-thread curve: include 1 in --threads")
     threads = [int(t) for t in args.threads.split(",")]
     load0 = os.getloadavg()
     kernel.warmup()
@@ -181,7 +188,38 @@ def main(argv=None) -> int:
     for stat, fn in (("median", np.median), ("min", np.min)):
         got = {t: {key: float(fn(v)) for key, v in times[t].items()} for t in threads}
         print("\n".join(table(got, memory, threads, stat)) + "\n")
+    if args.write_csv:
+        write_csv(times[1], models, dict(load_average_start=round(load0[0], 2),
+                                          load_average=round(load1[0], 2), repeats=args.repeats))
     return 0
+
+
+def write_csv(times: dict, models: dict, run: dict) -> None:
+    """The 4-bit kernel's one-thread pass times as Episode 8 reads them (the float32 medians of
+    the same interleaved loop go in the metadata beside them)."""
+    import csv
+    import json
+
+    out = ROOT / "assets" / hardware.CPU_Q4_CSV_NAME
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "impl", "n_positions", "median_ms", "p10_ms", "p90_ms", "context"])
+        for n in PASSES:
+            v = np.asarray(times[("q4", n)])
+            w.writerow(["smollm2-135m", "q4-kernel-kvcache", n, f"{np.median(v):.3f}",
+                        f"{np.percentile(v, 10):.3f}", f"{np.percentile(v, 90):.3f}", CONTEXT])
+    cpu = _cpu()
+    meta = dict(cpu=cpu.rsplit(",", 1)[0], cores=os.cpu_count(), threads=1, kernel="numba" if kernel.HAVE_NUMBA else "numpy",
+                numpy=np.__version__, python=platform.python_version(),
+                date_utc=f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d}", **run,
+                floor_ms=round(float(np.median(times[("q4", "floor")])), 3),
+                weight_bytes=int(models["q4"].weights.nbytes),
+                weights="the GGUF file's blocks as stored: Q4_1, and Q8_0 for the embedding and tied head",
+                f32_median_ms={str(n): round(float(np.median(times[("f32", n)])), 3) for n in PASSES},
+                f32_floor_ms=round(float(np.median(times[("f32", "floor")])), 3),
+                command="benchmarks/bench_weights.py " + " ".join(sys.argv[1:]))
+    out.with_name(hardware.CPU_Q4_META_NAME).write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"wrote {out} and {hardware.CPU_Q4_META_NAME}")
 
 
 if __name__ == "__main__":

@@ -181,3 +181,23 @@ def test_cpu_sentences_follow_the_numbers(q, k, c, batch):
     else:
         assert "no acceptance rate makes" in html
         assert float(batching.batch_costs(1.0, k, c, 1, cpu).speedup[()]) < 1.0
+
+
+@pytest.mark.parametrize("server, here", [("f32", True), ("q4", True), ("f32", False), ("q4", False)])
+def test_the_two_cpu_curves_put_the_servers_own_in_its_format(monkeypatch, server, here):
+    """Episode 8's float32 and 4-bit curves: this server's measurement stands in the format its
+    model processes load; the other format (and both, before any measurement) is the shipped one."""
+    from types import SimpleNamespace
+
+    from specdec_playable.data import hardware
+    from specdec_playable.episodes.ep8.state import format_curves
+    from specdec_playable.runtime import model_process
+
+    monkeypatch.setattr(model_process, "_WEIGHTS", [server])
+    mine = hardware.cpu_curve() if not here else object()
+    got = format_curves(SimpleNamespace(curve=mine, here=here))
+    live = server if here else "f32"
+    other = {"f32": "q4", "q4": "f32"}[live]
+    assert got[live] is mine
+    shipped = {"f32": hardware.cpu_curve(), "q4": hardware.cpu_q4_curve()}[other]
+    assert np.allclose(got[other].median_ms, shipped.median_ms, rtol=0, atol=1e-9)

@@ -1,19 +1,22 @@
 """The roofline sentences under Episode 8's cost chart follow the measured numbers they quote.
 
 Each figure is recomputed here from the curves and the shipped metadata, for the shipped curves
-and for made-up ones that take each branch of the wording (float32 flat or not, 4-bit dearer or not).
+and for made-up ones that take each branch of the wording (float32 flat or not, 4-bit dearer or
+not, the faster format with the smaller speedup or not).
 """
 
 from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 from specdec_playable.data import hardware
-from specdec_playable.sim.batching import fit_roofline
 from specdec_playable.episodes.ep8.state import h200_curve
-from specdec_playable.kit.roofline import N_CHECK, roofline_html
+from specdec_playable.kit.roofline import N_CHECK, Q_EXAMPLE, example, free_break_even, roofline_html
+from specdec_playable.sim import theory
+from specdec_playable.sim.batching import fit_roofline
 
 NS = [1, 2, 4, 5, 8, 16, 32]
 
@@ -28,25 +31,63 @@ def _ratio(curve, n=N_CHECK):
     return float(curve.time_ms(n) / curve.time_ms(1))
 
 
-@pytest.mark.parametrize("curve", [hardware.cpu_curve(), _curve(20.0, 1.1), _curve(20.0, 1.6),
-                                   _curve(60.0, 2.4), _curve(10.0, 9.0)])
-def test_every_figure_is_the_curves_own(curve):
-    html = roofline_html(curve, h200_curve())
-    meta, lmeta = hardware.load_cpu_meta(), hardware.load_llamacpp_meta()
-    f1, f5 = float(curve.time_ms(1)), _ratio(curve)
-    q4 = hardware.llamacpp_curve()
+F32 = [hardware.cpu_curve(), _curve(20.0, 1.1), _curve(20.0, 1.6), _curve(60.0, 2.4), _curve(10.0, 9.0)]
+Q4 = [hardware.cpu_q4_curve(), _curve(8.0, 2.0), _curve(30.0, 1.05), _curve(5.0, 6.0)]
+
+
+@pytest.mark.parametrize("f32", F32)
+@pytest.mark.parametrize("q4", Q4)
+def test_every_figure_is_the_curves_own(f32, q4):
+    html = roofline_html(f32, q4, h200_curve())
+    meta, qmeta = hardware.load_cpu_meta(), hardware.load_cpu_q4_meta()
+    f1, f5 = float(f32.time_ms(1)), _ratio(f32)
     q1, q5 = float(q4.time_ms(1)), _ratio(q4)
+    llama = hardware.llamacpp_curve()
     assert f"{meta['weight_bytes'] / 1e6:.0f} MB of float32 weights in {f1:.1f} ms" in html
     assert f"at least {meta['weight_bytes'] / (f1 / 1e3) / 1e9:.0f} GB/s" in html
     assert f"takes {f5:.2f}× a step" in html
+    assert f"One position takes {q1:.1f} ms" in html
+    assert (f"{f1 / q1:.1f}× quicker than float32's" in html) == (q1 < f1)
     assert f"{N_CHECK} positions take {q5:.2f}× its step" in html
-    assert f"{meta['weight_bytes'] / lmeta['file_bytes']:.1f}× fewer bytes" in html
-    assert ("One position is cheaper" in html) == (q1 < f1)
+    assert f"{meta['weight_bytes'] / qmeta['weight_bytes']:.1f}× fewer bytes" in html
     assert ("arithmetic, not reading, sets its time" in html) == (q5 > f5)
     assert ("costs about what writing one does" in html) == (f5 < 1.3)
     assert ("still costs two steps or more" in html) == (f5 >= 2.0)
+    assert f"{float(llama.time_ms(1)):.1f} ms a step and {_ratio(llama):.2f}×" in html
     assert f"a pass over {N_CHECK} takes {_ratio(h200_curve()):.2f}× one" in html
-    assert f"{lmeta['cores']}-core {lmeta['cpu']} on {lmeta['date_utc']}" in html
+    assert f"{qmeta['cores']}-core {qmeta['cpu']} on {qmeta['date_utc']}" in html
+    # the break-even of a free draft, and the worked example, in each format
+    for curve in (f32, q4):
+        b = free_break_even(curve)
+        need = "no acceptance rate at all" if np.isnan(b) else f"q ≥ {b:.2f}"
+        assert need in html
+        speed, tps = example(curve)
+        assert f"{speed:.2f}× to {tps:.0f}" in html
+    sf, tf = example(f32)
+    sq, tq = example(q4)
+    assert ("the faster format has the smaller speedup" in html) == (sq < sf and tq > tf)
+
+
+@pytest.mark.parametrize("curve", F32 + Q4)
+def test_the_break_even_is_where_a_free_draft_just_pays(curve):
+    """At the stated q a free draft's E(q, k) equals the pass's price in steps (within 1e-6)."""
+    b = free_break_even(curve)
+    k, price = N_CHECK - 1, _ratio(curve)
+    if price >= N_CHECK:
+        assert np.isnan(b)
+        return
+    assert abs(float(theory.expected_tokens_per_round(b, k)) - max(price, 1.0)) < 1e-6
+    assert example(curve, Q_EXAMPLE)[0] == pytest.approx(
+        float(theory.expected_tokens_per_round(Q_EXAMPLE, k)) / price, rel=1e-9)
+
+
+def test_the_shipped_4bit_curve_is_the_files_blocks_timed_with_float32():
+    """The 4-bit curve's metadata records the float32 medians of the same interleaved loop, and
+    the model in 4 bits holds about a fifth of float32's bytes."""
+    meta, qmeta = hardware.load_cpu_meta(), hardware.load_cpu_q4_meta()
+    assert set(qmeta["f32_median_ms"]) >= {"1", "5", "9"}
+    assert 4.0 < meta["weight_bytes"] / qmeta["weight_bytes"] < 6.5
+    assert qmeta["threads"] == 1
 
 
 def test_the_4bit_file_is_the_model_file_as_installed():

@@ -27,6 +27,10 @@ CPU_META_NAME = "pass_cost_cpu.meta.json"
 #: (``benchmarks/bench_lm.py --only passes --llama --write-csv``).
 LLAMA_CSV_NAME = "pass_cost_cpu_llamacpp.csv"
 LLAMA_META_NAME = "pass_cost_cpu_llamacpp.meta.json"
+#: This project's kernel streaming the file's 4-bit blocks (``weights="q4"``), one thread, timed
+#: interleaved with float32 (``benchmarks/bench_weights.py --write-csv``).
+CPU_Q4_CSV_NAME = "pass_cost_cpu_q4.csv"
+CPU_Q4_META_NAME = "pass_cost_cpu_q4.meta.json"
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,5 +181,26 @@ def llamacpp_curve() -> PassTimeCurve:
     True
     """
     series = load_llamacpp_pass_costs()
+    return fit_roofline(series.n_positions, series.median_ms,
+                        label=f"{series.model}, {series.impl} (measured on the machine that built this page)")
+
+
+@lru_cache(maxsize=1)
+def load_cpu_q4_meta() -> dict:
+    """The 4-bit measurement's metadata: machine, threads, date, ``weight_bytes``, and the float32
+    medians of the same interleaved loop (``f32_median_ms``)."""
+    return json.loads(Path(asset_path(CPU_Q4_META_NAME)).read_text())
+
+
+def cpu_q4_curve() -> PassTimeCurve:
+    """This project's kernel on the file's 4-bit blocks, on the machine that built the package.
+
+    Examples
+    --------
+    >>> curve = cpu_q4_curve()
+    >>> bool(curve.time_ms(9) > 1.5 * curve.time_ms(1))   # fewer bytes: arithmetic sets the price
+    True
+    """
+    (series,) = _read_pass_costs(CPU_Q4_CSV_NAME).values()
     return fit_roofline(series.n_positions, series.median_ms,
                         label=f"{series.model}, {series.impl} (measured on the machine that built this page)")

@@ -11,7 +11,6 @@ from bokeh.models import (BoxAnnotation, CDSView, ColumnDataSource, FixedTicker,
                           IndexFilter, Label, LinearColorMapper, Range1d, Span)
 from bokeh.plotting import figure
 
-from ...data import hardware
 from ...kit.words import plural
 from ...sim import trees
 from .state import ANCHORS, BATCH_MAX, BATCHES, N_ROUNDS, Q_GRID, BusyAndTrees, split_rows
@@ -40,7 +39,7 @@ COST_KEY = chart_key(
     swatch("dot", "big") + "H200, 8B shape",
     swatch("line", "dashed") + "H200, fit beyond 512",
     swatch("dot", "ember") + "this CPU, real model, float32",
-    swatch("dot", "ember-open") + "same, llama.cpp, 4-bit",
+    swatch("dot", "ember-open") + "same model, 4-bit weights",
     glyph("▲", "draft") + "your plain step and verify pass",
 )
 
@@ -143,7 +142,8 @@ class CostChart:
         base = float(curve.time_ms(1))
         n = curve.n_positions.astype(float)
         fit_n = np.geomspace(curve.n_max, BATCH_MAX * 17, 24)
-        q4 = hardware.llamacpp_curve()
+        formats = s.cpu_formats
+        q4 = formats["q4"]
         q4_top = float(q4.median_ms[-1] / q4.time_ms(1))
         top = max(float(curve.fit_ms(fit_n[-1])) / float(curve.time_ms(1)), q4_top)
         self.marks = ColumnDataSource(dict(n=[1, 5], r=[1.0, 1.0], text=["", ""],
@@ -162,7 +162,7 @@ class CostChart:
                            line_color=theme.BIG)
         fig.line(fit_n.tolist(), (curve.fit_ms(fit_n) / base).tolist(), line_color=theme.BIG,
                  line_width=2, line_dash=[6, 4])
-        cpu = s.cpu_curve
+        cpu = formats["f32"]
         cpu_src = ColumnDataSource(dict(n=cpu.n_positions.tolist(),
                                         r=(cpu.median_ms / float(cpu.time_ms(1))).tolist(),
                                         ms=cpu.median_ms.tolist()), name="ep8-cpu")
@@ -178,7 +178,7 @@ class CostChart:
         q4_dots = fig.scatter("n", "r", source=q4_src, marker="square", size=7, line_width=2,
                               fill_color=theme.PAPER, line_color=theme.EMBER)
         fig.add_tools(HoverTool(renderers=[q4_dots], tooltips=[
-            ("llama.cpp 4-bit, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
+            ("this CPU, 4-bit, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
         fig.scatter("n", "r", source=self.marks, marker="triangle", size=13,
                     fill_color=theme.DRAFT, line_color=theme.INK)
         # "plain" under its mark and "verify" over its own, so they never collide, even when

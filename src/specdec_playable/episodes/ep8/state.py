@@ -46,6 +46,17 @@ def cpu_curve() -> batching.PassTimeCurve:
     return cpu_passes().curve
 
 
+def format_curves(cpu) -> dict:
+    """The real model's two CPU curves, float32 and the file's 4-bit blocks (``"f32"``, ``"q4"``):
+    ``cpu`` (this server's own measurement, or the shipped one; see :func:`.cpu.cpu_passes`) in
+    the format it was measured in, the other format as shipped."""
+    from ...runtime.model_process import weights
+
+    live = weights() if cpu.here else "f32"
+    shipped = {"f32": hardware.cpu_curve, "q4": hardware.cpu_q4_curve}
+    return {fmt: cpu.curve if fmt == live else load() for fmt, load in shipped.items()}
+
+
 def real_tree_table():
     """Chain against trees with the real model, as measured (``data.tree_table``); shared."""
     from ...data.tree_table import load_tree_vs_chain
@@ -142,6 +153,11 @@ class BusyAndTrees(param.Parameterized):
     @property
     def cpu_curve(self) -> batching.PassTimeCurve:
         return self._cpu.curve
+
+    @property
+    def cpu_formats(self) -> dict:
+        """The CPU's float32 and 4-bit curves (:func:`format_curves`)."""
+        return format_curves(self._cpu)
 
     @property
     def cpu_passes(self):

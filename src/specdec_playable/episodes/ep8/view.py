@@ -249,7 +249,7 @@ class BusyTreesView(StateView):
             prose(COST_KEY, KEYS_CSS, _CSS),
             pn.pane.Bokeh(self.cost_chart.figure, sizing_mode="stretch_width"),
             self.cpu_text,
-            prose(roofline_html(s.cpu_curve, s.curve), _CSS),
+            prose(roofline_html(s.cpu_formats["f32"], s.cpu_formats["q4"], s.curve), _CSS),
             prose(self.part1_note, _CSS),
             self.anchors_text,
             prose(self.part1_outro, _CSS),
