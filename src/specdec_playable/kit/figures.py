@@ -34,6 +34,7 @@ DATA_HREF = "./data"
 _H200 = (hardware.CSV_NAME, hardware.META_NAME)
 _CPU = (hardware.CPU_CSV_NAME, hardware.CPU_META_NAME)
 _LLAMA = (hardware.LLAMA_CSV_NAME, hardware.LLAMA_META_NAME)
+_Q4 = (hardware.CPU_Q4_CSV_NAME, hardware.CPU_Q4_META_NAME)
 _TEXTS = (measured.ASSET, measured.META)
 _TREES = (tree_table.CSV_NAME, tree_table.META_NAME, tree_example.ASSET)
 #: Bokeh plot name -> the shipped files (paths inside ``assets/``) the figure is drawn from.
@@ -41,7 +42,7 @@ FIGURE_DATA: Mapping[str, tuple[str, ...]] = {
     "ep1-hw-figure": _H200,
     "ep4-left-figure": _TEXTS, "ep4-right-figure": _TEXTS, "ep4-hist-figure": _TEXTS,
     "ep6-models-fig": _TEXTS, "ep6-out-fig": _TEXTS, "ep6-wall-fig": _TEXTS, "ep6-k-fig": _TEXTS,
-    "ep8-batch-fig": _H200, "ep8-split-fig": _H200, "ep8-cost-fig": _H200 + _CPU + _LLAMA,
+    "ep8-batch-fig": _H200, "ep8-split-fig": _H200, "ep8-cost-fig": _H200 + _CPU + _Q4 + _LLAMA,
     "ep8-real-tree": _TREES + _CPU, "ep8-real-mask-fig": (tree_example.ASSET,),
 }
 _SUFFIXES = ("-figure", "-fig")
