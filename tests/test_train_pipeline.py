@@ -215,6 +215,16 @@ def test_training_resumes_to_the_same_weights_after_an_interruption(tmp_path):
     whole = pipeline.run(cli.parse_args(common + ["--work", str(tmp_path / "a")]))
     first = pipeline.run(cli.parse_args(common + ["--work", str(tmp_path / "b"), "--stop-at", "5"]))
     assert first["stopped"] == "training" and len(first["history"]) == 5
+    # a copy of the checkpoint at step 5, measured later (--checkpoint), is the head at step 5
+    ckpt = next((tmp_path / "b").glob("ckpt_*.npz"))
+    copy = tmp_path / "step5.npz"
+    copy.write_bytes(ckpt.read_bytes())
+    copy.with_suffix(".json").write_text(ckpt.with_suffix(".json").read_text())
+    snap = pipeline.run(cli.parse_args(common + ["--work", str(tmp_path / "c"), "--checkpoint", str(copy)]))
+    assert snap["results"]["step"] == 5
+    assert snap["results"]["tokens_seen"] == round(sum(h["tokens_seen"] / h["step"] for h in first["history"]))
+    for k in first["arrays"]:
+        np.testing.assert_array_equal(snap["arrays"][k], first["arrays"][k], err_msg=k)
     resumed = pipeline.run(cli.parse_args(common + ["--work", str(tmp_path / "b")]))
     assert [h["step"] for h in resumed["history"]] == list(range(1, 13))
     np.testing.assert_array_equal([h["loss"] for h in resumed["history"]],

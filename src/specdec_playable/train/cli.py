@@ -130,6 +130,9 @@ def _run_args(a) -> None:
       "held-out replies (0: all)")
     a("--evaluate", default="", metavar="NPZ", help="only measure this head asset (e.g. "
       "assets/lm/draft_head.npz) on the held-out split, collecting the features it lacks; no training")
+    a("--checkpoint", default="", metavar="NPZ", help="measure the head of this training "
+      "checkpoint (a copy of a run's ckpt_*.npz, made with the same settings) instead of "
+      "training; it is written to --out unless --no-write")
     a("--corpus-stats", action="store_true", help="only print the self-distillation corpus's "
       "statistics (loops, the split, the readout's coverage) as JSON")
 

@@ -21,7 +21,8 @@ from .corpus import (BUDGETS, HELD_OUT_SHARE, assert_no_overlap, corpus_summary,
 from .evaluate import draft_cost, measure, print_measure, replies_tokens_per_pass
 from .features import (Stopped, chunks_of, collect, collected_layers, merge, model_choices,
                        n_rows, pick_layers, pick_vocab, take_rows)
-from .loop import asset_vocab, export, last_step, subset, train
+from .loop import (asset_vocab, export, last_step, load_ckpt, optimizer, start_params, subset,
+                   train)
 from .replies import chat_docs
 from .ship import provenance, write_asset
 
@@ -178,6 +179,26 @@ def measure_all(model, arrays: dict, prep: dict, args) -> dict:
     return results
 
 
+def from_checkpoint(model, prep: dict, vocab: np.ndarray, args) -> dict:
+    """The head of a saved training checkpoint (``--checkpoint``), exported as it would ship and
+    measured; written to ``--out`` unless ``--no-write``. Its history gives the step and the
+    tokens seen, so a run's copies at several steps give the curve of tokens per pass against
+    training tokens."""
+    path = Path(args.checkpoint)
+    if not path.is_file():
+        raise SystemExit(f"--checkpoint {path}: no such file")
+    params = start_params(model, args)
+    step, params, _, history = load_ckpt(path, params, optimizer(args).init(params))
+    arrays = export({k: np.asarray(v) for k, v in params.items()}, vocab, args)
+    results = dict(measure_all(model, arrays, prep, args) if args.measure else {}, step=step,
+                   tokens_seen=int(round(sum(h["tokens_seen"] / h["step"] for h in history))))
+    print(f"checkpoint at step {step}, about {results['tokens_seen']:,} training tokens seen")
+    if not args.no_write:
+        seconds = dict(prep["seconds"])
+        write_asset(arrays, provenance(args, prep, vocab, history, seconds, results), Path(args.out))
+    return dict(history=history, arrays=arrays, results=results, seconds=prep["seconds"])
+
+
 def _head_to_evaluate(args) -> dict | None:
     """The arrays of the head ``--evaluate`` names (None without it); the run's ``--layers``
     become the head's, so the features hold what it reads."""
@@ -207,6 +228,8 @@ def run(args) -> dict:
         return dict(history=[], arrays=head, results=measure_all(model, head, prep, args),
                     seconds=prep["seconds"], prep=prep)
     vocab = vocabulary(model, prep, args)
+    if args.checkpoint:
+        return from_checkpoint(model, prep, vocab, args)
     at = sorted({max(1, int(float(f) * args.steps)) for f in args.eval_at.split(",") if f})
     evaluate = (at, lambda arrays: measure(model, arrays, prep["held"])) if args.measure else None
     params, history, t_train = train(model, prep, vocab, args, evaluate)
