@@ -25,7 +25,8 @@ letters: ``letter-thanks``, ``email-late``):
 Run from a checkout (one thread, a quiet machine):
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_head.py \\
-        [--head path/to/draft_head.npz ...] [--half] [--k 4] [--race-ks 2,3,4,6,8] [--max-new 64]
+        [--head path/to/draft_head.npz ...] [--half] [--k 4] [--race-ks 2,3,4,6,8] [--max-new 64] \\
+        [--weights f32,q4]
 
 Prints Markdown tables (the ones quoted in docs/performance.md).
 """
@@ -143,13 +144,17 @@ def median_race(run, repeats: int):
     return got[len(got) // 2]
 
 
-def races(model, makes: dict, tasks, ks, max_new: int, repeats: int) -> None:
+def races(model, makes: dict, tasks, ks, max_new: int, repeats: int, weights: str = "f32") -> None:
+    """The race table of one weight format: the speedup with its interval, and the tokens a
+    second of both runs (by the race's own clock), so the fastest combination shows even where
+    its speedup is the smaller."""
     from specdec_playable.lm.race import race
 
-    print(f"\n## The fair race, one thread (median of {repeats} by speedup; load average "
-          f"{os.getloadavg()[0]:.2f})")
-    print("| draft | task | k | tokens per pass | speedup [95% interval] | work figure |")
-    print("|---|---|---:|---:|---|---:|")
+    print(f"\n## The fair race, one thread, {weights} weights (median of {repeats} by speedup; "
+          f"load average {os.getloadavg()[0]:.2f})")
+    print("| draft | task | k | tokens per pass | speedup [95% interval] | work figure | "
+          "plain tokens/s | speculative tokens/s |")
+    print("|---|---|---:|---:|---|---:|---:|---:|")
     for name, make in makes.items():
         for task in tasks:
             ids = model.tokenizer.chat(PROMPTS[task].message)
@@ -159,7 +164,8 @@ def races(model, makes: dict, tasks, ks, max_new: int, repeats: int) -> None:
             for k, f in rows:
                 mark = " **best**" if k == best else ""
                 print(f"| {name} | {task} | {k}{mark} | {f.tokens_per_pass:.2f} | {f.speedup:.2f}x "
-                      f"[{f.low:.2f}, {f.high:.2f}] | {f.work_speedup:.2f}x |", flush=True)
+                      f"[{f.low:.2f}, {f.high:.2f}] | {f.work_speedup:.2f}x | "
+                      f"{1e3 / f.plain_ms_per_token:.1f} | {1e3 / f.spec_ms_per_token:.1f} |", flush=True)
 
 
 def tree_races(model, makes: dict, tasks, trees, max_new: int, repeats: int) -> None:
@@ -232,6 +238,8 @@ def main(argv=None) -> int:
     ap.add_argument("--race-ks", default="2,3,4,6,8", help="comma-separated k of the race table; "
                     "empty: no races")
     ap.add_argument("--max-new", type=int, default=64)
+    ap.add_argument("--weights", default="f32", help="comma-separated weight formats to race in "
+                    "(f32, q4); the acceptance tables use the first")
     ap.add_argument("--repeats", type=int, default=3, help="races per cell (the median is shown)")
     ap.add_argument("--drafts", default="", help="comma-separated draft names to keep (default all)")
     ap.add_argument("--trees", default="", help="comma-separated trees to race with each head, as "
@@ -245,7 +253,15 @@ def main(argv=None) -> int:
     if args.drafts:
         keep = {d.strip() for d in args.drafts.split(",")}
         makes = {n: m for n, m in makes.items() if n in keep}
-    model = get_model()
+    formats = [w.strip() for w in args.weights.split(",") if w.strip()]
+    from specdec_playable.lm.model import check_weights
+
+    for fmt in formats:
+        try:
+            check_weights(fmt)
+        except ValueError as e:
+            raise SystemExit(f"--weights: {e}") from None
+    model = get_model(formats[0])
     from specdec_playable.lm import kernel
 
     print(f"# bench_head: {os.cpu_count()} cores, threads {kernel.prepare_threads()}, load average "
@@ -257,7 +273,9 @@ def main(argv=None) -> int:
     guess_cost(model, makes, args.k)
     ks = tuple(int(k) for k in args.race_ks.split(",") if k)
     if ks:
-        races(model, makes, tasks, ks, args.max_new, args.repeats)
+        for fmt in formats:
+            races(model if fmt == formats[0] else get_model(fmt), makes, tasks, ks, args.max_new,
+                  args.repeats, fmt)
     trees = [_tree(t) for t in args.trees.split(",") if t]
     if trees:
         tree_races(model, makes, tasks, trees, args.max_new, args.repeats)
