@@ -57,11 +57,14 @@ def title() -> str:
 
 
 def lede() -> str:
+    """The opening sentences: the figures quoted are the two texts the page opens with (the state's
+    defaults, :data:`.practice.LEFT` and :data:`.practice.RIGHT`), and the verdict on the title is
+    the measured means' over every text (:func:`.words.title_holds`)."""
     means = measured.genre_means()
-    top = max((m for m in means.values() if m["kind"] in BOILERPLATE), key=lambda m: m["alpha"])
-    poem = next(m for m in means.values() if m["kind"] == "poem")
-    verdict = (f"Measured, the draft is kept at {top['alpha']:.0%} of the tokens on "
-               f"{in_prose(top['kind'])} and {poem['alpha']:.0%} on the poem: boilerplate "
+    left, right = means[LEFT], means[RIGHT]
+    verdict = (f"Measured, the draft is kept at {left['alpha']:.0%} of the tokens on "
+               f"{in_prose(left['kind'])} and {right['alpha']:.0%} on {in_prose(right['kind'])}; "
+               "over all the texts measured below, boilerplate "
                + ("does beat poetry." if title_holds() else "barely beats poetry."))
     return ("The same speculative decoder (a small draft proposes k tokens, the big model checks "
             "them in one pass) runs over two texts side by side, Python code and a poem to start "
