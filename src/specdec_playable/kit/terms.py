@@ -53,7 +53,13 @@ TERMS: tuple[Term, ...] = (
          (r"draft length",), (3,)),
     Term("draft-cost", "draft cost c",
          "The cost of one draft step as a fraction of one big-model pass: c = 0.1 means ten draft "
-         "steps cost as much as one pass of the big model. A round costs 1 + k·c passes.",
+         "steps cost as much as one pass of the big model. A round costs 1 + k·c passes. Measured "
+         "on a real draft, c depends on where its guesses are timed: alone, one after another on a "
+         "context the draft has already read (Episode 4's figure for the draft head), a guess is "
+         "cheapest; inside a real run (Episode 7) each round's guesses also pay for reading the "
+         "tokens the last pass accepted, and come just after a pass of the big model has pushed "
+         "the draft's weights out of the processor's cache, so the same guess costs more; and a "
+         "live run measures its own, with whatever else the server is doing then.",
          (r"draft cost",), (5,)),
     Term("distributions", "p_big(x), p_draft(x): next-token distributions",
          "For each possible next token x, the probability a model gives it: p<sub>big</sub>(x) is "
