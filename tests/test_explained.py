@@ -84,8 +84,15 @@ def test_ep4_answers_and_bar_words_write_titles_in_sentence_case():
 
 
 def test_ep6_does_not_presume_episode_7():
+    from specdec_playable.episodes.ep6 import practice as practice6
+    from specdec_playable.kit import terms
+
     text = plain(ep6_page.PART1_INTRO)
     assert "draft head" in text and "Episode 7" not in text
+    # The early-exit draft a step borrows its cost from is said in a few words, and linked.
+    step = plain(practice6.try_steps()[-1].html)
+    assert "early-exit draft (the big model's own first layers, read out early)" in step
+    assert "early-exit" in terms.find_terms(step)
 
 
 # --- contradictions, each explained where it arises ------------------------------------------

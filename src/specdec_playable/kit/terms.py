@@ -182,7 +182,7 @@ TERMS: tuple[Term, ...] = (
          (r"n-gram", r"learned draft"), (4, 7)),
     Term("early-exit", "early exit",
          "A draft made from the big model's own first layers, read out early. It shares the big "
-         "model's weights but costs a fraction of a pass per guess.", (r"early exit",), (7,)),
+         "model's weights but costs a fraction of a pass per guess.", (r"early[- ]exit",), (7,)),
     Term("in-fifths", "in fifths (Episode 4's acceptance bars)",
          "Episode 4 groups each token's measured acceptance into five equal bins, 0–0.2, 0.2–0.4, "
          "0.4–0.6, 0.6–0.8 and 0.8–1: the thicker the bar above a token, the higher its bin.",
