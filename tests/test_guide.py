@@ -340,9 +340,9 @@ def test_the_class_line_is_the_class_benchmarks_own_figures():
     assert run.finished / run.workers == run.per_process
     assert (f"{run.visitors} students pressed Run on Episode 7 at once and every one of the "
             f"{run.visitors} runs finished within {run.class_s:.0f} s") in line
-    assert f"one model process held {run.per_process:.0f} students" in line
-    assert f"one machine with {run.workers} of them held {run.finished}" in line
-    assert f"holds {run.line} runs" in line
+    assert (f"one model process held about {run.per_process:.0f} students and one machine with "
+            f"{run.workers} of them held {run.finished}") in line
+    assert f"a line of {run.line} runs" in line and line.count(". ") == 0
     # The record is the run the performance notes report.
     perf = (PKG.parents[1] / "docs" / "performance.md").read_text()
     section = perf[perf.index("### A class presses Run"):]

@@ -129,11 +129,11 @@ def class_line() -> str:
     per_words = f"{per:.0f}" if per == int(per) else f"{per:.1f}"
     ended = (f"every one of the {run.visitors} runs finished" if run.all_finished else
              f"{run.finished} of the {run.visitors} runs finished and {run.refused} were refused")
-    return (f"In the class benchmark ({esc(run.date[:10])}, a {run.cpus}-core machine), "
-            f"{run.visitors} students pressed Run on Episode 7 at once and {ended} within "
-            f"{run.class_s:.0f} s: one model process held {per_words} students, taking their runs "
-            f"in turn, and one machine with {run.workers} of them held {run.finished}. A larger "
-            f"class waits longer in the line, which holds {run.line} runs before it refuses one.")
+    return (f"In the class benchmark ({esc(run.date[:10])}, a {run.cpus}-core machine) one model "
+            f"process held about {per_words} students and one machine with {run.workers} of them held "
+            f"{run.finished}: {run.visitors} students pressed Run on Episode 7 at once and {ended} "
+            f"within {run.class_s:.0f} s, each process taking its runs in turn (a larger class "
+            f"waits in a line of {run.line} runs, then is refused).")
 
 
 def answers_html(t: Teaching) -> str:
