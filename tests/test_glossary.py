@@ -99,3 +99,36 @@ def test_link_terms_links_text_only_once(markup, linked):
 def test_a_term_is_found_as_a_whole_word():
     assert terms.find_terms("memory-bound and over-eager") == ["memory-bound"]
     assert terms.find_terms("a spine of 3 and two CUDA graphs") == ["cuda-graph", "spine"]
+
+
+def test_the_term_list_is_in_the_glossary_and_every_word_of_it_is_linked_where_used(built):
+    keys = {t.key for t in terms.TERMS}
+    assert set(terms.WORDS.values()) <= keys and set(terms.SYMBOLS.values()) <= keys
+    # The issue's own list, at least.
+    for word in ("acceptance", "draft", "verify pass", "goodput", "speedup", "round", "token",
+                 "big model", "plain decoding", "tokens per pass"):
+        assert word in terms.WORDS, word
+    for word, key in terms.WORDS.items():
+        # Found as that entry (not as a shorter, more general one), so a page using it links it.
+        assert terms.find_terms(f"and {word} here") == [key], word
+        out = terms.link_terms(f"<p>and {word} here</p>")
+        assert HREF.findall(out) == [key], word
+    # The list is the pages' own: every word of it is used somewhere in the series, but for two
+    # that only a finished run (Episode 7's verdict: its bootstrap interval) or the docs and the
+    # command line (the weight format) write, which a freshly built page does not show.
+    used = set().union(*(terms.find_terms(text) for text, _ in built.values()))
+    elsewhere = {"bootstrap", "weight-format"}
+    assert set(terms.WORDS.values()) - elsewhere <= used, sorted(set(terms.WORDS.values()) - used)
+
+
+def test_every_symbol_a_page_sets_has_its_entry(built):
+    # A symbol a page writes with a value ("q = 0.60", "B ≥ 64"), or as p_big / p_draft.
+    found = set()
+    for text, _ in built.values():
+        found |= set(re.findall(r"(?<![\w-])([A-Za-z])(?:\([a-z]\))? ?[=≤≥<>] ?[\d(]", text))
+        found |= {f"p_{w}" for w in re.findall(r"(?<![\w-])p ?(big|draft)\b", text)}
+    assert {"q", "k", "c", "B", "p_big", "p_draft"} <= found
+    assert found <= set(terms.SYMBOLS), sorted(found - set(terms.SYMBOLS))
+    for sym, key in terms.SYMBOLS.items():
+        name = terms.term(key).name
+        assert sym in name, (sym, name)

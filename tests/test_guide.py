@@ -35,6 +35,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "specdec_playable"
 
 
 def plain(markup: str) -> str:
+    markup = re.sub(r"</?a\b[^>]*>", "", markup)  # a glossary link inside a sentence is no gap
     text = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", markup))).strip()
     return re.sub(r" ([,.;:])", r"\1", text)  # a link that ends before a comma
 
@@ -93,10 +94,10 @@ def test_the_90_minute_plan_takes_the_episodes_in_order_with_time_to_discuss_eac
     discuss = {s.episode: s.minutes for s in plan.steps if s.kind == "discuss"}
     assert set(discuss) == set(plan.episodes)
     assert min(discuss.values()) >= course.DISCUSS_MINUTES
-    # The next episode in order would not have fitted with its discussion.
+    # The next episode in order would not have fitted with its discussion and the slack.
     if n < len(by):
-        used = course.OPEN_MINUTES + course.CLOSE_MINUTES + sum(by[e] + course.DISCUSS_MINUTES
-                                                                 for e in plan.episodes)
+        used = (course.OPEN_MINUTES + course.CLOSE_MINUTES + course.slack_minutes(90)
+                + sum(by[e] + course.DISCUSS_MINUTES for e in plan.episodes))
         assert used + by[n + 1] + course.DISCUSS_MINUTES > 90
 
 
@@ -238,3 +239,115 @@ def test_the_guide_and_the_docs_are_served(site):
         assert b"Traceback" not in body
     for method in ("POST", "PUT", "DELETE"):
         assert _get(f"{site.url}/docs/serving.md", method)[0] == 405
+
+
+# --- what students need first, model answers, slack, and how many students a server held ------
+
+def test_both_plans_keep_slack_at_the_measured_times(times):
+    for plan, minutes in ((course.short_class(times), 45), (course.long_class(times), 90)):
+        # A tenth of the class, at least 3 minutes: 4 of 45, 9 of 90.
+        assert course.slack_minutes(minutes) == max(3, minutes // 10)
+        assert plan.slack == course.slack_minutes(minutes), (minutes, plan.steps)
+        assert plan.total == minutes and plan.steps[-2].kind == "slack"
+    markup = guide.guide_html(teaching(), times)
+    for plan in (course.short_class(times), course.long_class(times)):
+        assert f"It keeps {plan.slack} minutes of slack." in plain(markup)
+    # A class whose episodes leave no time keeps none, and says so.
+    tight = course.class_plan([course.EpisodeTime(1, 8000, 0)], (1,), 45)
+    assert tight.slack == 0 and "It keeps no slack." in plain(
+        guide.plan_html(tight, teaching(), heading="x", plan_id="p", rest=()))
+
+
+def test_every_discussion_prompt_has_its_model_answer_in_the_guide(times):
+    from specdec_playable.kit.site import discussion
+
+    text = plain(guide.guide_html(teaching(), times))
+    assert set(discussion.MODEL_ANSWERS) == {e.number for e in EPISODES}
+    for t in teaching():
+        pairs = discussion.MODEL_ANSWERS[t.number]
+        assert len(pairs) == len(t.discuss), t.number
+        for i, (prompt, (opening, _)) in enumerate(zip(t.discuss, pairs)):
+            assert prompt.startswith(opening), (t.number, i, opening)
+            answer = discussion.model_answer(t.number, i)
+            assert len(answer.split()) >= 25 and answer.endswith("."), (t.number, i)
+            assert f"{plain(html.escape(prompt))} A model answer: {plain(html.escape(answer))}" in text
+
+
+def test_the_model_answers_quote_their_numbers_right():
+    from specdec_playable.data import tree_table
+    from specdec_playable.data.recorded import recorded_runs
+    from specdec_playable.kit.site import discussion as d
+
+    # Episode 3: the best k at q = 0.8, c = 0.05, and the knob that is worth more at its setting.
+    ks = np.arange(1, 17)
+    s = theory.expected_speedup(0.8, ks, 0.05)
+    assert f"the best k is {int(np.argmax(s)) + 1}, at {s.max():.2f}×" in d.model_answer(3, 0)
+    better, cheaper = theory.expected_speedup(0.7, 4, 0.2), theory.expected_speedup(0.6, 4, 0.1)
+    assert ("cheaper guesses" if cheaper > better else "better guesses") in d.model_answer(3, 1)
+    # Episode 4: the page's two texts, and the title's verdict from the measured means.
+    means = measured.genre_means()
+    assert f"{means['py-account']['alpha']:.0%} of the Python" in d.model_answer(4, 0)
+    boiler = max(m["alpha"] for m in means.values() if m["kind"] in ("code", "json", "letter"))
+    assert ("it holds" in d.model_answer(4, 2)) == (boiler > means["poem-kettle"]["alpha"])
+    # Episode 5: the break-even and the binomial tail of the misses.
+    assert f"q = {theory.break_even_q(4, 0.15):.2f}" in d.model_answer(5, 1)
+    tail4 = 1 - sum(__import__("math").comb(20, m) * 0.05 ** m * 0.95 ** (20 - m) for m in range(4))
+    assert tail4 < 0.05 and f"4 or more would happen by chance only {tail4:.1%}" in d.model_answer(5, 2)
+    # Episode 7: the recorded runs that were faster.
+    runs = recorded_runs()
+    faster = sum(c.fair.verdict == "faster" for c in runs.values())
+    assert f"of the {len(runs)} recorded pairs of a task and a draft, {faster} were" in d.model_answer(7, 1)
+    # Episode 8: where a tree beat the chain and where it did not, as measured.
+    table = tree_table.load_tree_vs_chain()
+    answer = d.model_answer(8, 1)
+    for n in sorted(tree_table.pooled(table)):
+        chain, best = tree_table.best_tree(table, n)
+        if f"at {n} positions the best tree" in answer:
+            assert table.tokens_per_pass[best] > table.tokens_per_pass[chain]
+        if f"at {n} positions the chain's" in answer:
+            assert table.tokens_per_pass[best] <= table.tokens_per_pass[chain]
+
+
+def test_the_guide_says_what_students_need_and_what_each_episode_builds_on(times):
+    import panel as pn
+    from bokeh.models import LogAxis
+    from specdec_playable.kit.site import discussion
+
+    markup = guide.guide_html(teaching(), times)
+    assert 'id="before"' in markup and 'href="#before"' in markup
+    for p in discussion.PREREQUISITES:
+        assert plain(html.escape(p)) in plain(markup)
+    for n, before in discussion.BUILDS_ON.items():
+        assert all(b < n for b in before), n
+    assert set(discussion.BUILDS_ON) == {e.number for e in EPISODES}
+    assert "Builds on nothing before it" in plain(markup)
+    # "A logarithmic axis (Episodes 1 and 8)": their pages draw one.
+    from bokeh.document import Document
+
+    pn.extension()
+    for ep in EPISODES:
+        if ep.number in (1, 8):
+            doc = Document()
+            doc.add_root(ep.page().get_root(doc))
+            assert list(doc.select({"type": LogAxis})), ep.number
+
+
+def test_the_class_line_is_the_class_benchmarks_own_figures():
+    from specdec_playable.data.classroom import load_class_run
+
+    run = load_class_run()
+    line = plain(guide.class_line())
+    assert run.finished / run.workers == run.per_process
+    assert (f"{run.visitors} students pressed Run on Episode 7 at once and every one of the "
+            f"{run.visitors} runs finished within {run.class_s:.0f} s") in line
+    assert (f"one model process held about {run.per_process:.0f} students and one machine with "
+            f"{run.workers} of them held {run.finished}") in line
+    assert f"a line of {run.line} runs" in line and line.count(". ") == 0
+    # The record is the run the performance notes report.
+    perf = (PKG.parents[1] / "docs" / "performance.md").read_text()
+    section = perf[perf.index("### A class presses Run"):]
+    section = section[:section.index("\n## ")]
+    assert run.date[:10] in section and run.command in section
+    assert f"{run.workers} workers; {run.visitors} visitors press Run" in plain(section)
+    assert (f"| visitors | {run.visitors}: {run.finished} finished, {run.refused} refused"
+            in section)

@@ -56,3 +56,12 @@ def recorded_repeats() -> dict[tuple[str, str], tuple[dict, ...]]:
         return {}
     return {(r["task"], draft_key(r["draft"])): tuple(r.get("repeats", ()))
             for r in _recording()["runs"]}
+
+
+def median_draft_cost(draft: str) -> float | None:
+    """The draft cost c of ``draft``'s recorded runs, the middle one over the tasks (the upper of
+    the two middle ones for an even count, as Episode 7 quotes it), or None when none was
+    recorded. It is measured inside real runs: each round's guesses, with the head catching up on
+    the tokens the last pass accepted, after a pass of the big model."""
+    costs = sorted(c.draft_cost for (_, d), c in recorded_runs().items() if d == draft_key(draft))
+    return costs[len(costs) // 2] if costs else None

@@ -47,24 +47,45 @@ TERMS: tuple[Term, ...] = (
          "its own; Episodes 4, 6 and 7 measure it on real text. Under speculative sampling the "
          "acceptance rate at one position is q = Σ<sub>x</sub> min(p<sub>big</sub>(x), "
          "p<sub>draft</sub>(x)), the overlap of the two distributions.",
-         (r"acceptance rates?", r"draft quality", r"acceptance probabilit(?:y|ies)"), (3,)),
+         (r"acceptance rates?", r"draft quality", r"acceptance probabilit(?:y|ies)", r"acceptance"),
+         (3,)),
     Term("draft-length", "draft length k",
          "How many tokens the draft model guesses in one round before the big model checks them.",
          (r"draft length",), (3,)),
     Term("draft-cost", "draft cost c",
          "The cost of one draft step as a fraction of one big-model pass: c = 0.1 means ten draft "
-         "steps cost as much as one pass of the big model. A round costs 1 + k·c passes.",
+         "steps cost as much as one pass of the big model. A round costs 1 + k·c passes. Measured "
+         "on a real draft, c depends on where its guesses are timed: alone, one after another on a "
+         "context the draft has already read (Episode 4's figure for the draft head), a guess is "
+         "cheapest; inside a real run (Episode 7) each round's guesses also pay for reading the "
+         "tokens the last pass accepted, and come just after a pass of the big model has pushed "
+         "the draft's weights out of the processor's cache, so the same guess costs more; and a "
+         "live run measures its own, with whatever else the server is doing then.",
          (r"draft cost",), (5,)),
     Term("distributions", "p_big(x), p_draft(x): next-token distributions",
          "For each possible next token x, the probability a model gives it: p<sub>big</sub>(x) is "
          "the big model's, p<sub>draft</sub>(x) the draft's. Sampling draws the next token from it; "
          "greedy decoding takes its most probable token.",
          (r"next-token distributions?",), (6,)),
-    Term("round", "round (draft, then verify)",
-         "One cycle of speculative decoding: the draft proposes k tokens one after another, then "
-         "one pass of the big model checks all of them at once and keeps the accepted ones plus "
-         "one token of its own.",
-         (), (2,)),
+    Term("draft-head", "draft head",
+         "This project's trained draft: one small layer that reads the big model's own features "
+         "and the last token, predicts the feature the big model will compute next, and reads it "
+         "out through the big model's output head (the EAGLE idea). Trained here on code, prose "
+         "and the model's own replies; a guess costs a small fraction of a pass.",
+         (r"draft heads?",), (4,)),
+    Term("big-model", "big model (the target)",
+         "The model whose text speculative decoding writes, the one a visitor would otherwise run "
+         "alone; papers call it the target. It checks the draft's guesses and has the last word: "
+         "the text is always its own.", (r"big models?", r"target models?"), (2,)),
+    Term("verify-pass", "verify pass (checking pass)",
+         "One forward pass of the big model over the last accepted token and the k guesses after "
+         "it: it gives the big model's own next-token distribution at every one of those "
+         "positions at once, so it can judge every guess and write one token of its own.",
+         (r"verify pass(?:es)?", r"checking pass(?:es)?"), (2,)),
+    Term("plain-decoding", "plain decoding",
+         "Decoding without a draft: one pass of the big model for each token it writes. Every "
+         "speedup on these pages is measured or computed against it.",
+         (r"plain decoding",), (2,)),
     Term("tokens-per-round", "tokens per round E",
          "How many tokens one round writes on average. With each draft accepted with probability q "
          "until the first miss, E = (1 − q<sup>k+1</sup>) / (1 − q): the accepted drafts plus the big "
@@ -84,7 +105,7 @@ TERMS: tuple[Term, ...] = (
     Term("speedup", "speedup",
          "How much faster than the big model alone: E / (1 + k·c) by the theory (Leviathan, Kalman "
          "and Matias 2023), or the big model's time alone divided by the measured time with "
-         "speculation. Below 1× speculation is slower.", (), (3, 5)),
+         "speculation. Below 1× speculation is slower.", (r"speed-?ups?",), (3, 5)),
     Term("break-even", "break-even",
          "The setting where the speedup is exactly 1×: speculation neither helps nor hurts. For "
          "each k and c there is a break-even q; below it speculation is slower.",
@@ -161,7 +182,7 @@ TERMS: tuple[Term, ...] = (
          (r"n-gram", r"learned draft"), (4, 7)),
     Term("early-exit", "early exit",
          "A draft made from the big model's own first layers, read out early. It shares the big "
-         "model's weights but costs a fraction of a pass per guess.", (r"early exit",), (7,)),
+         "model's weights but costs a fraction of a pass per guess.", (r"early[- ]exit",), (7,)),
     Term("in-fifths", "in fifths (Episode 4's acceptance bars)",
          "Episode 4 groups each token's measured acceptance into five equal bins, 0–0.2, 0.2–0.4, "
          "0.4–0.6, 0.6–0.8 and 0.8–1: the thicker the bar above a token, the higher its bin.",
@@ -218,7 +239,50 @@ TERMS: tuple[Term, ...] = (
          "A widely used C/C++ program that runs language models on CPUs and GPUs from GGUF files "
          "such as this model's. The project times its own passes against llama.cpp's on the same "
          "file.", (r"llama\.cpp",)),
+    # The most general words last: at any place in a text, a longer term above wins ("draft
+    # length" before "draft", "bonus token" before "token", "bad round" before "round").
+    Term("round", "round (draft, then verify)",
+         "One cycle of speculative decoding: the draft proposes k tokens one after another, then "
+         "one pass of the big model checks all of them at once and keeps the accepted ones plus "
+         "one token of its own.",
+         (r"rounds?",), (2,)),
+    Term("draft", "draft (draft model)",
+         "Whatever guesses the next tokens for the big model to check: a small model, a trained "
+         "draft head, a table of n-grams or a rule such as prompt lookup. It is cheap because it "
+         "is small; it only has to be right often enough.", (r"draft models?", r"drafts?"), (2,)),
+    Term("token", "token",
+         "The piece of text a model reads and writes at a time: a word, part of a word, a space "
+         "with the word after it, or a mark. A model writes one token per pass of plain decoding.",
+         (r"tokens?",), (1,)),
 )
+
+#: The series' term list: the words the pages use for its ideas, each with the glossary entry
+#: that defines it. ``tests/test_glossary.py`` checks that each entry exists, that its patterns
+#: find the word (so a page that uses it links it), and that some page uses it.
+WORDS: dict[str, str] = {
+    "acceptance": "acceptance-rate", "acceptance rate": "acceptance-rate",
+    "draft quality": "acceptance-rate", "draft length": "draft-length", "draft cost": "draft-cost",
+    "draft": "draft", "draft model": "draft", "draft head": "draft-head", "big model": "big-model",
+    "token": "token", "round": "round", "verify pass": "verify-pass", "checking pass": "verify-pass",
+    "forward pass": "forward-pass", "plain decoding": "plain-decoding", "speedup": "speedup",
+    "tokens per round": "tokens-per-round", "tokens per pass": "tokens-per-pass",
+    "break-even": "break-even", "bonus token": "bonus-token", "bad round": "bad-round",
+    "next-token distribution": "distributions", "speculative sampling": "speculative-sampling",
+    "greedy decoding": "greedy", "temperature": "temperature", "KV cache": "kv-cache",
+    "memory-bound": "memory-bound", "compute-bound": "compute-bound", "roofline": "roofline",
+    "batch size": "batch-size", "goodput": "goodput", "token tree": "token-tree", "spine": "spine",
+    "prompt lookup": "prompt-lookup", "n-gram": "ngram-draft", "early exit": "early-exit",
+    "95% interval": "interval", "bootstrap": "bootstrap", "Monte Carlo": "monte-carlo",
+    "chi-square": "chi-square", "p-value": "chi-square", "degrees of freedom": "degrees-of-freedom",
+    "by the work": "by-the-work", "EAGLE": "eagle", "float32": "float32", "bf16": "bf16",
+    "4-bit": "four-bit", "weight format": "weight-format", "llama.cpp": "llama-cpp",
+}
+#: The symbols the pages write in formulas and settings ("q = 0.60", "B = 64"), each with the
+#: entry whose name carries it.
+SYMBOLS: dict[str, str] = {
+    "q": "acceptance-rate", "k": "draft-length", "c": "draft-cost", "E": "tokens-per-round",
+    "B": "batch-size", "p_big": "distributions", "p_draft": "distributions", "w × d": "spine",
+}
 
 _BY_KEY = {t.key: t for t in TERMS}
 if len(_BY_KEY) != len(TERMS):

@@ -126,6 +126,24 @@ def short_name(kind: str, title: str = "") -> str:
     return SHORT.get(kind, title or kind)
 
 
+#: Words a title may open with that a sentence writes in lower case ("A free-verse poem" reads
+#: "a free-verse poem" inside one); a name ("Python code", "JSON") keeps its capital.
+_LOWER_IN_SENTENCE = frozenset({"a", "an", "the", "your", "our", "some"})
+
+
+def in_sentence(title: str) -> str:
+    """A title as it reads inside a sentence: its first word lower-cased when that word is an
+    article or a possessive, so "on A free-verse poem" cannot be written.
+
+    Examples
+    --------
+    >>> in_sentence("A free-verse poem"), in_sentence("Python code (held out)"), in_sentence("Your text")
+    ('a free-verse poem', 'Python code (held out)', 'your text')
+    """
+    first, sep, rest = title.partition(" ")
+    return (first.lower() + sep + rest) if first.lower() in _LOWER_IN_SENTENCE else title
+
+
 def in_prose(kind: str) -> str:
     """A text's short name inside a sentence ("the poem", but "JSON")."""
     name = short_name(kind)

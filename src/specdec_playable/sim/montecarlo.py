@@ -20,6 +20,9 @@ from . import theory
 _CHUNK_ELEMENTS = 1 << 20
 #: Two-sided 95% normal quantile.
 _Z95 = 1.959963984540054
+#: The share of repeats whose interval (:func:`simulate`'s and :func:`pool_runs`') holds the true
+#: mean: 0.95, from the quantile.
+INTERVAL_LEVEL = math.erf(_Z95 / math.sqrt(2.0))
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,7 +20,7 @@ import panel as pn
 
 from ..nav import neighbours
 from .practice import EXERCISES, LEFT, RIGHT, try_this
-from ...data import measured, texts
+from ...data import measured, recorded, texts
 from ...lm.head import head_meta
 from ...kit.words import in_prose
 from .words import BOILERPLATE, fly_story, genre_story, title_holds
@@ -57,11 +57,14 @@ def title() -> str:
 
 
 def lede() -> str:
+    """The opening sentences: the figures quoted are the two texts the page opens with (the state's
+    defaults, :data:`.practice.LEFT` and :data:`.practice.RIGHT`), and the verdict on the title is
+    the measured means' over every text (:func:`.words.title_holds`)."""
     means = measured.genre_means()
-    top = max((m for m in means.values() if m["kind"] in BOILERPLATE), key=lambda m: m["alpha"])
-    poem = next(m for m in means.values() if m["kind"] == "poem")
-    verdict = (f"Measured, the draft is kept at {top['alpha']:.0%} of the tokens on "
-               f"{in_prose(top['kind'])} and {poem['alpha']:.0%} on the poem: boilerplate "
+    left, right = means[LEFT], means[RIGHT]
+    verdict = (f"Measured, the draft is kept at {left['alpha']:.0%} of the tokens on "
+               f"{in_prose(left['kind'])} and {right['alpha']:.0%} on {in_prose(right['kind'])}; "
+               "over all the texts measured below, boilerplate "
                + ("does beat poetry." if title_holds() else "barely beats poetry."))
     return ("The same speculative decoder (a small draft proposes k tokens, the big model checks "
             "them in one pass) runs over two texts side by side, Python code and a poem to start "
@@ -108,6 +111,20 @@ def draft_cost_when() -> str:
     return f"measured on {cost['date'][:10]}{how}"
 
 
+def cost_in_runs() -> str:
+    """Why a guess of the head costs more inside a real run (Episode 7's recorded runs) than the
+    figure above, with both numbers (plain text; empty without a recording)."""
+    alone, in_runs = draft_cost()[0], recorded.median_draft_cost("head")
+    if in_runs is None or round(in_runs, 3) <= round(alone, 3):
+        return ""
+    return (f"That is the head guessing alone, over and over on one context it has already read. "
+            f"Inside a real run a guess costs more, about {in_runs:.3f} of a step in Episode 7's "
+            "recorded runs: each round's guesses also pay for the head reading the tokens the last "
+            "pass accepted, and they come straight after a pass of the big model, which has pushed "
+            "the head's weights out of the processor's cache. A live run measures its own, with "
+            "whatever else the server is doing at the time.")
+
+
 @functools.cache
 def explain_html() -> str:
     meta = measured.load_measured().meta
@@ -132,7 +149,7 @@ tokens the big model writes most (EAGLE's idea, with FR-Spec's reduced vocabular
 replies to chat prompts, poems and letters among them; none of the texts here was part of it. One
 draft step took {cost[0]:.3f} of a big pass ({cost[1]:.1f} ms against {cost[2]:.1f}
 ms, {esc(draft_cost_when())}): hence the starting c of
-{BoilerplateVsPoetry.param.c.default:g}. The table also measures two drafts beside it: the n-gram
+{BoilerplateVsPoetry.param.c.default:g}. {esc(cost_in_runs())} The table also measures two drafts beside it: the n-gram
 table of Episode 7 (the tokens that most often followed one to three tokens in Python's standard
 library) and prompt lookup (which copies what followed the same tokens earlier in the text). The
 texts were scored once with <code>{esc(meta["command"])}</code> on {esc(meta["date"][:10])}; a

@@ -10,6 +10,7 @@ from ...data import measured
 from ...sim import theory
 from .state import BoilerplateVsPoetry
 from ...kit.page import esc, steps_html
+from ...kit.words import in_sentence
 
 #: The texts the page starts with.
 LEFT, RIGHT = (BoilerplateVsPoetry.param[n].default for n in ("left", "right"))
@@ -55,8 +56,8 @@ def _compare_sides(s: BoilerplateVsPoetry, column: str):
     means = measured.genre_means()
     a, b = means[s.left][column], means[s.right][column]
     right = 2 if abs(a - b) < 0.02 else (0 if a > b else 1)
-    return (right, a, b, esc(measured.measured_text(s.left).title),
-            esc(measured.measured_text(s.right).title))
+    return (right, a, b, esc(in_sentence(measured.measured_text(s.left).title)),
+            esc(in_sentence(measured.measured_text(s.right).title)))
 
 
 def _answer_draft_best(s: BoilerplateVsPoetry):

@@ -374,8 +374,8 @@ def breakeven_html(state: BoilerplateVsPoetry) -> str:
     return (f'<p class="ep4-breakeven"><strong>Break-even (arithmetic, not measured):</strong> a full '
             f'round costs one big pass plus {steps} of {c:.2f} pass each, 1 + {k} × {c:.2f} = '
             f'{state.break_even_tokens:.2f} passes of time. Plain decoding writes one token per pass, so '
-            f'a round must deliver more than {state.break_even_tokens:.2f} tokens to win. Compare the '
-            'measured tokens per round below.</p>')
+            f'a round must deliver more than {state.break_even_tokens:.2f} tokens to win. Compare each '
+            'side’s measured tokens per round, in its heading above the bars.</p>')
 
 
 def paste_message_html(message: str, scoring: str = "idle") -> str:

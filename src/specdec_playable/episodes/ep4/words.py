@@ -7,7 +7,7 @@ for HTML.
 from __future__ import annotations
 
 from ...data import measured
-from ...kit.words import in_prose
+from ...kit.words import in_prose, in_sentence
 import numpy as np
 
 
@@ -157,7 +157,7 @@ def bars_words(run, title: str) -> str:
     """A side's wall-clock bars as words: the speculative run against the big model alone."""
     if run is None:
         return f"{title}: nothing pasted yet, so no run to show."
-    return (f"Wall clock of the run on {run.text.title}: speculative decoding {run.wall_ms:,.0f} ms "
+    return (f"Wall clock of the run on {in_sentence(run.text.title)}: speculative decoding {run.wall_ms:,.0f} ms "
             f"({run.verify_ms:,.0f} ms of verify passes and {run.draft_ms:,.0f} ms of draft steps) "
             f"against {run.baseline_ms:,.0f} ms for the big model alone: {run.speedup:.2f}×.")
 

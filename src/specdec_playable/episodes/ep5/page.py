@@ -12,6 +12,7 @@ import panel as pn
 from ..nav import neighbours
 from .practice import EXERCISES, TRY_THIS
 from .state import BreakEvenMap
+from .words import pooled_miss_sentence
 from ...kit.deferred import after_first_paint
 from .view import BreakEvenView
 from ...kit.page import episode_shell, prose
@@ -40,12 +41,12 @@ LEDE = ("One chart for the whole trade-off: the acceptance rate q (the share of 
         "length k, all at one draft cost c (one draft step's time over one big-model pass). Below "
         "the dashed 1× line, speculative decoding is slower than letting the big model write alone.")
 
-CHART_NOTE = """
+CHART_NOTE = f"""
 <p class="sdp-note">Curves and diamonds are theory; each dot is a measurement with its 95% interval as a
 whisker, and an ✗ marks one whose interval misses its curve. Dots simulated at the same q are spread
 sideways a little, and once there are two or more at one q, k and c they fade behind an open square:
-all their rounds pooled into one measurement, with its own (narrower) 95% interval. Changing c moves
-every curve, so it clears the dots.</p>
+all their rounds pooled into one measurement, with its own (narrower) 95% interval. {pooled_miss_sentence()}
+Changing c moves every curve, so it clears the dots.</p>
 """
 
 PRESETS_INTRO = """

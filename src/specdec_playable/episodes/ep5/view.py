@@ -23,7 +23,7 @@ from bokeh.plotting import figure
 
 from ...kit import presets, theme
 from .state import N_ROUNDS, Q_GRID, BreakEvenMap
-from .words import map_words
+from .words import map_words, pooled_miss_sentence
 from ...kit.a11y import describe
 from ...kit.deferred import when_near
 from ...kit.inputs import control_help
@@ -218,7 +218,8 @@ def summary_html(s: BreakEvenMap) -> str:
             tally += (f"<br>Pooled, the {here.runs} runs at that setting ({here.runs * N_ROUNDS:,} "
                       f"rounds, the square): {here.speedup:.2f}× (95% CI {here.ci_low:.2f}–"
                       f"{here.ci_high:.2f}×), theory {here.theory:.2f}×: the interval "
-                      + ("misses" if here.misses else "covers") + " the curve.")
+                      + ("misses" if here.misses else "covers") + " the curve."
+                      + (f" {pooled_miss_sentence()}" if here.misses else ""))
     return f'<p class="sdp-points">{be}</p><p class="sdp-points">{tally}</p>'
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...sim.validate import K_DEFAULT
 from ...sim import theory
+from ...sim.montecarlo import INTERVAL_LEVEL
 from .state import BreakEvenMap
 import numpy as np
 from ...kit.words import plural, times
@@ -37,3 +38,15 @@ def map_words(s: BreakEvenMap) -> str:
             text += (f" Pooled, the {g.runs} at q = {g.q:.2f}, k = {g.k}: {g.speedup:.2f}× "
                      f"(95% interval {g.ci_low:.2f} to {g.ci_high:.2f}×), theory {g.theory:.2f}×.")
     return text
+
+
+def misses_one_in() -> int:
+    """How many measurements it takes, on average, for one 95% interval to miss a true curve: 20."""
+    return round(1.0 / (1.0 - INTERVAL_LEVEL))
+
+
+def pooled_miss_sentence() -> str:
+    """Why a pooled point may miss its curve: a narrower interval is still a 95% one."""
+    return (f"Narrower or not, a {INTERVAL_LEVEL:.0%} interval misses a curve that is exactly right "
+            f"about 1 time in {misses_one_in()}, so a pooled square whose interval misses its curve "
+            "does not by itself prove the theory wrong.")

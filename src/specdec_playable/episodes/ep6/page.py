@@ -55,8 +55,8 @@ LEDE = ("Two details that make speculative decoding work in practice: drafts tha
 PART1_INTRO = f"""<h2 class="ep6-part">Part 1: a biased draft, an unbiased result</h2>
 <p class="sdp-lede">Two distributions over the next token x. {P_BIG}(x) is the big model's: a real
 model, SmolLM2-135M-Instruct, after a real context, its most likely tokens and everything else as
-one bar. {P_DRAFT}(x) is the draft's: the draft head of Episode 7 (one small layer trained to
-imitate the model), measured at the same place and kept to its 16 most likely tokens, which you can
+one bar. {P_DRAFT}(x) is the draft's: a draft head, one small layer trained to imitate the
+model (Episode 4 measures how often it is kept), measured at the same place and kept to its 16 most likely tokens, which you can
 bend further with a temperature and a bias towards one token. How each token is made: the draft proposes a token x, drawn from its own
 {P_DRAFT}(x). The big model keeps it with probability min(1, {P_BIG}(x) / {P_DRAFT}(x)): always
 when the draft is not over-eager about x, and only sometimes when it is. After a refusal the big

@@ -66,8 +66,9 @@ def try_steps() -> tuple[TryStep, ...]:
                 "up with the best adaptive one, because on texts this hard for the n-gram table the "
                 "best k is 1 or 2.",
                 {"fixed_k": TRY_FIXED_K}),
-        TryStep(f"Last, raise <em>Draft cost c</em> to {c:.2f}, what one step of the early-exit "
-                f"draft cost in Episode 7's recorded runs ({lo:.2f} to {hi:.2f}): every "
+        TryStep(f"Last, raise <em>Draft cost c</em> to {c:.2f}, what one step of an early-exit "
+                "draft (the big model's own first layers, read out early) cost in the real runs "
+                f"Episode 7 records ({lo:.2f} to {hi:.2f}): every "
                 "policy now finishes behind plain "
                 "decoding, and the off switch least far behind, since at this cost even k = 1 "
                 f"needs q above {be:.2f}, and on no text here is the n-gram table kept that often "

@@ -12,7 +12,8 @@ from ...data import tree_table
 from ...data.tree_table import TreeVsChain
 from ...lm.tree_step import TreeStep
 from ...sim import trees
-from .words import real_mask_words, real_tree_words, step_sentence, table_sentence
+from .words import (own_poem_sentence, real_mask_words, real_tree_words, step_sentence,
+                    table_sentence)
 from ...kit import theme
 from ...kit.theme import STATUS
 from ...kit.a11y import describe
@@ -185,7 +186,8 @@ def real_tree_part(table: TreeVsChain, step: TreeStep, curve, *, intro: str, not
         prose(intro),
         pn.pane.HTML(f'<p class="sdp-econ">{table_sentence(table, cost, draft)}</p>{table_html(table, cost)}'
                      f'<p class="sdp-small">Tokens per pass for each prompt at {positions} verified '
-                     f'positions (the best in bold):</p>{prompts_html(table, positions)}',
+                     f'positions (the best in bold):</p>{prompts_html(table, positions)}'
+                     + (f'<p class="sdp-small">{esc(poem)}</p>' if (poem := own_poem_sentence(table)) else ""),
                      stylesheets=css, sizing_mode="stretch_width", name="ep8-real-table"),
         pn.pane.HTML(f'<p class="sdp-econ">{step_sentence(step, step_draft)}</p>', stylesheets=css,
                      sizing_mode="stretch_width", name="ep8-real-step"),

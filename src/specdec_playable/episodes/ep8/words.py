@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...data import tree_table
+from ...data import measured, tree_table
 from ...data.tree_table import TreeVsChain
 from ...kit.page import esc
 from ...kit.tokens import token_label
@@ -91,6 +91,41 @@ def step_sentence(step: TreeStep, draft: str = "the draft head") -> str:
             f"of them and the root in one pass of {n + 1} positions. {kept_words}, and wrote "
             f"<code>{esc(token_label(step.text))}</code>, {own}: "
             f"{plural(len(step.path) + 1, 'token')} from one pass.")
+
+
+#: The prompt of the tree table that asks for a poem, and Episode 4's poem, whose figures seem to
+#: disagree (:func:`own_poem_sentence`).
+POEM_PROMPT, EP4_POEM = "poem", "poem-kettle"
+#: Episode 4 measures tokens per pass at this draft length (``data.measured``'s ``tau``).
+EP4_TAU_K = 4
+
+
+def own_poem_sentence(table: TreeVsChain, draft_key: str | None = None) -> str:
+    """Why the poem prompt writes many tokens per pass here while Episode 4's poem stalls: this
+    one is the model's own greedy reply. Empty when the table has no poem prompt, or when its
+    chain at Episode 4's draft length writes no more per pass than Episode 4's poem did (then
+    there is nothing to explain). ``draft_key`` is the table's draft (``"head"`` or
+    ``"ngram"``; the shipped table's by default)."""
+    draft_key = draft_key or tree_table.draft_name()
+    if POEM_PROMPT not in table.prompts():
+        return ""
+    ep4 = measured.genre_means()[EP4_POEM]["compare"][draft_key]["tau"]
+    rows = [int(i) for i in table.rows(POEM_PROMPT)]
+    chain4 = next((i for i in rows if table.width[i] == 1 and table.positions[i] == EP4_TAU_K), None)
+    if chain4 is None or round(table.tokens_per_pass[chain4], 2) <= round(ep4, 2):
+        return ""
+    top = max(int(table.positions[i]) for i in rows)
+    chain, best = tree_table.best_tree(table, top, POEM_PROMPT)
+    lo, hi = sorted((table.tokens_per_pass[chain], table.tokens_per_pass[best]))
+    name = tree_table.DRAFT_WORDS[draft_key]
+    return (f"The poem prompt is not Episode 4’s poem, where poetry stalled: on it a chain of "
+            f"{EP4_TAU_K} guesses writes {table.tokens_per_pass[chain4]:.2f} tokens per pass (and "
+            f"{lo:.2f} to {hi:.2f} at {top} positions), against {ep4:.2f} for {name} at the same "
+            f"k = {EP4_TAU_K} on Episode 4’s poem. The text checked here is the model’s own greedy "
+            "reply to a request for a poem: every token is the one it found likeliest, so its next "
+            f"token is easy for it to predict, and {name} learned from replies like it. Episode 4’s "
+            "poem is a written text chosen to avoid the obvious word, and the model is scored "
+            "against its words, not its own.")
 
 
 def real_mask_words(step: TreeStep) -> str:

@@ -118,11 +118,20 @@ OPEN_MINUTES, CLOSE_MINUTES = 2, 3
 #: The least discussion a long class gives each episode (minutes); a plan spreads what is left
 #: of its time over the episodes' discussions.
 DISCUSS_MINUTES = 3
+#: The least time a plan keeps free (minutes), and the share of a class it keeps free when that
+#: is more: for a slow start, a page that loads slowly, a question that runs long.
+SLACK_MINUTES, SLACK_SHARE = 3, 0.1
+
+
+def slack_minutes(minutes: int) -> int:
+    """The free time a class of ``minutes`` keeps: a tenth of it, at least :data:`SLACK_MINUTES`
+    (4 minutes of a 45-minute class, 9 of a 90-minute one)."""
+    return max(SLACK_MINUTES, int(minutes * SLACK_SHARE))
 
 
 @dataclass(frozen=True)
 class PlanStep:
-    """One step of a class: ``kind`` is "open", "episode", "discuss" or "close"."""
+    """One step of a class: ``kind`` is "open", "episode", "discuss", "slack" or "close"."""
 
     kind: str
     minutes: int
@@ -132,7 +141,7 @@ class PlanStep:
 @dataclass(frozen=True)
 class ClassPlan:
     """A class of ``minutes``: open, then each episode at its measured time followed by its
-    discussion, then close."""
+    discussion, then the slack, then close."""
 
     minutes: int
     episodes: tuple[int, ...]
@@ -142,15 +151,23 @@ class ClassPlan:
     def total(self) -> int:
         return sum(s.minutes for s in self.steps)
 
+    @property
+    def slack(self) -> int:
+        """The minutes the plan keeps free."""
+        return sum(s.minutes for s in self.steps if s.kind == "slack")
+
 
 def class_plan(times: Sequence[EpisodeTime], episodes: Sequence[int], minutes: int) -> ClassPlan:
-    """``episodes`` in a class of ``minutes``: each at its measured time, and the rest of the
-    class (after opening and closing) for discussion: after each episode if that gives each at
+    """``episodes`` in a class of ``minutes``: each at its measured time; of the rest of the class
+    (after opening and closing) first the slack (:func:`slack_minutes`, or what is left if less),
+    kept free before the close, and then discussion: after each episode if that gives each at
     least :data:`DISCUSS_MINUTES` (the minutes that do not divide evenly go to the first ones),
-    else in one block before the close. If the episodes alone overrun, the total says so."""
+    else in one block before the slack. If the episodes alone overrun, the total says so."""
     by = {t.number: t.minutes for t in times}
     eps = tuple(n for n in episodes if n in by)
     left = max(minutes - OPEN_MINUTES - CLOSE_MINUTES - sum(by[n] for n in eps), 0)
+    slack = min(left, slack_minutes(minutes))
+    left -= slack
     each, extra = divmod(left, len(eps)) if eps else (0, left)
     steps = [PlanStep("open", OPEN_MINUTES)]
     for i, n in enumerate(eps):
@@ -159,6 +176,8 @@ def class_plan(times: Sequence[EpisodeTime], episodes: Sequence[int], minutes: i
             steps.append(PlanStep("discuss", each + (i < extra), n))
     if each < DISCUSS_MINUTES and left:
         steps.append(PlanStep("discuss", left))
+    if slack:
+        steps.append(PlanStep("slack", slack))
     steps.append(PlanStep("close", CLOSE_MINUTES))
     return ClassPlan(minutes, eps, tuple(steps))
 
@@ -170,9 +189,9 @@ def short_class(times: Sequence[EpisodeTime]) -> ClassPlan:
 
 def long_class(times: Sequence[EpisodeTime], minutes: int = LONG_CLASS_MINUTES) -> ClassPlan:
     """The longest run of episodes in order (from Episode 1) that fits ``minutes`` with at least
-    :data:`DISCUSS_MINUTES` of discussion after each."""
+    :data:`DISCUSS_MINUTES` of discussion after each and the slack kept free."""
     chosen: list[int] = []
-    used = OPEN_MINUTES + CLOSE_MINUTES
+    used = OPEN_MINUTES + CLOSE_MINUTES + slack_minutes(minutes)
     for t in sorted(times, key=lambda t: t.number):
         if used + t.minutes + DISCUSS_MINUTES > minutes:
             break

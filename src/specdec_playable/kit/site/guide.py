@@ -1,6 +1,9 @@
-"""The teacher's guide (``/guide``): for each episode what a student can do after it, the belief
-it sets out to correct and questions to discuss; a 45-minute and a 90-minute class plan timed
-from the pages; every "Check yourself" question with its answer; and how to serve a class.
+"""The teacher's guide (``/guide``): what students need first; for each episode what a student can
+do after it, the episodes it builds on, the belief it sets out to correct and questions to discuss,
+each with a model answer (:mod:`.discussion`); a 45-minute and a 90-minute class plan timed from
+the pages, each keeping slack; every "Check yourself" question with its answer; and how to serve a
+class, with how many students one model process and one machine held in the class benchmark
+(:mod:`...data.classroom`).
 
 The plans come from :mod:`.course` (the episodes' measured times and the index's short path),
 the answers from :meth:`kit.episode.Episode.answer_key` (the page's own answer at the question's
@@ -13,8 +16,9 @@ from collections.abc import Sequence
 
 import panel as pn
 
-from . import course
+from . import course, discussion
 from .index import SITE_TITLE
+from ...data.classroom import load_class_run
 from ..episode import Teaching
 from ..page import GLOSSARY_HREF, SUMMARY_HREF, esc, site_shell
 
@@ -40,6 +44,10 @@ def _step_html(step: course.PlanStep, by: dict[int, Teaching]) -> str:
     if step.kind == "discuss":
         return ("Discuss: one prompt from each episode (below), and the questions most of the class "
                 "got wrong")
+    if step.kind == "slack":
+        return ("Slack, kept free: for a slow start, a page that loads slowly or a question that "
+                "runs long. If the class is on time, discuss one prompt of the episodes "
+                '(<a href="#episodes">below</a>, each with a model answer)')
     return (f'Close on the <a href="{SUMMARY_HREF}">summary</a>: the formulas, the worked example, '
             "and each student's series score under “Your answers”")
 
@@ -55,6 +63,8 @@ def plan_html(plan: course.ClassPlan, teaching: Sequence[Teaching], *, heading: 
         start += step.minutes
     over = ("" if plan.total <= plan.minutes else
             f" The episodes alone take longer than {plan.minutes} minutes: this plan runs {plan.total}.")
+    free = (f" It keeps {plan.slack} minutes of slack." if plan.slack else
+            " It keeps no slack.")
     left = [t for t in rest if t.number not in plan.episodes]
     after = ("" if not left else
              f'<p class="sdp-small">Not in this class, for homework or a second session: '
@@ -66,7 +76,7 @@ def plan_html(plan: course.ClassPlan, teaching: Sequence[Teaching], *, heading: 
             f'<tbody>{"".join(rows)}</tbody><tfoot><tr><td></td><td class="n">{plan.total}</td>'
             f"<td>in all</td></tr></tfoot></table></div>"
             f'<p class="sdp-small">Episodes, in order: {", ".join(str(n) for n in plan.episodes)}.'
-            f"{over}</p>{after}")
+            f"{free}{over}</p>{after}")
 
 
 def episode_html(t: Teaching, time: course.EpisodeTime | None, on_path: bool) -> str:
@@ -75,14 +85,55 @@ def episode_html(t: Teaching, time: course.EpisodeTime | None, on_path: bool) ->
     where = "on the short path" if on_path else "goes deeper"
     objectives = "".join(f"<li>{esc(o)}</li>" for o in t.objectives)
     belief, shown = t.misconception
-    prompts = "".join(f"<li>{esc(p)}</li>" for p in t.discuss)
+    prompts = "".join(f"<li>{esc(p)}{_model_answer_html(t.number, i, p)}</li>"
+                      for i, p in enumerate(t.discuss))
+    before = discussion.BUILDS_ON.get(t.number, ())
+    builds = (f'<p class="sdp-small">Builds on {_episodes_words(before)}.</p>' if before else
+              '<p class="sdp-small">Builds on nothing before it: start here.</p>')
     return (f'<section class="sdp-guide-ep" aria-labelledby="guide-ep{t.number}">'
             f'<h3 id="guide-ep{t.number}">{_episode_link(t)}</h3>'
             f'<p class="sdp-small">{when}{where} · <a href="#answers-ep{t.number}">its answers</a></p>'
-            f"<p><strong>After this episode a student can</strong></p><ul>{objectives}</ul>"
+            f"{builds}<p><strong>After this episode a student can</strong></p><ul>{objectives}</ul>"
             f"<p><strong>The misconception it targets:</strong> “{esc(belief)}” "
             f"<strong>What the page shows instead:</strong> {esc(shown)}</p>"
             f"<p><strong>To discuss</strong></p><ul>{prompts}</ul></section>")
+
+
+def _episodes_words(numbers) -> str:
+    links = [f'<a href="#guide-ep{n}">Episode {n}</a>' for n in numbers]
+    return links[0] if len(links) == 1 else ", ".join(links[:-1]) + " and " + links[-1]
+
+
+def _model_answer_html(number: int, index: int, prompt: str) -> str:
+    """The model answer under a prompt, where :mod:`.discussion` holds one for it (its opening
+    words must be the prompt's)."""
+    pairs = discussion.MODEL_ANSWERS.get(number, ())
+    if index >= len(pairs) or not prompt.startswith(pairs[index][0]):
+        return ""
+    return (f'<p class="sdp-small"><strong>A model answer:</strong> '
+            f"{esc(discussion.model_answer(number, index))}</p>")
+
+
+def prerequisites_html() -> str:
+    items = "".join(f"<li>{esc(p)}</li>" for p in discussion.PREREQUISITES)
+    return (f'<h2 id="before">Before the class</h2><p class="sdp-lede">Students need</p>'
+            f"<ul>{items}</ul><p class=\"sdp-small\">Each episode below says which earlier ones it "
+            "builds on.</p>")
+
+
+def class_line() -> str:
+    """How many students one model process and one machine held in the class benchmark, from its
+    figures (trusted HTML)."""
+    run = load_class_run()
+    per = run.per_process
+    per_words = f"{per:.0f}" if per == int(per) else f"{per:.1f}"
+    ended = (f"every one of the {run.visitors} runs finished" if run.all_finished else
+             f"{run.finished} of the {run.visitors} runs finished and {run.refused} were refused")
+    return (f"In the class benchmark ({esc(run.date[:10])}, a {run.cpus}-core machine) one model "
+            f"process held about {per_words} students and one machine with {run.workers} of them held "
+            f"{run.finished}: {run.visitors} students pressed Run on Episode 7 at once and {ended} "
+            f"within {run.class_s:.0f} s, each process taking its runs in turn (a larger class "
+            f"waits in a line of {run.line} runs, then is refused).")
 
 
 def answers_html(t: Teaching) -> str:
@@ -113,14 +164,17 @@ def guide_html(teaching: Sequence[Teaching], times: Sequence[course.EpisodeTime]
 <p class="sdp-kicker">{esc(SITE_TITLE)} · Teacher's guide</p>
 <h1 class="sdp-title">Teaching with it: a guide for instructors</h1>
 <p class="sdp-lede">What each episode teaches, the belief it sets out to correct and questions to
-discuss; two class plans; the answer to every “Check yourself” question; and how to serve the site
-to a class. Students need only a browser; each episode page opens with its objectives in one line.</p>
-<nav class="sdp-toc" aria-label="On this page"><a href="#plans">Class plans</a>
+discuss, each with a model answer; what students need first; two class plans; the answer to every
+“Check yourself” question; and how to serve the site to a class. Students need only a browser; each episode page opens with its objectives in one line.</p>
+<nav class="sdp-toc" aria-label="On this page"><a href="#before">Before the class</a>
+<a href="#plans">Class plans</a>
 <a href="#episodes">The episodes</a><a href="#answers">Answers</a><a href="#serving">Serving the class</a></nav>
+{prerequisites_html()}
 <h2 id="plans">Class plans</h2>
 <p class="sdp-lede">Each episode's time is measured from its page, as on the index: its words at
 {course.WORDS_PER_MINUTE} a minute plus {course.MINUTES_PER_STEP} minutes per “Try this” step,
-rounded up. The first column is the minute each step starts and ends at.</p>
+rounded up. Each plan keeps a tenth of the class free (at least {course.SLACK_MINUTES} minutes) as
+slack before the close. The first column is the minute each step starts and ends at.</p>
 {plans}
 <h2 id="episodes">The episodes</h2>
 {episodes}
@@ -132,6 +186,7 @@ rounds, drawn tokens) it is this copy's run, and a student's page shows its own 
 A student's first choice counts, and the summary adds up the series.</p>
 {answers}
 <h2 id="serving">Serving the class</h2>
+<p class="sdp-lede">{class_line()}</p>
 <p class="sdp-lede">The <a href="{SERVING_HREF}">serving guide's section for a class</a> says what
 one process and several behind nginx held when a class was measured; the rest of
 <a href="{DOCS_HREF}">docs/serving.md</a> says how to start the server, run the real model, embed the
