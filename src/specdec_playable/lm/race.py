@@ -21,8 +21,12 @@ core, the wall time of a quiet machine. :func:`fair_speedup` groups the turns in
 the plain steps that ran next to it), reports the speedup as plain time per token over speculative
 time per token, with a bootstrap interval over rounds, and the work-based figure beside it: tokens
 per pass against the measured cost of each pass size (the median turn of each size over the median
-plain step, in the same run), i.e. what the speedup would be on an idle machine. Where the interval
-includes 1, there is no measurable difference.
+plain step, in the same run), i.e. what the speedup would be on an idle machine.
+
+:func:`speedup_verdict` is the one rule that turns an interval into words, for every page, table
+and the CLI: "faster" where the interval, shown to :data:`VERDICT_DIGITS` decimals, lies above
+1.00, "slower" where it lies below, and "no measurable difference" where it includes or touches
+1.00, so a verdict never disagrees with the interval printed beside it.
 
 Greedy speculative output is plain greedy output token for token, since both runs are the
 decoders themselves.
@@ -49,8 +53,63 @@ RUNS = (SPEC, PLAIN)
 #: Resamples of the bootstrap over rounds, and the interval's coverage.
 N_RESAMPLES = 2000
 LEVEL = 0.95
-#: Verdicts of :class:`FairSpeedup`.
-VERDICTS = ("faster", "slower", "no measurable difference", "too few rounds")
+#: Verdicts of :class:`FairSpeedup` (:func:`speedup_verdict`).
+FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW = ("faster", "slower", "no measurable difference",
+                                          "too few rounds")
+VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW)
+#: Decimals a speedup and its interval are shown with, and judged on (:func:`speedup_verdict`).
+VERDICT_DIGITS = 2
+
+
+def shown(x: float, digits: int = VERDICT_DIGITS) -> float:
+    """``x`` as it reads with ``digits`` decimals (the same rounding as ``f"{x:.2f}"``).
+
+    Examples
+    --------
+    >>> shown(1.004), shown(0.995), shown(0.9951)
+    (1.0, 0.99, 1.0)
+    """
+    return float(f"{float(x):.{digits}f}")
+
+
+def speedup_verdict(low: float, high: float, *, digits: int = VERDICT_DIGITS) -> str:
+    """The verdict on a speedup's interval ``[low, high]``: the one rule every page, table and
+    the CLI use.
+
+    The interval is judged as it reads with ``digits`` decimals (:func:`shown`): ``"faster"``
+    when its shown low end is above 1, ``"slower"`` when its shown high end is below 1, else
+    ``"no measurable difference"`` (the shown interval includes 1, or touches it: an end that
+    reads 1.00 is not evidence either way). ``"too few rounds"`` when either end is not a
+    finite number (a race of fewer than two rounds has no interval). So "0.97x to 0.99x" reads
+    slower, "0.99x to 1.00x" and "1.00x to 1.02x" no measurable difference, whatever digits
+    lie beyond the shown ones.
+
+    Parameters
+    ----------
+    low, high : float
+        The interval's ends, ``low <= high`` (a ValueError otherwise).
+    digits : int
+        Decimals the interval is shown with, in [0, 6].
+
+    Examples
+    --------
+    >>> speedup_verdict(1.006, 1.2), speedup_verdict(1.004, 1.2), speedup_verdict(0.8, 0.994)
+    ('faster', 'no measurable difference', 'slower')
+    >>> speedup_verdict(float("nan"), float("nan"))
+    'too few rounds'
+    """
+    digits = _v.integer("digits", digits, 0, 6)
+    low, high = float(low), float(high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return TOO_FEW
+    if low > high:
+        raise ValueError(f"an interval's low end must not exceed its high end; got low={low!r}, "
+                         f"high={high!r}")
+    if shown(low, digits) > 1.0:
+        return FASTER
+    if shown(high, digits) < 1.0:
+        return SLOWER
+    return NO_DIFFERENCE
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,7 +198,12 @@ class FairSpeedup:
         size, and how many turns it had.
     work_speedup : float
         What the speedup would be on an idle machine: the speculative tokens over the passes'
-        cost counted in plain steps (each pass at its size's median over the median step).
+        cost counted in plain steps (each pass at its size's median over the median step);
+        ``tokens_per_pass / round_cost`` exactly.
+    round_cost : float
+        What a speculative round (the draft's guesses and the verify pass) cost on average, in
+        plain steps: each round priced at its size's median turn over the median step. The
+        one price of a round the work-based figure divides by.
 
     Examples
     --------
@@ -165,17 +229,23 @@ class FairSpeedup:
     size_ms: np.ndarray
     size_counts: np.ndarray
     work_speedup: float
+    round_cost: float = math.nan
 
     @property
     def verdict(self) -> str:
-        """``faster`` or ``slower`` when the interval excludes 1; else no measurable difference."""
-        if not (math.isfinite(self.low) and math.isfinite(self.high)):
-            return "too few rounds"
-        if self.low > 1.0:
-            return "faster"
-        if self.high < 1.0:
-            return "slower"
-        return "no measurable difference"
+        """The interval's verdict, by the one rule (:func:`speedup_verdict`)."""
+        return speedup_verdict(self.low, self.high)
+
+    @property
+    def plain_tokens_per_s(self) -> float:
+        """Plain decoding's tokens per second in the race (prompt pass excluded)."""
+        return _per_second(self.plain_ms_per_token)
+
+    @property
+    def spec_tokens_per_s(self) -> float:
+        """Speculative decoding's tokens per second in the race (prompt pass excluded): over
+        :attr:`plain_tokens_per_s` it is :attr:`speedup`."""
+        return _per_second(self.spec_ms_per_token)
 
     def cost_of(self, n_positions: int) -> float:
         """Median turn over ``n_positions`` over the median plain step (NaN if never used)."""
@@ -186,6 +256,10 @@ class FairSpeedup:
     def common_size(self) -> int:
         """The pass size the speculative run used most (0 if it had no pass)."""
         return int(self.sizes[np.argmax(self.size_counts)]) if self.sizes.size else 0
+
+
+def _per_second(ms_per_token: float) -> float:
+    return 1e3 / ms_per_token if math.isfinite(ms_per_token) and ms_per_token > 0 else math.nan
 
 
 def rounds_of(turns: Turns) -> np.ndarray:
@@ -268,9 +342,11 @@ def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
     spec_tokens = int(turns.tokens[spec].sum())
     if spec.any() and math.isfinite(step) and step > 0:
         cost = dict(zip(sizes.tolist(), (size_ms / step).tolist()))
-        work = (spec_tokens + bool(ended)) / sum(cost[z] for z in turns.positions[spec].tolist())
+        paid = sum(cost[z] for z in turns.positions[spec].tolist())
+        work = (spec_tokens + bool(ended)) / paid
+        round_cost = paid / int(spec.sum())
     else:
-        work = math.nan
+        work = round_cost = math.nan
     with np.errstate(invalid="ignore", divide="ignore"):
         plain_mpt = float(s[2] / s[3]) if s[3] else math.nan
         spec_mpt = float(s[0] / s[1]) if s[1] else math.nan
@@ -282,7 +358,7 @@ def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
         tokens_per_pass=(spec_tokens + bool(ended)) / int(spec.sum()) if spec.any() else 1.0,
         step_ms=step,
         sizes=sizes.astype(np.int64), size_ms=size_ms, size_counts=counts.astype(np.int64),
-        work_speedup=float(work))
+        work_speedup=float(work), round_cost=float(round_cost))
 
 
 #: What :func:`race_passes` returns: a generator of ``(run, update)`` per turn, returning the Race.
