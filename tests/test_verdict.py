@@ -145,7 +145,7 @@ def test_episode_7s_sentence_and_caption_say_the_verdict_of_the_interval_they_pr
             kinds.add(f.verdict)
             # Both runs' tokens per second stand beside the ratio, with the weight format.
             assert f"{f.spec_tokens_per_s:.1f} tokens/s against plain decoding’s " \
-                   f"{f.plain_tokens_per_s:.1f} (float32 weights)" in text
+                   f"{f.plain_tokens_per_s:.1f}, with float32 weights" in text
     assert kinds == {FASTER, SLOWER, NO_DIFFERENCE}
 
 
@@ -175,6 +175,11 @@ def test_the_recorded_runs_were_made_with_float32_weights():
     assert recorded.recorded_weights() == recorded.recorded_meta().get("weights", "f32") == "f32"
     meta = recorded.recorded_meta()
     assert "float32 weights" in words7.recorded_caption(meta, recorded.recorded_weights())
+    # The summary's recorded ratio has both runs' tokens per second beside it.
+    f = recorded.recorded_runs()[(words7.SUMMARY_LINK["task"], words7.SUMMARY_LINK["draft"])].fair
+    s = words7.summary_sentence()
+    assert (f"{f.speedup:.2f}× as fast as plain decoding ({f.spec_tokens_per_s:.1f} tokens/s against "
+            f"plain decoding’s {f.plain_tokens_per_s:.1f}, with float32 weights)") in s
 
 
 def test_the_exercise_says_the_recorded_verdict():

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ...sim.validate import K_DEFAULT
-from ...data.recorded import has_recording, recorded_meta, recorded_runs
+from ...data.recorded import has_recording, recorded_meta, recorded_runs, recorded_weights
 from ...lm import INSTALL_COMMAND
 from ...lm.compare import Comparison
 from ...lm.race import FASTER, LEVEL, NO_DIFFERENCE, SLOWER, TOO_FEW
@@ -140,10 +140,11 @@ def weights_words(weights: str | None) -> str:
 
 
 def speeds_words(f, weights: str | None = None) -> str:
-    """Both runs' tokens per second in the race, which the speedup divides: "80.5 tokens/s
-    against plain decoding’s 22.4 (float32 weights)"."""
+    """Both runs' tokens per second in the race, whose ratio is the speedup: "80.5 tokens/s
+    against plain decoding’s 22.4, with float32 weights" (the format left out if unknown)."""
+    fmt = f", with {WEIGHT_NAMES.get(weights, weights)} weights" if weights else ""
     return (f"{f.spec_tokens_per_s:.1f} tokens/s against plain decoding’s "
-            f"{f.plain_tokens_per_s:.1f}{weights_words(weights)}")
+            f"{f.plain_tokens_per_s:.1f}{fmt}")
 
 
 def verdict(c: Comparison, weights: str | None = None) -> str:
@@ -515,9 +516,11 @@ def summary_sentence() -> str:
     r_cpu = cpu.ratio(5)
     r_gpu = float(gpu.time_ms(5) / gpu.time_ms(1))
     run = recorded_runs().get((SUMMARY_LINK["task"], SUMMARY_LINK["draft"]))
+    speeds = (f" ({speeds_words(run.fair, recorded_weights())})"
+              if run is not None and run.fair is not None else "")
     rec = ("" if run is None or not run.finished else
            f" In the run recorded on {recorded_meta()['date']}, prompt lookup on repeating a sentence was "
-           f"{times(run.speedup)} as fast as plain decoding.")
+           f"{times(run.speedup)} as fast as plain decoding{speeds}.")
     need = (f", so even a free draft pays at k = 4 only if its guesses are accepted at a rate of at "
             f"least q = {cpu.free_draft_break_even(4):.2f}" if 1 < r_cpu < 5 else "")
     return (f"A real model on a CPU, where a pass over 5 positions costs {times(r_cpu)} a "
