@@ -329,3 +329,24 @@ def test_ep7_last_step_promises_no_winner_whatever_the_recording(monkeypatch, le
     assert "only the race at each k says which pays on this machine" in last
     assert "can pay" not in last
     assert ("rounds wrote more than the 3 tokens" in last) == (long[0] > 0 and levels[1] >= 0.5)
+
+
+def test_a_step_that_promises_what_the_starting_settings_give_sets_them():
+    """Ep2's first step, Ep3's first and Ep8's first promise what the page's starting settings
+    show; each sets them, so the promise holds from any setting the visitor left."""
+    s = Relay(q=0.5, k=11, seed=5)
+    s.param.update(**ep2.EPISODE.steps[0].settings)
+    assert s.result.speedup > 1.5  # "well ahead of the big model alone"
+    s = QualityDial(q=0.4, c=0.5, rng=0)
+    for i, step, s in walk(s, ep3.EPISODE.steps):
+        if i == 2:
+            assert theory.break_even_q(s.k, s.c) == pytest.approx(practice3.TRY_CLIFF_Q)
+            assert s.q < practice3.TRY_CLIFF_Q and s.theory_speedup < 1
+    # At q = 0.8 and k = 2 the largest batch stays above 1x: the step's q, k and c put it below.
+    s = BusyAndTrees(q=0.8, k=2, c=0.0, rng=0)
+    s.param.update(batch=BATCH_MAX)
+    assert s.here.speedup > 1
+    s.param.update(**ep8.EPISODE.steps[0].settings)
+    assert s.here.speedup < 1
+    s.param.update(batch=1)
+    assert s.here.speedup > 1
