@@ -350,3 +350,17 @@ def test_a_step_that_promises_what_the_starting_settings_give_sets_them():
     assert s.here.speedup < 1
     s.param.update(batch=1)
     assert s.here.speedup > 1
+
+
+def test_steps_that_speak_of_the_starting_texts_and_policies_set_them():
+    s = BoilerplateVsPoetry(left="js-loop", k=2, c=0.3)
+    s.param.update(**ep4.EPISODE.steps[0].settings)
+    assert (s.left, s.right, s.k, s.c) == tuple(BoilerplateVsPoetry.param[n].default
+                                                for n in ("left", "right", "k", "c"))
+    s = FinePrint(fixed_k=7, c=0.4, rng=0, n_samples=100)
+    s.param.update(**ep6.EPISODE.steps[1].settings)
+    assert (s.fixed_k, s.c) == (4, FinePrint.param.c.default)
+    assert f"the fixed k of {s.fixed_k} saves" in ep6.EPISODE.steps[1].html
+    s = RealText(task="sky", draft="head")
+    s.param.update(**ep7.EPISODE.steps[0].settings)
+    assert (s.task, s.draft) == ("repeat", "lookup")

@@ -29,7 +29,7 @@ def _first_steps() -> tuple[TryStep, ...]:
               f"lookup {share(lookup.spec.acceptance_rate)};")
     return (
         TryStep("Press <em>Run</em>: the model repeats a sentence with prompt lookup as its draft; "
-                "watch the underlined guesses pile up."),
+                "watch the underlined guesses pile up.", {"task": "repeat", "draft": "lookup"}),
         TryStep("Then pick a fresh-writing task (why the sky is blue), run it with the same draft, "
                 "and compare how many guesses the model accepts and what that does to the speedup.",
                 {"task": "sky", "draft": "lookup"}),
