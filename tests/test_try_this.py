@@ -364,3 +364,13 @@ def test_steps_that_speak_of_the_starting_texts_and_policies_set_them():
     s = RealText(task="sky", draft="head")
     s.param.update(**ep7.EPISODE.steps[0].settings)
     assert (s.task, s.draft) == ("repeat", "lookup")
+
+
+def test_ep5s_drag_to_the_right_is_rightward_from_any_draft_cost():
+    s = BreakEvenMap(c=0.9, rng=5)
+    before = {}
+    for i, step, s in walk(s, ep5.EPISODE.steps):
+        if i == 1:
+            before = {k: s.break_even(k) for k in s.curve_ks}
+        if i == 2:
+            assert all(before[k] < s.break_even(k) for k in s.curve_ks)  # "slide towards q = 1"
