@@ -23,8 +23,9 @@ from ep7_fakes import fake_comparison
 from specdec_playable.app import cli
 from specdec_playable.data import recorded
 from specdec_playable.episodes.ep7 import practice as practice7, view as view7, words as words7
-from specdec_playable.lm.race import (FASTER, NO_DIFFERENCE, SLOWER, TOO_FEW, VERDICT_DIGITS,
-                                      VERDICTS, Turns, fair_speedup, shown, speedup_verdict)
+from specdec_playable.lm.race import Turns, fair_speedup
+from specdec_playable.sim.verdict import (FASTER, NO_DIFFERENCE, SLOWER, TOO_FEW, VERDICT_DIGITS,
+                                          VERDICTS, shown, speedup_verdict)
 
 NAN = math.nan
 
@@ -212,3 +213,13 @@ def test_generate_reports_the_verdict_of_the_interval_it_prints(i, capsys):
     assert f"({f.spec_tokens_per_s:.1f} against {f.plain_tokens_per_s:.1f} tokens/s, f32 weights)" in line
     work = next(s for s in text.splitlines() if s.startswith("by the work"))
     assert f"{f.tokens_per_pass:.2f} tokens per round / {f.round_cost:.2f} steps" in work
+
+
+@pytest.mark.parametrize("low, high, kind", [(1.004, 1.3, "even"), (1.006, 1.3, "faster"),
+                                              (0.7, 0.9951, "even"), (0.7, 0.994, "slower"),
+                                              (0.9, 1.1, "even")])
+def test_episode_3s_measured_verdict_is_the_same_rule(low, high, kind):
+    from specdec_playable.episodes.ep3.view import verdict as ep3_verdict
+
+    assert ep3_verdict(low, high) == kind
+    assert kind == {FASTER: "faster", SLOWER: "slower"}.get(speedup_verdict(low, high), "even")

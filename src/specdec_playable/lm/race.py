@@ -23,7 +23,7 @@ time per token, with a bootstrap interval over rounds, and the work-based figure
 per pass against the measured cost of each pass size (the median turn of each size over the median
 plain step, in the same run), i.e. what the speedup would be on an idle machine.
 
-:func:`speedup_verdict` is the one rule that turns an interval into words, for every page, table
+:func:`speedup_verdict` (:mod:`..sim.verdict`, re-exported here) is the one rule that turns an interval into words, for every page, table
 and the CLI: "faster" where the interval, shown to :data:`VERDICT_DIGITS` decimals, lies above
 1.00, "slower" where it lies below, and "no measurable difference" where it includes or touches
 1.00, so a verdict never disagrees with the interval printed beside it.
@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..sim import validate as _v
+from ..sim.verdict import FASTER, NO_DIFFERENCE, SLOWER, TOO_FEW, speedup_verdict
 from .decode import Clock, Generation, Update, finish, generate_passes, speculate_passes
 
 #: The race's clock: seconds of CPU time of this process (see the module's docstring).
@@ -53,63 +54,8 @@ RUNS = (SPEC, PLAIN)
 #: Resamples of the bootstrap over rounds, and the interval's coverage.
 N_RESAMPLES = 2000
 LEVEL = 0.95
-#: Verdicts of :class:`FairSpeedup` (:func:`speedup_verdict`).
-FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW = ("faster", "slower", "no measurable difference",
-                                          "too few rounds")
+#: Verdicts of :class:`FairSpeedup`: the one rule, :func:`..sim.verdict.speedup_verdict`.
 VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW)
-#: Decimals a speedup and its interval are shown with, and judged on (:func:`speedup_verdict`).
-VERDICT_DIGITS = 2
-
-
-def shown(x: float, digits: int = VERDICT_DIGITS) -> float:
-    """``x`` as it reads with ``digits`` decimals (the same rounding as ``f"{x:.2f}"``).
-
-    Examples
-    --------
-    >>> shown(1.004), shown(0.995), shown(0.9951)
-    (1.0, 0.99, 1.0)
-    """
-    return float(f"{float(x):.{digits}f}")
-
-
-def speedup_verdict(low: float, high: float, *, digits: int = VERDICT_DIGITS) -> str:
-    """The verdict on a speedup's interval ``[low, high]``: the one rule every page, table and
-    the CLI use.
-
-    The interval is judged as it reads with ``digits`` decimals (:func:`shown`): ``"faster"``
-    when its shown low end is above 1, ``"slower"`` when its shown high end is below 1, else
-    ``"no measurable difference"`` (the shown interval includes 1, or touches it: an end that
-    reads 1.00 is not evidence either way). ``"too few rounds"`` when either end is not a
-    finite number (a race of fewer than two rounds has no interval). So "0.97x to 0.99x" reads
-    slower, "0.99x to 1.00x" and "1.00x to 1.02x" no measurable difference, whatever digits
-    lie beyond the shown ones.
-
-    Parameters
-    ----------
-    low, high : float
-        The interval's ends, ``low <= high`` (a ValueError otherwise).
-    digits : int
-        Decimals the interval is shown with, in [0, 6].
-
-    Examples
-    --------
-    >>> speedup_verdict(1.006, 1.2), speedup_verdict(1.004, 1.2), speedup_verdict(0.8, 0.994)
-    ('faster', 'no measurable difference', 'slower')
-    >>> speedup_verdict(float("nan"), float("nan"))
-    'too few rounds'
-    """
-    digits = _v.integer("digits", digits, 0, 6)
-    low, high = float(low), float(high)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return TOO_FEW
-    if low > high:
-        raise ValueError(f"an interval's low end must not exceed its high end; got low={low!r}, "
-                         f"high={high!r}")
-    if shown(low, digits) > 1.0:
-        return FASTER
-    if shown(high, digits) < 1.0:
-        return SLOWER
-    return NO_DIFFERENCE
 
 
 @dataclass(frozen=True, eq=False)
