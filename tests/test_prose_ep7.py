@@ -150,4 +150,12 @@ def test_the_lessons_claims_hold_for_the_recorded_runs():
     worst = max(r.highest - r.lowest for r in rows)
     assert f"moved by at most {worst:.2f}" in ep7_words.spread_sentence(rows)
     meta = recorded.recorded_meta()
-    assert f"load average {meta['load_average_before'][0]:.1f} at the start" in ep7_words.recorded_caption(meta)
+    caption = ep7_words.recorded_caption(meta)
+    assert f"Recorded on {meta['date']}" in caption
+    assert f"(load average {meta['load_average_before'][0]:.1f} at the start" in caption
+    for added in meta.get("added", ()):  # a later recording of some drafts says its own date
+        assert f"runs again on {added['date']} (load average {added['load_average_before'][0]:.1f}" in caption
+        for d in added["drafts"]:
+            assert ep7_words.recorded_on(meta, d) == added["date"]
+            assert f"recorded on {added['date']}" in ep7_words.no_model_line("repeat", d)
+    assert ep7_words.recorded_on(meta, "lookup") == meta["date"]

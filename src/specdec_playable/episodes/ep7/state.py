@@ -204,7 +204,7 @@ class RealText(FollowsRun, param.Parameterized):
 
     def _show_recorded(self, settings: Settings) -> None:
         recorded = recorded_runs().get((settings.task, settings.draft))
-        line = words.no_model_line(settings.task)
+        line = words.no_model_line(settings.task, settings.draft)
         if recorded is None:
             self._set(status="refused", message=line)
         else:

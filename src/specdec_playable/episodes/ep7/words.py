@@ -18,7 +18,7 @@ from ...lm import INSTALL_COMMAND
 from ...lm.compare import Comparison
 from ...lm.race import FASTER, LEVEL, NO_DIFFERENCE, SLOWER, TOO_FEW
 from ...lm.prompts import TASKS
-from ...lm.registry import DRAFTS
+from ...lm.registry import DRAFTS, draft_key
 from ...sim import theory
 from ...data import hardware
 from ...kit.cpu import cpu_passes
@@ -360,12 +360,22 @@ def status_line(status: str, position: int, c: Comparison | None, *, model_loade
     return ""
 
 
-def no_model_line(task: str) -> str:
-    """One line: the model is not on this server, and what that means for a Run of ``task``."""
+def recorded_on(meta, draft: str | None = None) -> str:
+    """The date ``draft``'s runs were recorded: a later recording's (``meta["added"]``) where one
+    holds them, else the recording's."""
+    for a in reversed(meta.get("added", ())):
+        if draft is not None and draft in {draft_key(d) for d in a["drafts"]}:
+            return a["date"]
+    return meta["date"]
+
+
+def no_model_line(task: str, draft: str | None = None) -> str:
+    """One line: the model is not on this server, and what that means for a Run of ``task``
+    with ``draft``."""
     meta = recorded_meta() if has_recording() else None
     if task == CUSTOM or meta is None:
         return f"The model is not installed here, so nothing can run live; install it with: {INSTALL_COMMAND}"
-    return (f"The model is not installed here: this is a run recorded on {meta['date']} "
+    return (f"The model is not installed here: this is a run recorded on {recorded_on(meta, draft)} "
             f"(k = {meta['k']}, greedy, up to {meta['max_new']} tokens). Live runs need the server "
             f"with the model: {INSTALL_COMMAND}")
 
@@ -479,16 +489,25 @@ def recorded_rows(runs, repeats) -> list[RecordedRow]:
     return rows
 
 
+def _draft_names(keys) -> str:
+    """Drafts as a sentence names them ("draft head", "draft head and early exit")."""
+    names = [DRAFTS[draft_key(k)].label.lower() for k in keys]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def recorded_caption(meta, weights: str | None = None) -> str:
-    """When, how and under what load the runs were recorded; ``weights`` is their weight format."""
+    """When, how and under what load the runs were recorded (a later recording of some drafts,
+    ``meta["added"]``, with its own date and load); ``weights`` is their weight format."""
     reps = meta.get("repeats", 1)
     fmt = f", {WEIGHT_NAMES.get(weights, weights)} weights" if weights else ""
-    return (f"Recorded on {meta['date']} on this project’s {meta['cores']}-core development machine, "
-            f"k = {meta['k']}{fmt}, "
-            f"greedy, up to {meta['max_new']} new tokens; each race run {reps} times and the median "
-            f"kept (load average {meta['load_average_before'][0]:.1f} at the start, "
-            f"{meta['load_average_after'][0]:.1f} at the end: other work shared the cores, which the "
-            "race's turns share out evenly between the two runs).")
+    later = "".join(f", the {_draft_names(a['drafts'])}’s runs again on {a['date']} (load average "
+                    f"{a['load_average_before'][0]:.1f} at the start, {a['load_average_after'][0]:.1f} "
+                    "at the end)" for a in meta.get("added", ()))
+    return (f"Recorded on {meta['date']} on this project’s {meta['cores']}-core development machine "
+            f"(load average {meta['load_average_before'][0]:.1f} at the start, "
+            f"{meta['load_average_after'][0]:.1f} at the end){later}; k = {meta['k']}{fmt}, greedy, up "
+            f"to {meta['max_new']} new tokens; each race run {reps} times and the median kept. Other "
+            "work shared the cores, which the race's turns share out evenly between the two runs.")
 
 
 def spread_sentence(rows) -> str:
