@@ -223,3 +223,20 @@ def test_episode_3s_measured_verdict_is_the_same_rule(low, high, kind):
 
     assert ep3_verdict(low, high) == kind
     assert kind == {FASTER: "faster", SLOWER: "slower"}.get(speedup_verdict(low, high), "even")
+
+
+def test_a_run_states_the_price_of_a_round_once():
+    """Each recorded run's card, notes and map line give one price of a round, and the
+    work-based figure is tokens per pass over it (to the rounding of the two shown)."""
+    for c in recorded.recorded_runs().values():
+        f = c.fair
+        cost = f"{f.round_cost:.2f}"
+        card = view7.clocks_html(c, "u", weights="f32")
+        assert f'<div class="v">{cost}×</div><div class="l">one round' in card
+        text = html.unescape(re.sub(r"<[^>]+>", " ", card + view7.notes_html(c, 4, "./ep5", "f32")))
+        found = set(re.findall(r"(\d+\.\d+)× (?:a )?(?:plain )?step", text))
+        assert found == {cost} if c.spec.proposed else found <= {cost}
+        if c.spec.proposed:
+            assert f"{f.tokens_per_pass:.2f} tokens per round ÷ {cost} steps per round" in text
+        shown_work = round(f.tokens_per_pass, 2) / round(f.round_cost, 2)
+        assert abs(shown_work - f.work_speedup) < 0.02
