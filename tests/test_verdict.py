@@ -190,6 +190,8 @@ def test_the_exercise_says_the_recorded_verdict():
     f = recorded.recorded_runs()[("repeat", "early-exit")].fair
     lo, hi = INTERVAL.search(why).groups()
     assert f": {f.verdict}," in why and read_verdict(lo, hi) == f.verdict
+    assert (f"{f.speedup:.2f}× as fast ({f.spec_tokens_per_s:.1f} tokens/s against plain decoding’s "
+            f"{f.plain_tokens_per_s:.1f}, with float32 weights)") in why
     assert right == {FASTER: 0, SLOWER: 1, NO_DIFFERENCE: 2}[f.verdict]
 
 

@@ -10,10 +10,11 @@ import math
 from ...lm.race import SPEC
 
 from ...kit.episode import Exercise, TryStep
-from ...data.recorded import recorded_meta, recorded_runs
+from ...data.recorded import recorded_meta, recorded_runs, recorded_weights
 from ...kit.words import share
 from ...lm.race import FASTER, SLOWER, TOO_FEW
 from .state import RealText
+from .words import speeds_words
 from ...kit.page import steps_html
 
 
@@ -126,8 +127,9 @@ def _answer_early_exit(s: RealText):
     c = recorded_runs()[(s.task, s.draft)]
     f = c.fair
     right = {FASTER: 0, SLOWER: 1}.get(f.verdict, 2)
-    how = (f"{f.speedup:.2f}× as fast, {f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}×: "
-           f"{f.verdict}" if f.verdict != TOO_FEW else "too few rounds to tell")
+    how = (f"{f.speedup:.2f}× as fast ({speeds_words(f, recorded_weights())}), {f.level:.0%} "
+           f"interval {f.low:.2f}× to {f.high:.2f}×: {f.verdict}" if f.verdict != TOO_FEW
+           else "too few rounds to tell")
     return right, (f"Recorded race: {how}, with {share(c.spec.acceptance_rate)} of its guesses "
                    "accepted. Each guess runs a fifth of the model, so it costs real time, and "
                    "without training the guesses are rarely the model's own choice.")
