@@ -23,10 +23,10 @@ time per token, with a bootstrap interval over rounds, and the work-based figure
 per pass against the measured cost of each pass size (the median turn of each size over the median
 plain step, in the same run), i.e. what the speedup would be on an idle machine.
 
-:func:`speedup_verdict` (:mod:`..sim.verdict`, re-exported here) is the one rule that turns an interval into words, for every page, table
-and the CLI: "faster" where the interval, shown to :data:`VERDICT_DIGITS` decimals, lies above
-1.00, "slower" where it lies below, and "no measurable difference" where it includes or touches
-1.00, so a verdict never disagrees with the interval printed beside it.
+:attr:`FairSpeedup.verdict` is the one rule every page, table and the CLI use
+(:func:`..sim.verdict.speedup_verdict`): "faster" where the interval, shown to two decimals, lies
+above 1.00, "slower" where it lies below, and "no measurable difference" where it includes or
+touches 1.00, so a verdict never disagrees with the interval printed beside it.
 
 Greedy speculative output is plain greedy output token for token, since both runs are the
 decoders themselves.
@@ -175,7 +175,7 @@ class FairSpeedup:
     size_ms: np.ndarray
     size_counts: np.ndarray
     work_speedup: float
-    round_cost: float = math.nan
+    round_cost: float
 
     @property
     def verdict(self) -> str:
