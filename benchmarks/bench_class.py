@@ -106,7 +106,7 @@ NO_ESTIMATE = "No run has finished on this server yet"
 RUNNING = ("Racing, pass by pass", "Loading the model", "Starting")
 SPEEDUP = re.compile(r"([\d.]+)× plain decoding’s speed")
 INTERVAL = re.compile(r"interval ([\d.]+)× to ([\d.]+)×")
-WORK = re.compile(r"([\d.]+) tokens per pass, .* so ([\d.]+)×\.")
+WORK = re.compile(r"([\d.]+) tokens per round ÷ [\d.]+ steps per round ≈ ([\d.]+)×\.")
 REFUSED = "The line is full"
 FAILED = "The run failed"
 

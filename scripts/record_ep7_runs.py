@@ -83,6 +83,7 @@ def main(argv=None) -> int:
     import numpy
 
     meta = dict(date=datetime.date.today().isoformat(), k=K, max_new=MAX_NEW, greedy=True,
+                weights=model.format,
                 repeats=REPEATS, method="race: turns pass by pass (lm.race), median of the repeats",
                 cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
                 python=platform.python_version(), numpy=numpy.__version__,

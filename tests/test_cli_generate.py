@@ -11,6 +11,7 @@ import pytest
 from specdec_playable.app.cli import main, marked_text
 from specdec_playable.lm import INSTALL_COMMAND, source
 from specdec_playable.lm import model as model_mod
+from specdec_playable.lm.race import speedup_verdict
 
 PROMPT = "Give this as JSON: name Ada, age 36, city Leeds."
 
@@ -34,8 +35,10 @@ def test_greedy_json_matches_plain_decoding(capsys, draft, key):
     assert out["verdict"] in ("faster", "slower", "no measurable difference", "too few rounds")
     if out["speedup_low"] is not None:
         assert out["speedup_low"] <= out["speedup"] <= out["speedup_high"]
-        assert (out["verdict"] == "no measurable difference") == (
-            out["speedup_low"] <= 1.0 <= out["speedup_high"])
+        assert out["verdict"] == speedup_verdict(out["speedup_low"], out["speedup_high"])
+        # The two tokens/s it reports are the race's: their ratio is the speedup.
+        assert out["spec_tokens_per_s"] / out["plain_tokens_per_s"] == pytest.approx(out["speedup"])
+        assert out["work_speedup"] == pytest.approx(out["tokens_per_pass"] / out["round_cost"])
     assert out["n_resamples"] == 2000 and out["interval_level"] == 0.95
 
 

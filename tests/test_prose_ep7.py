@@ -29,19 +29,28 @@ def test_sentences_agree_with_the_numbers(rounds, verify_ms):
     sp = c.speedup
     assert math.isfinite(sp) and sp == f.speedup
     words = ep7_words.verdict(c)
-    assert f"{sp:.2f}×" in words
-    assert ("faster" in words) == (f.low > 1)
-    assert ("slower" in words) == (f.high < 1)
-    assert ("No measurable difference" in words) == (f.low <= 1 <= f.high)
+    assert f"{sp:.2f}× plain decoding’s speed" in words
+    assert ("faster" in words) == (f.verdict == "faster") == (round(f.low, 2) > 1)
+    assert ("slower" in words) == (f.verdict == "slower") == (round(f.high, 2) < 1)
+    assert ("No measurable difference" in words) == (round(f.low, 2) <= 1 <= round(f.high, 2))
     assert f"interval {f.low:.2f}× to {f.high:.2f}×" in words and f"{f.n_rounds} rounds" in words
+    assert f"{f.spec_tokens_per_s:.1f} tokens/s against plain decoding’s {f.plain_tokens_per_s:.1f}" in words
     spec = c.spec
-    assert f"accepted {spec.accepted} of the {spec.accepted + spec.rejected}" in ep7_words.why(c, 4)
-    assert f"{c.verify_cost:.1f}× a plain step" in ep7_words.why(c, 4)
+    why = ep7_words.why(c, 4)
+    assert f"accepted {spec.accepted} of the {spec.accepted + spec.rejected}" in why
+    # One price of a round, stated once, and the work-based figure derived from it.
+    cost = f"{f.round_cost:.2f}"
+    assert f"cost {cost}× a plain step" in why and why.count(cost) == 2  # stated, then divided by
+    assert "verify pass over up to 5 positions cost" not in why
     work = ep7_words.work_words(c)
-    assert f"{f.tokens_per_pass:.2f} tokens per pass" in work and f"{f.work_speedup:.2f}×" in work
-    assert f"cost {f.cost_of(f.common_size):.1f}× a plain step" in work
+    assert work in why
+    assert (f"{f.tokens_per_pass:.2f} tokens per round ÷ {cost} steps per round ≈ "
+            f"{f.work_speedup:.2f}×") in work
+    # The shown quotient is the shown figure, to the rounding of its two inputs.
+    assert abs(round(f.tokens_per_pass, 2) / round(f.round_cost, 2) - f.work_speedup) < 0.02
     m = ep7_words.map_words(c, 4)
     assert f"q = {spec.acceptance_rate:.2f}" in m and f"measured {sp:.2f}×" in m
+    assert f"a round cost {cost}× a step" in m
 
 
 def test_an_interval_that_includes_one_says_no_measurable_difference():
@@ -135,9 +144,18 @@ def test_the_lessons_claims_hold_for_the_recorded_runs():
         reps = recorded.recorded_repeats()[(t, d)]
         assert len(reps) == recorded.recorded_meta()["repeats"] == 3
         speeds = sorted(r["speedup"] for r in reps)
-        assert row[5] == pytest.approx(speeds[1]) and (row[6], row[7]) == (speeds[0], speeds[-1])
-        assert row[8] == runs[(t, d)].fair.verdict
-    worst = max(r[7] - r[6] for r in rows)
+        assert row.speedup == pytest.approx(speeds[1]) and (row.lowest, row.highest) == (speeds[0], speeds[-1])
+        f = runs[(t, d)].fair
+        assert (row.low, row.high, row.verdict) == (f.low, f.high, f.verdict)
+    worst = max(r.highest - r.lowest for r in rows)
     assert f"moved by at most {worst:.2f}" in ep7_words.spread_sentence(rows)
     meta = recorded.recorded_meta()
-    assert f"load average {meta['load_average_before'][0]:.1f} at the start" in ep7_words.recorded_caption(meta)
+    caption = ep7_words.recorded_caption(meta)
+    assert f"Recorded on {meta['date']}" in caption
+    assert f"(load average {meta['load_average_before'][0]:.1f} at the start" in caption
+    for added in meta.get("added", ()):  # a later recording of some drafts says its own date
+        assert f"runs again on {added['date']} (load average {added['load_average_before'][0]:.1f}" in caption
+        for d in added["drafts"]:
+            assert ep7_words.recorded_on(meta, d) == added["date"]
+            assert f"recorded on {added['date']}" in ep7_words.no_model_line("repeat", d)
+    assert ep7_words.recorded_on(meta, "lookup") == meta["date"]

@@ -146,6 +146,10 @@ def test_a_run_goes_queued_running_done_and_shows_partial_text(queue):
     assert wait_for(lambda: not s.poll())
     assert s.status == "done" and s.comparison is result and s.message == ""
     assert calls and calls[0].prompt == PROMPTS["repeat"].message
+    # The weight format the server's model processes load, said beside the speedup.
+    from specdec_playable.runtime import model_process
+
+    assert s.weights == model_process.weights() == "f32"
 
 
 def test_a_second_visitor_waits_in_line_with_its_position_and_can_cancel(queue):
@@ -321,6 +325,7 @@ def test_without_the_model_a_task_shows_its_recorded_run():
     s = RealText(task="json-person", draft="lookup", service=absent)
     s.run()
     assert s.status == "recorded" and not s.active
+    assert s.weights == recorded.recorded_weights() == "f32"
     assert s.comparison is runs[("json-person", "lookup")]
     assert "recorded on" in s.message and "Live runs need the server" in s.message
     assert s.shown.k == recorded.recorded_meta()["k"] and s.shown.max_new == recorded.recorded_meta()["max_new"]

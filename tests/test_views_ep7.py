@@ -219,7 +219,7 @@ def test_tokens_per_pass_is_never_below_one_where_it_is_shown():
         m = re.search(r'<div class="v">([\d.]+)</div><div class="l">tokens per pass', html)
         assert m and float(m.group(1)) >= 1
     for row in recorded_rows(runs, recorded_repeats()):
-        assert row[3] >= 1
+        assert row.tokens_per_pass >= 1
     for rounds in ([(4, 4), (4, 0)], [(0, 0)] * 5, [(3, 1), (3, 0), (0, 0)]):
         s = fake_spec(rounds, stopped="eos")
         c = Comparison("done", s, fake_plain(len(s.tokens)), fake_turns(s, fake_plain(len(s.tokens))))

@@ -286,17 +286,26 @@ def _generate(args) -> int:
         accept_at=[num(float(a)) for a in spec.accept_at], tokens_per_pass=spec.tokens_per_pass,
         proposed=spec.proposed, accepted=spec.accepted, passes=spec.passes,
         plain_passes=plain.passes, prefill_ms=spec.prefill_ms, plain_wall_ms=plain.wall_ms,
-        spec_wall_ms=spec.wall_ms, plain_tokens_per_s=plain.tokens_per_second,
-        spec_tokens_per_s=spec.tokens_per_second, speedup=num(gain), draft_cost_c=c,
+        spec_wall_ms=spec.wall_ms, plain_tokens_per_s=num(_per_s(fair.plain_tokens_per_s, plain)),
+        spec_tokens_per_s=num(_per_s(fair.spec_tokens_per_s, spec)), speedup=num(gain), draft_cost_c=c,
         stopped=spec.stopped, speedup_low=num(fair.low), speedup_high=num(fair.high),
         interval_level=fair.level, n_resamples=fair.n_resamples, rounds=fair.n_rounds,
         verdict=fair.verdict, work_speedup=num(fair.work_speedup),
+        round_cost=num(fair.round_cost),
     )
     if args.json:
         print(json.dumps(out))
     else:
         _print_generation(tok, plain, spec, fair, args=args, out=out)
     return 0
+
+
+def _per_s(race_figure: float, run) -> float:
+    """A run's tokens per second: the race's (whose ratio is the speedup) where it has rounds,
+    else the run's own decoding clock."""
+    import math
+
+    return race_figure if math.isfinite(race_figure) else run.tokens_per_second
 
 
 def _print_generation(tok, plain, spec, fair, *, args, out: dict) -> None:
@@ -315,20 +324,23 @@ def _print_generation(tok, plain, spec, fair, *, args, out: dict) -> None:
           f"{spec.tokens_per_pass:.2f} tokens per pass, draft cost c={out['draft_cost_c']:.3f}")
     print("the two runs took turns, pass by pass; each clock counts only its own passes, in CPU "
           "time (a wait for a core is not counted)")
+    plain_tps, spec_tps = _per_s(fair.plain_tokens_per_s, plain), _per_s(fair.spec_tokens_per_s, spec)
     print(f"plain       : {len(plain.tokens)} tokens in {plain.wall_ms / 1e3:.2f} s "
-          f"({plain.tokens_per_second:.1f} tokens/s after a {plain.prefill_ms / 1e3:.2f} s prompt pass)")
+          f"({plain_tps:.1f} tokens/s after a {plain.prefill_ms / 1e3:.2f} s prompt pass; "
+          f"{out['weights']} weights)")
     print(f"speculative : {len(spec.tokens)} tokens in {spec.wall_ms / 1e3:.2f} s "
-          f"({spec.tokens_per_second:.1f} tokens/s after a {spec.prefill_ms / 1e3:.2f} s prompt pass)")
+          f"({spec_tps:.1f} tokens/s after a {spec.prefill_ms / 1e3:.2f} s prompt pass)")
     gain = float("nan") if out["speedup"] is None else out["speedup"]
+    speeds = f"{spec_tps:.1f} against {plain_tps:.1f} tokens/s, {out['weights']} weights"
     if math.isfinite(fair.low):
-        print(f"measured speedup: {gain:.2f}x, {fair.level:.0%} interval {fair.low:.2f}x-{fair.high:.2f}x "
-              f"(bootstrap over {fair.n_rounds} rounds, {fair.n_resamples} resamples): {fair.verdict}")
+        print(f"measured speedup: {gain:.2f}x ({speeds}), {fair.level:.0%} interval "
+              f"{fair.low:.2f}x-{fair.high:.2f}x (bootstrap over {fair.n_rounds} rounds, "
+              f"{fair.n_resamples} resamples): {fair.verdict}")
     else:
-        print(f"measured speedup: {gain:.2f}x ({fair.verdict}: an interval needs two rounds)")
+        print(f"measured speedup: {gain:.2f}x ({speeds}; {fair.verdict}: an interval needs two rounds)")
     if math.isfinite(fair.work_speedup):
-        n = fair.common_size
-        print(f"by the work: {fair.tokens_per_pass:.2f} tokens per pass, a pass over {n} positions cost "
-              f"{fair.cost_of(n):.1f}x a step (medians) -> {fair.work_speedup:.2f}x on an idle machine")
+        print(f"by the work: {fair.tokens_per_pass:.2f} tokens per round / {fair.round_cost:.2f} steps "
+              f"per round (each size at its median) = {fair.work_speedup:.2f}x on an idle machine")
     if out["temperature"] == 0:
         print("output matches plain greedy decoding: " + ("yes" if out["matched_plain"] else "NO"))
     else:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from functools import lru_cache
 
 from ..lm.compare import Comparison, comparison_from_json
 from ..lm.prompts import TASKS
+from ..lm.race import speedup_verdict
 from ..lm.registry import draft_key
 from ..shipped import asset_path
 
@@ -40,6 +42,18 @@ def recorded_meta() -> dict:
     return _recording()["meta"]
 
 
+#: The weight format the recorded runs were made with when the recording does not say: every
+#: recording before the 4-bit option (``lm.model.WEIGHT_FORMATS``) loaded the model as
+#: ``get_model()`` does by default, in float32.
+RECORDED_WEIGHTS_DEFAULT = "f32"
+
+
+def recorded_weights() -> str:
+    """The weight format of the recorded runs (``"f32"`` or ``"q4"``): the recording's own
+    ``meta["weights"]`` where it has one, else :data:`RECORDED_WEIGHTS_DEFAULT`."""
+    return recorded_meta().get("weights", RECORDED_WEIGHTS_DEFAULT)
+
+
 @lru_cache(maxsize=1)
 def recorded_runs() -> dict[tuple[str, str], Comparison]:
     """(task, draft) -> the recorded Comparison, the repeat with the median speedup (empty if no
@@ -51,10 +65,14 @@ def recorded_runs() -> dict[tuple[str, str], Comparison]:
 
 
 def recorded_repeats() -> dict[tuple[str, str], tuple[dict, ...]]:
-    """(task, draft) -> every repeat's ``speedup, low, high, work_speedup, verdict, load_average``."""
+    """(task, draft) -> every repeat's ``speedup, low, high, work_speedup, verdict, load_average``.
+
+    The verdict is judged again from ``low`` and ``high`` by the one rule
+    (:func:`..lm.race.speedup_verdict`), not read from the file, which holds the words of
+    whatever rule the recording script had."""
     if not has_recording():
         return {}
-    return {(r["task"], draft_key(r["draft"])): tuple(r.get("repeats", ()))
+    return {(r["task"], draft_key(r["draft"])): tuple(_judged(rep) for rep in r.get("repeats", ()))
             for r in _recording()["runs"]}
 
 
@@ -65,3 +83,10 @@ def median_draft_cost(draft: str) -> float | None:
     the tokens the last pass accepted, after a pass of the big model."""
     costs = sorted(c.draft_cost for (_, d), c in recorded_runs().items() if d == draft_key(draft))
     return costs[len(costs) // 2] if costs else None
+
+
+def _judged(rep: dict) -> dict:
+    if "low" not in rep or "high" not in rep:
+        return dict(rep)
+    low, high = (math.nan if rep[e] is None else rep[e] for e in ("low", "high"))
+    return {**rep, "verdict": speedup_verdict(low, high)}

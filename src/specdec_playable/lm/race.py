@@ -21,8 +21,12 @@ core, the wall time of a quiet machine. :func:`fair_speedup` groups the turns in
 the plain steps that ran next to it), reports the speedup as plain time per token over speculative
 time per token, with a bootstrap interval over rounds, and the work-based figure beside it: tokens
 per pass against the measured cost of each pass size (the median turn of each size over the median
-plain step, in the same run), i.e. what the speedup would be on an idle machine. Where the interval
-includes 1, there is no measurable difference.
+plain step, in the same run), i.e. what the speedup would be on an idle machine.
+
+:attr:`FairSpeedup.verdict` is the one rule every page, table and the CLI use
+(:func:`..sim.verdict.speedup_verdict`): "faster" where the interval, shown to two decimals, lies
+above 1.00, "slower" where it lies below, and "no measurable difference" where it includes or
+touches 1.00, so a verdict never disagrees with the interval printed beside it.
 
 Greedy speculative output is plain greedy output token for token, since both runs are the
 decoders themselves.
@@ -39,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..sim import validate as _v
+from ..sim.verdict import FASTER, NO_DIFFERENCE, SLOWER, TOO_FEW, speedup_verdict
 from .decode import Clock, Generation, Update, finish, generate_passes, speculate_passes
 
 #: The race's clock: seconds of CPU time of this process (see the module's docstring).
@@ -49,8 +54,8 @@ RUNS = (SPEC, PLAIN)
 #: Resamples of the bootstrap over rounds, and the interval's coverage.
 N_RESAMPLES = 2000
 LEVEL = 0.95
-#: Verdicts of :class:`FairSpeedup`.
-VERDICTS = ("faster", "slower", "no measurable difference", "too few rounds")
+#: Verdicts of :class:`FairSpeedup`: the one rule, :func:`..sim.verdict.speedup_verdict`.
+VERDICTS = (FASTER, SLOWER, NO_DIFFERENCE, TOO_FEW)
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,7 +144,12 @@ class FairSpeedup:
         size, and how many turns it had.
     work_speedup : float
         What the speedup would be on an idle machine: the speculative tokens over the passes'
-        cost counted in plain steps (each pass at its size's median over the median step).
+        cost counted in plain steps (each pass at its size's median over the median step);
+        ``tokens_per_pass / round_cost`` exactly.
+    round_cost : float
+        What a speculative round (the draft's guesses and the verify pass) cost on average, in
+        plain steps: each round priced at its size's median turn over the median step. The
+        one price of a round the work-based figure divides by.
 
     Examples
     --------
@@ -165,17 +175,23 @@ class FairSpeedup:
     size_ms: np.ndarray
     size_counts: np.ndarray
     work_speedup: float
+    round_cost: float
 
     @property
     def verdict(self) -> str:
-        """``faster`` or ``slower`` when the interval excludes 1; else no measurable difference."""
-        if not (math.isfinite(self.low) and math.isfinite(self.high)):
-            return "too few rounds"
-        if self.low > 1.0:
-            return "faster"
-        if self.high < 1.0:
-            return "slower"
-        return "no measurable difference"
+        """The interval's verdict, by the one rule (:func:`speedup_verdict`)."""
+        return speedup_verdict(self.low, self.high)
+
+    @property
+    def plain_tokens_per_s(self) -> float:
+        """Plain decoding's tokens per second in the race (prompt pass excluded)."""
+        return _per_second(self.plain_ms_per_token)
+
+    @property
+    def spec_tokens_per_s(self) -> float:
+        """Speculative decoding's tokens per second in the race (prompt pass excluded): over
+        :attr:`plain_tokens_per_s` it is :attr:`speedup`."""
+        return _per_second(self.spec_ms_per_token)
 
     def cost_of(self, n_positions: int) -> float:
         """Median turn over ``n_positions`` over the median plain step (NaN if never used)."""
@@ -186,6 +202,10 @@ class FairSpeedup:
     def common_size(self) -> int:
         """The pass size the speculative run used most (0 if it had no pass)."""
         return int(self.sizes[np.argmax(self.size_counts)]) if self.sizes.size else 0
+
+
+def _per_second(ms_per_token: float) -> float:
+    return 1e3 / ms_per_token if math.isfinite(ms_per_token) and ms_per_token > 0 else math.nan
 
 
 def rounds_of(turns: Turns) -> np.ndarray:
@@ -268,9 +288,11 @@ def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
     spec_tokens = int(turns.tokens[spec].sum())
     if spec.any() and math.isfinite(step) and step > 0:
         cost = dict(zip(sizes.tolist(), (size_ms / step).tolist()))
-        work = (spec_tokens + bool(ended)) / sum(cost[z] for z in turns.positions[spec].tolist())
+        paid = sum(cost[z] for z in turns.positions[spec].tolist())
+        work = (spec_tokens + bool(ended)) / paid
+        round_cost = paid / int(spec.sum())
     else:
-        work = math.nan
+        work = round_cost = math.nan
     with np.errstate(invalid="ignore", divide="ignore"):
         plain_mpt = float(s[2] / s[3]) if s[3] else math.nan
         spec_mpt = float(s[0] / s[1]) if s[1] else math.nan
@@ -282,7 +304,7 @@ def fair_speedup(turns: Turns, *, rng=None, n_resamples: int = N_RESAMPLES,
         tokens_per_pass=(spec_tokens + bool(ended)) / int(spec.sum()) if spec.any() else 1.0,
         step_ms=step,
         sizes=sizes.astype(np.int64), size_ms=size_ms, size_counts=counts.astype(np.int64),
-        work_speedup=float(work))
+        work_speedup=float(work), round_cost=float(round_cost))
 
 
 #: What :func:`race_passes` returns: a generator of ``(run, update)`` per turn, returning the Race.

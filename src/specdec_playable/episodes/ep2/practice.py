@@ -18,8 +18,9 @@ TRY_THEORY = theory.expected_speedup(TRY_Q, TRY_K, DRAFT_STEP_MS / BIG_PASS_MS)
 
 
 TRY_STEPS = (
+    # The promise is the opening run's (its q, k and seed), so the step sets them.
     TryStep("Press <em>Play</em> and watch the clocks: the relay finishes well ahead of the big "
-            "model alone."),
+            "model alone.", {n: Relay.param[n].default for n in ("q", "k", "seed")}),
     TryStep(f"Then set <em>Draft quality q</em> to {TRY_Q:g} and <em>k</em> to {TRY_K} and play "
             "again: the red bad rounds pile up and the speedup usually falls below 1× (theory "
             f"expects {TRY_THEORY:.2f}×), yet the text is still the big model’s, word for word.",

@@ -52,7 +52,7 @@ def _near_words() -> str:
 TRY_STEPS = (
     TryStep(f"At the starting q = {_Q0:.2f} and c = {_C0:.2f}, push <em>Draft length k</em> from 1 "
             f"up to {K_SLIDER_MAX} and watch the speedup rise, peak near the starred k = {TRY_BEST_K} "
-            f"and sink again. {_near_words()}", {"k": K_SLIDER_MAX}),
+            f"and sink again. {_near_words()}", {"q": _Q0, "c": _C0, "k": K_SLIDER_MAX}),
     TryStep(f"Still at k = {K_SLIDER_MAX}, drag <em>Draft quality q</em> down to about {TRY_BELOW_Q:.2f}: "
             f"below q = {TRY_CLIFF_Q:.2f} speculating turns slower than not speculating.",
             {"q": TRY_BELOW_Q}),

@@ -34,6 +34,7 @@ from ...kit.labels import Frame, Tag, place
 from ...kit.livehtml import LiveHTML
 from ...kit.page import StateView, beside, page_css, prose, slider, stat
 from ...kit.words import plural, times, versus_one
+from ...sim.verdict import FASTER, SLOWER, speedup_verdict
 
 _KS = np.arange(1, K_SLIDER_MAX + 1)
 _CSS = f"{__package__}:ep3.css"
@@ -66,25 +67,20 @@ def ceil_to(x: float, step: float) -> float:
     return round(math.ceil(x / step - 1e-9) * step, 10)
 
 
-def verdict(speedup: float, ci_low: float, ci_high: float) -> str:
+def verdict(ci_low: float, ci_high: float) -> str:
     """"faster", "slower" or "even": how a measured speedup compares with plain decoding.
 
-    Faster (slower) only when the whole 95% interval is above (below) 1 *and* the number
-    as shown (two decimals) is above (below) 1.00; otherwise the run cannot tell the two
-    apart, and the page says so.
+    The one rule (:func:`..sim.verdict.speedup_verdict`): faster (slower) only when the whole
+    95% interval, as shown to two decimals, is above (below) 1.00, and then the speedup shown
+    is too; otherwise the run cannot tell the two apart, and the page says so.
     """
-    shown = versus_one(speedup)
-    if ci_low > 1.0 and shown > 0:
-        return "faster"
-    if ci_high < 1.0 and shown < 0:
-        return "slower"
-    return "even"
+    return {FASTER: "faster", SLOWER: "slower"}.get(speedup_verdict(ci_low, ci_high), "even")
 
 
 def verdict_html(s: QualityDial) -> str:
     """The sentence under the numbers: is this run faster or slower than plain decoding?"""
     r = s.result
-    kind = verdict(r.speedup, r.ci_low, r.ci_high)
+    kind = verdict(r.ci_low, r.ci_high)
     theory_cmp = versus_one(s.theory_speedup)
     th = times(s.theory_speedup)
     if kind == "slower":

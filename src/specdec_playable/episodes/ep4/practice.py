@@ -37,7 +37,7 @@ def try_steps() -> tuple[TryStep, ...]:
                 f"At their measured mean acceptance ({py:.0%} and {poem:.0%}) the theory expects "
                 f"{theory_speedup(LEFT):.2f}× the big model alone on the Python and "
                 f"{theory_speedup(RIGHT):.2f}× on the poem; each run draws its own luck around "
-                "that."),
+                "that.", {n: BoilerplateVsPoetry.param[n].default for n in ("left", "right", "k", "c")}),
         TryStep(f"Then switch the left text to JavaScript: the draft is kept on average at {js:.0%} "
                 f"of its tokens instead of {py:.0%} (the theory: {theory_speedup(TRY_SWITCH):.2f}×).",
                 {"left": TRY_SWITCH}),

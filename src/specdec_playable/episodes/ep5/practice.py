@@ -16,7 +16,7 @@ TRY_STEPS = (
     TryStep("Press <em>Simulate</em> a dozen times and see the measured dots scatter around the "
             "blue curve, most of their whiskers across it. From the second press the open square "
             "pools every run at your setting into one measurement, its whisker narrowing with "
-            "each press."),
+            "each press.", {"c": BreakEvenMap.param.c.default}),  # so the next step's drag is rightward
     TryStep(f"Then drag <em>Draft cost c</em> to the right, to {TRY_C:g} say, and watch every "
             "break-even diamond slide towards q = 1: the dearer a draft step, the better the draft "
             "must be to pay.", {"c": TRY_C}),

@@ -55,13 +55,16 @@ def try_steps() -> tuple[TryStep, ...]:
     be = theory.break_even_q(1, c)
     lo, hi = early_exit_costs()
     kind, top = best_race_q(RACE_TEXTS)
+    # Steps 2 and 3 speak of part 2 at its starting fixed k and draft cost, so step 2 sets them.
+    start = {n: FinePrint.param[n].default for n in ("fixed_k", "c")}
     return (
         TryStep(f"In part 1, push <em>Bias to the favourite</em> to {BIAS_MAX:g} and <em>Samples "
                 f"N</em> to {max(SAMPLE_SIZES):,}: the draft now proposes “{esc(label)}” "
                 f"{try_share():.0%} of the time, yet the green bars still sit on the black marks "
                 "of the big model.", {"bias": BIAS_MAX, "n_samples": max(SAMPLE_SIZES)}),
-        TryStep("In part 2, compare the lines: the fixed k of 4 saves only a few passes, while the "
-                "policies that adapt k save many more. The paragraph under the charts says why."),
+        TryStep(f"In part 2, compare the lines: the fixed k of {start['fixed_k']} saves only a few "
+                "passes, while the policies that adapt k save many more. The paragraph under the "
+                "charts says why.", start),
         TryStep(f"Set <em>k of the fixed policy</em> to {TRY_FIXED_K}: now the fixed policy keeps "
                 "up with the best adaptive one, because on texts this hard for the n-gram table the "
                 "best k is 1 or 2.",

@@ -17,7 +17,7 @@ from .practice import EXERCISES, try_this
 from ... import lm
 from ...data.hardware import load_pass_costs
 from ...data.machine import this_machine
-from ...data.recorded import recorded_meta, recorded_repeats, recorded_runs
+from ...data.recorded import recorded_meta, recorded_repeats, recorded_runs, recorded_weights
 from .words import (break_even_gloss, head_line, recorded_caption, recorded_rows,
                          recorded_summary, spread_sentence)
 from ...kit.cpu import cpu_passes
@@ -95,7 +95,7 @@ each guess costs a real fraction of a step, and without training it is almost ne
         out.append(f'<p class="sdp-lede">{recorded_summary(runs)} {spread_sentence(rows)}</p>')
         out.append(f'<details class="ep7-details"><summary>All {len(rows)} recorded runs: '
                    "guesses accepted, tokens per pass and speedup</summary>")
-        out.append(recorded_html(rows, recorded_caption(meta)))
+        out.append(recorded_html(rows, recorded_caption(meta, recorded_weights())))
         out.append("</details>")
     return "".join(out)
 

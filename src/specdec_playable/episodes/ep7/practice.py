@@ -7,25 +7,39 @@ from __future__ import annotations
 import functools
 import math
 
+from ...lm.race import SPEC
+
 from ...kit.episode import Exercise, TryStep
-from ...data.recorded import recorded_runs
+from ...data.recorded import recorded_meta, recorded_runs, recorded_weights
 from ...kit.words import share
+from ...lm.race import FASTER, SLOWER, TOO_FEW
 from .state import RealText
+from .words import speeds_words
 from ...kit.page import steps_html
 
 
-_FIRST_STEPS = (
-    TryStep("Press <em>Run</em>: the model repeats a sentence with prompt lookup as its draft; watch "
-            "the underlined guesses pile up."),
-    TryStep("Then pick a fresh-writing task (why the sky is blue), run it with the same draft, and "
-            "compare how many guesses the model accepts and what that does to the speedup.",
-            {"task": "sky", "draft": "lookup"}),
-    TryStep("Next, pick the Python sum function (fresh writing starts with the draft head, which "
-            "imitates the model instead of copying). Run it, then run again with prompt lookup: "
-            "the head has far more of its guesses accepted, and the speedup says whether that "
-            "pays for the longer verify passes.",
-            {"task": "sum-function"}),
-)
+def _first_steps() -> tuple[TryStep, ...]:
+    """The first three steps; the third states the two drafts' recorded acceptance on the sum
+    function (greedy acceptance does not depend on the clock, so a live run at the recording's
+    k and token budget, the page's defaults, accepts the same share)."""
+    runs = recorded_runs()
+    head, lookup = runs.get(("sum-function", "head")), runs.get(("sum-function", "lookup"))
+    shares = ("" if head is None or lookup is None else
+              f" in the recorded runs (k = {recorded_meta()['k']}) the head had "
+              f"{share(head.spec.acceptance_rate)} of its guesses accepted on this task and prompt "
+              f"lookup {share(lookup.spec.acceptance_rate)};")
+    return (
+        TryStep("Press <em>Run</em>: the model repeats a sentence with prompt lookup as its draft; "
+                "watch the underlined guesses pile up.", {"task": "repeat", "draft": "lookup"}),
+        TryStep("Then pick a fresh-writing task (why the sky is blue), run it with the same draft, "
+                "and compare how many guesses the model accepts and what that does to the speedup.",
+                {"task": "sky", "draft": "lookup"}),
+        TryStep("Next, pick the Python sum function (fresh writing starts with the draft head, which "
+                "imitates the model instead of copying). Run it, then run again with prompt lookup:"
+                f"{shares} the two speedups say whether the accepted guesses pay for what checking "
+                "them costs.",
+                {"task": "sum-function"}),
+    )
 
 
 def head_levels() -> tuple[float, ...]:
@@ -42,6 +56,18 @@ def later_guesses_hold(a: tuple[float, ...]) -> bool:
             and all(x >= 0.5 and x >= a[0] - 0.1 for x in a[1:4]))
 
 
+def head_long_rounds(k_short: int = 2) -> tuple[int, int]:
+    """In the recorded run of the draft head on the sum function: how many of its rounds wrote
+    more tokens than a round at ``k_short`` can (``k_short + 1``), and how many rounds it had
+    ((0, 0) without the run's turns)."""
+    run = recorded_runs().get(("sum-function", "head"))
+    if run is None or run.turns is None:
+        return 0, 0
+    t = run.turns
+    mine = (t.run == SPEC) & (t.round > 0)
+    return int((t.tokens[mine] > k_short + 1).sum()), int(mine.sum())
+
+
 def later_guesses_fade(a: tuple[float, ...]) -> bool:
     """Whether the head's third guess is kept less often than its second, and less than half the
     times it is checked."""
@@ -52,23 +78,32 @@ def later_guesses_fade(a: tuple[float, ...]) -> bool:
 def try_steps() -> tuple[TryStep, ...]:
     """The steps; the last is written from the head's recorded run: its later guesses hold up
     (compare k = 2 with k = 4) or fade past the second (compare k = 2 with the k the run used),
-    and it is left out if neither holds."""
+    and it is left out if neither holds. It promises no winner: whether the longer rounds pay
+    depends on this machine's verify passes, and the race at each k says."""
     a = head_levels()
+    first = _first_steps()
     if later_guesses_hold(a):
         kept = ", ".join(f"{x:.0%}" for x in a[:-1]) + f" and {a[-1]:.0%}"
-        return _FIRST_STEPS + (TryStep(
-            f"Last, keep the draft head and run at k = 2, then at k = {len(a)}. In the recorded run "
-            f"(k = {len(a)}) its guesses were kept {kept} of the times each was checked: trained "
-            "on its own guesses, the later ones hold up, so longer rounds can pay.",
-            {"draft": "head", "k": 2}),)
+        short = 2
+        long, rounds = head_long_rounds(short)
+        more = (f"; {long} of its {rounds} rounds wrote more than the {short + 1} tokens a round at "
+                f"k = {short} can" if long else "")
+        return first + (TryStep(
+            f"Last, keep the draft head and run at k = 2, then at k = {len(a)}, and compare the two "
+            f"speedups. In the recorded run (k = {len(a)}) its guesses were kept {kept} of the times "
+            f"each was checked: trained on its own guesses, the later ones hold up{more}. But each "
+            "guess also adds a position to every verify pass, so only the race at each k says "
+            "which pays on this machine.",
+            {"draft": "head", "k": short}),)
     if later_guesses_fade(a):
-        return _FIRST_STEPS + (TryStep(
+        return first + (TryStep(
             f"Last, switch back to the draft head, set k to 2 and run again. In the run recorded "
             f"here the head's first guess in a round was kept {a[0]:.0%} of the times it was "
-            f"checked, its second {a[1]:.0%} and its third only {a[2]:.0%}: guesses past the "
-            "second mostly make the verify pass longer, so compare the two speedups.",
+            f"checked, its second {a[1]:.0%} and its third only {a[2]:.0%}: a third guess is "
+            "rejected more often than kept, yet it adds a position to every verify pass. Compare "
+            "the two speedups: only the race at each k says which pays on this machine.",
             {"draft": "head", "k": 2}),)
-    return _FIRST_STEPS
+    return first
 
 
 def try_this() -> str:
@@ -91,9 +126,10 @@ def _answer_early_exit(s: RealText):
     """The early exit's fair verdict on the copy task, from the recorded race."""
     c = recorded_runs()[(s.task, s.draft)]
     f = c.fair
-    right = {"faster": 0, "slower": 1}.get(f.verdict, 2)
-    how = (f"{f.speedup:.2f}× as fast, {f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}×"
-           if f.verdict != "too few rounds" else "too few rounds to tell")
+    right = {FASTER: 0, SLOWER: 1}.get(f.verdict, 2)
+    how = (f"{f.speedup:.2f}× as fast ({speeds_words(f, recorded_weights())}), {f.level:.0%} "
+           f"interval {f.low:.2f}× to {f.high:.2f}×: {f.verdict}" if f.verdict != TOO_FEW
+           else "too few rounds to tell")
     return right, (f"Recorded race: {how}, with {share(c.spec.acceptance_rate)} of its guesses "
                    "accepted. Each guess runs a fifth of the model, so it costs real time, and "
                    "without training the guesses are rarely the model's own choice.")

@@ -22,13 +22,13 @@ import param
 
 from ...kit.params import K, control, seed_param, unlocked
 from ...kit.follower import CANCELLED, DONE, QUEUED, RUNNING, Followed, FollowsRun, Refused, RunFollower
-from ...data.recorded import recorded_meta, recorded_runs
+from ...data.recorded import recorded_meta, recorded_runs, recorded_weights
 from ...lm.compare import Comparison, Live
 from ...lm.prompts import TASKS
 from ...lm.registry import DRAFTS, draft_key
 from . import words
 from .words import CUSTOM
-from ...runtime import service as interface
+from ...runtime import model_process, service as interface
 from ...sim.relay import Guarantee, check_guarantee
 
 DECODINGS = {"Greedy": "greedy", "Sampling": "sampling"}
@@ -135,6 +135,10 @@ class RealText(FollowsRun, param.Parameterized):
                                 doc="The settings of the run shown.")
     shared = param.Boolean(default=False, constant=True,
                            doc="True when the run shown was already computed for an earlier visitor.")
+    weights = param.String(default="", constant=True,
+                           doc="The weight format the run shown was made with (\"f32\" or \"q4\"; "
+                               "empty before a run): the server's for a live run, the recording's "
+                               "for a recorded one.")
     message = param.String(default="", constant=True,
                            doc="A one-line message: why a run was refused, failed or stopped early.")
 
@@ -194,17 +198,18 @@ class RealText(FollowsRun, param.Parameterized):
                 refused.waiting, refused.workers, refused.running_elapsed_s, refused.recent_run_s,
                 refused.crowded_run_s))
             return
-        self._set(shown=settings, comparison=None, message="", shared=seen.shared)
+        self._set(shown=settings, comparison=None, message="", shared=seen.shared,
+                  weights=model_process.weights())
         self._show(seen)
 
     def _show_recorded(self, settings: Settings) -> None:
         recorded = recorded_runs().get((settings.task, settings.draft))
-        line = words.no_model_line(settings.task)
+        line = words.no_model_line(settings.task, settings.draft)
         if recorded is None:
             self._set(status="refused", message=line)
         else:
             self._set(status="recorded", comparison=recorded, shown=recorded_settings(settings),
-                      shared=False, position=0, message=line)
+                      shared=False, position=0, message=line, weights=recorded_weights())
 
     def _show(self, seen: Followed) -> None:
         if seen.state == QUEUED:

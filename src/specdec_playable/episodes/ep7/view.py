@@ -31,9 +31,11 @@ from bokeh.models import ColumnDataSource
 from ...kit.words import share
 from ...lm.compare import WRITTEN, Comparison, as_relay, token_texts
 from ...lm.decode import Generation
+from ...lm.race import TOO_FEW
 from .words import (CUSTOM, basis_line, check_words, cost_words, decoded, kind_line,
-                         map_words, per_token_ms, per_token_words, ratio_words, settings_line,
-                         status_line, verdict, why)
+                         map_words, per_token_ms, per_token_words, ratio_words,
+                         round_cost_words, settings_line, speeds_words, status_line, verdict,
+                         weights_words, why)
 from .state import PROMPT_MAX_CHARS, RealText
 from .words import counter_text, lanes_words
 from ...kit import theme
@@ -131,20 +133,22 @@ def _written_by(run: Generation) -> tuple[np.ndarray, np.ndarray]:
     return t, n
 
 
-def _speedup_label(c: Comparison) -> str:
-    """The caption under the speedup: the two times per token it divides, then the fair
-    verdict and its interval (or, for a run recorded before the race, the plain ratio)."""
+def _speedup_label(c: Comparison, weights: str | None = None) -> str:
+    """The caption under the speedup: the two times per token it divides and both runs' tokens
+    per second (with the weight format, if known), then the fair verdict and its interval (or,
+    for a run recorded before the race, the plain ratio)."""
     spec_t, plain_t = per_token_ms(c)
     basis = f"{per_token_words(plain_t)} ÷ {per_token_words(spec_t)} a token (decoding)"
     f = c.fair
     if f is None:
         words = ratio_words(c.speedup)
-        return basis + (" · measured: " + words.split(":")[0] if words.startswith("slower") else
-                        " · measured speedup")
-    if f.verdict == "too few rounds":
+        return basis + weights_words(weights) + (
+            " · measured: " + words.split(":")[0] if words.startswith("slower") else " · measured speedup")
+    basis += f": {speeds_words(f, weights)}"
+    if f.verdict == TOO_FEW:
         return basis + " · too few rounds for an interval"
-    what = {"faster": "faster", "slower": "slower"}.get(f.verdict, "no measurable difference")
-    return f"{basis} · {what}: {f.level:.0%} interval {f.low:.2f}–{f.high:.2f}× over {f.n_rounds} rounds"
+    return (f"{basis} · {f.verdict}: {f.level:.0%} interval {f.low:.2f}–{f.high:.2f}× over "
+            f"{f.n_rounds} rounds")
 
 
 def decode_clock_ms(run: Generation, t: float) -> float:
@@ -153,7 +157,7 @@ def decode_clock_ms(run: Generation, t: float) -> float:
     return min(max(t - run.prefill_ms, 0.0), run.decode_ms)
 
 
-def clock_rows(c: Comparison) -> dict:
+def clock_rows(c: Comparison, weights: str | None = None) -> dict:
     """Display strings of the clocks at every pass end of either run (row 0: the start).
 
     The clocks count decoding (each run's own time after its prompt's pass), as the speedup
@@ -176,7 +180,7 @@ def clock_rows(c: Comparison) -> dict:
             rows[f"{who}_label"].append(_run_label(run, n, finished, c))
         both = all(done)
         rows["speedup"].append(f"{c.speedup:.2f}×" if both and math.isfinite(c.speedup) else "…")
-        rows["speedup_label"].append(_speedup_label(c) if both else
+        rows["speedup_label"].append(_speedup_label(c, weights) if both else
                                      "measured speedup: once both runs have ended")
         rows["basis"].append(basis if both else "")
         rows["when"].append("Both runs have ended." if both else
@@ -296,8 +300,10 @@ def _stat(value: str, label: str, *, keys: tuple[str, str] | None = None, css: s
             f'<div class="l"{kl}>{esc(label)}</div></div>')
 
 
-def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
-    """Both clocks, the speedup, and the run's acceptance, tokens per pass and costs (end state)."""
+def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False,
+                weights: str | None = None) -> str:
+    """Both clocks, the speedup, and the run's acceptance, tokens per pass and costs (end state);
+    ``weights`` is the format the model ran in, if known."""
     spec = c.spec if c is not None else None
     plain = c.plain if c is not None else None
     big = []
@@ -312,13 +318,14 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
     finished = c is not None and c.finished and plain is not None
     sp = c.speedup if finished else math.nan
     big.append(_stat(f"{sp:.2f}×" if math.isfinite(sp) else "…",
-                     _speedup_label(c) if math.isfinite(sp) else "measured speedup: once both runs have ended",
+                     _speedup_label(c, weights) if math.isfinite(sp) else
+                     "measured speedup: once both runs have ended",
                      keys=("speedup", "speedup_label") if timed else None))
     small = ""
     if spec is not None:
         judged = spec.accepted + spec.rejected
         cost = c.draft_cost
-        vcost = c.verify_cost if plain is not None and plain.passes else math.nan
+        raced = c.fair is not None and math.isfinite(c.fair.round_cost)
         small = (
             '<div class="ep7-small">'
             + _stat(share(spec.acceptance_rate), f"guesses accepted ({spec.accepted} of {judged} judged; "
@@ -327,9 +334,11 @@ def clocks_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
                     "writes at least one: the end-of-text token counts)")
             + _stat(cost_words(cost) if math.isfinite(cost) else "–",
                     "draft cost c: one guess over one plain step")
-            + _stat(f"{vcost:.1f}×" if math.isfinite(vcost) else "–", "one verify pass over one plain step")
+            + _stat(round_cost_words(c),
+                    "one round (the guesses and the verify pass) over one plain step, each size at "
+                    "its median" if raced else "one verify pass over one plain step, on average")
             + (_stat(f"{c.fair.work_speedup:.2f}×", "by the work: the speedup an idle machine "
-                     "would give, tokens per pass over a pass’s median cost in plain steps")
+                     "would give, tokens per pass ÷ a round’s cost")
                if c.fair is not None and math.isfinite(c.fair.work_speedup) else "")
             + "</div>")
     when = ('<p class="when" data-k="when">Both runs have ended.</p>' if timed else "")
@@ -362,9 +371,9 @@ def ep5_link(c: Comparison, k: int, ep5_href: str) -> str | None:
     return f"{ep5_href}?{query}"
 
 
-def notes_html(c: Comparison, k: int, ep5_href: str) -> str:
+def notes_html(c: Comparison, k: int, ep5_href: str, weights: str | None = None) -> str:
     """What this run says: the verdict, where the time went, and its place on Episode 5's map."""
-    parts = [f'<p class="ep7-verdict"><strong>{esc(verdict(c))}</strong> {esc(why(c, k))}</p>']
+    parts = [f'<p class="ep7-verdict"><strong>{esc(verdict(c, weights))}</strong> {esc(why(c, k))}</p>']
     words, href = map_words(c, k), ep5_link(c, k, ep5_href)
     if words and href:
         parts.append(f'<p class="ep7-map">{esc(words)} <a href="{esc(href)}">Open Episode 5 at '
@@ -421,19 +430,27 @@ def legend_html() -> str:
     return f'<div class="ep2-legend" aria-label="Legend">{spans}</div>'
 
 
-def recorded_html(rows: list[tuple], date: str) -> str:
-    """The recorded runs as a table: task, draft, acceptance, tokens per pass, the work-based
-    figure, and the measured speedup (median of the repeats, with their range and verdict)."""
+def recorded_html(rows, date: str) -> str:
+    """The recorded runs as a table (:class:`.words.RecordedRow`): task, draft, acceptance, tokens
+    per pass, the work-based figure, both runs' tokens per second, the measured speedup (the
+    median repeat's) with its interval and the verdict judged on that interval, and the repeats'
+    range."""
+    def n(x: float, fmt: str) -> str:
+        return format(x, fmt) if math.isfinite(x) else "–"
     body = "".join(
-        f"<tr><td>{esc(task)}</td><td>{esc(draft)}</td><td class=\"n\">{share(acc)}</td>"
-        f"<td class=\"n\">{tpp:.2f}</td><td class=\"n\">{work:.2f}×</td>"
-        f"<td class=\"n\">{sp:.2f}×</td><td class=\"n\">{lo:.2f}–{hi:.2f}×</td><td>{esc(said)}</td></tr>"
-        for task, draft, acc, tpp, work, sp, lo, hi, said in rows)
+        f"<tr><td>{esc(r.task)}</td><td>{esc(r.draft)}</td><td class=\"n\">{share(r.acceptance)}</td>"
+        f"<td class=\"n\">{r.tokens_per_pass:.2f}</td><td class=\"n\">{n(r.work_speedup, '.2f')}×</td>"
+        f"<td class=\"n\">{n(r.plain_tokens_per_s, '.1f')} → {n(r.spec_tokens_per_s, '.1f')}</td>"
+        f"<td class=\"n\">{r.speedup:.2f}×</td><td class=\"n\">{n(r.low, '.2f')}–{n(r.high, '.2f')}×</td>"
+        f"<td>{esc(r.verdict)}</td><td class=\"n\">{r.lowest:.2f}–{r.highest:.2f}×</td></tr>"
+        for r in rows)
     return (f'<div class="ep7-wrap"><table class="ep7-table"><caption>{esc(date)}</caption>'
             "<thead><tr><th>task</th><th>draft</th><th class=\"n\">guesses accepted</th>"
             "<th class=\"n\">tokens per pass</th><th class=\"n\">by the work</th>"
-            "<th class=\"n\">speedup (median)</th><th class=\"n\">the repeats</th>"
-            f"<th>median run’s verdict</th></tr></thead><tbody>{body}</tbody></table></div>")
+            "<th class=\"n\">tokens/s, plain → speculative</th>"
+            "<th class=\"n\">speedup (median run)</th><th class=\"n\">its 95% interval</th>"
+            "<th>verdict on that interval</th><th class=\"n\">the repeats’ speedups</th>"
+            f"</tr></thead><tbody>{body}</tbody></table></div>")
 
 
 # --- the view ------------------------------------------------------------------------------------
@@ -545,12 +562,13 @@ class RealTextView(StateView):
             if c is not self._drawn:
                 self._drawn = c
                 timeline = real_timeline(c)
-                self.clocks.object = clocks_html(c, self.uid, timed=True)
+                weights = s.weights or None
+                self.clocks.object = clocks_html(c, self.uid, timed=True, weights=weights)
                 self.text.object = text_html(c, self.uid, timed=True)
                 kind, sentence = check_words(c, s.guarantee)
                 self.check.object = check_html(kind, sentence, self.uid, ep6_href=self.ep6_href, timed=True)
-                self.notes.object = notes_html(c, k, self.ep5_href)
-                self.rows.data = clock_rows(c)
+                self.notes.object = notes_html(c, k, self.ep5_href, weights)
+                self.rows.data = clock_rows(c, weights)
                 if self.player is None:
                     self._build_lanes()
                 self.player.show(timeline)

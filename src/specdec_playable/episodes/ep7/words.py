@@ -10,17 +10,22 @@ here, once, from the numbers they state. Plain text: escape it for HTML.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ...sim.validate import K_DEFAULT
-from ...data.recorded import has_recording, recorded_meta, recorded_runs
+from ...data.recorded import has_recording, recorded_meta, recorded_runs, recorded_weights
 from ...lm import INSTALL_COMMAND
 from ...lm.compare import Comparison
+from ...lm.race import FASTER, LEVEL, NO_DIFFERENCE, SLOWER, TOO_FEW
 from ...lm.prompts import TASKS
-from ...lm.registry import DRAFTS
+from ...lm.registry import DRAFTS, draft_key
 from ...sim import theory
 from ...data import hardware
 from ...kit.cpu import cpu_passes
 from ...kit.words import ms, plural, share, times
+
+#: The coverage of every race's interval, in words ("95%").
+LEVEL_WORDS = f"{LEVEL:.0%}"
 
 #: A typed prompt's task key (not one of Episode 7's tasks).
 CUSTOM = "custom"
@@ -119,53 +124,102 @@ def cost_words(cost: float) -> str:
     return f"{cost:.3f}" if cost >= 0.0005 else "under 0.001"
 
 def interval_words(f) -> str:
-    """The bootstrap interval of a fair speedup, in words."""
+    """The bootstrap interval of a fair speedup, in words (two decimals, as its verdict is
+    judged: :func:`..lm.race.speedup_verdict`)."""
     return (f"{f.level:.0%} interval {f.low:.2f}× to {f.high:.2f}× (bootstrap over "
             f"{plural(f.n_rounds, 'round')}, {f.n_resamples:,} resamples)")
 
-def verdict(c: Comparison) -> str:
-    """The run's headline: faster, slower or no measurable difference, from the fair interval."""
+
+#: A weight format (``lm.model.WEIGHT_FORMATS``) as the page names it (the glossary's words).
+WEIGHT_NAMES = {"f32": "float32", "q4": "4-bit"}
+
+
+def weights_words(weights: str | None) -> str:
+    """" (float32 weights)" for a known format, "" when it is not known."""
+    return f" ({WEIGHT_NAMES.get(weights, weights)} weights)" if weights else ""
+
+
+def speeds_words(f, weights: str | None = None) -> str:
+    """Both runs' tokens per second in the race, whose ratio is the speedup: "80.5 tokens/s
+    against plain decoding’s 22.4, with float32 weights" (the format left out if unknown)."""
+    fmt = f", with {WEIGHT_NAMES.get(weights, weights)} weights" if weights else ""
+    return (f"{f.spec_tokens_per_s:.1f} tokens/s against plain decoding’s "
+            f"{f.plain_tokens_per_s:.1f}{fmt}")
+
+
+def verdict(c: Comparison, weights: str | None = None) -> str:
+    """The run's headline: faster, slower or no measurable difference, from the fair interval
+    (:attr:`..lm.race.FairSpeedup.verdict`), with both runs' tokens per second; ``weights`` is
+    the format the model ran in (both runs share it), if known."""
     f = c.fair
     if f is None:
         return f"On this run speculative decoding was {ratio_words(c.speedup)}."
-    if f.verdict == "too few rounds":
+    if f.verdict == TOO_FEW:
         return (f"Too few rounds to measure a speedup: {plural(f.n_rounds, 'round')} "
                 "(the interval needs at least two); run more new tokens.")
-    shown = f"{f.speedup:.2f}×"
-    if f.verdict == "faster":
-        return f"Speculative decoding was faster: {shown} plain decoding’s speed, {interval_words(f)}."
-    if f.verdict == "slower":
-        return (f"Speculative decoding was slower: {shown} plain decoding’s speed, {interval_words(f)}; "
-                f"plain decoding was {1 / f.speedup:.2f}× as fast.")
-    return (f"No measurable difference: {shown} plain decoding’s speed, but its {interval_words(f)} "
-            "includes 1.")
+    shown = f"{f.speedup:.2f}× plain decoding’s speed"
+    speeds = f"speculative decoding wrote {speeds_words(f, weights)}"
+    if f.verdict == FASTER:
+        return f"Speculative decoding was faster: {shown}, {interval_words(f)}; {speeds}."
+    if f.verdict == SLOWER:
+        return (f"Speculative decoding was slower: {shown}, {interval_words(f)}; plain decoding "
+                f"was {1 / f.speedup:.2f}× as fast: {speeds}.")
+    assert f.verdict == NO_DIFFERENCE
+    return (f"No measurable difference: {shown}, but its {interval_words(f)} includes 1.00×; "
+            f"{speeds}.")
+
+
+def round_cost(c: Comparison) -> float:
+    """The one price of a speculative round the page states, in plain steps: the race's
+    :attr:`..lm.race.FairSpeedup.round_cost` (the draft's guesses and the verify pass, each size
+    at its median turn) where the run was raced, else the run's mean verify pass over its mean
+    step (:attr:`..lm.compare.Comparison.verify_cost`, a run so far or recorded before the race)."""
+    f = c.fair
+    if f is not None and math.isfinite(f.round_cost):
+        return f.round_cost
+    return c.verify_cost if c.plain is not None and c.plain.passes else math.nan
+
+
+def round_cost_words(c: Comparison) -> str:
+    """The price of a round as the page shows it: "1.25×" (two decimals, as the work-based
+    figure is derived from it), or "–"."""
+    cost = round_cost(c)
+    return f"{cost:.2f}×" if math.isfinite(cost) else "–"
+
 
 def work_words(c: Comparison) -> str:
-    """The work-based figure: tokens per pass against this run's measured cost of a pass."""
+    """The work-based figure, derived from the two numbers :func:`why` states: tokens per pass
+    over the round's price (:func:`round_cost`), which is what it is
+    (:attr:`..lm.race.FairSpeedup.work_speedup`)."""
     f = c.fair
     if f is None or not math.isfinite(f.work_speedup):
         return ""
-    n = f.common_size
-    cost = f.cost_of(n)
-    return (f"By the work, the speedup an idle machine would show (the passes priced at their "
-            f"median cost, so the load on the server drops out): {f.tokens_per_pass:.2f} tokens "
-            f"per pass, and a pass over {n} position{'' if n == 1 else 's'} cost {cost:.1f}× a plain "
-            f"step in this run (medians of {plural(int(f.size_counts.max()), 'pass', 'passes')} and "
-            f"{plural(int(c.plain.passes), 'step')}), so {f.work_speedup:.2f}×.")
+    return (f"By the work, the speedup an idle machine would show (each round priced at its "
+            f"size’s median, so the load on the server drops out): {f.tokens_per_pass:.2f} tokens "
+            f"per round ÷ {f.round_cost:.2f} steps per round ≈ {f.work_speedup:.2f}×.")
+
 
 def why(c: Comparison, k: int) -> str:
-    """Where the time went: tokens per verify pass against what a pass and the guesses cost."""
+    """Where the time went: tokens per verify pass against what a round and each guess cost
+    (the round's price stated once, :func:`round_cost`)."""
     s = c.spec
     parts = []
     if s.proposed:
         judged = s.accepted + s.rejected
         parts.append(f"The model accepted {s.accepted} of the {judged} guesses it judged "
-                     f"({s.acceptance_rate:.0%}), so each pass wrote {s.tokens_per_pass:.2f} tokens")
-        if math.isfinite(c.verify_cost):
-            parts.append(f"but a verify pass over up to {k + 1} positions cost {c.verify_cost:.1f}× a "
-                         f"plain step on average ({c.verify_ms:,.0f} ms against {c.step_ms:,.0f} ms)")
+                     f"({s.acceptance_rate:.0%}), so each round, one verify pass, wrote "
+                     f"{s.tokens_per_pass:.2f} tokens")
+        cost = round_cost(c)
+        if math.isfinite(cost) and c.fair is not None and math.isfinite(c.fair.round_cost):
+            parts.append(f"but a round (the draft’s guesses and a verify pass over up to {k + 1} "
+                         f"positions) cost {round_cost_words(c)} a plain step (medians of "
+                         f"{plural(int(c.fair.size_counts.sum()), 'round')} and "
+                         f"{plural(int(c.plain.passes), 'step')})")
+        elif math.isfinite(cost):
+            parts.append(f"but a verify pass over up to {k + 1} positions cost {round_cost_words(c)} "
+                         f"a plain step on average ({c.verify_ms:,.0f} ms against {c.step_ms:,.0f} ms)")
         if math.isfinite(c.draft_cost):
-            parts.append(f"and each guess cost {cost_words(c.draft_cost)} of a step to make "
+            parts.append(f"and of that each guess cost {cost_words(c.draft_cost)} of a step to make "
                          f"({s.draft_ms_per_token:.2f} ms)")
         text = ", ".join(parts[:1]) + (", " + " ".join(parts[1:]) if len(parts) > 1 else "") + "."
     else:
@@ -186,8 +240,9 @@ def map_words(c: Comparison, k: int) -> str | None:
     c_text = f"c = {cost:.3f}" if cost >= 0.0005 else "c under 0.001"
     text = (f"Episode 5’s theory puts q = {q:.2f}, k = {k}, {c_text} at "
             f"{predicted:.2f}×. It counts a verify pass as one step, as on a GPU")
-    if math.isfinite(c.verify_cost):
-        text += f"; here a verify pass cost {c.verify_cost:.1f}× a step"
+    if math.isfinite(round_cost(c)):
+        what = "round" if c.fair is not None and math.isfinite(c.fair.round_cost) else "verify pass"
+        text += f"; here a {what} cost {round_cost_words(c)} a step (above)"
     return text + f", and this run measured {c.speedup:.2f}×."
 
 def check_words(c: Comparison, g) -> tuple[str, str]:
@@ -305,12 +360,22 @@ def status_line(status: str, position: int, c: Comparison | None, *, model_loade
     return ""
 
 
-def no_model_line(task: str) -> str:
-    """One line: the model is not on this server, and what that means for a Run of ``task``."""
+def recorded_on(meta, draft: str | None = None) -> str:
+    """The date ``draft``'s runs were recorded: a later recording's (``meta["added"]``) where one
+    holds them, else the recording's."""
+    for a in reversed(meta.get("added", ())):
+        if draft is not None and draft in {draft_key(d) for d in a["drafts"]}:
+            return a["date"]
+    return meta["date"]
+
+
+def no_model_line(task: str, draft: str | None = None) -> str:
+    """One line: the model is not on this server, and what that means for a Run of ``task``
+    with ``draft``."""
     meta = recorded_meta() if has_recording() else None
     if task == CUSTOM or meta is None:
         return f"The model is not installed here, so nothing can run live; install it with: {INSTALL_COMMAND}"
-    return (f"The model is not installed here: this is a run recorded on {meta['date']} "
+    return (f"The model is not installed here: this is a run recorded on {recorded_on(meta, draft)} "
             f"(k = {meta['k']}, greedy, up to {meta['max_new']} tokens). Live runs need the server "
             f"with the model: {INSTALL_COMMAND}")
 
@@ -379,39 +444,83 @@ def recorded_summary(runs) -> str:
         s[0].lower() + s[1:] if i == 0 else s for i, s in enumerate(out))
 
 
-def recorded_rows(runs, repeats) -> list[tuple]:
-    """The recorded table's rows: task, draft, acceptance, tokens per pass, the work-based figure,
-    the median speedup, the repeats' lowest and highest, and the median run's verdict."""
+@dataclass(frozen=True)
+class RecordedRow:
+    """One row of the recorded runs' table: a task and draft, raced ``repeats`` times.
+
+    ``speedup``, ``low``, ``high``, ``verdict`` and both tokens per second are the median
+    repeat's race (:class:`..lm.race.FairSpeedup`: its interval, the verdict judged on it by
+    :func:`..lm.race.speedup_verdict`); ``lowest`` and ``highest`` are the repeats' speedups,
+    which say how far the whole measurement moved from race to race.
+    """
+
+    task: str
+    draft: str
+    acceptance: float
+    tokens_per_pass: float
+    work_speedup: float
+    speedup: float
+    low: float
+    high: float
+    verdict: str
+    plain_tokens_per_s: float
+    spec_tokens_per_s: float
+    lowest: float
+    highest: float
+
+
+def recorded_rows(runs, repeats) -> list[RecordedRow]:
+    """The recorded table's rows (:class:`RecordedRow`), in the recording's order."""
     rows = []
     for (t, d), c in runs.items():
         reps = repeats.get((t, d)) or ({"speedup": c.speedup},)
         sp = [r["speedup"] for r in reps]
         f = c.fair
-        rows.append((TASKS[t].title, DRAFTS[d].label,
-                     c.spec.acceptance_rate, c.spec.tokens_per_pass,
-                     f.work_speedup if f is not None else math.nan, c.speedup, min(sp), max(sp),
-                     f.verdict if f is not None else "–"))
+        nan = math.nan
+        rows.append(RecordedRow(
+            task=TASKS[t].title, draft=DRAFTS[d].label, acceptance=c.spec.acceptance_rate,
+            tokens_per_pass=c.spec.tokens_per_pass,
+            work_speedup=f.work_speedup if f is not None else nan, speedup=c.speedup,
+            low=f.low if f is not None else nan, high=f.high if f is not None else nan,
+            verdict=f.verdict if f is not None else "–",
+            plain_tokens_per_s=f.plain_tokens_per_s if f is not None else nan,
+            spec_tokens_per_s=f.spec_tokens_per_s if f is not None else nan,
+            lowest=min(sp), highest=max(sp)))
     return rows
 
 
-def recorded_caption(meta) -> str:
-    """When, how and under what load the runs were recorded."""
+def _draft_names(keys) -> str:
+    """Drafts as a sentence names them ("draft head", "draft head and early exit")."""
+    names = [DRAFTS[draft_key(k)].label.lower() for k in keys]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def recorded_caption(meta, weights: str | None = None) -> str:
+    """When, how and under what load the runs were recorded (a later recording of some drafts,
+    ``meta["added"]``, with its own date and load); ``weights`` is their weight format."""
     reps = meta.get("repeats", 1)
-    return (f"Recorded on {meta['date']} on this project’s {meta['cores']}-core development machine, "
-            f"k = {meta['k']}, "
-            f"greedy, up to {meta['max_new']} new tokens; each race run {reps} times and the median "
-            f"kept (load average {meta['load_average_before'][0]:.1f} at the start, "
-            f"{meta['load_average_after'][0]:.1f} at the end: other work shared the cores, which the "
-            "race's turns share out evenly between the two runs).")
+    fmt = f", {WEIGHT_NAMES.get(weights, weights)} weights" if weights else ""
+    later = "".join(f", the {_draft_names(a['drafts'])}’s runs again on {a['date']} (load average "
+                    f"{a['load_average_before'][0]:.1f} at the start, {a['load_average_after'][0]:.1f} "
+                    "at the end)" for a in meta.get("added", ()))
+    return (f"Recorded on {meta['date']} on this project’s {meta['cores']}-core development machine "
+            f"(load average {meta['load_average_before'][0]:.1f} at the start, "
+            f"{meta['load_average_after'][0]:.1f} at the end){later}; k = {meta['k']}{fmt}, greedy, up "
+            f"to {meta['max_new']} new tokens; each race run {reps} times and the median kept. Other "
+            "work shared the cores, which the race's turns share out evenly between the two runs.")
 
 
 def spread_sentence(rows) -> str:
-    """How far the repeats' speedups moved, at most."""
-    spreads = [(hi - lo, task, draft) for task, draft, *_, lo, hi, _ in rows if math.isfinite(hi - lo)]
+    """How far the repeats' speedups moved, at most, and what the verdict is judged on."""
+    spreads = [(r.highest - r.lowest, r.task, r.draft) for r in rows
+               if math.isfinite(r.highest - r.lowest)]
     if not spreads:
         return ""
     worst = max(spreads)
-    return (f"Each speedup is the median of the repeats; across the {len(rows)} rows the repeats "
+    return (f"Each speedup is the median of the repeats, shown with its own race’s {LEVEL_WORDS} "
+            "interval, and its verdict is that interval’s: faster where the interval, read to two "
+            "decimals, lies above 1.00×, slower where it lies below, no measurable difference "
+            f"where it includes or touches 1.00×. Across the {len(rows)} rows the repeats "
             f"moved by at most {worst[0]:.2f} (on {worst[1]} with {worst[2].lower()}).")
 
 
@@ -426,9 +535,11 @@ def summary_sentence() -> str:
     r_cpu = cpu.ratio(5)
     r_gpu = float(gpu.time_ms(5) / gpu.time_ms(1))
     run = recorded_runs().get((SUMMARY_LINK["task"], SUMMARY_LINK["draft"]))
+    speeds = (f" ({speeds_words(run.fair, recorded_weights())})"
+              if run is not None and run.fair is not None else "")
     rec = ("" if run is None or not run.finished else
            f" In the run recorded on {recorded_meta()['date']}, prompt lookup on repeating a sentence was "
-           f"{times(run.speedup)} as fast as plain decoding.")
+           f"{times(run.speedup)} as fast as plain decoding{speeds}.")
     need = (f", so even a free draft pays at k = 4 only if its guesses are accepted at a rate of at "
             f"least q = {cpu.free_draft_break_even(4):.2f}" if 1 < r_cpu < 5 else "")
     return (f"A real model on a CPU, where a pass over 5 positions costs {times(r_cpu)} a "

@@ -20,11 +20,17 @@ TRY_TREE = trees.expected_tokens(trees.spine_tree(TRY_W, TRY_D), TRY_TREE_Q)
 TRY_CHAIN = trees.expected_tokens(trees.chain(TRY_W * TRY_D), TRY_TREE_Q)
 
 
+#: Part 1's step holds at the page's starting q, k and c (at q = 0.8 and k = 2, say, the speedup
+#: at the largest batch stays above 1), so the step sets them.
+TRY_START = {n: BusyAndTrees.param[n].default for n in ("q", "k", "c")}
+
+
 TRY_STEPS = (
-    TryStep(f"Drag <em>Batch size B</em> from 1 to {BATCH_MAX:,}: the blue curve stays put (it is "
+    TryStep(f"At the starting q = {TRY_START['q']:.2f}, k = {TRY_START['k']} and c = "
+            f"{TRY_START['c']:.2f}, drag <em>Batch size B</em> from 1 to {BATCH_MAX:,}: the blue curve stays put (it is "
             "your k's speedup at every batch size), and the ring on it, your batch, slides down the "
             "curve and through the 1× line, as the speedup beside the sliders drops below 1×.",
-            {"batch": BATCH_MAX}),
+            {**TRY_START, "batch": BATCH_MAX}),
     TryStep(f"Then, in part 2, set <em>q</em> to {TRY_TREE_Q:g}, <em>w</em> to {TRY_W} and "
             f"<em>d</em> to {TRY_D}: at the same {TRY_W * TRY_D} verified positions the tree of "
             f"{TRY_W} × {TRY_D} decides {TRY_TREE:.2f} tokens per pass in theory, the chain of "
