@@ -179,3 +179,18 @@ def test_ep5_says_a_95_percent_interval_misses_a_right_curve_1_time_in_20():
     with __import__("param").parameterized.edit_constant(s):
         s.param.update(points=near)
     assert not s.pooled[0].misses and sentence not in ep5_view.summary_html(s)
+
+
+def test_ep7_says_why_its_guesses_cost_more_than_episode_4s():
+    """Episode 7's line on the head quotes the recorded runs' median guess cost and Episode 4's
+    head-alone cost, each as computed, and explains the gap only when there is one."""
+    from specdec_playable.data.recorded import median_draft_cost
+    from specdec_playable.episodes.ep7 import words as prose7
+    from specdec_playable.lm.head import head_meta
+
+    cost_words = prose7.cost_words
+    line = prose7.head_line()
+    mid, alone = median_draft_cost("head"), head_meta()["measured"]["cost"]["c"]
+    assert f"each guess cost about {cost_words(mid)} of a step inside these runs" in line
+    assert (f"more than the {alone:.3f} Episode 4 quotes" in line) == (mid > alone)
+    assert ("pushed the head's weights out of the processor's cache" in line) == (mid > alone)

@@ -13,7 +13,9 @@ import math
 from dataclasses import dataclass
 
 from ...sim.validate import K_DEFAULT
-from ...data.recorded import has_recording, recorded_meta, recorded_runs, recorded_weights
+from ...data.recorded import (has_recording, median_draft_cost, recorded_meta, recorded_runs,
+                             recorded_weights)
+from ...lm.head import head_meta
 from ...lm import INSTALL_COMMAND
 from ...lm.compare import Comparison
 from ...lm.race import FASTER, LEVEL, NO_DIFFERENCE, SLOWER, TOO_FEW
@@ -220,7 +222,8 @@ def why(c: Comparison, k: int) -> str:
                          f"a plain step on average ({c.verify_ms:,.0f} ms against {c.step_ms:,.0f} ms)")
         if math.isfinite(c.draft_cost):
             parts.append(f"and of that each guess cost {cost_words(c.draft_cost)} of a step to make "
-                         f"({s.draft_ms_per_token:.2f} ms)")
+                         f"({s.draft_ms_per_token:.2f} ms, measured in this run, with whatever else "
+                         "the server is doing)")
         text = ", ".join(parts[:1]) + (", " + " ".join(parts[1:]) if len(parts) > 1 else "") + "."
     else:
         text = "The draft proposed nothing on this run, so every pass was a plain decode step."
@@ -408,9 +411,17 @@ def head_line() -> str:
     others = [t for t in fresh if t != best]
     if others:
         text += ", " + ", ".join(f"{mine[t].tokens_per_pass:.2f} on the {_names([t])}" for t in others)
-    cost = [runs[(t, "head")].draft_cost for t in mine]
-    return text + (f"; each guess cost about {cost_words(sorted(cost)[len(cost) // 2])} of a "
-                   "step.")
+    mid = median_draft_cost("head")
+    alone = head_meta().get("measured", {}).get("cost", {}).get("c")
+    if mid is None:
+        return text + "."
+    text += f"; each guess cost about {cost_words(mid)} of a step inside these runs"
+    if alone is not None and mid > alone:
+        text += (f", more than the {alone:.3f} Episode 4 quotes for the head guessing alone: here "
+                 "each round's guesses also read the tokens the last pass accepted and come "
+                 "straight after a pass of the big model, which has pushed the head's weights out "
+                 "of the processor's cache (see draft cost in the glossary)")
+    return text + "."
 
 
 def recorded_summary(runs) -> str:
