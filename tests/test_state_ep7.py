@@ -349,3 +349,38 @@ def test_the_first_run_tells_the_story():
     assert (s.task, s.draft, s.decoding) == (best, "lookup", "greedy")
     from specdec_playable.episodes import ep7 as page
     assert "repeats a sentence with prompt lookup" in page.EPISODE.try_this and best == "repeat"
+
+
+@pytest.mark.parametrize("server", ["f32", "q4"])
+def test_the_visitor_picks_the_weight_format_and_the_page_opens_at_the_servers(queue, monkeypatch, server):
+    """The format control opens at the server's format; a run asks the worker for the format
+    picked, says it beside the result, and a run in one format is never shared with the other."""
+    from specdec_playable.runtime import model_process
+
+    monkeypatch.setattr(model_process, "_WEIGHTS", [server])
+    gate, calls = threading.Event(), []
+    gate.set()
+    result = fake_comparison([(4, 4), (4, 2)])
+    svc = service(queue, gated_work(gate, result, calls))
+    s = RealText(service=svc, task="repeat", max_new=16)
+    assert s.weight_format == server
+    other = {"f32": "q4", "q4": "f32"}[server]
+    s.weight_format = other
+    s.run()
+    assert wait_for(lambda: not s.poll())
+    assert calls[-1].weights == other and s.weights == other and s.shown.weights == other
+    t = RealText(service=svc, task="repeat", max_new=16)
+    t.run()
+    assert wait_for(lambda: not t.poll())
+    assert calls[-1].weights == server and t.weights == server and not t.shared
+    assert s.settings().key != t.settings().key
+    with pytest.raises(ValueError):
+        s.weight_format = "q2"
+
+
+def test_without_the_model_a_4bit_pick_shows_the_recorded_float32_run():
+    absent = interface.ModelService(installed=lambda: False)
+    s = RealText(task="json-person", draft="lookup", service=absent, weight_format="q4")
+    s.run()
+    assert s.status == "recorded" and s.weights == recorded.recorded_weights() == "f32"
+    assert s.shown.weights == "f32"

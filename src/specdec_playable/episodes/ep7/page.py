@@ -44,7 +44,7 @@ OBJECTIVES = (
 #: The state the page wires (the teacher's guide answers the questions on a fresh one).
 STATE = RealText
 #: Controls kept in the URL query, so a link restores the setup (the typed prompt is not).
-URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed")
+URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed", "weight_format")
 
 LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this server, a real draft "
         "guesses its next tokens, one pass of the model checks the guesses, and both clocks are "

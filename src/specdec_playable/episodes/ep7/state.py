@@ -51,6 +51,10 @@ def default_draft(task: str) -> str:
     return "lookup" if task in TASKS and TASKS[task].copy else "head"
 
 
+#: The weight formats a visitor may pick (``lm.model``'s), as the menu names them.
+WEIGHT_CHOICES = {"float32": "f32", "4-bit, as the file stores them": "q4"}
+
+
 @dataclass(frozen=True)
 class Settings:
     """What one Run asks for. ``task`` is a key of :data:`lm.prompts.TASKS` or ``"custom"``."""
@@ -62,6 +66,7 @@ class Settings:
     max_new: int
     temperature: float
     seed: int
+    weights: str = "f32"
 
     @property
     def greedy(self) -> bool:
@@ -73,7 +78,7 @@ class Settings:
         if self.task == CUSTOM:
             return None
         return ("ep7", self.task, self.draft, self.k, self.max_new, self.temperature,
-                None if self.greedy else self.seed)
+                None if self.greedy else self.seed, self.weights)
 
 
 def check_prompt(text: str | None) -> str:
@@ -90,7 +95,7 @@ def recorded_settings(s: Settings) -> Settings:
     """The settings the recorded runs were made with, for a task and draft."""
     meta = recorded_meta()
     return Settings(task=s.task, prompt=s.prompt, draft=s.draft, k=meta["k"], max_new=meta["max_new"],
-                    temperature=0.0, seed=s.seed)
+                    temperature=0.0, seed=s.seed, weights=recorded_weights())
 
 
 class RealText(FollowsRun, param.Parameterized):
@@ -124,6 +129,12 @@ class RealText(FollowsRun, param.Parameterized):
         default=0.7, bounds=(0.1, 1.5), step=0.05, label="Temperature",
         doc="Sampling only: below 1 sharpens the model's probabilities, above 1 flattens them.")
     seed = seed_param(7, doc="Sampling only: the same seed and settings give the same draws.")
+    weight_format = param.Selector(
+        default="f32", objects=WEIGHT_CHOICES, label="Weights",
+        doc="How the model's weights are stored while both runs use them: float32 (every weight "
+            "4 bytes, 538 MB read a step) or the model file's own 4-bit blocks (97 MB a step, "
+            "each weight widened to float32 for every position). The page opens at the server's "
+            "format.")
 
     status = param.Selector(default="idle", objects=list(STATUSES), constant=True,
                             doc="What the visitor's run is doing.")
@@ -147,6 +158,7 @@ class RealText(FollowsRun, param.Parameterized):
             params["draft"] = DRAFT_ALIASES.get(params["draft"], params["draft"])
         else:
             params["draft"] = default_draft(params.get("task", self.param.task.default))
+        params.setdefault("weight_format", model_process.weights())
         super().__init__(**params)
         self.param.watch(self._task_sets_its_draft, ["task", "draft"], onlychanged=False)
         self.follower = RunFollower(service)
@@ -168,7 +180,7 @@ class RealText(FollowsRun, param.Parameterized):
         return Settings(task=self.task, prompt=text, draft=draft_key(self.draft), k=int(self.k),
                         max_new=int(self.max_new),
                         temperature=0.0 if greedy else round(float(self.temperature), 4),
-                        seed=int(self.seed))
+                        seed=int(self.seed), weights=self.weight_format)
 
     def _set(self, **values) -> None:
         with unlocked(self):
@@ -191,7 +203,7 @@ class RealText(FollowsRun, param.Parameterized):
         try:
             seen = self.follower.submit(
                 service.generation(settings), key=settings.key, budget_s=JOB_BUDGET_S,
-                label=f"ep7 {settings.task} {settings.draft} k={settings.k}")
+                label=f"ep7 {settings.task} {settings.draft} k={settings.k} {settings.weights}")
         except Refused as refused:
             self.refusal = refused
             self._set(status="refused", position=0, message=words.full_line(
@@ -199,7 +211,7 @@ class RealText(FollowsRun, param.Parameterized):
                 refused.crowded_run_s))
             return
         self._set(shown=settings, comparison=None, message="", shared=seen.shared,
-                  weights=model_process.weights())
+                  weights=settings.weights)
         self._show(seen)
 
     def _show_recorded(self, settings: Settings) -> None:
