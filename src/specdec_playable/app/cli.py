@@ -1,4 +1,4 @@
-"""Command line: ``specdec-playable [serve|simulate|generate|export] ...``."""
+"""Command line: ``specdec-playable [serve|simulate|generate|calibrate|export] ...``."""
 
 from __future__ import annotations
 
@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_parser(sub)
     _simulate_parser(sub)
     _generate_parser(sub)
+    _calibrate_parser(sub)
     e = sub.add_parser("export", help="write a static Pyodide build of every episode plus an index")
     e.add_argument("dest", metavar="DIR", help="folder to write (created if missing)")
     e.add_argument("--episode", action="append", default=None, metavar="SLUG",
@@ -169,6 +170,61 @@ def _generate_parser(sub) -> None:
                    help="the model's weights: f32 (dequantised to float32, the default) or q4 (the "
                    "file's 4-bit blocks, read as stored)")
     g.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _calibrate_parser(sub) -> None:
+    from ..lm.calibrate import BUDGET_S, QUANTILE
+
+    c = sub.add_parser("calibrate", help="time this machine's forward passes, as a server does once at start",
+                       description="Time forward passes of the real model over 1 to 32 new positions "
+                                   "here and now, and print the record a server keeps (when, which "
+                                   f"CPU, threads, weight format; each size's {QUANTILE:.0%} quantile "
+                                   "of interleaved repeats, never falling as the positions grow).")
+    c.add_argument("--weights", choices=(*WEIGHT_FORMATS, "both"), default="f32",
+                   help="the weight format to time: f32 (the default), q4, or both, one after the other")
+    c.add_argument("--budget", type=_real_in(0.0, 60.0, lo_open=True), default=BUDGET_S, metavar="S",
+                   help=f"seconds the timing may take per format, in (0, 60] (default {BUDGET_S:g}; "
+                        "a loaded machine may take a round longer)")
+    c.add_argument("--json", action="store_true", help="print one JSON object, keyed by weight format")
+
+
+def _calibrate(args) -> int:
+    from ..lm import ModelNotInstalled, get_model
+    from ..runtime.calibration import measure
+
+    formats = WEIGHT_FORMATS if args.weights == "both" else (args.weights,)
+    made = {}
+    for fmt in formats:
+        print(f"specdec-playable calibrate: loading the model ({fmt})...", file=sys.stderr, flush=True)
+        try:
+            model = get_model(fmt)
+        except ModelNotInstalled as exc:
+            print(f"specdec-playable calibrate: error: the model is not installed; run: {exc.command}",
+                  file=sys.stderr)
+            return 1
+        print(f"specdec-playable calibrate: timing passes ({fmt}, up to about {args.budget:g} s)...",
+              file=sys.stderr, flush=True)
+        made[fmt] = measure(model, budget_s=args.budget)
+    if args.json:
+        print(json.dumps({fmt: rec.to_json() for fmt, rec in made.items()}))
+    else:
+        print("\n\n".join(calibration_table(rec) for rec in made.values()))
+    return 0
+
+
+def calibration_table(record) -> str:
+    """A :class:`.calibration.Calibration` as ``calibrate`` prints it: the stamp, one row per size
+    (milliseconds, times a one-position step), then how it was measured."""
+    t = record.times
+    rows = [f"{n:>9}  {ms:8.2f}  {ms / t.ms[0]:6.2f}x" for n, ms in zip(t.n_positions, t.ms)]
+    how = (f"{t.repeats} interleaved rounds, {t.quantile:.0%} quantile of each size's passes; "
+           f"{t.retimed} extra round{'s' if t.retimed != 1 else ''} for sizes where it fell; "
+           + (f"still fell, so the running maximum raised {', '.join(map(str, t.raised))}"
+              if t.enforced else "never falls as the positions grow")
+           + f"; {t.seconds:.1f} s, {t.kernel} kernel")
+    stamp = record.stamp()
+    return "\n".join([stamp[0].upper() + stamp[1:],
+                      "positions        ms  x step", *rows, how])
 
 
 def _export(args) -> int:
@@ -362,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "generate":
         return _generate(args)
+    if args.command == "calibrate":
+        return _calibrate(args)
     try:
         return _serve(args)
     except KeyboardInterrupt:
