@@ -10,14 +10,16 @@ of the moment, while the low tail keeps the passes that ran with the machine to 
 10th percentile, interpolated, rather than the minimum, so that one pass that was lucky with the
 caches or the timer does not decide a size alone. (On ``tests/fake_load.py``'s machine, busy
 43% of the time in stretches that make a pass 1.5-3x slower, it reads within 10% of the quiet
-costs in 498 of 500 seeds; the 20th percentile did in 480, the median in 149.) Repeats are interleaved (one pass of each size per round, each round
+costs in 497 of 500 seeds; the 20th percentile did in 476, the median in 108.) Repeats are interleaved (one pass of each size per round, each round
 starting one size later), so a stretch of load hits every size alike and no size twice in a row.
 
 A pass over more positions does all the work of a pass over fewer, so the curve must not fall as
-the positions grow. Where it does, the sizes on both sides of the fall are timed again (more
-interleaved rounds of just those sizes) until it holds or the time budget is spent; if it still
-falls then, the running maximum is taken and the result says so (:attr:`PassTimes.enforced`,
-:attr:`PassTimes.raised`).
+the positions grow. Where it falls by more than :data:`LEVEL` (2%: two sizes that cost the same,
+as 1 to 9 positions nearly do with float32 weights, read that far apart on a quiet machine), the
+sizes on both sides of the fall are timed again (more interleaved rounds of just those sizes)
+until it holds or the time budget is spent; if it still falls then, the result says so
+(:attr:`PassTimes.enforced`). Either way the figures kept are the running maximum, and the sizes it
+raised are listed (:attr:`PassTimes.raised`).
 
 :func:`calibrate_passes` is that procedure on any timing function (a test hands it a fake one
 with injected load); :func:`measure_pass_times` runs it on the model.
@@ -58,6 +60,8 @@ QUANTILE = 0.1
 #: The share of the budget the interleaved rounds of every size may use; the rest is for timing
 #: again the sizes where the curve falls.
 SAMPLE_SHARE = 0.6
+#: A fall of at most this fraction counts as level: not timed again, just levelled.
+LEVEL = 0.02
 
 
 @dataclass(frozen=True)
@@ -84,9 +88,10 @@ class PassTimes:
     retimed : int
         Rounds of extra timing given to sizes where the curve fell.
     enforced : bool
-        True when the curve still fell after the extra timing and the running maximum was taken.
+        True when the curve still fell by more than :data:`LEVEL` after the extra timing (the
+        running maximum was taken over a real fall).
     raised : tuple
-        The sizes the running maximum raised (empty unless :attr:`enforced`).
+        The sizes the running maximum raised (by at most :data:`LEVEL` unless :attr:`enforced`).
     """
 
     n_positions: tuple
@@ -130,8 +135,10 @@ def _check(ns, budget_s: float, min_repeats: int, max_repeats: int, quantile: fl
 
 
 def _falls(ms: np.ndarray) -> list[int]:
-    """Indices ``i`` where the curve falls from ``i - 1`` to ``i``."""
-    return [i for i in range(1, len(ms)) if ms[i] < ms[i - 1]]
+    """Indices ``i`` where the curve falls from ``i - 1`` to ``i`` by more than :data:`LEVEL`
+    (of the highest figure before it)."""
+    top = np.maximum.accumulate(ms)
+    return [i for i in range(1, len(ms)) if ms[i] < top[i - 1] * (1.0 - LEVEL)]
 
 
 def calibrate_passes(time_pass: Callable[[int], float], ns=CALIBRATION_NS, *,
@@ -143,13 +150,14 @@ def calibrate_passes(time_pass: Callable[[int], float], ns=CALIBRATION_NS, *,
 
     Interleaved rounds of every size run until ``max_repeats``, or until ``min_repeats`` are done
     and :data:`SAMPLE_SHARE` of ``budget_s`` is spent, or ``stopped()`` (then with the rounds done so
-    far, at least one). Then, while the ``quantile`` of the repeats falls somewhere as the positions
-    grow, one more round times just the sizes on both sides of each fall, until ``budget_s`` is
-    spent, and at least for the rest of the budget's share (``1 - SAMPLE_SHARE``) after the
-    rounds of every size (a loaded machine may need all of ``budget_s`` for ``min_repeats``), or
-    until ``stopped()``. So the whole takes at most the rounds of every size plus
-    ``(1 - SAMPLE_SHARE) * budget_s`` and one round. ``threads()`` is asked before every round (the most is recorded);
-    ``clock`` gives seconds (a test hands in a fake one).
+    far, at least one). Then, while the ``quantile`` of the repeats falls somewhere by more than
+    :data:`LEVEL` as the positions grow, one more round times just the sizes on both sides of each
+    fall (the size below it and the highest before it), until ``budget_s`` is spent, and at least
+    for the rest of the budget's share (``1 - SAMPLE_SHARE``) after the rounds of every size (a
+    loaded machine may need all of ``budget_s`` for ``min_repeats``), or until ``stopped()``. So the
+    whole takes at most the rounds of every size plus ``(1 - SAMPLE_SHARE) * budget_s`` and one
+    round. ``threads()`` is asked before every round (the most is recorded); ``clock`` gives seconds
+    (a test hands in a fake one).
     """
     ns = _check(ns, budget_s, min_repeats, max_repeats, quantile)
     t0 = clock()
@@ -171,7 +179,7 @@ def calibrate_passes(time_pass: Callable[[int], float], ns=CALIBRATION_NS, *,
     ms = figures()
     end = max(t0 + budget_s, clock() + (1.0 - SAMPLE_SHARE) * budget_s)
     while (falls := _falls(ms)) and clock() <= end and not stopped():
-        again = sorted({j for i in falls for j in (i - 1, i)})
+        again = sorted({j for i in falls for j in (int(np.argmax(ms[:i])), i)})
         used.add(int(threads()))
         for j in np.roll(again, -retimed):
             samples[j].append(float(time_pass(ns[j])))
@@ -221,5 +229,5 @@ def measure_pass_times(model, ns=CALIBRATION_NS, *, budget_s: float = BUDGET_S, 
     return replace(times, seconds=time.perf_counter() - t0)
 
 
-__all__ = ["BUDGET_S", "CALIBRATION_NS", "CONTEXT", "QUANTILE", "SAMPLE_SHARE", "PassTimes",
+__all__ = ["BUDGET_S", "CALIBRATION_NS", "CONTEXT", "LEVEL", "QUANTILE", "SAMPLE_SHARE", "PassTimes",
            "calibrate_passes", "measure_pass_times"]

@@ -74,7 +74,7 @@ class Calibration:
 
     def details(self) -> str:
         """``"a 2-core AMD EPYC 9B14 at 20:14 UTC on 2026-12-04, 1 thread, 4-bit weights"``
-        (", running maximum taken" added when the curve had to be forced up)."""
+        (", running maximum taken" added when a fall of more than 2% was left after timing again)."""
         when = self.measured_utc
         at = f" at {when[11:16]} UTC on {when[:10]}" if len(when) >= 16 else ""
         n = int(self.times.threads)
