@@ -389,6 +389,8 @@ def thread_process(*, nice: int = 0, blas_threads: int = 1) -> ModelProcess:
     """The calling thread's own model process, started on first use and restarted if it died."""
     proc = getattr(_local, "proc", None)
     if proc is None or not proc.alive:
+        if proc is not None:
+            proc.close()  # its pipes, and its claim on the calibration if it died before measuring
         proc = _local.proc = ModelProcess(nice=nice, blas_threads=blas_threads)
         log.info("started a model process (pid %s, weights %s) for %s", proc._proc.pid,
                  _WEIGHTS[0], threading.current_thread().name)
