@@ -61,7 +61,7 @@ def test_without_a_model_process_the_shipped_curve_is_used_and_said(model_absent
 
 def test_a_server_measurement_replaces_it_and_says_so(measured_here):
     p = cpu.cpu_passes()
-    assert p.here and p.source == f"{cpu.HERE} ({STAMP})" and p.record is SERVER
+    assert p.here and p.source == f"{cpu.HERE}: {STAMP}" and p.record is SERVER
     assert p.ratio(5) == pytest.approx(23.0 / 20.0)
     assert p.curve.n_positions.tolist() == list(TIMES.n_positions)
 
@@ -94,7 +94,7 @@ def test_episode7_lesson_says_where_its_ratio_was_measured(model_absent, monkeyp
     assert f"takes {r5:.2f}× a single decode step" in html and cpu.SHIPPED in html
     _serve(monkeypatch, SERVER)
     html = ep7_page.lesson_html()
-    assert "takes 1.15× a single decode step" in html and f"{cpu.HERE} ({STAMP})" in html
+    assert "takes 1.15× a single decode step" in html and f"{cpu.HERE}: {STAMP}" in html
     q = float(theory.break_even_q(4, 0.15 / 4))
     assert f"at least q = {q:.2f}" in html
     # the break-even claim holds: a free draft at that q writes 1.15 tokens per pass of 5
@@ -130,5 +130,5 @@ def test_the_summary_says_what_the_episodes_say_from_the_same_record(model_absen
     assert cpu.SHIPPED in shipped and cpu.HERE not in shipped
     _serve(monkeypatch, SERVER)
     measured = summary.sentences(EPISODES)[7]  # the record changed: so does the sentence
-    assert f"{cpu.HERE} ({STAMP})" in measured and "costs 1.15× a one-position step" in measured
-    assert f"{cpu.HERE} ({STAMP})" in ep7_page.lesson_html()
+    assert f"{cpu.HERE}: {STAMP}" in measured and "costs 1.15× a one-position step" in measured
+    assert f"{cpu.HERE}: {STAMP}" in ep7_page.lesson_html()

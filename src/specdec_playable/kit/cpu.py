@@ -81,9 +81,9 @@ class CpuPasses:
 
     @property
     def source(self) -> str:
-        """``"measured on this server (a 2-core AMD EPYC at 20:14 UTC on 2026-12-04, 1 thread,
-        4-bit weights)"`` or the shipped equivalent."""
-        return f"{self.where} ({self.details})"
+        """``"measured on this server: a 2-core AMD EPYC at 20:14 UTC on 2026-12-04, 1 thread,
+        4-bit weights"`` or the shipped equivalent (it goes inside brackets on the pages)."""
+        return f"{self.where}: {self.details}"
 
 
 def _monotone(n_positions, ms, label: str) -> PassTimeCurve:
