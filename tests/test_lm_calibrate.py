@@ -27,7 +27,7 @@ def _calibrate(machine: LoadedMachine, **kw) -> PassTimes:
 @pytest.mark.parametrize("seed", range(8))
 def test_under_load_the_curve_is_monotone_and_within_the_band_of_the_quiet_cost(seed):
     """Busy 43% of the passes, in stretches: every size within BAND (10%) of the quiet run. Over
-    seeds 0-499 this held in 497 (the median of the same passes: 108); seeds 0-7 are asserted."""
+    seeds 0-499 this held in 498 (with the median instead: 186); seeds 0-7 are asserted."""
     quiet = _calibrate(LoadedMachine(0.0, rng=seed))
     loaded = _calibrate(LoadedMachine(0.3, rng=seed))
     cost = np.array([quiet_ms(n) for n in CALIBRATION_NS])
@@ -75,9 +75,10 @@ def test_a_fall_that_persists_is_raised_within_the_bound_and_said():
     budget = 1.0
     t = calibrate_passes(time_pass, (1, 2, 4), budget_s=budget, min_repeats=3, clock=lambda: now[0])
     assert t.enforced and t.raised == (2,) and t.ms == (30.0, 30.0, 33.0) and t.monotone
-    # the rounds of every size stop after SAMPLE_SHARE of the budget, the extra rounds at the budget
+    # the rounds of every size stop once past SAMPLE_SHARE of the budget (so within one round of
+    # it), the extra rounds once past the rest of the budget (within one more round)
     round_s = sum(base.values()) / 1e3
-    assert t.seconds <= budget + round_s
+    assert t.seconds <= budget + 2 * round_s
     assert t.retimed > 0 and (t.repeats - 1) * round_s <= SAMPLE_SHARE * budget
 
 

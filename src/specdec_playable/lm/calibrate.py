@@ -10,14 +10,15 @@ of the moment, while the low tail keeps the passes that ran with the machine to 
 10th percentile, interpolated, rather than the minimum, so that one pass that was lucky with the
 caches or the timer does not decide a size alone. (On ``tests/fake_load.py``'s machine, busy
 43% of the time in stretches that make a pass 1.5-3x slower, it reads within 10% of the quiet
-costs in 497 of 500 seeds; the 20th percentile did in 476, the median in 108.) Repeats are interleaved (one pass of each size per round, each round
+costs in 498 of 500 seeds; the 20th percentile did in 477, the median in 186.) Repeats are interleaved (one pass of each size per round, each round
 starting one size later), so a stretch of load hits every size alike and no size twice in a row.
 
 A pass over more positions does all the work of a pass over fewer, so the curve must not fall as
 the positions grow. Where it falls by more than :data:`LEVEL` (2%: two sizes that cost the same,
 as 1 to 9 positions nearly do with float32 weights, read that far apart on a quiet machine), the
-sizes on both sides of the fall are timed again (more interleaved rounds of just those sizes)
-until it holds or the time budget is spent; if it still falls then, the result says so
+size on the high side of the fall (the highest before it: load only adds time, so that is the
+one most likely read high) is timed again, in more interleaved rounds of just those sizes, until
+it holds or the time budget is spent; if it still falls then, the result says so
 (:attr:`PassTimes.enforced`). Either way the figures kept are the running maximum, and the sizes it
 raised are listed (:attr:`PassTimes.raised`).
 
@@ -151,8 +152,8 @@ def calibrate_passes(time_pass: Callable[[int], float], ns=CALIBRATION_NS, *,
     Interleaved rounds of every size run until ``max_repeats``, or until ``min_repeats`` are done
     and :data:`SAMPLE_SHARE` of ``budget_s`` is spent, or ``stopped()`` (then with the rounds done so
     far, at least one). Then, while the ``quantile`` of the repeats falls somewhere by more than
-    :data:`LEVEL` as the positions grow, one more round times just the sizes on both sides of each
-    fall (the size below it and the highest before it), until ``budget_s`` is spent, and at least
+    :data:`LEVEL` as the positions grow, one more round times just the size on the high side of
+    each fall (the highest before it), until ``budget_s`` is spent, and at least
     for the rest of the budget's share (``1 - SAMPLE_SHARE``) after the rounds of every size (a
     loaded machine may need all of ``budget_s`` for ``min_repeats``), or until ``stopped()``. So the
     whole takes at most the rounds of every size plus ``(1 - SAMPLE_SHARE) * budget_s`` and one
@@ -179,7 +180,7 @@ def calibrate_passes(time_pass: Callable[[int], float], ns=CALIBRATION_NS, *,
     ms = figures()
     end = max(t0 + budget_s, clock() + (1.0 - SAMPLE_SHARE) * budget_s)
     while (falls := _falls(ms)) and clock() <= end and not stopped():
-        again = sorted({j for i in falls for j in (int(np.argmax(ms[:i])), i)})
+        again = sorted({int(np.argmax(ms[:i])) for i in falls})  # the high side: load only adds
         used.add(int(threads()))
         for j in np.roll(again, -retimed):
             samples[j].append(float(time_pass(ns[j])))
