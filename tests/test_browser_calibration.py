@@ -1,8 +1,9 @@
 """Browser tier: a server that loads the model at start prices Episode 8's CPU pass with its own
 measurement and says so; the session-wide site (no model at start) says the shipped one is used.
 
-The server's model process times its passes as it loads (``lm.calibrate``, budget set small here by
-``SDP_CALIBRATE_S``); the server logs the measured times, which the page must show.
+The server's first model process times its passes as it loads (``lm.calibrate``, budget set small
+here by ``SDP_CALIBRATE_S``); the server logs the measured times, which the page must show, with
+the record's stamp (time, threads, weight format).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def test_a_server_that_loads_the_model_at_start_shows_its_own_curve(page, consol
         page.goto(server.url + URL)
         words = _cpu_sentence(page)
         assert HERE in words and SHIPPED not in words
+        assert re.search(r"at \d\d:\d\d UTC on \d{4}-\d\d-\d\d, \d threads?, float32 weights", words), words
         # the default k = 4: a pass over 5 against one, each the running maximum of the medians
         one, five = ms[ns.index(1)], max(ms[:ns.index(5) + 1])
         assert f"takes {five:.1f} ms against {one:.1f} ms for one" in words

@@ -50,12 +50,15 @@ def test_every_child_is_told_when_the_runs_change(monkeypatch):
 
 @pytest.mark.skipif(not kernel.HAVE_NUMBA, reason="threads are the kernel's")
 def test_a_child_times_its_passes_with_the_threads_it_was_told(monkeypatch):
+    from specdec_playable.runtime import calibration as records
+
     monkeypatch.setenv(mp.CALIBRATE_ENV, "0.5")
-    monkeypatch.setattr(mp, "_calibration", [None])
+    monkeypatch.setattr(records, "STORE", records.CalibrationStore())
     child = mp.ModelProcess(blas_threads=1)
     try:
-        times = child.load()
+        record = child.load()
     finally:
         child.close()
-    assert times is not None
-    assert times.threads == mp.threads_per_run(0)  # no run was going on while it loaded
+    assert record is not None
+    assert record.times.threads == mp.threads_per_run(0)  # no run was going on while it loaded
+    assert f"{record.times.threads} thread" in record.stamp()

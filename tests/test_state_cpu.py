@@ -1,8 +1,9 @@
 """Which CPU pass costs the pages state, and that they say where they were measured.
 
 With no model process loaded (as in this test process) the pages use the shipped measurement and
-say "measured on the machine that built this page"; once a model process has timed its passes,
-they use that and say "measured on this server at start-up".
+say "measured on the machine that built this page"; once the server's first model process has
+timed its passes, they use that record and say "measured on this server" with its stamp (CPU,
+time, threads, weight format).
 """
 
 from __future__ import annotations
@@ -13,25 +14,38 @@ import numpy as np
 import pytest
 
 from specdec_playable.data import hardware
-from specdec_playable.data.machine import this_machine
 from specdec_playable.lm.calibrate import PassTimes
+from specdec_playable.runtime import calibration as records
 from specdec_playable.runtime import model_process
 from specdec_playable.kit import cpu
 from specdec_playable.episodes.ep8.state import BusyAndTrees
 ep7_page = importlib.import_module("specdec_playable.episodes.ep7.page")
 
-SERVER = PassTimes((1, 2, 4, 5, 8, 9, 16, 32), (20.0, 21.0, 22.5, 23.0, 25.0, 26.0, 33.0, 52.0),
-                   repeats=5, seconds=4.0, threads=1, kernel="numba", measured_at=1.0)
+TIMES = PassTimes((1, 2, 4, 5, 8, 9, 16, 32), (20.0, 21.0, 22.5, 23.0, 25.0, 26.0, 33.0, 52.0),
+                  repeats=5, seconds=4.0, threads=1, kernel="numba", measured_at=1.0)
+STAMP = "a 2-core AMD EPYC 9B14 at 20:14 UTC on 2026-12-04, 1 thread, float32 weights"
+
+
+def _record(times: PassTimes) -> records.Calibration:
+    return records.Calibration(times, model_process.weights(), "AMD EPYC 9B14", 2, "2026-12-04T20:14:05Z")
+
+
+SERVER = _record(TIMES)
+
+
+def _serve(monkeypatch, record) -> None:
+    """This process's server, with ``record`` as its calibration (none: None)."""
+    monkeypatch.setattr(records, "STORE", records.CalibrationStore(*([record] if record else [])))
 
 
 @pytest.fixture
 def measured_here(monkeypatch):
-    monkeypatch.setattr(model_process, "_calibration", [SERVER])
+    _serve(monkeypatch, SERVER)
 
 
 @pytest.fixture
 def model_absent(monkeypatch):
-    monkeypatch.setattr(model_process, "_calibration", [None])
+    _serve(monkeypatch, None)
 
 
 def test_without_a_model_process_the_shipped_curve_is_used_and_said(model_absent):
@@ -47,18 +61,28 @@ def test_without_a_model_process_the_shipped_curve_is_used_and_said(model_absent
 
 def test_a_server_measurement_replaces_it_and_says_so(measured_here):
     p = cpu.cpu_passes()
-    assert p.here and p.source.startswith(cpu.HERE)
-    assert this_machine().describe() in p.source and "1 thread per run" in p.source
+    assert p.here and p.source == f"{cpu.HERE}: {STAMP}" and p.record is SERVER
     assert p.ratio(5) == pytest.approx(23.0 / 20.0)
-    assert p.curve.n_positions.tolist() == list(SERVER.n_positions)
+    assert p.curve.n_positions.tolist() == list(TIMES.n_positions)
+
+
+def test_the_stamp_names_the_weight_format_and_a_forced_curve(monkeypatch):
+    forced = PassTimes((1, 2), (30.0, 30.0), repeats=5, seconds=1.0, threads=2, kernel="numba",
+                       enforced=True, raised=(2,))
+    rec = records.Calibration(forced, "q4", "", 16, "2026-12-04T09:05:00Z")
+    assert rec.stamp() == ("measured on a 16-core CPU at 09:05 UTC on 2026-12-04, 2 threads, "
+                           "4-bit weights, running maximum taken")
+    monkeypatch.setattr(model_process, "_WEIGHTS", ["q4"])
+    _serve(monkeypatch, rec)
+    assert cpu.cpu_passes().details == rec.details() and "4-bit" in cpu.cpu_passes().curve.label
 
 
 def test_episode8_keeps_one_curve_for_its_session(model_absent, monkeypatch):
     s = BusyAndTrees(rng=0)
     before = s.cpu_curve
-    monkeypatch.setattr(model_process, "_calibration", [SERVER])
+    _serve(monkeypatch, SERVER)
     assert s.cpu_curve is before  # a page drawn with one curve is not priced with another
-    assert BusyAndTrees(rng=0).cpu_curve.n_positions.tolist() == list(SERVER.n_positions)
+    assert BusyAndTrees(rng=0).cpu_curve.n_positions.tolist() == list(TIMES.n_positions)
 
 
 def test_episode7_lesson_says_where_its_ratio_was_measured(model_absent, monkeypatch):
@@ -68,9 +92,9 @@ def test_episode7_lesson_says_where_its_ratio_was_measured(model_absent, monkeyp
     html = ep7_page.lesson_html()
     r5 = cpu.cpu_passes().ratio(5)
     assert f"takes {r5:.2f}× a single decode step" in html and cpu.SHIPPED in html
-    monkeypatch.setattr(model_process, "_calibration", [SERVER])
+    _serve(monkeypatch, SERVER)
     html = ep7_page.lesson_html()
-    assert "takes 1.15× a single decode step" in html and cpu.HERE in html
+    assert "takes 1.15× a single decode step" in html and f"{cpu.HERE}: {STAMP}" in html
     q = float(theory.break_even_q(4, 0.15 / 4))
     assert f"at least q = {q:.2f}" in html
     # the break-even claim holds: a free draft at that q writes 1.15 tokens per pass of 5
@@ -79,20 +103,32 @@ def test_episode7_lesson_says_where_its_ratio_was_measured(model_absent, monkeyp
 
 def test_a_dip_in_a_measured_curve_is_taken_as_noise(monkeypatch):
     dipping = PassTimes((1, 2, 4), (30.0, 21.0, 33.0), repeats=3, seconds=1.0, threads=1, kernel="numba")
-    monkeypatch.setattr(model_process, "_calibration", [dipping])
+    _serve(monkeypatch, _record(dipping))
     p = cpu.cpu_passes()
     assert p.curve.median_ms.tolist() == [30.0, 30.0, 33.0] and p.ratio(2) == 1.0
 
 
-@pytest.mark.parametrize("times", [SERVER, PassTimes((1, 5, 9), (20.0, 40.0, 60.0), repeats=3,
-                                                     seconds=1.0, threads=2, kernel="numpy")])
+@pytest.mark.parametrize("times", [TIMES, PassTimes((1, 5, 9), (20.0, 40.0, 60.0), repeats=3,
+                                                    seconds=1.0, threads=2, kernel="numpy")])
 def test_episode7_outro_follows_the_pass_costs(monkeypatch, times):
     from specdec_playable.episodes import ep7
     from specdec_playable.sim import theory
 
-    monkeypatch.setattr(model_process, "_calibration", [times])
+    _serve(monkeypatch, _record(times))
     html = ep7_page.outro_html()
     r5, r9 = times.ratio(5), times.ratio(9)
     assert f"({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)" in html
     assert ("is nearly one step too" in html) == (r5 < 1.3)
     assert f"at least q = {float(theory.break_even_q(4, (r5 - 1) / 4)):.2f}" in html
+
+
+def test_the_summary_says_what_the_episodes_say_from_the_same_record(model_absent, monkeypatch):
+    from specdec_playable.episodes import EPISODES
+    from specdec_playable.kit.site import summary
+
+    shipped = summary.sentences(EPISODES)[7]
+    assert cpu.SHIPPED in shipped and cpu.HERE not in shipped
+    _serve(monkeypatch, SERVER)
+    measured = summary.sentences(EPISODES)[7]  # the record changed: so does the sentence
+    assert f"{cpu.HERE}: {STAMP}" in measured and "costs 1.15× a one-position step" in measured
+    assert f"{cpu.HERE}: {STAMP}" in ep7_page.lesson_html()

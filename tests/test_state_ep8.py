@@ -183,21 +183,28 @@ def test_cpu_sentences_follow_the_numbers(q, k, c, batch):
         assert float(batching.batch_costs(1.0, k, c, 1, cpu).speedup[()]) < 1.0
 
 
-@pytest.mark.parametrize("server, here", [("f32", True), ("q4", True), ("f32", False), ("q4", False)])
-def test_the_two_cpu_curves_put_the_servers_own_in_its_format(monkeypatch, server, here):
-    """Episode 8's float32 and 4-bit curves: this server's measurement stands in the format its
-    model processes load; the other format (and both, before any measurement) is the shipped one."""
+@pytest.mark.parametrize("own, here", [("f32", True), ("q4", True), ("f32", False)])
+@pytest.mark.parametrize("other_measured", [False, True])
+def test_the_two_cpu_curves_put_the_servers_own_in_its_format(monkeypatch, own, here, other_measured):
+    """Episode 8's float32 and 4-bit curves: the page's curve stands in the format it was measured
+    in (float32 when shipped); the other format is this server's record of it once a model
+    process of that format has measured, else the shipped one."""
     from types import SimpleNamespace
 
     from specdec_playable.data import hardware
+    from specdec_playable.episodes.ep8 import state as st8
     from specdec_playable.episodes.ep8.state import format_curves
-    from specdec_playable.runtime import model_process
 
-    monkeypatch.setattr(model_process, "_WEIGHTS", [server])
-    mine = hardware.cpu_curve() if not here else object()
-    got = format_curves(SimpleNamespace(curve=mine, here=here))
-    live = server if here else "f32"
-    other = {"f32": "q4", "q4": "f32"}[live]
-    assert got[live] is mine
-    shipped = {"f32": hardware.cpu_curve(), "q4": hardware.cpu_q4_curve()}[other]
-    assert np.allclose(got[other].median_ms, shipped.median_ms, rtol=0, atol=1e-9)
+    other = {"f32": "q4", "q4": "f32"}[own]
+    theirs = SimpleNamespace(curve=object())
+    monkeypatch.setattr(st8, "server_passes",
+                        lambda fmt: theirs if (other_measured and fmt == other) else None)
+    mine = object()
+    record = SimpleNamespace(weights=own) if here else None
+    got = format_curves(SimpleNamespace(curve=mine, here=here, record=record))
+    assert got[own] is mine
+    if other_measured:
+        assert got[other] is theirs.curve
+    else:
+        shipped = {"f32": hardware.cpu_curve(), "q4": hardware.cpu_q4_curve()}[other]
+        assert np.allclose(got[other].median_ms, shipped.median_ms, rtol=0, atol=1e-9)

@@ -1,4 +1,4 @@
-"""Command line: ``specdec-playable [serve|simulate|generate|export] ...``."""
+"""Command line: ``specdec-playable [serve|simulate|generate|calibrate|export] ...``."""
 
 from __future__ import annotations
 
@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     _serve_parser(sub)
     _simulate_parser(sub)
     _generate_parser(sub)
+    _calibrate_parser(sub)
     e = sub.add_parser("export", help="write a static Pyodide build of every episode plus an index")
     e.add_argument("dest", metavar="DIR", help="folder to write (created if missing)")
     e.add_argument("--episode", action="append", default=None, metavar="SLUG",
@@ -171,6 +172,61 @@ def _generate_parser(sub) -> None:
     g.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _calibrate_parser(sub) -> None:
+    from ..lm.calibrate import BUDGET_S, QUANTILE
+
+    c = sub.add_parser("calibrate", help="time this machine's forward passes, as a server does once at start",
+                       description="Time forward passes of the real model over 1 to 32 new positions "
+                                   "here and now, and print the record a server keeps (when, which "
+                                   f"CPU, threads, weight format; each size's {QUANTILE:.0%} quantile "
+                                   "of interleaved repeats, never falling as the positions grow).")
+    c.add_argument("--weights", choices=(*WEIGHT_FORMATS, "both"), default="f32",
+                   help="the weight format to time: f32 (the default), q4, or both, one after the other")
+    c.add_argument("--budget", type=_real_in(0.0, 60.0, lo_open=True), default=BUDGET_S, metavar="S",
+                   help=f"seconds the timing may take per format, in (0, 60] (default {BUDGET_S:g}; "
+                        "a loaded machine may take a round longer)")
+    c.add_argument("--json", action="store_true", help="print one JSON object, keyed by weight format")
+
+
+def _calibrate(args) -> int:
+    from ..lm import ModelNotInstalled, get_model
+    from ..runtime.calibration import measure
+
+    formats = WEIGHT_FORMATS if args.weights == "both" else (args.weights,)
+    made = {}
+    for fmt in formats:
+        print(f"specdec-playable calibrate: loading the model ({fmt})...", file=sys.stderr, flush=True)
+        try:
+            model = get_model(fmt)
+        except ModelNotInstalled as exc:
+            print(f"specdec-playable calibrate: error: the model is not installed; run: {exc.command}",
+                  file=sys.stderr)
+            return 1
+        print(f"specdec-playable calibrate: timing passes ({fmt}, up to about {args.budget:g} s)...",
+              file=sys.stderr, flush=True)
+        made[fmt] = measure(model, budget_s=args.budget)
+    if args.json:
+        print(json.dumps({fmt: rec.to_json() for fmt, rec in made.items()}))
+    else:
+        print("\n\n".join(calibration_table(rec) for rec in made.values()))
+    return 0
+
+
+def calibration_table(record) -> str:
+    """A :class:`.calibration.Calibration` as ``calibrate`` prints it: the stamp, one row per size
+    (milliseconds, times a one-position step), then how it was measured."""
+    t = record.times
+    rows = [f"{n:>9}  {ms:8.2f}  {ms / t.ms[0]:6.2f}x" for n, ms in zip(t.n_positions, t.ms)]
+    how = (f"{t.repeats} interleaved rounds, {t.quantile:.0%} quantile of each size's passes; "
+           f"{t.retimed} extra round{'s' if t.retimed != 1 else ''} for sizes where it fell; "
+           + (f"still fell, so the running maximum raised {', '.join(map(str, t.raised))}"
+              if t.enforced else "never falls as the positions grow")
+           + f"; {t.seconds:.1f} s, {t.kernel} kernel")
+    stamp = record.stamp()
+    return "\n".join([stamp[0].upper() + stamp[1:],
+                      "positions        ms  x step", *rows, how])
+
+
 def _export(args) -> int:
     from .export import ExportError, export
 
@@ -238,11 +294,8 @@ def marked_text(texts, marks) -> str:
 
 
 def _generate(args) -> int:
-    import math
-
     from ..lm import ModelNotInstalled, get_model
     from ..lm.compare import BOOTSTRAP_SEED  # the same run gives the same interval
-    from ..lm.decode import draft_cost
     from ..lm.head import HeadNotInstalled
     from ..lm.race import fair_speedup, race
     from ..lm.registry import make_draft
@@ -270,6 +323,20 @@ def _generate(args) -> int:
     r = race(model, ids, draft, args.k, rng=args.seed, **kw)
     plain, spec = r.plain, r.spec
     fair = fair_speedup(r.turns, rng=BOOTSTRAP_SEED, ended=spec.stopped == "eos")
+    out = _generation_record(args, temperature, plain, spec, fair)
+    if args.json:
+        print(json.dumps(out))
+    else:
+        _print_generation(tok, plain, spec, fair, args=args, out=out)
+    return 0
+
+
+def _generation_record(args, temperature: float, plain, spec, fair) -> dict:
+    """What ``generate --json`` prints: the settings, both runs, and the race's figures."""
+    import math
+
+    from ..lm.decode import draft_cost
+
     matched = spec.tokens == plain.tokens
     gain = fair.speedup
     c = draft_cost(plain, spec) if spec.proposed else 0.0
@@ -293,11 +360,7 @@ def _generate(args) -> int:
         verdict=fair.verdict, work_speedup=num(fair.work_speedup),
         round_cost=num(fair.round_cost),
     )
-    if args.json:
-        print(json.dumps(out))
-    else:
-        _print_generation(tok, plain, spec, fair, args=args, out=out)
-    return 0
+    return out
 
 
 def _per_s(race_figure: float, run) -> float:
@@ -374,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         return _export(args)
     if args.command == "generate":
         return _generate(args)
+    if args.command == "calibrate":
+        return _calibrate(args)
     try:
         return _serve(args)
     except KeyboardInterrupt:

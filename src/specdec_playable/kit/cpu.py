@@ -1,13 +1,16 @@
 """The CPU pass costs a page states, and where they were measured.
 
-A server's model process times its own forward passes as it loads the model
-(``lm.calibrate``; ``runtime.service.server_pass_times``). Until one has, and wherever the model
+A server measures its forward passes once, in the first model process that loads the model
+(``lm.calibrate``), and keeps that one stamped record (``runtime.calibration``;
+``runtime.service.server_pass_times``): every page reads the same. Until one has, and wherever the model
 is absent (a notebook without the model, an exported page), the pages use the shipped measurement
 (``assets/pass_cost_cpu.csv``), made on the machine that built the package. Every sentence that
-prices a CPU pass says which of the two it is (:attr:`CpuPasses.source`).
+prices a CPU pass says which of the two it is, and the record's stamp (when, which CPU, threads,
+weight format: :attr:`CpuPasses.source`).
 
 A pass over more positions does all the work of a pass over fewer, so a curve that dips (a burst of
-load during one size's repeats) is noise: the curve used is the running maximum of the medians.
+load during one size's repeats) is noise: the curve used is the running maximum (a server's record
+is already monotone, ``lm.calibrate`` sees to that; the shipped medians may dip).
 """
 
 from __future__ import annotations
@@ -18,12 +21,11 @@ from functools import lru_cache
 import numpy as np
 
 from ..data import hardware
-from ..data.machine import this_machine
 from ..runtime import service as interface
 from ..sim import theory
 from ..sim.batching import PassTimeCurve, fit_roofline
 
-HERE = "measured on this server at start-up"
+HERE = "measured on this server"
 SHIPPED = "measured on the machine that built this page"
 
 
@@ -34,19 +36,22 @@ class CpuPasses:
     Attributes
     ----------
     curve : PassTimeCurve
-        Median pass time per number of positions (1 to 32 here, 1 to 64 shipped).
+        Pass time per number of positions (1 to 32 here, 1 to 64 shipped).
     here : bool
         True when measured by this server's own model process.
     machine : str
         The machine measured, as a phrase ("a 2-core AMD EPYC").
     threads : int
         Threads each product used.
+    record : Calibration or None
+        The server's calibration record it was made from (None: the shipped measurement).
     """
 
     curve: PassTimeCurve
     here: bool
     machine: str
     threads: int
+    record: object = None
 
     def ratio(self, n: int) -> float:
         """A pass over ``n`` positions over one decoding step."""
@@ -68,26 +73,30 @@ class CpuPasses:
 
     @property
     def details(self) -> str:
-        """``"a 2-core AMD EPYC, 1 thread per run"`` (the shipped one adds its date)."""
+        """The server record's stamp (``"a 2-core AMD EPYC at 20:14 UTC on 2026-12-04, 1 thread,
+        4-bit weights"``), or ``"a 2-core AMD EPYC on 2026-11-30, 1 thread per run"`` shipped."""
+        if self.record is not None:
+            return self.record.details()
         return f"{self.machine}, {self.threads} thread{'s' if self.threads != 1 else ''} per run"
 
     @property
     def source(self) -> str:
-        """``"measured on this server at start-up (a 2-core AMD EPYC, 1 thread per run)"`` or the
-        shipped equivalent."""
-        return f"{self.where} ({self.details})"
+        """``"measured on this server: a 2-core AMD EPYC at 20:14 UTC on 2026-12-04, 1 thread,
+        4-bit weights"`` or the shipped equivalent (it goes inside brackets on the pages)."""
+        return f"{self.where}: {self.details}"
 
 
-def _monotone(n_positions, median_ms, label: str) -> PassTimeCurve:
+def _monotone(n_positions, ms, label: str) -> PassTimeCurve:
     order = np.argsort(np.asarray(n_positions))
-    ms = np.maximum.accumulate(np.asarray(median_ms, dtype=float)[order])
+    ms = np.maximum.accumulate(np.asarray(ms, dtype=float)[order])
     return fit_roofline(np.asarray(n_positions)[order], ms, label=label)
 
 
 @lru_cache(maxsize=4)
-def _from_server(times) -> CpuPasses:
-    curve = _monotone(times.n_positions, times.median_ms, f"SmolLM2-135M, float32 ({HERE})")
-    return CpuPasses(curve, True, this_machine().describe(), int(times.threads))
+def _from_server(record) -> CpuPasses:
+    times = record.times
+    curve = _monotone(times.n_positions, times.ms, f"SmolLM2-135M, {record.weight_words} ({HERE})")
+    return CpuPasses(curve, True, record.machine, int(times.threads), record)
 
 
 @lru_cache(maxsize=1)
@@ -95,14 +104,25 @@ def _shipped() -> CpuPasses:
     meta = hardware.load_cpu_meta()
     machine = f"a {meta.get('cores', '?')}-core {meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')}"
     series = hardware.load_cpu_pass_costs()
-    curve = _monotone(series.n_positions, series.median_ms, f"SmolLM2-135M, float32 ({SHIPPED})")
+    curve = _monotone(series.n_positions, series.median_ms,
+                      f"SmolLM2-135M, float32 weights ({SHIPPED})")
     return CpuPasses(curve, False, machine, int(meta.get("threads", 1)))
 
 
+def server_passes(weights: str) -> CpuPasses | None:
+    """This server's calibration record for ``weights`` (``"f32"`` or ``"q4"``: a model process
+    of each format measures once), or None before one was made."""
+    from ..runtime.calibration import STORE
+
+    record = STORE.get(weights)
+    return None if record is None else _from_server(record)
+
+
 def cpu_passes() -> CpuPasses:
-    """This server's own measurement once a model process has made it, else the shipped one."""
-    times = interface.server_pass_times()
-    return _shipped() if times is None else _from_server(times)
+    """This server's calibration record once its first model process has made it, else the
+    shipped measurement."""
+    record = interface.server_pass_times()
+    return _shipped() if record is None else _from_server(record)
 
 
-__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes"]
+__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes", "server_passes"]

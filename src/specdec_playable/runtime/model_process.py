@@ -15,10 +15,12 @@ The child runs at a lower CPU priority and with one BLAS thread per product, lik
 workers. Its kernel's threads follow :func:`threads_per_run`: whenever the number of runs in this
 server's children changes, every child is told how many threads its passes may use (on the pipe
 that carries cancellations), so a run alone on the machine uses :data:`THREADS_ALONE` and two
-runs at once use one core each. As it loads the model it times forward passes of 1 to 32 positions
-(:func:`.calibrate.measure_pass_times`, a few seconds); :func:`calibration` gives the latest such
-measurement of any child of this server, which the pages use to price a pass on this machine. Cancelling sets an event the child's runs check at every pass; a child that does not
-answer within its time budget (plus a margin) is terminated and replaced on the next run.
+runs at once use one core each. The first child of this server to load the model in a weight
+format times its forward passes of 1 to 32 positions (:func:`.calibrate.measure_pass_times`, a few
+seconds) and this process keeps the stamped record (:mod:`.calibration`); every later child is
+told not to measure, and :func:`calibration` gives that one record, which the pages use to price a
+pass on this machine. Cancelling sets an event the child's runs check at every pass; a child that
+does not answer within its time budget (plus a margin) is terminated and replaced on the next run.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from . import calibration as records
 from .jobs import blas_env
 from ..lm.compare import Comparison, Mirror, compare
 
@@ -51,7 +54,6 @@ THREADS_ALONE = 2
 _THREADS_CODE = 0xFFFF0000
 
 _ready = threading.Event()
-_calibration: list = [None]  # the latest PassTimes of any child (an immutable value)
 _children: set = set()  # live ModelProcess objects of this server
 _runs = [0]  # runs in them now
 _runs_lock = threading.Lock()
@@ -98,29 +100,32 @@ def model_ready() -> bool:
 
 
 def calibration():
-    """The latest :class:`.calibrate.PassTimes` measured by a child of this server as it loaded
-    the model, or None before any child has loaded (or with calibration switched off)."""
-    return _calibration[0]
+    """This server's :class:`.calibration.Calibration` for its weight format, measured once by the
+    first child that loaded the model, or None before (or with calibration switched off)."""
+    return records.STORE.get(_WEIGHTS[0])
 
 
-def _calibrate(model, cancel: threading.Event):  # pragma: no cover - runs in the child
-    """The child's start-up measurement of its own pass times (None when switched off)."""
+def _calibrate(model, cancel: threading.Event, measure: bool):  # pragma: no cover - runs in the child
+    """The child's warm-up and, if it is the one to measure, its stamped pass times (else None;
+    None too when switched off)."""
     from ..lm import head, kernel
-    from ..lm.calibrate import BUDGET_S, measure_pass_times
+    from ..lm.calibrate import BUDGET_S
 
     kernel.warmup()
     head.warmup(model)
+    if not measure:
+        return None
     try:
         budget = float(os.environ.get(CALIBRATE_ENV, BUDGET_S))
     except ValueError:
         budget = BUDGET_S
     if not budget > 0:
         return None
-    return measure_pass_times(model, budget_s=min(budget, 30.0), stopped=cancel.is_set)
+    return records.measure(model, budget_s=min(budget, 30.0), stopped=cancel.is_set)
 
 
-def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
-                blas_threads: int, weights: str = "f32") -> None:  # pragma: no cover - runs in the child
+def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int, blas_threads: int,
+                weights: str = "f32", *, measure: str = "1") -> None:  # pragma: no cover - runs in the child
     """The child's loop: load the model, then answer one request at a time until the parent leaves."""
     from multiprocessing.connection import Connection
 
@@ -148,7 +153,7 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int,
     if nice:
         lower_priority(nice)
     model = get_model(weights)  # the BLAS thread limit came with the environment (jobs.blas_env)
-    replies.send(("ready", _calibrate(model, cancel)))
+    replies.send(("ready", _calibrate(model, cancel, measure == "1")))
     while True:
         try:
             run, request = requests.recv()
@@ -183,7 +188,7 @@ def _measure(model, cancel: threading.Event, replies, text: str,
 
 
 _CHILD = ("import sys; from specdec_playable.runtime.model_process import _child_main; "
-          "_child_main(*map(int, sys.argv[1:6]), *sys.argv[6:])")
+          "_child_main(*map(int, sys.argv[1:6]), sys.argv[6], measure=sys.argv[7])")
 
 #: The weight format this server's model processes load (:func:`set_weights`; ``lm.model``'s
 #: ``"f32"`` or ``"q4"``): one setting for the whole server, made by the app before it serves.
@@ -216,6 +221,10 @@ class ModelProcess:
         # Imported here: a static (Pyodide) page imports this module but never starts a child.
         from multiprocessing.connection import Connection
 
+        self._weights = weights or _WEIGHTS[0]
+        self._store = records.STORE
+        self._measures = self._store.claim(self._weights)  # the first child of a format measures
+
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         can_r, can_w = os.pipe()
@@ -223,9 +232,13 @@ class ModelProcess:
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-c", _CHILD, *map(str, child_fds), str(nice), str(blas_threads),
-                 weights or _WEIGHTS[0]],
+                 self._weights, "1" if self._measures else "0"],
                 pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 close_fds=True, env={**os.environ, **blas_env(blas_threads)})
+        except BaseException:
+            if self._measures:
+                self._store.release(self._weights)
+            raise
         finally:
             for fd in child_fds:
                 os.close(fd)
@@ -251,6 +264,9 @@ class ModelProcess:
         """Stop the child (it holds a copy of the model's weights)."""
         with _runs_lock:
             _children.discard(self)
+        if self._measures and not self._loaded:  # it never measured: the next child will
+            self._store.release(self._weights)
+            self._measures = False
         for conn in (self._requests, self._replies):
             conn.close()
         try:
@@ -279,7 +295,11 @@ class ModelProcess:
             if time.monotonic() > deadline or not self.alive:
                 self.close()
                 raise RuntimeError("the model process stopped answering")
-        return self._replies.recv()
+        try:
+            return self._replies.recv()
+        except (EOFError, OSError):  # it exited (a failed load): closed, so the next one starts clean
+            self.close()
+            raise RuntimeError("the model process stopped answering") from None
 
     def _wait_loaded(self, cancel: threading.Event | None) -> None:
         if not self._loaded:
@@ -288,16 +308,23 @@ class ModelProcess:
                 raise RuntimeError(f"the model process sent {kind!r} before it was ready")
             self._loaded = True
             if times is not None:
-                _calibration[0] = times
-                log.info("model process %s: passes of %s positions take %s ms", self._proc.pid,
-                         times.n_positions, times.median_ms)
+                kept = self._store.settle(times)
+                log.info("model process %s: passes of %s positions take %s ms (%s)", self._proc.pid,
+                         kept.times.n_positions, kept.times.ms, kept.stamp())
+            elif self._measures:  # calibration is switched off: nothing to keep
+                self._store.release(self._weights)
+            else:
+                log.info("model process %s: uses the server's calibration record, not its own",
+                         self._proc.pid)
             _ready.set()
 
     def load(self, cancel: threading.Event | None = None):
-        """Wait until the child has loaded the model and timed its passes; return that timing
-        (a :class:`.calibrate.PassTimes`, or None if calibration is switched off)."""
+        """Wait until the child has loaded the model (and, if it is the first child of its weight
+        format, timed its passes); return the server's record for its format (a
+        :class:`.calibration.Calibration`, the same for every child; None if calibration is
+        switched off, or while the child measuring it has not reported yet)."""
         self._wait_loaded(cancel)
-        return calibration()
+        return self._store.get(self._weights)
 
     def measure(self, text: str, *, cancel: threading.Event | None = None, max_seconds: float,
                 report: Callable[[object], None] | None = None):
@@ -369,6 +396,8 @@ def thread_process(*, nice: int = 0, blas_threads: int = 1, weights: str | None 
     procs = _local.__dict__.setdefault("procs", {})
     proc = procs.get(fmt)
     if proc is None or not proc.alive:
+        if proc is not None:
+            proc.close()  # its pipes, and its claim on the calibration if it died before measuring
         proc = procs[fmt] = ModelProcess(nice=nice, blas_threads=blas_threads, weights=fmt)
         log.info("started a model process (pid %s, weights %s) for %s", proc._proc.pid,
                  fmt, threading.current_thread().name)

@@ -9,7 +9,8 @@ it to each page. A page built without one runs no model (:data:`NO_MODEL`) and s
   ``progress`` and ``result``; ``handle.cancel()`` stops it; a full line raises
   :class:`QueueFull`), ``installed()``, ``generation(settings)`` and ``scoring(text)`` (the work
   Episode 7's Run and Episode 4's pasted text submit), ``model_ready()`` (whether a model process
-  has loaded the model) and ``pass_times()`` (what its passes measured as it loaded; None before).
+  has loaded the model) and ``pass_times()`` (the server's one calibration record, a
+  :class:`.calibration.Calibration` measured by its first model process; None before).
 * :func:`shared` caches a pure function's frozen results for every session of the process.
 """
 
@@ -70,7 +71,8 @@ class ModelService:
     model_ready : callable
         Whether a model process has loaded the model.
     pass_times : callable
-        The pass times a model process measured as it loaded (None before).
+        The server's calibration record (:class:`.calibration.Calibration`: the pass times its
+        first model process measured as it loaded, stamped; None before).
     """
 
     queue: Callable[[], JobQueue] = shared_queue

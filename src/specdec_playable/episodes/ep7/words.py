@@ -9,6 +9,7 @@ here, once, from the numbers they state. Plain text: escape it for HTML.
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass
 
@@ -554,7 +555,8 @@ def summary_sentence() -> str:
     need = (f", so even a free draft pays at k = 4 only if its guesses are accepted at a rate of at "
             f"least q = {cpu.free_draft_break_even(4):.2f}" if 1 < r_cpu < 5 else "")
     return (f"A real model on a CPU, where a pass over 5 positions costs {times(r_cpu)} a "
-            f"one-position step (on the H200, {times(r_gpu)}){need}." + rec)
+            f"one-position step (on the H200, {times(r_gpu)}){need}. The CPU's figures were "
+            f"{html.escape(cpu.source)}." + rec)
 
 
 def counter_text(text: str | None, max_chars: int) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 import param
 
 from ...kit.params import C, K, K_SLIDER_MAX, Q, control, unlocked
-from ...kit.cpu import cpu_passes
+from ...kit.cpu import cpu_passes, server_passes
 from ...data import hardware
 from ...sim import batching, theory, trees
 
@@ -48,13 +48,17 @@ def cpu_curve() -> batching.PassTimeCurve:
 
 def format_curves(cpu) -> dict:
     """The real model's two CPU curves, float32 and the file's 4-bit blocks (``"f32"``, ``"q4"``):
-    ``cpu`` (this server's own measurement, or the shipped one; see :func:`.cpu.cpu_passes`) in
-    the format it was measured in, the other format as shipped."""
-    from ...runtime.model_process import weights
-
-    live = weights() if cpu.here else "f32"
+    ``cpu`` (the page's curve: this server's record, or the shipped float32 one; see
+    :func:`.cpu.cpu_passes`) in its own format, the other format this server's record of it if a
+    model process of that format has measured, else as shipped."""
+    record = getattr(cpu, "record", None)
+    own = record.weights if cpu.here and record is not None else "f32"
     shipped = {"f32": hardware.cpu_curve, "q4": hardware.cpu_q4_curve}
-    return {fmt: cpu.curve if fmt == live else load() for fmt, load in shipped.items()}
+    out = {}
+    for fmt, load in shipped.items():
+        mine = None if fmt == own else server_passes(fmt)
+        out[fmt] = cpu.curve if fmt == own else mine.curve if mine is not None else load()
+    return out
 
 
 def real_tree_table():

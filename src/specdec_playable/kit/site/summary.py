@@ -4,17 +4,21 @@ example, and one sentence per episode with a link into it at the setting that sh
 Each episode writes its own sentence (``summary_sentence`` of its record, in its ``words.py``),
 every number computed from the simulation's theory or the shipped measurements at the setting its
 link opens (``summary_link``); ``tests/test_course.py`` checks the sentences against the numbers
-and the links against each episode's own URL check.
+and the links against each episode's own URL check. A sentence that prices a CPU pass reads the
+server's calibration record (``runtime.calibration``), so the sentences are kept per record: the
+summary changes once, when the server's first model process has measured, and then says what the
+episodes say.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import lru_cache
 from urllib.parse import urlencode
 
 import panel as pn
 
+from ...runtime import service as interface
 from ...sim import theory
 from .. import words
 from ..episode import Episode
@@ -37,15 +41,16 @@ def _x(v: float) -> str:
     return words.times(v)
 
 
-@cache
-def _sentence(episode: Episode) -> str:
+@lru_cache(maxsize=64)
+def _sentence(episode: Episode, record) -> str:
     return episode.summary_sentence() if episode.summary_sentence else ""
 
 
 def sentences(episodes: Sequence[Episode]) -> Mapping[int, str]:
     """One sentence per episode (trusted HTML; every number computed by the episode's own words),
-    each computed once per process."""
-    return {ep.number: _sentence(ep) for ep in episodes if ep.summary_sentence}
+    each computed once per process and calibration record (``runtime.service.server_pass_times``)."""
+    record = interface.server_pass_times()
+    return {ep.number: _sentence(ep, record) for ep in episodes if ep.summary_sentence}
 
 
 FORMULAS = (

@@ -1,0 +1,43 @@
+"""A model process without the model, for runtime tests: started as ``runtime.model_process``
+starts its children (the same pipes and arguments), it answers "ready" at once, and when told to
+measure it calibrates a :class:`fake_load.LoadedMachine` instead of the model's passes.
+
+Its environment says how: ``FAKE_LOAD`` and ``FAKE_SEED`` (the machine's load and seed),
+``FAKE_LOG`` (a file it appends ``"<pid> measured"`` to when it measures) and ``FAKE_DIE``
+(``"1"``: exit before answering, as a child that fails to load).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+CHILD = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+         "from fake_child import main; main(*map(int, sys.argv[1:6]), sys.argv[6], measure=sys.argv[7])")
+
+
+def main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int, blas_threads: int,
+         weights: str, *, measure: str) -> None:
+    from multiprocessing.connection import Connection
+
+    from fake_load import LoadedMachine
+    from specdec_playable.lm.calibrate import CALIBRATION_NS, calibrate_passes
+    from specdec_playable.runtime.calibration import stamped
+
+    requests = Connection(requests_fd, writable=False)
+    replies = Connection(replies_fd, readable=False)
+    if os.environ.get("FAKE_DIE") == "1":
+        sys.exit(3)
+    record = None
+    if measure == "1":
+        machine = LoadedMachine(float(os.environ["FAKE_LOAD"]), rng=int(os.environ["FAKE_SEED"]))
+        times = calibrate_passes(machine.time_pass, CALIBRATION_NS, clock=machine.clock)
+        record = stamped(times, weights)
+        with open(os.environ["FAKE_LOG"], "a") as fh:
+            fh.write(f"{os.getpid()} measured\n")
+    replies.send(("ready", record))
+    while True:
+        try:
+            requests.recv()
+        except (EOFError, OSError):
+            return
