@@ -4,7 +4,8 @@
 Every page is opened once per width (one browser, two contexts) and measured by one script that
 walks every shadow root; the tests then check the measurements:
 
-- prose wraps: no element that clips or scrolls sideways is wider than its box, except code
+- prose wraps: no text panel (a Panel HTML pane, a paragraph, a list item, a heading) has words
+  running past its edge, and no element that clips or scrolls sideways is wider than its box, except code
   (``white-space: pre``: it keeps its lines and scrolls inside its own box) and the tables that
   scroll in a ``.sdp-hscroll`` / ``*-wrap`` / ``*-scroll`` box and say so; every box that keeps a
   text's own line breaks for prose (``pre-wrap``) breaks a long word where it must;
@@ -76,6 +77,12 @@ _MEASURE = """() => {
         out.overflow.push({what: name(el), ws, table, sw: el.scrollWidth, cw: el.clientWidth,
                            code: ws === 'pre' || el.querySelector('.mono, .ep7-code, pre') !== null});
       }
+      // A text panel (a Panel HTML pane, a paragraph, a list item) whose words run past its edge.
+      if (el.matches('.bk-panel-models-markup-HTML, p, li, dd, dt, h1, h2, h3')
+          && cs.overflowX === 'visible' && el.scrollWidth > el.clientWidth + 1
+          && el.querySelector('pre, .mono, .ep7-code') === null)
+        out.overflow.push({what: name(el), ws, table: false, sw: el.scrollWidth, cw: el.clientWidth,
+                           code: false});
       if ((ws === 'pre-wrap' || ws === 'break-spaces') && el.textContent.trim().length > 20)
         out.prosebox.push({what: name(el), wrap: cs.overflowWrap, wordBreak: cs.wordBreak});
       if (ws === 'pre' && el.textContent.includes('\\n') && el.textContent.trim().length > 20
