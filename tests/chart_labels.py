@@ -3,12 +3,15 @@
 :func:`drawn_labels` reads, for a figure named on the page, the box of every text
 glyph row and every ``Label`` annotation exactly as BokehJS painted it (the views'
 own screen positions, anchors and measured text sizes), and the figure's plotting
-frame, and the box of every bar (``VBar``, ``HBar``, ``Quad`` rows that are drawn).
+frame, and the box of every bar (``VBar``, ``HBar``, ``Quad`` rows that are drawn), and
+every line drawn across the plot (``Line``, ``MultiLine`` and ``Step`` glyphs, and ``Span``
+annotations), as screen polylines.
 :func:`label_problems` lists the labels that stick out of the frame, overlap another
 label, are wider than the bar they label (a row of a source that draws both bars and
 labels must sit wholly inside its own bar or wholly beside it), or cover a bar of a
-chart (``VBar``/``HBar``) that they do not label. A label whose text is empty or fully
-transparent is not drawn and is ignored.
+chart (``VBar``/``HBar``) that they do not label. :func:`crossed_labels` lists the labels a
+drawn line runs through (a chart drawing over its own words). A label whose text is empty or
+fully transparent is not drawn and is ignored.
 """
 
 from __future__ import annotations
@@ -19,10 +22,30 @@ _DRAWN = """name => {
   if (!pv || !pv.frame) return null;
   const f = pv.frame.bbox;
   const out = {frame: {left: f.left, top: f.top, right: f.right, bottom: f.bottom,
-                       width: f.width, height: f.height}, labels: [], bars: []};
+                       width: f.width, height: f.height}, labels: [], bars: [], lines: []};
   for (const [, rv] of pv.renderer_views) {
     if (!rv.model.visible) continue;
     const gv = rv.glyph;
+    if (rv.model.type === 'Span' && rv.model.location != null && rv.model.line_alpha > 0
+        && rv.model.line_color != null) {
+      const across = rv.model.dimension === 'width';
+      const scale = across ? pv.frame.y_scale : pv.frame.x_scale;
+      const at = rv.model.location_units === 'screen' ? rv.model.location : scale.compute(rv.model.location);
+      out.lines.push({what: `Span ${rv.model.name || ''}`.trim(),
+                      points: across ? [[f.left, at], [f.right, at]] : [[at, f.top], [at, f.bottom]]});
+    }
+    if (gv && ['Line', 'Step'].includes(gv.model.type) && gv.visuals.line.doit) {
+      out.lines.push({what: gv.model.type + ' ' + (rv.model.data_source.name || ''),
+                      points: Array.from(gv.sx, (x, i) => [x, gv.sy[i]])});
+    }
+    if (gv && gv.model.type === 'MultiLine') {
+      for (let i = 0; i < gv.data_size; i++) {
+        if (!gv.visuals.line.v_doit(i)) continue;
+        const xs = gv.sxs.get(i), ys = gv.sys.get(i);
+        out.lines.push({what: 'MultiLine ' + (rv.model.data_source.name || '') + ` row ${i}`,
+                        points: Array.from(xs, (x, j) => [x, ys[j]])});
+      }
+    }
     if (gv && ['VBar', 'HBar', 'Quad'].includes(gv.model.type)) {
       for (let i = 0; i < gv.data_size; i++) {
         if (!gv.visuals.fill.v_doit(i) && !gv.visuals.line.v_doit(i)) continue;
@@ -104,6 +127,41 @@ def label_problems(drawn: dict) -> list[str]:
             if b["kind"] != "Quad" and b["source"] != lb["source"] and _meet(lb, b):
                 out.append(f"{lb['text']!r} ({lb['source']}) covers a bar of {b['source']}: "
                            f"{_box(lb)} / {_box(b)}")
+                break
+    return out
+
+
+def _segment_meets(box: dict, a, b, slack: float) -> bool:
+    """Whether the segment a-b passes through ``box`` shrunk by ``slack`` (Liang-Barsky)."""
+    (x0, y0), (x1, y1) = a, b
+    if None in (x0, y0, x1, y1) or any(v != v for v in (x0, y0, x1, y1)):
+        return False
+    dx, dy = x1 - x0, y1 - y0
+    t0, t1 = 0.0, 1.0
+    for p, q in ((-dx, x0 - (box["left"] + slack)), (dx, box["right"] - slack - x0),
+                 (-dy, y0 - (box["top"] + slack)), (dy, box["bottom"] - slack - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        r = q / p
+        if p < 0:
+            t0 = max(t0, r)
+        else:
+            t1 = min(t1, r)
+        if t0 > t1:
+            return False
+    return True
+
+
+def crossed_labels(drawn: dict, slack: float = 1.0) -> list[str]:
+    """The labels a line of the chart runs through (more than ``slack`` px inside the label's box)."""
+    out = []
+    for lb in drawn["labels"]:
+        for line in drawn.get("lines", []):
+            pts = line["points"]
+            if any(_segment_meets(lb, pts[i], pts[i + 1], slack) for i in range(len(pts) - 1)):
+                out.append(f"{lb['text']!r} ({lb['source']}) is crossed by {line['what']}: {_box(lb)}")
                 break
     return out
 

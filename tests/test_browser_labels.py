@@ -4,14 +4,15 @@ Each page is opened at its starting settings and at an edge setting from a link 
 largest k, a cost that makes speculating lose); once its views have arrived and been laid
 out, every text label BokehJS painted is read back (``chart_labels.drawn_labels``) and
 checked: none sticks out of its plot, none overlaps another, none is wider than the bar it
-labels, none covers a bar it does not label. Screenshots of the phone width are written
+labels, none covers a bar it does not label, and no line of the chart (a curve, a marker line)
+runs through one. Screenshots of the phone width are written
 for a person to look at.
 """
 
 from __future__ import annotations
 
 import pytest
-from chart_labels import drawn_labels, label_problems
+from chart_labels import crossed_labels, drawn_labels, label_problems
 from conftest import assert_clean, wait_for_bokeh
 
 pytestmark = pytest.mark.browser
@@ -58,7 +59,8 @@ def test_no_label_is_clipped_or_overlaps(page, site, console, artifacts, path, w
     wait_for_bokeh(page, figures[0])
     page.wait_for_function(_LAID_OUT, arg=figures, timeout=30_000)
     page.wait_for_timeout(800)  # the lane player fits its labels on the frames after layout
-    problems = {name: label_problems(drawn_labels(page, name)) for name in figures}
+    drawn = {name: drawn_labels(page, name) for name in figures}
+    problems = {name: label_problems(d) + crossed_labels(d) for name, d in drawn.items()}
     if width == 390:
         slug = path.strip("/").replace("?", "-").replace("&", "-").replace("=", "")
         page.screenshot(path=artifacts / f"labels-{slug}-{width}.png", full_page=True)

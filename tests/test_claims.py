@@ -371,6 +371,19 @@ def test_ep5_labels_fit_the_narrowest_map_and_never_overlap(q, k, c):
     assert labels.overlapping(boxes) == []
     assert [t.text for t in lay.curves] == [f"k = {kk}" for kk in s.curve_ks]  # every curve named
     assert lay.you.text == f"you: {s.theory_speedup:.2f}× (theory)"
+    # No curve, no 1× line and no line of the visitor's runs through a note or a break-even label
+    # (the visitor's own label stays beside its dot, whatever it crosses).
+    f = lay.frame
+    qs = np.linspace(0.0, 1.0, 201)
+    lines = [np.column_stack([f.sx(qs), f.sy(np.asarray(s.curve(kk)))]) for kk in s.curve_ks]
+    lines += [np.array([[0.0, f.sy(1.0)], [f.width, f.sy(1.0)]]),
+              np.array([[f.sx(s.q), 0.0], [f.sx(s.q), f.height]])]
+    for tag in (*lay.notes, *lay.breakeven):
+        if tag is not None:
+            assert not any(labels.box(tag, f).crossed_by(ln, gap=0) for ln in lines), tag
+    # The curve names sit beyond q = 1, off every curve; the 1× line runs between them.
+    for tag in lay.curves:
+        assert not labels.box(tag, f).crossed_by(lines[-2], gap=0), tag
 
 
 @settings(max_examples=25, deadline=None)

@@ -14,15 +14,10 @@ from panel.custom import JSComponent
 
 from .resources import path, stylesheet
 
-#: The widgets whose handle is drawn at Bokeh's default 14 x 18 px unless they get
-#: ``targets.css``.
-_SLIDERS = (pn.widgets.IntSlider, pn.widgets.FloatSlider, pn.widgets.DiscreteSlider,
-            pn.widgets.RangeSlider, pn.widgets.IntRangeSlider)
-
-
 def enlarge_targets(root) -> None:
-    """Every slider in ``root`` gets handles of at least 24 x 24 px (``kit/static/targets.css``),
-    and no input control keeps a hover tooltip (its ``description``): a tooltip opens over the
+    """Every widget in ``root`` is a target of at least 32 x 32 px (``kit/static/targets.css``:
+    a slider's handle, drawn at Bokeh's 14 x 18 px without it, a button, a select, a text
+    input), and no input control keeps a hover tooltip (its ``description``): a tooltip opens over the
     controls beside or under it, and what it said is in the help list under the controls
     (:func:`.inputs.control_help`). Buttons keep theirs (the exercises' choices use them)."""
     if not isinstance(root, pn.viewable.Viewable):
@@ -32,8 +27,7 @@ def enlarge_targets(root) -> None:
         if getattr(w, "_sdp_targets", False):
             continue
         w._sdp_targets = True
-        if isinstance(w, _SLIDERS):
-            w.stylesheets = [*w.stylesheets, stylesheet("targets.css")]
+        w.stylesheets = [*w.stylesheets, stylesheet("targets.css")]
         if not isinstance(w, pn.widgets.Button) and getattr(w, "description", None):
             w.description = None
 

@@ -124,8 +124,8 @@ class _Question:
             b = pn.widgets.Button(label=choice, color="default", stylesheets=[stylesheet(_BUTTON_CSS)])
             b.on_click(lambda _event, j=j: self.guess(j))
             self.buttons.append(b)
-        self.again = pn.widgets.Button(label="Show this setting", color="light", visible=False,
-                                       css_classes=["sdp-ex-again"])
+        self.again = pn.widgets.Button(label="Show this setting", color="primary", variant="outline",
+                                       visible=False, css_classes=["sdp-ex-again"])
         self.again.on_click(lambda _event: self.show_setting())
         self.answer = pn.pane.HTML("", visible=False, stylesheets=css, sizing_mode="stretch_width",
                                    name=f"{anchor(i)}-answer", margin=(0, 10))

@@ -24,6 +24,7 @@ from bokeh.models import Model, Plot
 from panel.custom import JSComponent
 
 from ..data import hardware, measured, tree_example, tree_table
+from . import theme
 from .resources import path, stylesheet
 
 #: Where the shipped files are served, relative to any page of the site.
@@ -150,6 +151,8 @@ def anchor_figures(root):
                 continue
             for p in plots:
                 p.html_id = anchor_id(p.name)
+                if theme.TOOLBAR_CSS not in p.toolbar.stylesheets:  # 32 px buttons
+                    p.toolbar.stylesheets = [*p.toolbar.stylesheets, theme.TOOLBAR_CSS]
             line = pn.pane.HTML(figure_line_html([p.name for p in plots]), stylesheets=[stylesheet("page.css")],
                                 sizing_mode="stretch_width", margin=(0, 10))
             objects[i] = pn.Column(child, line, sizing_mode=child.sizing_mode or "stretch_width",

@@ -12,7 +12,9 @@ fits the narrowest frame fits every wider one. :func:`place` picks, label by lab
 in order of importance, the first candidate position that stays inside the frame
 and clear of every label placed before it; :func:`axis_end_for` stretches an axis so
 that labels drawn beyond the ends of bars fit; :func:`spread` stacks labels that
-would collide along one axis (curve names at the end of their curves).
+would collide along one axis (curve names at the end of their curves). Lines the chart
+draws (curves, a marker line) can be passed to :func:`place` too: a label is then put
+only where no line runs through it.
 
 The browser tests check the same promises on the labels as BokehJS actually drew them.
 """
@@ -34,8 +36,8 @@ GAP_PX = 2.0
 
 
 def text_width(text: str, size_px: float) -> float:
-    """Estimated width of ``text`` at ``size_px`` (pixels)."""
-    return CHAR_EM * size_px * len(text)
+    """Estimated width of ``text`` at ``size_px`` (pixels): its longest line's."""
+    return CHAR_EM * size_px * max(len(line) for line in text.split("\n"))
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,27 @@ class Box:
         return (self.left >= gap and self.bottom >= gap and self.right <= frame.width - gap
                 and self.top <= frame.height - gap)
 
+    def crossed_by(self, line: np.ndarray, gap: float = GAP_PX) -> bool:
+        """Whether the polyline ``line`` (an ``(n, 2)`` array of pixel points, y up) runs
+        through the box or closer to it than ``gap`` (each segment clipped to the box,
+        Liang-Barsky)."""
+        pts = np.asarray(line, dtype=float)
+        if len(pts) < 2:
+            return False
+        x0, y0 = pts[:-1, 0], pts[:-1, 1]
+        dx, dy = np.diff(pts[:, 0]), np.diff(pts[:, 1])
+        t0, t1 = np.zeros_like(x0), np.ones_like(x0)
+        ok = np.isfinite(x0 + y0 + dx + dy)
+        edges = ((-dx, x0 - (self.left - gap)), (dx, self.right + gap - x0),
+                 (-dy, y0 - (self.bottom - gap)), (dy, self.top + gap - y0))
+        for p, q in edges:
+            flat = p == 0
+            ok &= ~(flat & (q < 0))
+            r = np.divide(q, p, out=np.zeros_like(q), where=~flat)
+            t0 = np.where(p < 0, np.maximum(t0, r), t0)
+            t1 = np.where(p > 0, np.minimum(t1, r), t1)
+        return bool(np.any(ok & (t0 <= t1)))
+
 
 @dataclass(frozen=True)
 class Tag:
@@ -108,8 +131,9 @@ class Tag:
 
 
 def box(tag: Tag, frame: Frame) -> Box:
-    """The rectangle ``tag`` covers in ``frame`` (pixels, y up)."""
-    w, h = text_width(tag.text, tag.size), LINE_EM * tag.size
+    """The rectangle ``tag`` covers in ``frame`` (pixels, y up); a text of several lines
+    (``"\\n"``) is as tall as its lines."""
+    w, h = text_width(tag.text, tag.size), LINE_EM * tag.size * (tag.text.count("\n") + 1)
     x = frame.sx(tag.x) + tag.dx
     y = frame.sy(tag.y) - tag.dy
     left = {"left": x, "center": x - w / 2, "right": x - w}[tag.align]
@@ -127,27 +151,34 @@ def slid_inside(tag: Tag, frame: Frame) -> Tag:
     return tag
 
 
-def fits(tag: Tag, frame: Frame, taken: Iterable[Box] = ()) -> bool:
-    """Whether ``tag`` lies inside ``frame`` and clear of every box in ``taken``."""
+def fits(tag: Tag, frame: Frame, taken: Iterable[Box] = (), lines: Sequence[np.ndarray] = ()) -> bool:
+    """Whether ``tag`` lies inside ``frame``, clear of every box in ``taken`` and of every
+    polyline in ``lines`` (pixel points, y up)."""
     b = box(tag, frame)
-    return b.inside(frame) and not any(b.meets(t) for t in taken)
+    return (b.inside(frame) and not any(b.meets(t) for t in taken)
+            and not any(b.crossed_by(ln) for ln in lines))
 
 
 def place(choices: Sequence[Sequence[Tag]], frame: Frame, *, taken: Iterable[Box] = (),
-          required: Sequence[bool] | None = None) -> list[Tag | None]:
+          required: Sequence[bool] | None = None,
+          lines: Sequence[Sequence[np.ndarray]] | None = None) -> list[Tag | None]:
     """Lay labels out in order: each gets its first candidate that fits, or ``None`` (not drawn).
 
     ``choices[i]`` are label ``i``'s candidate positions, best first; ``taken`` are boxes
-    already occupied (fixed labels, marks). A ``required`` label that fits nowhere still
-    gets its first candidate that stays inside the frame (or its first candidate), so it
-    is always drawn; it is placed before the others.
+    already occupied (fixed labels, marks); ``lines[i]`` are the lines the chart draws that
+    label ``i`` must keep clear of (polylines in pixels, y up). A ``required`` label that fits
+    nowhere still gets its first candidate clear of the boxes (else one inside the frame, else
+    its first), so it is always drawn; it is placed before the others.
     """
     required = list(required or [False] * len(choices))
     occupied = list(taken)
     out: list[Tag | None] = [None] * len(choices)
     order = sorted(range(len(choices)), key=lambda i: not required[i])
     for i in order:
-        hit = next((t for t in choices[i] if fits(t, frame, occupied)), None)
+        avoid = lines[i] if lines is not None else ()
+        hit = next((t for t in choices[i] if fits(t, frame, occupied, avoid)), None)
+        if hit is None and required[i] and avoid:  # a required label: clear of lines if it can be
+            hit = next((t for t in choices[i] if fits(t, frame, occupied)), None)
         if hit is None and required[i] and choices[i]:
             hit = next((t for t in choices[i] if box(t, frame).inside(frame)), choices[i][0])
         if hit is not None:

@@ -212,7 +212,7 @@ def site_shell(body: str, *extra_css: str, name: str) -> pn.Column:
         pn.pane.HTML(body, stylesheets=[page_css(*extra_css)], sizing_mode="stretch_width",
                      name=f"{name}-body"),
         FragmentTarget(),
-        name=name, sizing_mode="stretch_width", max_width=1100, stylesheets=[theme_css()],
+        name=name, sizing_mode="stretch_width", max_width=1100, stylesheets=[theme_css(), page_css()],
         styles={"margin": "0 auto", "padding": "8px 16px 32px 16px"})
 
 

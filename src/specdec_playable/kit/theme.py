@@ -75,6 +75,11 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif"
 MONO_FONT = "'DejaVu Sans Mono', Menlo, Consolas, monospace"
 
 
+#: A chart's toolbar buttons as 32 x 32 px tap targets (Bokeh draws 30 px); a rule of the toolbar's
+#: own sheet sizes each button's box (``kit/figures.anchor_figures`` adds it to every figure).
+TOOLBAR_CSS = ".bk-ToolButton, .bk-OnOffButton, .bk-ClickButton { width: 32px; height: 32px; }"
+
+
 def css_variables(selector: str = ":host", names=None) -> str:
     """The theme as CSS custom properties on ``selector``: ``--sdp-ink: #1f2430;`` and so on.
 

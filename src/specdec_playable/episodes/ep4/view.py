@@ -149,7 +149,39 @@ def scoring_html(state: BoilerplateVsPoetry) -> str:
 _CSS = f"{__package__}:ep4.css"
 _PLAIN_ROW = "big model alone"
 _SPEC_ROW = "speculative"
-_MONO_KINDS = ("code", "json", "python", "pasted")
+#: Kinds of text that are code: they keep their lines and scroll sideways in their box (Python's
+#: indentation is its meaning); every other text is prose and wraps. A pasted text is code only
+#: if it looks like code (:func:`looks_like_code`).
+_MONO_KINDS = ("code", "json", "python")
+#: How a line of code ends, or begins, where a line of prose seldom does.
+_CODE_ENDS = ("{", "}", ";", "[", "(", ":", "=>")
+_CODE_STARTS = ("def ", "class ", "import ", "from ", "return ", "function ", "const ", "let ",
+                "var ", "if (", "for (", "for ", "while ", "#include", "//", "<", "}", "{", "@")
+
+
+def looks_like_code(text: str) -> bool:
+    """Whether a visitor's pasted text reads as code: at least two lines, and at least four in
+    ten of its non-blank lines indented, or ending or starting as code does. An e-mail or a
+    poem pasted in is prose, and wraps.
+
+    Examples
+    --------
+    >>> looks_like_code("def f(x):\n    return x + 1\n")
+    True
+    >>> looks_like_code("Dear Ana,\nthanks for the notes. See you on Monday.\nBest, Jo")
+    False
+    """
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return False
+    codey = sum(1 for ln in lines if ln[:1] in (" ", "\t") or ln.rstrip().endswith(_CODE_ENDS)
+                or ln.lstrip().startswith(_CODE_STARTS))
+    return codey >= 0.4 * len(lines)
+
+
+def is_code(text) -> bool:
+    """Whether Episode 4 shows ``text`` (a measured or pasted text) as code."""
+    return text.kind in _MONO_KINDS or (text.kind == "pasted" and looks_like_code(text.source))
 #: The bars' plotting area is at least this wide (px; on a 390 px phone): the axis leaves room
 #: for the time written at the end of each bar on a frame this narrow, so on any wider one.
 BARS_FRAME_PX = 235.0
@@ -199,7 +231,7 @@ def tokens_html(run: TextRun, side: str) -> str:
             cls = "a" if run.status[i] == "accepted" else "b"
             cls += " " + token_alpha_class(float(run.text.q[i]))
             parts.append(f'<span class="{cls}" title="{esc(_token_title(run, i))}">{esc(core)}</span>')
-    mono = " mono" if run.text.kind in _MONO_KINDS else ""
+    mono = " mono" if is_code(run.text) else ""
     # Focusable: a long text scrolls inside its box, and a keyboard must reach it too.
     return (f'<pre class="ep4-tokens{mono}" tabindex="0" data-side="{side}" '
             f'data-text="{esc(run.text.id)}" data-seed="{run.seed}">'

@@ -81,6 +81,25 @@ _BE_DY = _DIAMOND_PX[0] / 2 + 3
 SLOWER_NOTE = Tag(0.985, 0.12, "slower than plain decoding", size=14, align="right", baseline="bottom")
 ONE_NOTE = Tag(0.985, 1.0, "1× = plain decoding", size=12, align="right", baseline="bottom",
                dy=-_BE_DY)
+#: A note's distance (px) from the visitor's dotted line, when it sits beside it.
+_BESIDE_PX = 6.0
+
+
+def _note_choices(note: Tag, q: float) -> list[Tag]:
+    """Where a note on the map may go, best first: at the right, at the left, then in two lines
+    at either side, then beside the visitor's dotted line (at ``q``) on either side; a note on
+    the 1× line tries above it, then under it; the note in the slower zone, then lower."""
+    two = note.moved(text=note.text.replace(" plain", "\nplain"))
+    spots = []
+    for t in (note, two):
+        spots += [t, t.moved(x=0.015, align="left")]
+    for t in (note, two):
+        spots += [t.moved(x=q, align="right", dx=-_BESIDE_PX), t.moved(x=q, align="left", dx=_BESIDE_PX)]
+    if note.y == 1.0:  # on the 1× line: above it first, then under it
+        spots += [t.moved(baseline="top", dy=-t.dy) for t in spots]
+    else:  # in the slower zone: then lower, just above the axis
+        spots += [t.moved(y=0.0, dy=-GAP_PX - 1) for t in spots]
+    return spots
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,23 @@ def map_y_end(s: BreakEvenMap) -> float:
     return top * 1.12
 
 
+def _off_the_line(ys: np.ndarray, y_line: float, step: float, lo: float, hi: float) -> np.ndarray:
+    """The stack of curve names ``ys`` (centres, ``step`` apart at least) moved up or down as
+    little as puts the 1× line (at ``y_line``) in a gap between two names, not through one,
+    staying within ``[lo, hi]``."""
+    half = (step - GAP_PX) / 2 + 1.0  # half a name's height, and a pixel for the line
+    hit = [y for y in ys if abs(y - y_line) < half]
+    if not hit:
+        return ys
+    shifts = sorted((y_line - (y + side * step / 2) for y in hit for side in (-1, 1)), key=abs)
+    for d in shifts:
+        moved = ys + d
+        if (moved.min() >= lo and moved.max() <= hi
+                and not any(abs(y - y_line) < half for y in moved)):
+            return moved
+    return ys
+
+
 def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
     """Where the map's labels go, laid out for the narrowest frame (:data:`MAP_FRAME_PX`).
 
@@ -118,8 +154,9 @@ def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
     their curves' ends, pushed apart where curves end close together. Then, in order, each
     on the first free spot of its own: the visitor's label beside its dot (always drawn),
     the two notes on the 1× line, and the break-even labels next to their diamonds (the
-    visitor's k first). A note or a break-even label with no free spot is not drawn; the
-    summary above the map states the visitor's break-even point in words anyway.
+    visitor's k first). No label but the visitor's is drawn across a curve, the 1× line or
+    the visitor's dotted line: a note or a break-even label with no free spot is not drawn;
+    the summary above the map states every break-even point in words anyway.
     """
     w, h = MAP_FRAME_PX
     ks = s.curve_ks
@@ -131,7 +168,7 @@ def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
     line = LINE_EM * _CURVE_PX + GAP_PX
     half = LINE_EM * _CURVE_PX / 2 + GAP_PX
     wanted = [frame.sy(float(s.curve(k)[-1])) for k in ks]
-    ys = spread(wanted, line, half, h - half)
+    ys = _off_the_line(spread(wanted, line, half, h - half), frame.sy(1.0), line, half, h - half)
     curves = tuple(Tag(1.0, frame.y0 + frame.dy(y), n, size=_CURVE_PX, dx=4)
                    for n, y in zip(names, ys))
     taken = [box(t, frame) for t in curves]
@@ -151,8 +188,13 @@ def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
     corners = [you, you.moved(align="left", dx=12), you.moved(baseline="top", dy=8),
                you.moved(align="left", dx=12, baseline="top", dy=8)]
     further = [t.moved(dy=t.dy * 3.5) for t in corners]
+    # Lines a label must not be drawn across: the curves, the 1× line and the visitor's line.
+    curves_px = [np.column_stack([frame.sx(Q_GRID), frame.sy(np.asarray(s.curve(k)))]) for k in ks]
+    one_px = np.array([[0.0, frame.sy(1.0)], [w, frame.sy(1.0)]])
+    you_px = np.array([[frame.sx(s.q), 0.0], [frame.sx(s.q), h]])
+    avoid = [*curves_px, one_px, you_px]
     you = place([[slid_inside(t, frame) for t in corners + further]], frame, taken=taken,
-                required=[True])[0]
+                required=[True], lines=[curves_px])[0]
     taken.append(box(you, frame))
     # Break-even labels under (or over) their diamonds, where there is room: the visitor's k
     # first, then the notes on the 1× line (at the right, or else at the left), then the others.
@@ -169,11 +211,11 @@ def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
         step = LINE_EM * _BE_PX + GAP_PX
         far = [t.moved(dy=t.dy + (step if t.dy > 0 else -step)) for t in near]
         choices[k] = [slid_inside(t, frame) for t in near + far]
-    notes = [[n, n.moved(x=0.015, align="left")] for n in (SLOWER_NOTE, ONE_NOTE)]
+    notes = [[slid_inside(t, frame) for t in _note_choices(n, s.q)] for n in (SLOWER_NOTE, ONE_NOTE)]
     others = [k for k in choices if k != s.k]
     mine = [s.k] if s.k in choices else []
-    placed = place([choices[k] for k in mine] + notes + [choices[k] for k in others], frame,
-                   taken=taken)
+    order = [choices[k] for k in mine] + notes + [choices[k] for k in others]
+    placed = place(order, frame, taken=taken, lines=[avoid] * len(order))
     by_k = dict(zip(mine, placed[:len(mine)]))
     slower, one = placed[len(mine):len(mine) + 2]
     by_k.update(zip(others, placed[len(mine) + 2:]))
@@ -268,8 +310,8 @@ class BreakEvenChart:
         self.breakeven = ColumnDataSource(
             dict(q=[], y=[], k=[], size=[], color=[], text=[], dy=[], align=[], dx=[], baseline=[]),
             name="ep5-breakeven")
-        self.notes = ColumnDataSource(dict(x=[], y=[], text=[], align=[], baseline=[], dy=[], size=[],
-                                           style=[]), name="ep5-notes")
+        self.notes = ColumnDataSource(dict(x=[], y=[], text=[], align=[], baseline=[], dx=[], dy=[],
+                                           size=[], style=[]), name="ep5-notes")
         self.you = ColumnDataSource(dict(q=[0.6], y=[1.0], text=[""], align=["right"],
                                          baseline=["bottom"], dx=[-12.0], dy=[-8.0]), name="ep5-you")
         self.points = ColumnDataSource(
@@ -289,7 +331,7 @@ class BreakEvenChart:
         fig.add_layout(BoxAnnotation(top=1.0, fill_color=theme.SLOWER, fill_alpha=1.0, level="underlay"))
         fig.add_layout(Span(location=1.0, dimension="width", line_dash="dashed",
                             line_color=theme.REJECTED, line_width=2))
-        fig.text("x", "y", text="text", source=self.notes, text_align="align", x_offset=0,
+        fig.text("x", "y", text="text", source=self.notes, text_align="align", x_offset="dx",
                  text_baseline="baseline", y_offset="dy", text_font_size="size",
                  text_font_style="style", text_color=theme.REJECTED)
         self.you_line = Span(location=0.6, dimension="height", line_dash="dotted",
@@ -383,7 +425,8 @@ class BreakEvenChart:
         shown = [(t, bold) for t, bold in zip(lay.notes, (True, False)) if t is not None]
         notes = dict(x=[t.x for t, _ in shown], y=[t.y for t, _ in shown],
                      text=[t.text for t, _ in shown], align=[t.align for t, _ in shown],
-                     baseline=[t.baseline for t, _ in shown], dy=[t.dy for t, _ in shown],
+                     baseline=[t.baseline for t, _ in shown], dx=[t.dx for t, _ in shown],
+                     dy=[t.dy for t, _ in shown],
                      size=[f"{t.size:g}px" for t, _ in shown],
                      style=["bold" if b else "normal" for _, b in shown])
         for src, data in ((self.labels, labels), (self.breakeven, be), (self.you, you_data),

@@ -31,6 +31,7 @@ from bokeh.models import ColumnDataSource
 from ...kit.words import share
 from ...lm.compare import WRITTEN, Comparison, as_relay, token_texts
 from ...lm.decode import Generation
+from ...lm.prompts import TASKS
 from ...lm.race import TOO_FEW
 from .words import (CUSTOM, basis_line, check_words, cost_words, decoded, kind_line,
                          map_words, per_token_ms, per_token_words, ratio_words,
@@ -275,21 +276,42 @@ def _plain_spans(run: Generation, timed: bool) -> tuple[list[str], list[str]]:
     return live, ghost
 
 
-def _textbox(title: str, live: list[str], ghost: list[str], css: str, empty: str) -> str:
+#: Kinds of task whose reply is code: it keeps its lines and scrolls sideways inside its box.
+_CODE_KINDS = ("code", "json")
+
+
+def reply_is_code(task: str, reply: str) -> bool:
+    """Whether a reply is shown as code (lines kept, its box scrolls sideways) rather than prose
+    (wrapped): a code or JSON task's reply, or any reply with a fenced code block in it.
+
+    Examples
+    --------
+    >>> reply_is_code("sum-function", ""), reply_is_code("sky", "The sky is blue because ...")
+    (True, False)
+    """
+    t = TASKS.get(task)
+    return (t is not None and t.kind in _CODE_KINDS) or "```" in reply
+
+
+def _textbox(title: str, live: list[str], ghost: list[str], css: str, empty: str,
+             code: bool = False) -> str:
     body = "".join(live) or f'<span class="ep7-empty">{esc(empty)}</span>'
-    return (f'<div class="ep2-textbox ep7-textbox"><h3>{esc(title)}</h3><div class="ep2-stack">'
+    genre = " ep7-code" if code else ""
+    return (f'<div class="ep2-textbox ep7-textbox{genre}"><h3>{esc(title)}</h3><div class="ep2-stack">'
             f'<div class="ep2-text ep7-mono ep2-ghost" aria-hidden="true">{"".join(ghost)}</div>'
             f'<div class="ep2-text ep7-mono {css}">{body}</div></div></div>')
 
 
-def text_html(c: Comparison | None, uid: str, *, timed: bool = False) -> str:
-    """Both texts, the speculative one with Episode 2's marks. ``timed``: replayable by the hook."""
+def text_html(c: Comparison | None, uid: str, *, timed: bool = False, code: bool = False) -> str:
+    """Both texts, the speculative one with Episode 2's marks. ``timed``: replayable by the hook;
+    ``code``: the replies are code (:func:`reply_is_code`), shown with their lines kept."""
     spec_live, spec_ghost = _spec_spans(c.spec, timed) if c is not None and c.spec is not None else ([], [])
     plain_live, plain_ghost = _plain_spans(c.plain, timed) if c is not None and c.plain is not None else ([], [])
     return (f'<div class="ep7-texts" data-sdp="{esc(uid)}-text">'
-            + _textbox("Speculative decoding", spec_live, spec_ghost, "ep7-spec", "Nothing written yet.")
+            + _textbox("Speculative decoding", spec_live, spec_ghost, "ep7-spec", "Nothing written yet.",
+                       code)
             + _textbox("Plain decoding, same prompt", plain_live, plain_ghost, "ep7-plain",
-                       "Nothing written yet.")
+                       "Nothing written yet.", code)
             + "</div>")
 
 
@@ -564,7 +586,7 @@ class RealTextView(StateView):
                 timeline = real_timeline(c)
                 weights = s.weights or None
                 self.clocks.object = clocks_html(c, self.uid, timed=True, weights=weights)
-                self.text.object = text_html(c, self.uid, timed=True)
+                self.text.object = text_html(c, self.uid, timed=True, code=self._code(c))
                 kind, sentence = check_words(c, s.guarantee)
                 self.check.object = check_html(kind, sentence, self.uid, ep6_href=self.ep6_href, timed=True)
                 self.notes.object = notes_html(c, k, self.ep5_href, weights)
@@ -578,13 +600,19 @@ class RealTextView(StateView):
         self._drawn = None
         self.lanes.visible = False
         self.clocks.object = clocks_html(c, self.uid) if c is not None else ""
-        self.text.object = text_html(c, self.uid) if c is not None else ""
+        self.text.object = text_html(c, self.uid, code=self._code(c)) if c is not None else ""
         self.notes.object = ""
         if c is None:
             self.check.object = ""
         else:
             kind, sentence = check_words(c, s.guarantee)
             self.check.object = check_html(kind, sentence, self.uid, ep6_href=self.ep6_href)
+
+    def _code(self, c: Comparison) -> bool:
+        """Whether the replies of the run shown are code."""
+        task = self.state.shown.task if self.state.shown is not None else self.state.task
+        reply = "".join(r.text or "" for r in (c.spec, c.plain) if r is not None)
+        return reply_is_code(task, reply)
 
     def layout(self):
         """The first screen: the controls, and beside them the run's status, clocks, texts and

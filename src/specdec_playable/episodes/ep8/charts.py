@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from bokeh.models import (BoxAnnotation, CDSView, ColumnDataSource, FixedTicker, HoverTool,
-                          IndexFilter, Label, LinearColorMapper, Range1d, Span)
+from bokeh.models import (BoxAnnotation, ColumnDataSource, FixedTicker, HoverTool, Label,
+                          LinearColorMapper, Range1d, Span)
 from bokeh.plotting import figure
 
 from ...kit.words import plural
@@ -18,6 +18,7 @@ from .words import batch_words, cost_words, split_words, tree_curve_words
 from ...kit import theme
 from ...kit.a11y import describe
 from ...kit.keys import chart_key, glyph, swatch
+from ...kit.labels import GAP_PX, Box, Frame, Tag, place, slid_inside, text_width
 
 
 _CSS = f"{__package__}:ep8.css"
@@ -60,6 +61,34 @@ TREE_KEY = chart_key(
 )
 
 
+#: The batch chart's plotting area at its narrowest (a 390 px phone), in pixels, and its x range.
+BATCH_FRAME_PX = 300.0
+_BATCH_X = (0.85, BATCH_MAX * 1.15)
+#: The note in the slower zone: its text and size (px); it stays clear of the dotted line at the
+#: break-even batch, at the right, else at the left, in one line or else in two.
+SLOWER_TEXT, _SLOWER_PX = "slower than plain decoding", 12.0
+
+
+def slower_note_at(edge: float | None) -> tuple[float, str, str]:
+    """Where the slower zone's note goes (its batch, alignment and text) so that the dotted line
+    at the break-even batch ``edge`` (None: not drawn) does not run through it, laid out for the
+    narrowest frame (:data:`BATCH_FRAME_PX`)."""
+    lo, hi = (math.log(v) for v in _BATCH_X)
+
+    def px(b: float) -> float:
+        return (math.log(b) - lo) / (hi - lo) * BATCH_FRAME_PX
+
+    at_edge = px(edge) if edge is not None and _BATCH_X[0] < edge < _BATCH_X[1] else None
+    right, left = BATCH_MAX * 1.1, 0.9
+    for text in (SLOWER_TEXT, SLOWER_TEXT.replace(" plain", "\nplain")):
+        w = text_width(text, _SLOWER_PX) + 2 * GAP_PX
+        if at_edge is None or not px(right) - w < at_edge < px(right) + GAP_PX:
+            return right, "right", text
+        if not px(left) - GAP_PX < at_edge < px(left) + w:
+            return left, "left", text
+    return right, "right", SLOWER_TEXT
+
+
 class BatchChart:
     """Speedup against batch size: your k (measured range solid, fitted range dashed), best k, anchors."""
 
@@ -74,15 +103,17 @@ class BatchChart:
         self.y_range = Range1d(0, 4, name="ep8-batch-y")
         fig = figure(
             name="ep8-batch-fig", height=340, sizing_mode="stretch_width", tools="",
-            toolbar_location=None, x_axis_type="log", x_range=Range1d(0.85, BATCH_MAX * 1.15),
+            toolbar_location=None, x_axis_type="log", x_range=Range1d(*_BATCH_X),
             y_range=self.y_range, x_axis_label="batch size B (users decoded together, log scale)",
             y_axis_label="speedup over plain decoding (×)",
         )
         fig.add_layout(BoxAnnotation(top=1.0, fill_color=theme.SLOWER, fill_alpha=1.0, level="underlay"))
         fig.add_layout(Span(location=1.0, dimension="width", line_dash="dashed",
                             line_color=theme.REJECTED, line_width=1.5))
-        fig.add_layout(Label(x=BATCH_MAX * 1.1, y=0.08, text="slower than plain decoding",
-                             text_align="right", text_font_size="12px", text_color=theme.REJECTED))
+        self.slower = Label(x=BATCH_MAX * 1.1, y=0.08, text=SLOWER_TEXT, text_align="right",
+                            text_font_size=f"{_SLOWER_PX:g}px", text_color=theme.REJECTED,
+                            name="ep8-slower")
+        fig.add_layout(self.slower)
         self.edge = Span(location=BATCH_MAX * 2, dimension="height", line_dash="dotted",
                          line_color=theme.REJECTED, line_width=2, name="ep8-edge")
         fig.add_layout(self.edge)
@@ -124,6 +155,9 @@ class BatchChart:
         self.here.data = dict(b=[s.batch], s=[here], text=[f"{here:.2f}×"])
         edge = s.break_even_batch
         self.edge.location = float(edge) if edge is not None else BATCH_MAX * 2.0
+        x, align, text = slower_note_at(edge)
+        if (self.slower.x, self.slower.text_align, self.slower.text) != (x, align, text):
+            self.slower.update(x=x, text_align=align, text=text)
         top = max(float(speed.max()), float(best.speedup.max()), max(a.speedup for a in ANCHORS), 1.0)
         self.y_range.end = math.ceil((top * 1.12) * 2) / 2
         describe(self.figure, batch_words(s))
@@ -132,6 +166,9 @@ class BatchChart:
 #: Positions past which a pass mark's label ends at the mark instead of starting there (the last
 #: quarter of the cost chart's log axis).
 RIGHT_ALIGN_FROM = 600
+#: The cost chart's plotting area at its narrowest (a 390 px phone), in pixels; its marks' labels.
+COST_FRAME_PX = (300.0, 245.0)
+_MARK_PX, _MARK_DY = 11.0, 10.0
 
 
 class CostChart:
@@ -147,7 +184,9 @@ class CostChart:
         q4_top = float(q4.median_ms[-1] / q4.time_ms(1))
         top = max(float(curve.fit_ms(fit_n[-1])) / float(curve.time_ms(1)), q4_top)
         self.marks = ColumnDataSource(dict(n=[1, 5], r=[1.0, 1.0], text=["", ""],
-                                           align=["left", "left"], dx=[-4, -4]), name="ep8-marks")
+                                           align=["left", "left"], dx=[-4, -4],
+                                           baseline=["top", "bottom"], dy=[_MARK_DY, -_MARK_DY]),
+                                      name="ep8-marks")
         fig = figure(
             name="ep8-cost-fig", height=300, sizing_mode="stretch_width", tools="",
             toolbar_location=None, x_axis_type="log", y_axis_type="log",
@@ -181,14 +220,19 @@ class CostChart:
             ("this CPU, 4-bit, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
         fig.scatter("n", "r", source=self.marks, marker="triangle", size=13,
                     fill_color=theme.DRAFT, line_color=theme.INK)
-        # "plain" under its mark and "verify" over its own, so they never collide, even when
-        # k = 1 puts the two marks side by side; each starts at its mark, or ends there in the
-        # right part of the axis, so none is cut at the plot's edge.
-        for i, (baseline, dy) in enumerate((("top", 10), ("bottom", -10))):
-            fig.text("n", "r", text="text", source=self.marks, text_font_size="11px",
-                     text_color=theme.DRAFT, text_baseline=baseline, text_align="align",
-                     x_offset="dx", y_offset=dy,
-                     view=CDSView(filter=IndexFilter([i])))
+        # "plain" and "verify" under or over their marks, clear of each other and of every
+        # line of the chart (:meth:`mark_labels`); each starts at its mark, or ends there in
+        # the right part of the axis, so none is cut at the plot's edge.
+        fig.text("n", "r", text="text", source=self.marks, text_font_size=f"{_MARK_PX:g}px",
+                 text_color=theme.DRAFT, text_baseline="baseline", text_align="align",
+                 x_offset="dx", y_offset="dy")
+        # The lines a mark's label must not be drawn across, in log units (x: positions, y: time).
+        self._lines = [np.log(np.column_stack([n, curve.median_ms / base])),
+                       np.log(np.column_stack([fit_n, curve.fit_ms(fit_n) / base])),
+                       np.log(np.column_stack([cpu.n_positions, cpu.median_ms / float(cpu.time_ms(1))])),
+                       np.log(np.column_stack([q4.n_positions, q4.median_ms / float(q4.time_ms(1))]))]
+        self._frame = Frame(math.log(0.8), math.log(BATCH_MAX * 17 * 1.3), math.log(0.62),
+                            math.log(top * 1.25), *COST_FRAME_PX)
         fig.add_tools(HoverTool(renderers=[dots], tooltips=[
             ("positions", "@n"), ("time", "@ms{0.00} ms"), ("relative", "@r{0.00}×")]))
         fig.xaxis.ticker = FixedTicker(ticks=[1, 4, 16, 64, 256, 1024, 4096])
@@ -197,13 +241,32 @@ class CostChart:
         self.figure = fig
         self._curve, self._base = curve, base
 
+    def mark_labels(self, n: list[float], r: list[float]) -> list[Tag]:
+        """Where "plain" and "verify" go (in log units): "plain" under its mark and "verify"
+        over its own where that is clear of the chart's lines, else the other way, else beside."""
+        f = self._frame
+        px = [np.column_stack([f.sx(ln[:, 0]), f.sy(ln[:, 1])]) for ln in self._lines]
+        marks = [Box(f.sx(math.log(x)) - 7, f.sy(math.log(y)) - 7, f.sx(math.log(x)) + 7,
+                     f.sy(math.log(y)) + 7) for x, y in zip(n, r)]
+        choices = []
+        for i, (x, y, text) in enumerate(zip(n, r, ("plain", "verify"))):
+            right = x > RIGHT_ALIGN_FROM
+            tag = Tag(math.log(x), math.log(y), text, size=_MARK_PX, align="right" if right else "left",
+                      dx=4 if right else -4, baseline="top", dy=_MARK_DY)
+            over = tag.moved(baseline="bottom", dy=-_MARK_DY)
+            spots = [tag, over] if i == 0 else [over, tag]
+            spots += [t.moved(dy=t.dy * 2.2) for t in spots]
+            choices.append([slid_inside(t, f) for t in spots])
+        placed = place(choices, f, taken=marks, lines=[px, px], required=[True, True])
+        return [t for t in placed if t is not None]
+
     def update(self, s: BusyAndTrees) -> None:
         n = [s.batch, s.batch * (s.k + 1)]
         r = [float(self._curve.time_ms(x)) / self._base for x in n]
-        right = [x > RIGHT_ALIGN_FROM for x in n]
-        self.marks.data = dict(n=n, r=r, text=["plain", "verify"],
-                               align=["right" if f else "left" for f in right],
-                               dx=[4 if f else -4 for f in right])
+        tags = self.mark_labels(n, r)
+        self.marks.data = dict(n=n, r=r, text=[t.text for t in tags], align=[t.align for t in tags],
+                               dx=[t.dx for t in tags], baseline=[t.baseline for t in tags],
+                               dy=[t.dy for t in tags])
         describe(self.figure, cost_words(s, self._curve, self._base))
 
 

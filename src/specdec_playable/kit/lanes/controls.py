@@ -63,13 +63,16 @@ class PlayerControls:
         clash = set(extra) & PLAYER_ARGS
         if clash:
             raise ValueError(f"frame_args may not reuse the player's names: {sorted(clash)}")
+        # Each control a 32 px target at least (targets.css), as every widget of a page.
+        tap = stylesheet("targets.css")
         self.play = Button(label=PLAY, button_type="primary", width=90, name=f"{name}-play",
-                           stylesheets=[stylesheet("play_button.css")])
-        self.restart = Button(label="Restart", width=90, name=f"{name}-restart")
+                           stylesheets=[stylesheet("play_button.css"), tap])
+        self.restart = Button(label="Restart", width=90, name=f"{name}-restart", stylesheets=[tap])
         # The title is for assistive technology; sighted visitors read the options.
         self.speed = Select(value=speed, options=list(speeds), width=150, name=f"{name}-speed",
-                            title="Playback speed", stylesheets=[stylesheet("hidden_label.css")])
-        self.step = Button(label=step_label, width=150, name=f"{name}-step") if step_label else None
+                            title="Playback speed", stylesheets=[stylesheet("hidden_label.css"), tap])
+        self.step = (Button(label=step_label, width=150, name=f"{name}-step", stylesheets=[tap])
+                     if step_label else None)
         opts = dict(speeds=speeds, styles=dict(styles), hatches=list(hatches),
                     min_label_px=float(min_label_px), flip_at=FLIP_AT,
                     follow_at=FOLLOW_AT, max_step_ms=MAX_STEP_MS, muted=theme.MUTED,

@@ -18,7 +18,7 @@ def error_page(message: str = "This page could not be built.") -> pn.Column:
     return pn.Column(pn.pane.HTML(
         f'<h1 class="sdp-title">Something went wrong</h1><p class="sdp-lede">{esc(message)} '
         'The error was logged on the server. <a href="./">Back to all episodes</a>.</p>',
-        stylesheets=[page_css()]), name="error-page", stylesheets=[theme_css()])
+        stylesheets=[page_css()]), name="error-page", stylesheets=[theme_css(), page_css()])
 
 
 def safe_page(build):
