@@ -147,6 +147,24 @@ def _off_the_line(ys: np.ndarray, y_line: float, step: float, lo: float, hi: flo
     return ys
 
 
+def _breakeven_choices(q_star: dict, mine: int, frame: Frame) -> dict:
+    """Each finite break-even's label spots, best first: under or over its diamond, centred,
+    then to either side, then a line further away (the visitor's k says its q too)."""
+    choices = {}
+    step = LINE_EM * _BE_PX + GAP_PX
+    for k, q in q_star.items():
+        if not np.isfinite(q):
+            continue
+        under = Tag(q, 1.0, f"k={k}: q={q:.2f}" if k == mine else f"k={k}", size=_BE_PX,
+                    align="center", baseline="top", dy=_BE_DY)
+        over = under.moved(baseline="bottom", dy=-_BE_DY)
+        near = [t.moved(align=a, dx=dx) for a, dx in (("center", 0.0), ("right", 5.0), ("left", -5.0))
+                for t in (under, over)]
+        far = [t.moved(dy=t.dy + (step if t.dy > 0 else -step)) for t in near]
+        choices[k] = [slid_inside(t, frame) for t in near + far]
+    return choices
+
+
 def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
     """Where the map's labels go, laid out for the narrowest frame (:data:`MAP_FRAME_PX`).
 
@@ -198,19 +216,7 @@ def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
     taken.append(box(you, frame))
     # Break-even labels under (or over) their diamonds, where there is room: the visitor's k
     # first, then the notes on the 1× line (at the right, or else at the left), then the others.
-    choices = {}
-    for k in ks:
-        q = q_star[k]
-        if not np.isfinite(q):
-            continue
-        under = Tag(q, 1.0, f"k={k}: q={q:.2f}" if k == s.k else f"k={k}", size=_BE_PX,
-                    align="center", baseline="top", dy=_BE_DY)
-        over = under.moved(baseline="bottom", dy=-_BE_DY)
-        near = [t.moved(align=a, dx=dx) for a, dx in (("center", 0.0), ("right", 5.0), ("left", -5.0))
-                for t in (under, over)]
-        step = LINE_EM * _BE_PX + GAP_PX
-        far = [t.moved(dy=t.dy + (step if t.dy > 0 else -step)) for t in near]
-        choices[k] = [slid_inside(t, frame) for t in near + far]
+    choices = _breakeven_choices(q_star, s.k, frame)
     notes = [[slid_inside(t, frame) for t in _note_choices(n, s.q)] for n in (SLOWER_NOTE, ONE_NOTE)]
     others = [k for k in choices if k != s.k]
     mine = [s.k] if s.k in choices else []

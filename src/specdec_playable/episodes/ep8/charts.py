@@ -171,6 +171,20 @@ COST_FRAME_PX = (300.0, 245.0)
 _MARK_PX, _MARK_DY = 11.0, 10.0
 
 
+def _cpu_series(fig, curve, name: str, label: str, *, hollow: bool) -> None:
+    """One of the CPU's pass-time curves, relative to its own step: a line through squares,
+    solid (float32) or hollow and dotted (4-bit), with a hover saying which."""
+    src = ColumnDataSource(dict(n=curve.n_positions.tolist(),
+                                r=(curve.median_ms / float(curve.time_ms(1))).tolist(),
+                                ms=curve.median_ms.tolist()), name=name)
+    fig.line("n", "r", source=src, line_color=theme.EMBER, line_width=2,
+             line_dash="dotted" if hollow else "solid")
+    dots = fig.scatter("n", "r", source=src, marker="square", size=7, line_width=2 if hollow else 1,
+                       fill_color=theme.PAPER if hollow else theme.EMBER, line_color=theme.EMBER)
+    fig.add_tools(HoverTool(renderers=[dots], tooltips=[
+        (label, "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
+
+
 class CostChart:
     """Pass time over positions scored, relative to one position, with your two passes marked."""
 
@@ -180,8 +194,7 @@ class CostChart:
         n = curve.n_positions.astype(float)
         fit_n = np.geomspace(curve.n_max, BATCH_MAX * 17, 24)
         formats = s.cpu_formats
-        q4 = formats["q4"]
-        q4_top = float(q4.median_ms[-1] / q4.time_ms(1))
+        q4_top = float(formats["q4"].median_ms[-1] / formats["q4"].time_ms(1))
         top = max(float(curve.fit_ms(fit_n[-1])) / float(curve.time_ms(1)), q4_top)
         self.marks = ColumnDataSource(dict(n=[1, 5], r=[1.0, 1.0], text=["", ""],
                                            align=["left", "left"], dx=[-4, -4],
@@ -201,23 +214,9 @@ class CostChart:
                            line_color=theme.BIG)
         fig.line(fit_n.tolist(), (curve.fit_ms(fit_n) / base).tolist(), line_color=theme.BIG,
                  line_width=2, line_dash=[6, 4])
-        cpu = formats["f32"]
-        cpu_src = ColumnDataSource(dict(n=cpu.n_positions.tolist(),
-                                        r=(cpu.median_ms / float(cpu.time_ms(1))).tolist(),
-                                        ms=cpu.median_ms.tolist()), name="ep8-cpu")
-        fig.line("n", "r", source=cpu_src, line_color=theme.EMBER, line_width=2)
-        cpu_dots = fig.scatter("n", "r", source=cpu_src, marker="square", size=7,
-                               fill_color=theme.EMBER, line_color=theme.EMBER)
-        fig.add_tools(HoverTool(renderers=[cpu_dots], tooltips=[
-            ("this CPU, float32, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
-        q4_src = ColumnDataSource(dict(n=q4.n_positions.tolist(),
-                                       r=(q4.median_ms / float(q4.time_ms(1))).tolist(),
-                                       ms=q4.median_ms.tolist()), name="ep8-q4")
-        fig.line("n", "r", source=q4_src, line_color=theme.EMBER, line_width=2, line_dash="dotted")
-        q4_dots = fig.scatter("n", "r", source=q4_src, marker="square", size=7, line_width=2,
-                              fill_color=theme.PAPER, line_color=theme.EMBER)
-        fig.add_tools(HoverTool(renderers=[q4_dots], tooltips=[
-            ("this CPU, 4-bit, positions", "@n"), ("time", "@ms{0.0} ms"), ("relative", "@r{0.00}×")]))
+        cpu, q4 = formats["f32"], formats["q4"]
+        _cpu_series(fig, cpu, "ep8-cpu", "this CPU, float32, positions", hollow=False)
+        _cpu_series(fig, q4, "ep8-q4", "this CPU, 4-bit, positions", hollow=True)
         fig.scatter("n", "r", source=self.marks, marker="triangle", size=13,
                     fill_color=theme.DRAFT, line_color=theme.INK)
         # "plain" and "verify" under or over their marks, clear of each other and of every
