@@ -117,7 +117,7 @@ def _model_answer_html(number: int, index: int, prompt: str) -> str:
 def prerequisites_html() -> str:
     items = "".join(f"<li>{esc(p)}</li>" for p in discussion.PREREQUISITES)
     return (f'<h2 id="before">Before the class</h2><p class="sdp-lede">Students need</p>'
-            f"<ul>{items}</ul><p class=\"sdp-small\">Each episode below says which earlier ones it "
+            f"<ul class=\"sdp-prereq\">{items}</ul><p class=\"sdp-small\">Each episode below says which earlier ones it "
             "builds on.</p>")
 
 
