@@ -89,11 +89,10 @@ def try_steps() -> tuple[TryStep, ...]:
         more = (f"; {long} of its {rounds} rounds wrote more than the {short + 1} tokens a round at "
                 f"k = {short} can" if long else "")
         return first + (TryStep(
-            f"Last, keep the draft head and run at k = 2, then at k = {len(a)}, and compare the two "
-            f"speedups. In the recorded run (k = {len(a)}) its guesses were kept {kept} of the times "
-            f"each was checked: trained on its own guesses, the later ones hold up{more}. But each "
-            "guess also adds a position to every verify pass, so only the race at each k says "
-            "which pays on this machine.",
+            f"Last, keep the draft head and run at k = 2, then at k = {len(a)}. In the recorded run "
+            f"(k = {len(a)}) its guesses were kept {kept} of the times each was checked: the later "
+            f"ones hold up{more}. But each guess adds a position to every verify pass, so only the "
+            "race at each k says which pays here.",
             {"draft": "head", "k": short}),)
     if later_guesses_fade(a):
         return first + (TryStep(
