@@ -92,7 +92,7 @@ def try_steps() -> tuple[TryStep, ...]:
             f"Last, keep the draft head and run at k = 2, then at k = {len(a)}. In the recorded run "
             f"(k = {len(a)}) its guesses were kept {kept} of the times each was checked: the later "
             f"ones hold up{more}. But each guess adds a position to every verify pass, so only the "
-            "race at each k says which pays here.",
+            "race at each k says which pays on this machine.",
             {"draft": "head", "k": short}),)
     if later_guesses_fade(a):
         return first + (TryStep(
