@@ -194,3 +194,16 @@ def test_ep7_says_why_its_guesses_cost_more_than_episode_4s():
     assert f"each guess cost about {cost_words(mid)} of a step inside these runs" in line
     assert (f"more than the {alone:.3f} Episode 4 quotes" in line) == (mid > alone)
     assert ("pushed the head's weights out of the processor's cache" in line) == (mid > alone)
+
+
+def test_ep4_prices_a_cpu_check_from_the_measured_curves_in_both_formats():
+    """Episode 4 no longer says a CPU check costs "several single passes": it quotes the shipped
+    curves' pass over 5 positions in single passes, float32 and 4-bit."""
+    from specdec_playable.data import hardware
+    from specdec_playable.episodes.ep4 import page as page4
+
+    page4.explain_html.cache_clear()
+    html_text = page4.explain_html()
+    assert "several single passes" not in html_text
+    f32, q4 = (float(c.time_ms(5) / c.time_ms(1)) for c in (hardware.cpu_curve(), hardware.cpu_q4_curve()))
+    assert f"costs {f32:.2f} single passes with float32 weights and {q4:.2f} with" in html.unescape(html_text)

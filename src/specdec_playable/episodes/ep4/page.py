@@ -125,6 +125,17 @@ def cost_in_runs() -> str:
             "whatever else the server is doing at the time.")
 
 
+def cpu_check_words(n: int = 5) -> str:
+    """What a check of ``n - 1`` guesses costs on this project's CPU, in single passes, in each
+    weight format (the shipped measurements Episode 8 draws)."""
+    from ...data import hardware
+
+    f32, q4 = (float(c.time_ms(n) / c.time_ms(1)) for c in (hardware.cpu_curve(), hardware.cpu_q4_curve()))
+    return (f"On the CPU that built this page a pass over {n} positions (checking {n - 1} tokens) "
+            f"costs {f32:.2f} single passes with float32 weights and {q4:.2f} with "
+            f"the file's 4-bit weights (Episode 8 shows why).")
+
+
 @functools.cache
 def explain_html() -> str:
     meta = measured.load_measured().meta
@@ -154,8 +165,7 @@ table of Episode 7 (the tokens that most often followed one to three tokens in P
 library) and prompt lookup (which copies what followed the same tokens earlier in the text). The
 texts were scored once with <code>{esc(meta["command"])}</code> on {esc(meta["date"][:10])}; a
 pasted text is scored the same way, live. The time axis is still the simulation's: a big pass costs
-{BIG_PASS_MS:,.0f} ms however many tokens it checks, as on a large GPU (Episode 1); on this CPU,
-checking k tokens costs several single passes.</p>
+{BIG_PASS_MS:,.0f} ms however many tokens it checks, as on a large GPU (Episode 1). {esc(cpu_check_words())}</p>
 <h2>What the measurements say</h2>
 <p class="sdp-lede">{esc(genre_story())}</p>
 {genre_table_html()}
