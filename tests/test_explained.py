@@ -200,8 +200,7 @@ def test_ep4_prices_a_cpu_check_from_the_measured_curves_in_both_formats():
     """Episode 4 no longer says a CPU check costs "several single passes": it quotes the shipped
     curves' pass over 5 positions in single passes, float32 and 4-bit."""
     from specdec_playable.data import hardware
-    from specdec_playable.episodes.ep4 import page as page4
-
+    page4 = importlib.import_module("specdec_playable.episodes.ep4.page")
     page4.explain_html.cache_clear()
     html_text = page4.explain_html()
     assert "several single passes" not in html_text
