@@ -61,7 +61,10 @@ def roofline_html(f32: PassTimeCurve, q4: PassTimeCurve, h200: PassTimeCurve) ->
     verdict = ("so checking 5 positions costs about what writing one does" if f5 < 1.3 else
                "so checking 5 positions costs less than two steps" if f5 < 2.0 else
                "yet checking 5 positions still costs two steps or more")
-    faster = f"{f1 / q1:.1f}× quicker than float32's" if q1 < f1 else "no quicker than float32's"
+    # Against float32 timed in the same interleaved loop, not the float32 curve above (another day).
+    same = float(q_meta.get("f32_median_ms", {}).get("1", f1))
+    faster = (f"{same / q1:.1f}× quicker than float32's {same:.1f} ms timed beside it" if q1 < same
+              else f"no quicker than float32's {same:.1f} ms timed beside it")
     if q5 > f5:
         bound = (f"arithmetic, not reading, sets its time, and a verify pass is dearer in steps "
                  f"({q5:.2f}× against {f5:.2f}×)")
