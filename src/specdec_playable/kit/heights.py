@@ -22,9 +22,9 @@ RESERVED_PX: dict[str, int] = {
     "ep6-view-slot": 3746,
     "ep6-charts": 333,
     "ep6-part2": 2209,
-    "ep7-view-slot": 560,
+    "ep7-view-slot": 651,
     "ep8-view-slot": 7563,
-    "ep8-part1-rest": 2177,
+    "ep8-part1-rest": 2356,
     "ep8-part2": 2000,
     "ep8-part3": 2535,
 }
