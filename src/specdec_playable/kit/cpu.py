@@ -61,10 +61,7 @@ class CpuPasses:
         """The acceptance rate a draft that costs nothing needs at ``k`` to pay here: E(q, k) equal
         to a pass over ``k + 1`` in steps (Leviathan's break-even with k c = ratio - 1). NaN when no
         q does (the pass costs ``k + 1`` steps or more); 0 when the pass costs no more than a step."""
-        extra = self.ratio(k + 1) - 1.0
-        if extra >= k:
-            return float("nan")
-        return float(theory.break_even_q(k, max(extra, 0.0) / k))
+        return free_break_even(self.curve, k)
 
     @property
     def where(self) -> str:
@@ -84,6 +81,16 @@ class CpuPasses:
         """``"measured on this server: a 2-core AMD EPYC at 20:14 UTC on 2026-12-04, 1 thread,
         4-bit weights"`` or the shipped equivalent (it goes inside brackets on the pages)."""
         return f"{self.where}: {self.details}"
+
+
+def free_break_even(curve: PassTimeCurve, k: int = 4) -> float:
+    """The acceptance rate a draft that costs nothing needs at ``k`` to pay on ``curve``: E(q, k)
+    equal to a pass over ``k + 1`` in steps (Leviathan's break-even with k c = ratio - 1). NaN when
+    no q does (the pass costs ``k + 1`` steps or more); 0 when it costs no more than a step."""
+    extra = float(curve.time_ms(k + 1) / curve.time_ms(1)) - 1.0
+    if extra >= k:
+        return float("nan")
+    return float(theory.break_even_q(k, max(extra, 0.0) / k))
 
 
 def _monotone(n_positions, ms, label: str) -> PassTimeCurve:
@@ -125,4 +132,4 @@ def cpu_passes() -> CpuPasses:
     return _shipped() if record is None else _from_server(record)
 
 
-__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes", "server_passes"]
+__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes", "free_break_even", "server_passes"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..data import hardware
 from ..sim import theory
 from ..sim.batching import PassTimeCurve
+from . import cpu
 from .page import esc
 
 #: The pass size the sentences compare against one position (a chain of k = 4 drafts).
@@ -32,12 +33,8 @@ def _times(curve: PassTimeCurve, n: int = N_CHECK) -> tuple[float, float]:
 
 def free_break_even(curve: PassTimeCurve, n: int = N_CHECK) -> float:
     """The acceptance rate a draft that costs nothing needs to pay with ``n - 1`` drafts a round
-    on ``curve``; NaN when no rate does (the pass costs ``n`` steps or more)."""
-    k = n - 1
-    extra = float(curve.time_ms(n) / curve.time_ms(1)) - 1.0
-    if extra >= k:
-        return float("nan")
-    return float(theory.break_even_q(k, max(extra, 0.0) / k))
+    on ``curve``; NaN when no rate does (:func:`.cpu.free_break_even`)."""
+    return cpu.free_break_even(curve, n - 1)
 
 
 def example(curve: PassTimeCurve, q: float = Q_EXAMPLE, n: int = N_CHECK) -> tuple[float, float]:
