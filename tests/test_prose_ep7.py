@@ -136,6 +136,11 @@ def test_the_lessons_claims_hold_for_the_recorded_runs():
         # "without training it is almost never right"
         assert spec[(task, "early-exit")].acceptance_rate <= 0.1, task
     summary = ep7_words.recorded_summary(runs)
+    # each draft is named as a subject takes it ("The n-gram table had"), never as a menu title
+    from specdec_playable.lm.registry import DRAFTS
+    for named in list(DRAFTS.values())[1:]:
+        assert f" {named.subject} had " in summary and f" {named.label} had " not in summary.replace(
+            f" {named.subject} had ", ""), named.key
     best = max(TASKS, key=lambda t: spec[(t, "lookup")].acceptance_rate)
     assert (f"prompt lookup had {spec[(best, 'lookup')].acceptance_rate:.0%} of its guesses accepted "
             f"on the {TASKS[best].named}") in summary

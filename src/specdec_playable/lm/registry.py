@@ -32,6 +32,8 @@ class DraftSpec:
         A fresh draft object with its default settings.
     aliases : tuple of str
         Older names that still find it.
+    article : str
+        The article its name takes in running text ("the n-gram table"), or "".
 
     Examples
     --------
@@ -46,6 +48,7 @@ class DraftSpec:
     what: str
     make: Callable[[], Draft]
     aliases: tuple[str, ...] = ()
+    article: str = ""
 
     @property
     def menu_label(self) -> str:
@@ -57,12 +60,23 @@ class DraftSpec:
         """The label in running text ("prompt lookup")."""
         return self.label[0].lower() + self.label[1:]
 
+    @property
+    def subject(self) -> str:
+        """The name as a sentence's subject, with its article ("The n-gram table", "Prompt lookup").
+
+        >>> draft_spec("ngram").subject, draft_spec("lookup").subject
+        ('The n-gram table', 'Prompt lookup')
+        """
+        return f"{self.article.capitalize()} {self.short}" if self.article else self.label
+
 
 #: Every draft, in the order pages and the CLI offer them.
 DRAFTS: dict[str, DraftSpec] = {s.key: s for s in (
     DraftSpec("lookup", "Prompt lookup", "copies from the prompt", PromptLookup),
-    DraftSpec("ngram", "N-gram table", "trained on Python source", NgramDraft, aliases=("learned",)),
-    DraftSpec("head", "Draft head", "trained to imitate the model", DraftHead),
+    DraftSpec("ngram", "N-gram table", "trained on Python source", NgramDraft, aliases=("learned",),
+              article="the"),
+    DraftSpec("head", "Draft head", "trained to imitate the model", DraftHead,
+              article="the"),
     DraftSpec("early-exit", "Early exit", "the model's first 6 of 30 blocks, untrained", EarlyExit),
 )}
 _NAMES = {name: s for s in DRAFTS.values() for name in (s.key, *s.aliases)}

@@ -433,7 +433,7 @@ def recorded_summary(runs) -> str:
     """
     out = []
     for d, spec in DRAFTS.items():
-        name = spec.label
+        name = spec.subject
         mine = {t: c.spec for (t, dd), c in runs.items() if dd == d}
         if not mine:
             continue  # not recorded
