@@ -17,7 +17,7 @@ from specdec_playable.lm.calibrate import CALIBRATION_NS, PassTimes
 from specdec_playable.runtime import calibration as records
 
 TIMES = PassTimes((1, 2, 4), (20.0, 20.5, 30.0), repeats=6, seconds=3.0, threads=1, kernel="numba",
-                  measured_at=1796415000.0, retimed=2, enforced=True, raised=(2,))
+                  measured_at=1796415000.0, retimed=2, enforced=True, lowered=(2,))
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_json_parses_and_holds_each_format_asked_for(fake_measure, capsys):
     assert list(got) == ["f32", "q4"] and fake_measure == [("f32", 2.5), ("q4", 2.5)]
     q4 = got["q4"]
     assert q4["weights"] == "q4" and q4["measured_utc"] == "2026-12-04T20:10:00Z"
-    assert q4["times"]["ms"] == [20.0, 20.5, 30.0] and q4["times"]["raised"] == [2]
+    assert q4["times"]["ms"] == [20.0, 20.5, 30.0] and q4["times"]["lowered"] == [2]
     assert q4["stamp"].startswith("measured on a ") and "4-bit weights" in q4["stamp"]
     assert "timing passes (q4" in err  # progress on stderr, none on stdout
 
@@ -50,9 +50,9 @@ def test_the_table_has_the_stamp_a_row_per_size_and_how_it_was_measured(fake_mea
     assert main(["calibrate"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("Measured on a ") and lines[0].endswith(
-        "1 thread, float32 weights, running maximum taken")
+        "1 thread, float32 weights, levelled from the larger sizes")
     assert lines[2].split() == ["1", "20.00", "1.00x"] and lines[4].split() == ["4", "30.00", "1.50x"]
-    assert "10% quantile" in lines[5] and "raised 2" in lines[5]
+    assert "10% quantile" in lines[5] and "lowered 2" in lines[5]
 
 
 @pytest.mark.parametrize("argv, needle", [

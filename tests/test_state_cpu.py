@@ -68,10 +68,10 @@ def test_a_server_measurement_replaces_it_and_says_so(measured_here):
 
 def test_the_stamp_names_the_weight_format_and_a_forced_curve(monkeypatch):
     forced = PassTimes((1, 2), (30.0, 30.0), repeats=5, seconds=1.0, threads=2, kernel="numba",
-                       enforced=True, raised=(2,))
+                       enforced=True, lowered=(2,))
     rec = records.Calibration(forced, "q4", "", 16, "2026-12-04T09:05:00Z")
     assert rec.stamp() == ("measured on a 16-core CPU at 09:05 UTC on 2026-12-04, 2 threads, "
-                           "4-bit weights, running maximum taken")
+                           "4-bit weights, levelled from the larger sizes")
     monkeypatch.setattr(model_process, "_WEIGHTS", ["q4"])
     _serve(monkeypatch, rec)
     assert cpu.cpu_passes().details == rec.details() and "4-bit" in cpu.cpu_passes().curve.label

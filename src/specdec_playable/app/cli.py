@@ -219,7 +219,7 @@ def calibration_table(record) -> str:
     rows = [f"{n:>9}  {ms:8.2f}  {ms / t.ms[0]:6.2f}x" for n, ms in zip(t.n_positions, t.ms)]
     how = (f"{t.repeats} interleaved rounds, {t.quantile:.0%} quantile of each size's passes; "
            f"{t.retimed} extra round{'s' if t.retimed != 1 else ''} for sizes where it fell; "
-           + (f"still fell, so the running maximum raised {', '.join(map(str, t.raised))}"
+           + (f"still fell, so the minimum from the right lowered {', '.join(map(str, t.lowered))}"
               if t.enforced else "never falls as the positions grow")
            + f"; {t.seconds:.1f} s, {t.kernel} kernel")
     stamp = record.stamp()

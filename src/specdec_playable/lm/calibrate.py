@@ -19,8 +19,10 @@ as 1 to 9 positions nearly do with float32 weights, read that far apart on a qui
 size on the high side of the fall (the highest before it: load only adds time, so that is the
 one most likely read high) is timed again, in more interleaved rounds of just those sizes, until
 it holds or the time budget is spent; if it still falls then, the result says so
-(:attr:`PassTimes.enforced`). Either way the figures kept are the running maximum, and the sizes it
-raised are listed (:attr:`PassTimes.raised`).
+(:attr:`PassTimes.enforced`). Either way the figures kept are the minimum from the right (each
+size's figure at most that of every larger size: load only adds time, so of two figures that
+disagree the higher is the one read high), and the sizes it lowered are listed
+(:attr:`PassTimes.lowered`).
 
 :func:`calibrate_passes` is that procedure on any timing function (a test hands it a fake one
 with injected load); :func:`measure_pass_times` runs it on the model.
@@ -90,9 +92,10 @@ class PassTimes:
         Rounds of extra timing given to sizes where the curve fell.
     enforced : bool
         True when the curve still fell by more than :data:`LEVEL` after the extra timing (the
-        running maximum was taken over a real fall).
-    raised : tuple
-        The sizes the running maximum raised (by at most :data:`LEVEL` unless :attr:`enforced`).
+        minimum from the right was taken over a real fall).
+    lowered : tuple
+        The sizes the minimum from the right lowered (by at most :data:`LEVEL` unless
+        :attr:`enforced`).
     """
 
     n_positions: tuple
@@ -105,7 +108,7 @@ class PassTimes:
     quantile: float = QUANTILE
     retimed: int = 0
     enforced: bool = False
-    raised: tuple = ()
+    lowered: tuple = ()
 
     def at(self, n: int) -> float:
         """The pass time over ``n`` positions (one of :attr:`n_positions`)."""
@@ -187,10 +190,10 @@ def calibrate_passes(time_pass: Callable[[int], float], ns=CALIBRATION_NS, *,
         retimed += 1
         ms = figures()
     enforced = bool(_falls(ms))
-    kept = np.maximum.accumulate(ms)
-    raised = tuple(n for n, a, b in zip(ns, ms, kept) if b > a)
+    kept = np.minimum.accumulate(ms[::-1])[::-1]
+    lowered = tuple(n for n, a, b in zip(ns, ms, kept) if b < a)
     return PassTimes(ns, tuple(round(float(m), 2) for m in kept), rounds, clock() - t0, max(used),
-                     kernel_name, time.time(), quantile, retimed, enforced, raised)
+                     kernel_name, time.time(), quantile, retimed, enforced, lowered)
 
 
 def _pass_timer(model, ns) -> Callable[[int], float]:

@@ -74,11 +74,11 @@ class Calibration:
 
     def details(self) -> str:
         """``"a 2-core AMD EPYC 9B14 at 20:14 UTC on 2026-12-04, 1 thread, 4-bit weights"``
-        (", running maximum taken" added when a fall of more than 2% was left after timing again)."""
+        (", levelled from the larger sizes" added when a fall of more than 2% was left after timing again)."""
         when = self.measured_utc
         at = f" at {when[11:16]} UTC on {when[:10]}" if len(when) >= 16 else ""
         n = int(self.times.threads)
-        forced = ", running maximum taken" if self.times.enforced else ""
+        forced = ", levelled from the larger sizes" if self.times.enforced else ""
         return f"{self.machine}{at}, {n} thread{'s' if n != 1 else ''}, {self.weight_words}{forced}"
 
     def stamp(self) -> str:
@@ -90,7 +90,7 @@ class Calibration:
         out = asdict(self)
         times = out.pop("times")
         out.update(times=dict(times, n_positions=list(times["n_positions"]), ms=list(times["ms"]),
-                              raised=list(times["raised"]), monotone=self.times.monotone),
+                              lowered=list(times["lowered"]), monotone=self.times.monotone),
                    stamp=self.stamp())
         return out
 
