@@ -122,10 +122,12 @@ class BatchChart:
         you = fig.line("b", "s", source=self.you, line_color=theme.DRAFT, line_width=3.5)
         fig.line("b", "s", source=self.you_fit, line_color=theme.DRAFT, line_width=3.5,
                  line_dash=[6, 4])
+        # "You" is a ring drawn under the published diamonds and wide enough to hold one, so a
+        # diamond at your batch size stays visible inside it.
+        fig.scatter("b", "s", source=self.here, size=20, fill_alpha=0.0,
+                    line_color=theme.DRAFT, line_width=3)
         anchors = fig.scatter("b", "s", source=self.anchors, marker="diamond", size=13,
                               fill_color=theme.BIG, line_color=theme.INK)
-        fig.scatter("b", "s", source=self.here, size=12, fill_color=theme.PAPER,
-                    line_color=theme.DRAFT, line_width=3)
         fig.add_tools(HoverTool(renderers=[you, best], tooltips=[
             ("batch", "@b"), ("speedup", "@s{0.00}×")], mode="vline"))
         fig.add_tools(HoverTool(renderers=[anchors], tooltips=[
