@@ -88,6 +88,7 @@ def histogram_figure(source: ColumnDataSource, factors) -> figure:
     fig.xgrid.grid_line_color = theme.GRID
     fig.outline_line_color = None
     theme.lean(fig)
+    fig.min_border_right = 24  # room for half of the "100%" label at the axis's end
     return fig
 
 
