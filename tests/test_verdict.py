@@ -157,12 +157,16 @@ def test_the_recorded_table_says_the_verdict_of_the_interval_in_its_row():
     cells = [[html.unescape(re.sub(r"<[^>]+>", "", td)) for td in re.findall(r"<td[^>]*>.*?</td>", tr)]
              for tr in re.findall(r"<tr><td.*?</tr>", markup)]
     assert len(cells) == len(rows) == len(runs)
+    # one heading row per task, in the rows' order, and no cell repeats the task
+    groups = [html.unescape(t) for t in re.findall(r'<th colspan="9" scope="rowgroup">(.*?)</th>', markup)]
+    assert groups == list(dict.fromkeys(r.task for r in rows))
     for row, cell, c in zip(rows, cells, runs.values()):
-        lo, hi = cell[7].rstrip("×").split("–")
-        assert cell[8] == row.verdict == read_verdict(lo, hi) == c.fair.verdict
+        assert cell[0] == row.draft and len(cell) == 9
+        lo, hi = cell[6].rstrip("×").split("–")
+        assert cell[7] == row.verdict == read_verdict(lo, hi) == c.fair.verdict
         assert (float(lo), float(hi)) == (round(c.fair.low, 2), round(c.fair.high, 2))
-        assert cell[6] == f"{c.fair.speedup:.2f}×"
-        plain_tps, spec_tps = (float(x) for x in cell[5].split(" → "))
+        assert cell[5] == f"{c.fair.speedup:.2f}×"
+        plain_tps, spec_tps = (float(x) for x in cell[4].split(" → "))
         assert (plain_tps, spec_tps) == (round(c.fair.plain_tokens_per_s, 1),
                                          round(c.fair.spec_tokens_per_s, 1))
     # The repeats' stored words are judged again by the rule, not read from the file.

@@ -453,26 +453,32 @@ def legend_html() -> str:
 
 
 def recorded_html(rows, date: str) -> str:
-    """The recorded runs as a table (:class:`.words.RecordedRow`): task, draft, acceptance, tokens
-    per pass, the work-based figure, both runs' tokens per second, the measured speedup (the
-    median repeat's) with its interval and the verdict judged on that interval, and the repeats'
-    range."""
+    """The recorded runs as a table (:class:`.words.RecordedRow`), grouped by task (a heading row
+    each, so no cell repeats the task): draft, acceptance, tokens per pass, the work-based figure,
+    both runs' tokens per second, the measured speedup (the median repeat's) with its interval and
+    the verdict judged on that interval, and the repeats' range. Numbers never wrap; on a narrow
+    screen the table scrolls sideways in its box, and a line above it says so."""
     def n(x: float, fmt: str) -> str:
         return format(x, fmt) if math.isfinite(x) else "–"
-    body = "".join(
-        f"<tr><td>{esc(r.task)}</td><td>{esc(r.draft)}</td><td class=\"n\">{share(r.acceptance)}</td>"
-        f"<td class=\"n\">{r.tokens_per_pass:.2f}</td><td class=\"n\">{n(r.work_speedup, '.2f')}×</td>"
-        f"<td class=\"n\">{n(r.plain_tokens_per_s, '.1f')} → {n(r.spec_tokens_per_s, '.1f')}</td>"
-        f"<td class=\"n\">{r.speedup:.2f}×</td><td class=\"n\">{n(r.low, '.2f')}–{n(r.high, '.2f')}×</td>"
-        f"<td>{esc(r.verdict)}</td><td class=\"n\">{r.lowest:.2f}–{r.highest:.2f}×</td></tr>"
-        for r in rows)
-    return (f'<div class="ep7-wrap"><table class="ep7-table"><caption>{esc(date)}</caption>'
-            "<thead><tr><th>task</th><th>draft</th><th class=\"n\">guesses accepted</th>"
+    body, task = [], None
+    for r in rows:
+        if r.task != task:
+            task = r.task
+            body.append(f'<tr class="ep7-group"><th colspan="9" scope="rowgroup">{esc(task)}</th></tr>')
+        body.append(
+            f"<tr><td>{esc(r.draft)}</td><td class=\"n\">{share(r.acceptance)}</td>"
+            f"<td class=\"n\">{r.tokens_per_pass:.2f}</td><td class=\"n\">{n(r.work_speedup, '.2f')}×</td>"
+            f"<td class=\"n\">{n(r.plain_tokens_per_s, '.1f')} → {n(r.spec_tokens_per_s, '.1f')}</td>"
+            f"<td class=\"n\">{r.speedup:.2f}×</td><td class=\"n\">{n(r.low, '.2f')}–{n(r.high, '.2f')}×</td>"
+            f"<td>{esc(r.verdict)}</td><td class=\"n\">{r.lowest:.2f}–{r.highest:.2f}×</td></tr>")
+    return ('<p class="ep7-swipe">Swipe the table sideways to see all nine columns.</p>'
+            f'<div class="ep7-wrap"><table class="ep7-table"><caption>{esc(date)}</caption>'
+            "<thead><tr><th>draft</th><th class=\"n\">guesses accepted</th>"
             "<th class=\"n\">tokens per pass</th><th class=\"n\">by the work</th>"
             "<th class=\"n\">tokens/s, plain → speculative</th>"
             "<th class=\"n\">speedup (median run)</th><th class=\"n\">its 95% interval</th>"
             "<th>verdict on that interval</th><th class=\"n\">the repeats’ speedups</th>"
-            f"</tr></thead><tbody>{body}</tbody></table></div>")
+            f"</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
 
 
 # --- the view ------------------------------------------------------------------------------------
