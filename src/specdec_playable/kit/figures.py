@@ -102,12 +102,14 @@ def figure_line_html(plot_names: list[str]) -> str:
     files: list[str] = []
     for n in plot_names:
         files += [f for f in FIGURE_DATA.get(n, ()) if f not in files]
-    parts = [" · ".join(links)]
+    parts = links
     if files:
         parts.append("Data: " + ", ".join(
             f'<a href="{esc(file_href(f))}" download>{esc(f.rsplit("/", 1)[-1])}</a>' for f in files)
             + f' (<a href="{DATA_HREF}">where it comes from</a>)')
-    return f'<p class="sdp-figline">{" · ".join(parts)}</p>'
+    # Each part is a box of its own, so a narrow screen breaks the line between parts, not
+    # inside one (no separator left at the start of a line).
+    return '<p class="sdp-figline">' + "".join(f'<span class="sdp-figpart">{p}</span>' for p in parts) + "</p>"
 
 
 def _plots(pane: pn.pane.Bokeh) -> list[Plot]:
