@@ -18,6 +18,7 @@ from specdec_playable.episodes.ep4 import view as ep4_view
 from specdec_playable.episodes.ep4 import words as prose4
 from specdec_playable.episodes.ep4.state import BoilerplateVsPoetry
 from specdec_playable.kit import words
+from specdec_playable.kit.cpu import shipped_passes
 
 ep4_page = importlib.import_module("specdec_playable.episodes.ep4.page")
 ep6_page = importlib.import_module("specdec_playable.episodes.ep6.page")
@@ -199,10 +200,9 @@ def test_ep7_says_why_its_guesses_cost_more_than_episode_4s():
 def test_ep4_prices_a_cpu_check_from_the_measured_curves_in_both_formats():
     """Episode 4 no longer says a CPU check costs "several single passes": it quotes the shipped
     curves' pass over 5 positions in single passes, float32 and 4-bit."""
-    from specdec_playable.data import hardware
     page4 = importlib.import_module("specdec_playable.episodes.ep4.page")
     page4.explain_html.cache_clear()
     html_text = page4.explain_html()
     assert "several single passes" not in html_text
-    f32, q4 = (float(c.time_ms(5) / c.time_ms(1)) for c in (hardware.cpu_curve(), hardware.cpu_q4_curve()))
+    f32, q4 = (float(c.time_ms(5) / c.time_ms(1)) for c in (shipped_passes("f32").curve, shipped_passes("q4").curve))
     assert f"costs {f32:.2f} single passes with float32 weights and {q4:.2f} with" in html.unescape(html_text)

@@ -192,6 +192,14 @@ def load_cpu_q4_meta() -> dict:
     return json.loads(Path(asset_path(CPU_Q4_META_NAME)).read_text())
 
 
+@lru_cache(maxsize=1)
+def load_cpu_q4_pass_costs() -> PassCosts:
+    """This project's kernel on the file's 4-bit blocks, per positions (one series), as shipped in
+    ``assets/pass_cost_cpu_q4.csv`` (provenance beside it)."""
+    (series,) = _read_pass_costs(CPU_Q4_CSV_NAME).values()
+    return series
+
+
 def cpu_q4_curve() -> PassTimeCurve:
     """This project's kernel on the file's 4-bit blocks, on the machine that built the package.
 
@@ -201,6 +209,6 @@ def cpu_q4_curve() -> PassTimeCurve:
     >>> bool(curve.time_ms(9) > 1.5 * curve.time_ms(1))   # fewer bytes: arithmetic sets the price
     True
     """
-    (series,) = _read_pass_costs(CPU_Q4_CSV_NAME).values()
+    series = load_cpu_q4_pass_costs()
     return fit_roofline(series.n_positions, series.median_ms,
                         label=f"{series.model}, {series.impl} (measured on the machine that built this page)")

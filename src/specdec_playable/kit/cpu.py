@@ -106,14 +106,27 @@ def _from_server(record) -> CpuPasses:
     return CpuPasses(curve, True, record.machine, int(times.threads), record)
 
 
-@lru_cache(maxsize=1)
-def _shipped() -> CpuPasses:
-    meta = hardware.load_cpu_meta()
+#: Per weight format: the shipped file's series and its provenance (``data.hardware``).
+_SHIPPED_FILES = {
+    "f32": (hardware.load_cpu_pass_costs, hardware.load_cpu_meta, "float32 weights"),
+    "q4": (hardware.load_cpu_q4_pass_costs, hardware.load_cpu_q4_meta, "4-bit weights"),
+}
+
+
+@lru_cache(maxsize=2)
+def shipped_passes(weights: str = "f32") -> CpuPasses:
+    """The shipped measurement of ``weights`` (``"f32"`` or ``"q4"``), levelled as a server's
+    record is, so every page draws the one shipped curve of each format."""
+    series_of, meta_of, words = _SHIPPED_FILES[weights]
+    meta = meta_of()
     machine = f"a {meta.get('cores', '?')}-core {meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')}"
-    series = hardware.load_cpu_pass_costs()
-    curve = _monotone(series.n_positions, series.median_ms,
-                      f"SmolLM2-135M, float32 weights ({SHIPPED})")
+    series = series_of()
+    curve = _monotone(series.n_positions, series.median_ms, f"SmolLM2-135M, {words} ({SHIPPED})")
     return CpuPasses(curve, False, machine, int(meta.get("threads", 1)))
+
+
+def _shipped() -> CpuPasses:
+    return shipped_passes("f32")
 
 
 def server_passes(weights: str) -> CpuPasses | None:
@@ -132,4 +145,5 @@ def cpu_passes() -> CpuPasses:
     return _shipped() if record is None else _from_server(record)
 
 
-__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes", "free_break_even", "server_passes"]
+__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes", "free_break_even", "server_passes",
+           "shipped_passes"]

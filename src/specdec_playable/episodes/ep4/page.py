@@ -128,9 +128,10 @@ def cost_in_runs() -> str:
 def cpu_check_words(n: int = 5) -> str:
     """What a check of ``n - 1`` guesses costs on this project's CPU, in single passes, in each
     weight format (the shipped measurements Episode 8 draws)."""
-    from ...data import hardware
+    from ...kit.cpu import shipped_passes
 
-    f32, q4 = (float(c.time_ms(n) / c.time_ms(1)) for c in (hardware.cpu_curve(), hardware.cpu_q4_curve()))
+    f32, q4 = (float(shipped_passes(w).curve.time_ms(n) / shipped_passes(w).curve.time_ms(1))
+               for w in ("f32", "q4"))
     return (f"On the CPU that built this page a pass over {n} positions (checking {n - 1} tokens) "
             f"costs {f32:.2f} single passes with float32 weights and {q4:.2f} with "
             f"the file's 4-bit weights (Episode 8 shows why).")

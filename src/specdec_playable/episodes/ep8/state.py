@@ -16,7 +16,7 @@ import numpy as np
 import param
 
 from ...kit.params import C, K, K_SLIDER_MAX, Q, control, unlocked
-from ...kit.cpu import cpu_passes, server_passes
+from ...kit.cpu import cpu_passes, server_passes, shipped_passes
 from ...data import hardware
 from ...sim import batching, theory, trees
 
@@ -53,11 +53,11 @@ def format_curves(cpu) -> dict:
     model process of that format has measured, else as shipped."""
     record = getattr(cpu, "record", None)
     own = record.weights if cpu.here and record is not None else "f32"
-    shipped = {"f32": hardware.cpu_curve, "q4": hardware.cpu_q4_curve}
     out = {}
-    for fmt, load in shipped.items():
+    for fmt in ("f32", "q4"):
         mine = None if fmt == own else server_passes(fmt)
-        out[fmt] = cpu.curve if fmt == own else mine.curve if mine is not None else load()
+        out[fmt] = (cpu.curve if fmt == own else mine.curve if mine is not None
+                    else shipped_passes(fmt).curve)
     return out
 
 
