@@ -384,3 +384,71 @@ def test_without_the_model_a_4bit_pick_shows_the_recorded_float32_run():
     s.run()
     assert s.status == "recorded" and s.weights == recorded.recorded_weights() == "f32"
     assert s.shown.weights == "f32"
+
+
+def _loading_work(ready: threading.Event, gate: threading.Event, result: Comparison):
+    """A worker function that, like a model process loading, reports nothing until ``ready``,
+    then a partial run, then waits for ``gate``."""
+
+    def make(settings):
+        def work(ctx):
+            while not ready.wait(0.01):
+                if ctx.stopped:
+                    return None
+            ctx.report(_Snap(Comparison("running", result.spec, None)))
+            while not gate.wait(0.01):
+                if ctx.stopped:
+                    return None
+            return result
+
+        return work
+
+    return make
+
+
+@pytest.mark.parametrize("task, draft", [("sky", "head"), ("json-person", "lookup")])
+def test_while_the_model_loads_the_recorded_run_is_shown_then_the_live_one(queue, task, draft):
+    """A server started without the model loads it on the first Run (minutes on a busy machine):
+    meanwhile the run recorded for the task and draft is shown, said to be that, and the live
+    run replaces it as soon as it reports."""
+    ready, gate = threading.Event(), threading.Event()
+    result = fake_comparison([(4, 4), (4, 2), (0, 0)])
+    svc = interface.ModelService(queue=lambda: queue, installed=lambda: True,
+                                 generation=_loading_work(ready, gate, result),
+                                 model_ready=ready.is_set)
+    s = RealText(service=svc, task=task, draft=draft, k=3, max_new=24)
+    s.run()
+    rec = recorded.recorded_runs()[(task, draft)]
+    assert wait_for(lambda: s.poll() and s.status == "running" and s.comparison is not None)
+    assert s.interim and s.comparison is rec and s.weights == recorded.recorded_weights()
+    from specdec_playable.episodes.ep7 import view as view7
+
+    shown = view7.status_html(s)
+    assert ep7_words.LOADING_MEANWHILE.replace("’", "&#x27;").split("…")[0] in shown
+    assert "Shown meanwhile, the run recorded for this task and draft" in shown
+    assert f"k = {recorded.recorded_meta()['k']}" in shown and "This run:" not in shown
+    ready.set()
+    assert wait_for(lambda: s.poll() and not s.interim and s.comparison is not None)
+    assert s.status == "running" and s.comparison is not rec and s.comparison.plain is None
+    assert "This run:" in view7.status_html(s) and "k = 3" in view7.status_html(s)
+    gate.set()
+    assert wait_for(lambda: not s.poll())
+    assert s.status == "done" and s.comparison is result and not s.interim
+
+
+def test_while_the_model_loads_a_typed_prompt_has_no_recorded_run_to_show(queue):
+    ready, gate = threading.Event(), threading.Event()
+    svc = interface.ModelService(queue=lambda: queue, installed=lambda: True,
+                                 generation=_loading_work(ready, gate, fake_comparison([(4, 4)])),
+                                 model_ready=ready.is_set)
+    s = RealText(service=svc, task=CUSTOM, prompt="Say hello.")
+    s.run()
+    assert wait_for(lambda: s.poll() and s.status == "running")
+    time.sleep(0.1)
+    s.poll()
+    assert not s.interim and s.comparison is None
+    assert "Loading the model on the server" in ep7_words.status_line(
+        s.status, 0, s.comparison, model_loaded=False)
+    s.cancel()
+    ready.set()
+    gate.set()

@@ -152,6 +152,9 @@ class RealText(FollowsRun, param.Parameterized):
                                "for a recorded one.")
     message = param.String(default="", constant=True,
                            doc="A one-line message: why a run was refused, failed or stopped early.")
+    interim = param.Boolean(default=False, constant=True,
+                            doc="True while the visitor's run waits for the model to load and the "
+                                "run shown meanwhile is the one recorded for its task and draft.")
 
     def __init__(self, *, service: interface.Service | None = None, **params):
         if "draft" in params:
@@ -211,7 +214,7 @@ class RealText(FollowsRun, param.Parameterized):
                 refused.crowded_run_s))
             return
         self._set(shown=settings, comparison=None, message="", shared=seen.shared,
-                  weights=settings.weights)
+                  weights=settings.weights, interim=False)
         self._show(seen)
 
     def _show_recorded(self, settings: Settings) -> None:
@@ -221,22 +224,38 @@ class RealText(FollowsRun, param.Parameterized):
             self._set(status="refused", message=line)
         else:
             self._set(status="recorded", comparison=recorded, shown=recorded_settings(settings),
-                      shared=False, position=0, message=line, weights=recorded_weights())
+                      shared=False, position=0, message=line, weights=recorded_weights(),
+                      interim=False)
 
     def _show(self, seen: Followed) -> None:
         if seen.state == QUEUED:
             self.line = seen.place
             self._set(status="queued", position=seen.position)
         elif seen.state == RUNNING:
-            self._set(status="running", position=0, comparison=_snapshot(seen.progress))
+            live = _snapshot(seen.progress)
+            meanwhile = self._meanwhile() if live is None else None
+            if meanwhile is not None:
+                self._set(status="running", position=0, comparison=meanwhile, interim=True,
+                          weights=recorded_weights())
+            else:
+                self._set(status="running", position=0, comparison=live, interim=False,
+                          weights=self.shown.weights if self.shown is not None else self.weights)
         elif seen.state == DONE:
-            self._set(status="done", position=0, comparison=seen.result,
+            self._set(status="done", position=0, comparison=seen.result, interim=False,
+                      weights=self.shown.weights if self.shown is not None else self.weights,
                       message=words.stopped_line(seen.result, JOB_BUDGET_S))
         elif seen.state == CANCELLED:
-            self._set(status="cancelled", position=0, comparison=_latest(seen),
+            self._set(status="cancelled", position=0, comparison=_latest(seen), interim=False,
                       message=words.CANCELLED_LINE)
-        else:
+        else:  # a run that failed while the model loaded keeps the recorded run it showed
             self._set(status="failed", position=0, message=seen.error or "The run failed.")
+
+    def _meanwhile(self) -> Comparison | None:
+        """While the server's first model process loads (a server started without the model,
+        minutes on a busy machine), the run recorded for the task and draft shown, if any."""
+        if self.shown is None or self.follower.service.model_ready():
+            return None
+        return recorded_runs().get((self.shown.task, self.shown.draft))
 
     # -- what the runs show ------------------------------------------------------------------
     @property

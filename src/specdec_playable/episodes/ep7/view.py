@@ -37,7 +37,7 @@ from .words import (CUSTOM, basis_line, check_words, cost_words, decoded, kind_l
                          map_words, per_token_ms, per_token_words, ratio_words,
                          round_cost_words, settings_line, speeds_words, status_line, verdict,
                          weights_words, why)
-from .state import PROMPT_MAX_CHARS, RealText
+from .state import PROMPT_MAX_CHARS, RealText, recorded_settings
 from .words import counter_text, lanes_words
 from ...kit import theme
 from ...kit.a11y import describe
@@ -413,13 +413,17 @@ def status_html(state: RealText) -> str:
     else:  # only a queued run's sentence speaks of the queue
         figures = {}
     line = status_line(state.status, state.position, state.comparison,
-                       model_loaded=state.follower.service.model_ready(), **figures)
+                       model_loaded=state.follower.service.model_ready(), interim=state.interim,
+                       **figures)
     out = ""
     if line:
         out += f'<p class="ep7-status" role="status">{esc(line)}</p>'
     if state.message:
         out += f'<p class="sdp-notice ep7-message" role="status">{esc(state.message)}</p>'
-    if state.shown is not None and state.comparison is not None:
+    if state.shown is not None and state.comparison is not None and state.interim:
+        out += (f'<p class="ep7-settings">Shown meanwhile, the run recorded for this task and draft: '
+                f"{esc(settings_line(recorded_settings(state.shown)))}.</p>")
+    elif state.shown is not None and state.comparison is not None:
         how = " Computed earlier on this server for a visitor with the same settings, and shared." \
             if state.shared else ""
         # After a refused Run the run on the page is the visitor's earlier one.

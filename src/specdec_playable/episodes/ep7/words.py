@@ -335,11 +335,18 @@ def full_line(waiting: int, workers: int, running_elapsed_s, recent_run_s, crowd
 def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
 
+#: The status while the model loads and the recorded run of the same task and draft is shown.
+LOADING_MEANWHILE = ("Loading the model on the server (once per worker process; minutes on a busy "
+                     "machine)… Meanwhile the run recorded for this task and draft is shown below; "
+                     "your own run replaces it as soon as it starts.")
+
+
 def status_line(status: str, position: int, c: Comparison | None, *, model_loaded: bool,
                 workers: int = 1, running: int = 0, running_elapsed_s=(), recent_run_s=(),
-                crowded_run_s=()) -> str:
+                crowded_run_s=(), interim: bool = False) -> str:
     """What the visitor's run is doing, in one line (plain text); the queue's figures (as one
-    poll saw them) are read only for a queued run."""
+    poll saw them) are read only for a queued run. ``interim``: the run shown is the recorded
+    one, while the model loads."""
     if status == "queued":
         # Free workers take the runs at the head of the line (in the moment before they do, the
         # line and a free worker are both seen); a run further back waits for a busy one.
@@ -351,6 +358,8 @@ def status_line(status: str, position: int, c: Comparison | None, *, model_loade
                 f"per core). " + wait_words(position, workers, running_elapsed_s, recent_run_s,
                                             crowded_run_s))
     if status == "running":
+        if interim:
+            return LOADING_MEANWHILE
         if c is None or c.spec is None:
             return ("Loading the model on the server (once per worker process)…" if not model_loaded
                     else "Starting…")
