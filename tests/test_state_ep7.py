@@ -32,12 +32,17 @@ class _Snap(Live):
         return self.c
 
 
-def gated_work(gate: threading.Event, result: Comparison, calls: list):
-    """A worker function that reports a partial run, waits for ``gate`` (or a stop), then returns."""
+def gated_work(gate: threading.Event, result: Comparison, calls: list,
+               ready: threading.Event | None = None):
+    """A worker function that reports a partial run, waits for ``gate`` (or a stop), then returns.
+    With ``ready`` it first reports nothing until ``ready`` is set, as a model process loading."""
 
     def make(settings):
         def work(ctx):
             calls.append(settings)
+            while ready is not None and not ready.wait(0.01):
+                if ctx.stopped:
+                    return None
             ctx.report(_Snap(Comparison("running", result.spec, None)))
             while not gate.wait(0.01):
                 if ctx.stopped:
@@ -386,26 +391,6 @@ def test_without_the_model_a_4bit_pick_shows_the_recorded_float32_run():
     assert s.shown.weights == "f32"
 
 
-def _loading_work(ready: threading.Event, gate: threading.Event, result: Comparison):
-    """A worker function that, like a model process loading, reports nothing until ``ready``,
-    then a partial run, then waits for ``gate``."""
-
-    def make(settings):
-        def work(ctx):
-            while not ready.wait(0.01):
-                if ctx.stopped:
-                    return None
-            ctx.report(_Snap(Comparison("running", result.spec, None)))
-            while not gate.wait(0.01):
-                if ctx.stopped:
-                    return None
-            return result
-
-        return work
-
-    return make
-
-
 @pytest.mark.parametrize("task, draft", [("sky", "head"), ("json-person", "lookup")])
 def test_while_the_model_loads_the_recorded_run_is_shown_then_the_live_one(queue, task, draft):
     """A server started without the model loads it on the first Run (minutes on a busy machine):
@@ -414,7 +399,7 @@ def test_while_the_model_loads_the_recorded_run_is_shown_then_the_live_one(queue
     ready, gate = threading.Event(), threading.Event()
     result = fake_comparison([(4, 4), (4, 2), (0, 0)])
     svc = interface.ModelService(queue=lambda: queue, installed=lambda: True,
-                                 generation=_loading_work(ready, gate, result),
+                                 generation=gated_work(gate, result, [], ready),
                                  model_ready=ready.is_set)
     s = RealText(service=svc, task=task, draft=draft, k=3, max_new=24)
     s.run()
@@ -439,7 +424,7 @@ def test_while_the_model_loads_the_recorded_run_is_shown_then_the_live_one(queue
 def test_while_the_model_loads_a_typed_prompt_has_no_recorded_run_to_show(queue):
     ready, gate = threading.Event(), threading.Event()
     svc = interface.ModelService(queue=lambda: queue, installed=lambda: True,
-                                 generation=_loading_work(ready, gate, fake_comparison([(4, 4)])),
+                                 generation=gated_work(gate, fake_comparison([(4, 4)]), [], ready),
                                  model_ready=ready.is_set)
     s = RealText(service=svc, task=CUSTOM, prompt="Say hello.")
     s.run()
