@@ -115,18 +115,15 @@ _SHIPPED_FILES = {
 
 @lru_cache(maxsize=2)
 def shipped_passes(weights: str = "f32") -> CpuPasses:
-    """The shipped measurement of ``weights`` (``"f32"`` or ``"q4"``), levelled as a server's
-    record is, so every page draws the one shipped curve of each format."""
+    """The shipped measurement of ``weights`` (``"f32"`` or ``"q4"``), its dips levelled as every
+    curve here is (the running maximum, see the module's doc), so every page draws the one shipped
+    curve of each format."""
     series_of, meta_of, words = _SHIPPED_FILES[weights]
     meta = meta_of()
     machine = f"a {meta.get('cores', '?')}-core {meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')}"
     series = series_of()
     curve = _monotone(series.n_positions, series.median_ms, f"SmolLM2-135M, {words} ({SHIPPED})")
     return CpuPasses(curve, False, machine, int(meta.get("threads", 1)))
-
-
-def _shipped() -> CpuPasses:
-    return shipped_passes("f32")
 
 
 def server_passes(weights: str) -> CpuPasses | None:
@@ -142,7 +139,7 @@ def cpu_passes() -> CpuPasses:
     """This server's calibration record once its first model process has made it, else the
     shipped measurement."""
     record = interface.server_pass_times()
-    return _shipped() if record is None else _from_server(record)
+    return shipped_passes("f32") if record is None else _from_server(record)
 
 
 __all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes", "free_break_even", "server_passes",

@@ -130,8 +130,7 @@ def cpu_check_words(n: int = 5) -> str:
     weight format (the shipped measurements Episode 8 draws)."""
     from ...kit.cpu import shipped_passes
 
-    f32, q4 = (float(shipped_passes(w).curve.time_ms(n) / shipped_passes(w).curve.time_ms(1))
-               for w in ("f32", "q4"))
+    f32, q4 = (shipped_passes(w).ratio(n) for w in ("f32", "q4"))
     return (f"On the CPU that built this page a pass over {n} positions (checking {n - 1} tokens) "
             f"costs {f32:.2f} single passes with float32 weights and {q4:.2f} with "
             f"the file's 4-bit weights (Episode 8 shows why).")

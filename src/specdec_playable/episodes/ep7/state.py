@@ -228,6 +228,8 @@ class RealText(FollowsRun, param.Parameterized):
                       interim=False)
 
     def _show(self, seen: Followed) -> None:
+        # the format of the visitor's own run (the run shown meanwhile has the recording's)
+        own = self.shown.weights if self.shown is not None else self.weights
         if seen.state == QUEUED:
             self.line = seen.place
             self._set(status="queued", position=seen.position)
@@ -238,11 +240,9 @@ class RealText(FollowsRun, param.Parameterized):
                 self._set(status="running", position=0, comparison=meanwhile, interim=True,
                           weights=recorded_weights())
             else:
-                self._set(status="running", position=0, comparison=live, interim=False,
-                          weights=self.shown.weights if self.shown is not None else self.weights)
+                self._set(status="running", position=0, comparison=live, interim=False, weights=own)
         elif seen.state == DONE:
-            self._set(status="done", position=0, comparison=seen.result, interim=False,
-                      weights=self.shown.weights if self.shown is not None else self.weights,
+            self._set(status="done", position=0, comparison=seen.result, interim=False, weights=own,
                       message=words.stopped_line(seen.result, JOB_BUDGET_S))
         elif seen.state == CANCELLED:
             self._set(status="cancelled", position=0, comparison=_latest(seen), interim=False,
