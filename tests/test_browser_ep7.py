@@ -56,6 +56,9 @@ def run_task(page, site, query: str) -> dict:
     wait_for_bokeh(page)
     page.bring_to_front()
     page.get_by_role("button", name="Run").click()
+    # While the model loads, the run recorded for the task is shown ("Shown meanwhile, ..."); the
+    # visitor's own run is the one that says "This run:".
+    wait_for_text(page, "This run:", timeout=RUN_TIMEOUT_S)
     wait_for_text(page, "Both runs have ended.", timeout=RUN_TIMEOUT_S)
     page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('ep7-rows') !== null")
     return page.evaluate(_SHOWN)

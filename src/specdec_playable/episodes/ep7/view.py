@@ -420,15 +420,16 @@ def status_html(state: RealText) -> str:
         out += f'<p class="ep7-status" role="status">{esc(line)}</p>'
     if state.message:
         out += f'<p class="sdp-notice ep7-message" role="status">{esc(state.message)}</p>'
-    if state.shown is not None and state.comparison is not None and state.interim:
-        out += (f'<p class="ep7-settings">Shown meanwhile, the run recorded for this task and draft: '
-                f"{esc(settings_line(recorded_settings(state.shown)))}.</p>")
-    elif state.shown is not None and state.comparison is not None:
-        how = " Computed earlier on this server for a visitor with the same settings, and shared." \
-            if state.shared else ""
-        # After a refused Run the run on the page is the visitor's earlier one.
-        what = "Shown below, your earlier run" if state.status == "refused" else "This run"
-        out += f'<p class="ep7-settings">{what}: {esc(settings_line(state.shown))}.{esc(how)}</p>'
+    if state.shown is None or state.comparison is None:
+        return out
+    if state.interim:
+        return out + ('<p class="ep7-settings">Shown meanwhile, the run recorded for this task and '
+                      f"draft: {esc(settings_line(recorded_settings(state.shown)))}.</p>")
+    how = " Computed earlier on this server for a visitor with the same settings, and shared." \
+        if state.shared else ""
+    # After a refused Run the run on the page is the visitor's earlier one.
+    what = "Shown below, your earlier run" if state.status == "refused" else "This run"
+    out += f'<p class="ep7-settings">{what}: {esc(settings_line(state.shown))}.{esc(how)}</p>'
     return out
 
 
@@ -590,7 +591,9 @@ class RealTextView(StateView):
         self.cancel_button.visible = active
         self.status.object = status_html(s)
         k = s.shown.k if s.shown is not None else s.k
-        if c is not None and c.finished and c.plain is not None:
+        # The run shown while the model loads gets its texts and clocks, not the lanes: the live
+        # run replaces it within moments, and a player drawn then hidden is work for nothing.
+        if c is not None and c.finished and c.plain is not None and not s.interim:
             if c is not self._drawn:
                 self._drawn = c
                 timeline = real_timeline(c)
