@@ -342,3 +342,64 @@ def test_a_corpus_ranked_vocabulary_counts_the_models_choices_on_a_sample_only(
     assert seen == [counted]
     assert vocab.size == 64 and {2, 3} <= set(vocab.tolist())
     assert 0.0 < prep["summary"]["vocab_covers_model_choices"] <= 1.0
+
+
+# ------------------------------------------------------------------------------------ the mixture
+
+
+def test_the_documents_are_drawn_their_share_of_the_time():
+    """``--doc-share s``: the documents' chunks together get chance ``s`` and the replies ``1 - s``,
+    evenly within each; 0 (or one kind alone) draws every row alike; a share outside (0, 1) is
+    refused. Over 4,000 seeded batches of 8 the documents' share of draws is within 0.02 of ``s``
+    (its standard error is about 0.003)."""
+    from specdec_playable.train.loop import row_chances
+
+    genre = np.array(["python"] * 30 + ["json"] * 10 + ["selfdistill"] * 960)
+    data = {"genre": genre}
+    p = row_chances(data, 0.4)
+    assert p.sum() == pytest.approx(1.0, abs=1e-12)
+    assert p[:40].sum() == pytest.approx(0.4, abs=1e-12) and np.ptp(p[:40]) == 0 and np.ptp(p[40:]) == 0
+    assert row_chances(data, 0.0) is None and row_chances({}, 0.4) is None
+    assert row_chances({"genre": genre[40:]}, 0.4) is None and row_chances({"genre": genre[:40]}, 0.4) is None
+    for bad in (1.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="doc_share"):
+            row_chances(data, bad)
+    draws = np.concatenate([np.random.default_rng([0, 2, step]).choice(genre.size, 8, replace=False, p=p)
+                            for step in range(4000)])
+    assert np.mean(draws < 40) == pytest.approx(0.4, abs=0.02)
+
+
+def test_the_vocabulary_is_ranked_on_the_mixture_drawn():
+    """Row weights count each row's tokens that many times: a token common only in rows that are
+    rarely drawn falls out of the vocabulary, and equal weights rank as no weights do."""
+    from specdec_playable.train.features import pick_vocab
+
+    toks = np.zeros((4, 6), np.int64)
+    toks[0], toks[1] = [10, 10, 10, 10, 11, 12], [10, 10, 10, 11, 12, 13]  # rows drawn rarely
+    toks[2], toks[3] = [20, 21, 22, 20, 21, 23], [20, 21, 22, 24, 11, 12]  # rows drawn often
+    lens, choices = np.full(4, 6), np.zeros(30, np.int64)
+    plain = pick_vocab(choices, toks, lens, 4, always=(2,))
+    assert 10 in plain
+    weighted = pick_vocab(choices, toks, lens, 4, always=(2,), row_weight=np.array([0.01, 0.01, 1, 1]))
+    assert 10 not in weighted and {2, 20, 21} <= set(weighted.tolist())
+    np.testing.assert_array_equal(pick_vocab(choices, toks, lens, 4, always=(2,), row_weight=np.full(4, 0.25)), plain)
+
+
+def test_a_head_continued_on_a_new_vocabulary_keeps_every_weight():
+    """The readout is the model's own embedding over the vocabulary, so ``--revocab`` continues the
+    shipped head's trained weights unchanged on another vocabulary size; without it a size that
+    differs from the asset's is refused with a one-line reason."""
+    from pathlib import Path
+
+    from specdec_playable.train import cli
+    from specdec_playable.train.loop import params_from_asset
+
+    asset = Path(__file__).resolve().parents[1] / "assets" / "lm" / "draft_head.npz"
+    with np.load(asset) as z:
+        layers, shipped = ",".join(str(int(m)) for m in z["layers"]), {k: z[k] for k in z.files}
+    base = ["--layers", layers, "--n-vocab", str(shipped["vocab"].size * 3 // 2), "--init-from", str(asset)]
+    params = params_from_asset(asset, cli.parse_args(base + ["--revocab"]))
+    for k in ("fc", "wgu", "wdown", "fuse", "wo"):
+        np.testing.assert_array_equal(params[k], shipped[k].astype(np.float32), err_msg=k)
+    with pytest.raises(SystemExit, match="shape"):
+        params_from_asset(asset, cli.parse_args(base))

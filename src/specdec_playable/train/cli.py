@@ -100,12 +100,16 @@ def _head_args(a) -> None:
            "training-time test)")
     a("--init-from", default="", help="continue training this head asset (same shape) in place "
       "of seeded initial weights")
+    a("--revocab", action="store_true", help="with --init-from: pick a new vocabulary of "
+      "--n-vocab tokens (the readout is the model's embedding, so the head's weights carry over)")
 
 
 def _run_args(a) -> None:
     a("--steps", type=int, default=900)
     a("--batch", type=int, default=8, help="chunks per step")
     a("--lr", type=float, default=1e-3)
+    a("--doc-share", type=float, default=0.0, help="draw the documents' chunks this share of the "
+      "time and the self-distillation replies the rest (0: every row alike)")
     a("--reg-weight", type=float, default=0.5)
     a("--print-every", type=int, default=10)
     a("--ckpt-every", type=int, default=50)

@@ -326,13 +326,17 @@ def model_choices(model, data: dict, block: int = 16) -> np.ndarray:
     return counts
 
 
-def pick_vocab(choices: np.ndarray, toks, lens, n_vocab: int, always=()) -> np.ndarray:
+def pick_vocab(choices: np.ndarray, toks, lens, n_vocab: int, always=(),
+               row_weight: np.ndarray | None = None) -> np.ndarray:
     """The head's vocabulary (FR-Spec's reduced head): the ``n_vocab`` tokens ranked by ``choices``
     (the model's own greedy choices; all zero ranks by the corpus alone), ties and the rest by
-    corpus frequency, plus ``always``; sorted."""
+    corpus frequency (each row's tokens counted ``row_weight`` times: the mixture training draws),
+    plus ``always``; sorted."""
     toks, lens = np.asarray(toks), np.asarray(lens)
     mask = np.arange(toks.shape[1])[None, :] < lens[:, None]
-    corpus = np.bincount(toks[mask].astype(np.int64), minlength=choices.size)
+    w = None if row_weight is None else np.broadcast_to(
+        np.asarray(row_weight, np.float64)[:, None], mask.shape)[mask]
+    corpus = np.bincount(toks[mask].astype(np.int64), weights=w, minlength=choices.size)
     score = choices.astype(np.float64) * (corpus.max(initial=0) + 1) + corpus
     score[list(always)] = score.max() + 1
     return np.sort(np.argsort(-score, kind="stable")[:n_vocab])

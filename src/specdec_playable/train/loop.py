@@ -109,8 +109,10 @@ def params_from_asset(path: Path, args) -> dict:
     """
     with np.load(path) as z:
         arrays = {k: z[k] for k in z.files}
+    # The readout is the model's own embedding over the vocabulary, so a new vocabulary
+    # (``--revocab``) keeps every trained weight.
     want = dict(n_heads=args.n_heads, window=args.chunk, d_ff=arrays["wgu"].shape[0] // 2,
-                n_vocab=arrays["vocab"].size)
+                n_vocab=args.n_vocab if getattr(args, "revocab", False) else arrays["vocab"].size)
     got = dict(n_heads=int(arrays["n_heads"][0]), window=int(arrays["window"][0]), d_ff=args.d_ff,
                n_vocab=args.n_vocab)
     if want != got or ("wqkv" in arrays) != (args.block == "attention"):
@@ -354,8 +356,9 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
 
     data = subset(prep["train"], args.train_fraction, args.seed)
     n, end, t0 = n_rows(data), last_step(args), time.perf_counter()
+    p = row_chances(data, getattr(args, "doc_share", 0.0))
     for step in range(start, end):
-        idx = np.random.default_rng([args.seed, 2, step]).choice(n, min(args.batch, n), replace=False)
+        idx = np.random.default_rng([args.seed, 2, step]).choice(n, min(args.batch, n), replace=False, p=p)
         batch = make_batch(data, idx, embed)
         (loss, parts), g = grad(params, batch)
         params, opt_state = update(params, opt_state, g)
@@ -374,6 +377,21 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
     return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
 
 
+def row_chances(data: dict, doc_share: float) -> np.ndarray | None:
+    """Each training row's chance of being drawn: None (every row alike) when ``doc_share`` is 0
+    or the rows are all of one kind; else the documents' chunks share ``doc_share`` of it and
+    the self-distillation replies the rest, evenly within each."""
+    if not doc_share or "genre" not in data:
+        return None
+    if not 0.0 < doc_share < 1.0:
+        raise ValueError(f"doc_share must lie in (0, 1); got {doc_share}")
+    reply = np.asarray(data["genre"]) == "selfdistill"
+    n_reply = int(reply.sum())
+    if n_reply in (0, reply.size):
+        return None
+    return np.where(reply, (1.0 - doc_share) / n_reply, doc_share / (reply.size - n_reply))
+
+
 def subset(data: dict, fraction: float, seed: int) -> dict:
     """A seeded share of the training chunks (all of them at 1): the data-budget experiments.
     Shard columns stay on disk (a view of the rows kept)."""
@@ -389,6 +407,8 @@ def run_tag(args) -> str:
             f"{args.n_vocab}_{args.unroll}_{args.steps}_{args.batch}_{args.lr}_{args.reg_weight}"
             + (f"_l{'-'.join(map(str, args.layers))}" if args.layers else "")
             + (f"_from{sha256_file(Path(args.init_from))[:10]}" if args.init_from else "")
+            + ("_revocab" if getattr(args, "revocab", False) else "")
+            + (f"_docs{args.doc_share}" if getattr(args, "doc_share", 0.0) else "")
             + (f"_sd{args.sd_rows}-{args.sd_held_share}-{args.sd_loops}"
                + (f"{args.sd_loop_weight}" if args.sd_loops == "weight" else "")
                if getattr(args, "selfdistill", "") else ""))

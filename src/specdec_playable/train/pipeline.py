@@ -21,8 +21,8 @@ from .corpus import (BUDGETS, HELD_OUT_SHARE, assert_no_overlap, corpus_summary,
 from .evaluate import draft_cost, measure, print_measure, replies_tokens_per_pass
 from .features import (Stopped, chunks_of, collect, collected_layers, merge, model_choices,
                        n_rows, pick_layers, pick_vocab, take_rows)
-from .loop import (asset_vocab, export, last_step, load_ckpt, optimizer, start_params, subset,
-                   train)
+from .loop import (asset_vocab, export, last_step, load_ckpt, optimizer, row_chances, start_params,
+                   subset, train)
 from .replies import chat_docs
 from .ship import provenance, write_asset
 
@@ -114,7 +114,8 @@ def prepare(model, args) -> dict:
     sd_train, sd_held, sd_stats = selfdistill(model, args)
     t_corpus = time.perf_counter() - t0
     t0 = time.perf_counter()
-    data, _ = features_of(model, args, train, sd_train, "training")
+    data, train_genres = features_of(model, args, train, sd_train, "training")
+    data["genre"] = np.array(train_genres)[data["seq"]]
     held_data, genres = features_of(model, args, held, sd_held, "held-out")
     held_data["genre"] = np.array(genres)[held_data["seq"]]
     n_docs = len(genres) - len(sd_held)
@@ -151,11 +152,12 @@ def vocabulary(model, prep: dict, args) -> np.ndarray:
     choices = model_choices(model, sample)
     if args.vocab_from == "corpus":
         cover_choices, choices = choices, np.zeros_like(choices)
-    if args.init_from:  # the head it continues reads out over its own vocabulary
+    if args.init_from and not args.revocab:  # the head it continues reads out over its own
         vocab = asset_vocab(Path(args.init_from))
-    else:
+    else:  # ranked on the mixture drawn (--doc-share), not the rows' plain count
         vocab = pick_vocab(choices, prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
-                           always=(tok.eos_id, tok.im_end))
+                           always=(tok.eos_id, tok.im_end),
+                           row_weight=row_chances(prep["train"], args.doc_share))
     if args.vocab_from == "corpus":
         choices = cover_choices
     cover = choices[vocab].sum() / max(1, choices.sum())
