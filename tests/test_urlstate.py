@@ -129,7 +129,6 @@ def test_a_long_text_is_kept_up_to_its_own_bound_and_left_out_beyond_it():
 
 def test_episode4_keeps_a_pasted_text_in_its_link_bounded_like_the_box():
     from specdec_playable.data import texts
-    from specdec_playable.episodes import ep4
     from specdec_playable.episodes.ep4.view import PASTE_LABEL, side_header_html
 
     assert "paste" in ep4_page.URL_PARAMS and ep4_page.URL_TEXTS == {"paste": texts.PASTE_MAX_CHARS}

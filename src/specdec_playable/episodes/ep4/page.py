@@ -23,7 +23,7 @@ from .practice import EXERCISES, LEFT, RIGHT, try_this
 from ...data import measured, recorded, texts
 from ...lm.head import head_meta
 from ...kit.words import in_prose
-from .words import BOILERPLATE, fly_story, genre_story, title_holds
+from .words import fly_story, genre_story, title_holds
 from .state import BIG_PASS_MS, BoilerplateVsPoetry
 from .view import PASTE_LABEL, BoilerplateVsPoetryView, genre_table_html
 from ...kit.deferred import after_first_paint
