@@ -403,3 +403,32 @@ def test_a_head_continued_on_a_new_vocabulary_keeps_every_weight():
         np.testing.assert_array_equal(params[k], shipped[k].astype(np.float32), err_msg=k)
     with pytest.raises(SystemExit, match="shape"):
         params_from_asset(asset, cli.parse_args(base))
+
+
+def test_a_head_measured_on_a_new_vocabulary_keeps_its_weights_and_names_its_source(model, tmp_path):
+    """``--evaluate HEAD --revocab``: the head read out over a vocabulary picked afresh (here from a
+    head whose readout was cut to 300 tokens back to the 512 the tiny run picked), written with the source's
+    sha256 in its provenance; every trained weight is the source's, bit for bit."""
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    import json
+
+    from specdec_playable.train import cli, pipeline
+    from specdec_playable.train.ship import sha256_file
+
+    common = ["--tiny", "--steps", "3", "--work", str(tmp_path / "work")]
+    trained = pipeline.run(cli.parse_args(common + ["--no-write"]))["arrays"]
+    narrow = dict(trained, vocab=np.sort(trained["vocab"][:300]))
+    source = tmp_path / "narrow.npz"
+    np.savez(source, **narrow)
+    out = tmp_path / "wide.npz"
+    pipeline.run(cli.parse_args(common + ["--evaluate", str(source), "--revocab", "--out", str(out)]))
+    with np.load(out) as z:
+        wide = {k: z[k] for k in z.files}
+    np.testing.assert_array_equal(wide["vocab"], trained["vocab"])  # picked as the run picked it
+    assert {model.tokenizer.eos_id, model.tokenizer.im_end} <= set(wide["vocab"].tolist())
+    for k in set(narrow) - {"vocab"}:
+        np.testing.assert_array_equal(wide[k], narrow[k], err_msg=k)
+    meta = json.loads(out.with_suffix(".json").read_text())
+    assert meta["reread"]["source_sha256"] == sha256_file(source) and meta["vocab_size"] == 512
+    assert meta["sha256"] == sha256_file(out)

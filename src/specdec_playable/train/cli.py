@@ -100,7 +100,7 @@ def _head_args(a) -> None:
            "training-time test)")
     a("--init-from", default="", help="continue training this head asset (same shape) in place "
       "of seeded initial weights")
-    a("--revocab", action="store_true", help="with --init-from: pick a new vocabulary of "
+    a("--revocab", action="store_true", help="with --init-from or --evaluate: pick a new vocabulary of "
       "--n-vocab tokens (the readout is the model's embedding, so the head's weights carry over)")
 
 

@@ -24,7 +24,7 @@ from .features import (Stopped, chunks_of, collect, collected_layers, merge, mod
 from .loop import (asset_vocab, export, last_step, load_ckpt, optimizer, row_chances, start_params,
                    subset, train)
 from .replies import chat_docs
-from .ship import provenance, write_asset
+from .ship import provenance, reread_provenance, write_asset
 
 
 #: Rows whose model choices measure a corpus-ranked vocabulary's coverage (when --vocab-rows is 0).
@@ -212,6 +212,20 @@ def _head_to_evaluate(args) -> dict | None:
     return arrays
 
 
+def evaluated(model, head: dict, prep: dict, args) -> dict:
+    """The head ``--evaluate`` names, measured; with ``--revocab`` read out over a new vocabulary
+    of ``--n-vocab`` tokens first (its trained weights unchanged: the readout is the model's own
+    embedding) and written to ``--out`` with its provenance unless ``--no-write``."""
+    if args.revocab:
+        head = dict(head, vocab=vocabulary(model, prep, args).astype(np.int32))
+    results = measure_all(model, head, prep, args) if args.measure else {}
+    if args.revocab and not args.no_write:
+        write_asset(head, reread_provenance(args, Path(args.evaluate), head["vocab"],
+                                            prep["summary"].get("vocab_covers_model_choices"), results),
+                    Path(args.out))
+    return dict(history=[], arrays=head, results=results, seconds=prep["seconds"], prep=prep)
+
+
 def run(args) -> dict:
     """Every stage; each resumes what an earlier call left (``--max-shards``, ``--stop-at``:
     stop early on purpose, as an interruption would)."""
@@ -227,8 +241,7 @@ def run(args) -> dict:
         print(f"prepared in {time.perf_counter() - t_start:.0f} s: {prep['summary']}")
         return dict(history=[], arrays={}, results={}, seconds=prep["seconds"], prep=prep)
     if head is not None:
-        return dict(history=[], arrays=head, results=measure_all(model, head, prep, args),
-                    seconds=prep["seconds"], prep=prep)
+        return evaluated(model, head, prep, args)
     vocab = vocabulary(model, prep, args)
     if args.checkpoint:
         return from_checkpoint(model, prep, vocab, args)

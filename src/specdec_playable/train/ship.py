@@ -77,3 +77,18 @@ def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict
                      cpu=platform.processor() or platform.machine(), cores=os.cpu_count(),
                      load_average_end=round(os.getloadavg()[0], 2)),
     )
+
+
+def reread_provenance(args, source: Path, vocab: np.ndarray, coverage, results: dict) -> dict:
+    """The provenance of a head read out over a new vocabulary (``--evaluate SOURCE --revocab``):
+    the source head's own, its vocabulary's entries replaced, this command, date and measurement
+    added, and the source named by its sha256 (its weights are this head's, unchanged)."""
+    meta_path = source.with_suffix(".json")
+    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    for key in ("asset", "asset_bytes", "sha256"):
+        meta.pop(key, None)
+    return dict(meta, vocab_size=int(vocab.size), vocab_covers_model_choices=coverage, measured=results,
+                reread=dict(source=source.name, source_sha256=sha256_file(source), n_vocab=int(vocab.size),
+                            doc_share=args.doc_share, vocab_from=args.vocab_from,
+                            command="python -m specdec_playable.train " + " ".join(sys.argv[1:]),
+                            date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")))
