@@ -432,3 +432,69 @@ def test_a_head_measured_on_a_new_vocabulary_keeps_its_weights_and_names_its_sou
     meta = json.loads(out.with_suffix(".json").read_text())
     assert meta["reread"]["source_sha256"] == sha256_file(source) and meta["vocab_size"] == 512
     assert meta["sha256"] == sha256_file(out)
+
+
+def test_a_widened_feed_forward_drafts_what_the_head_drafted():
+    """``--widen-ff`` with a larger ``--d-ff``: the shipped head's units are kept bit for bit and
+    the new ones' output columns start at zero, so the widened head's predicted features equal
+    the shipped head's within float32 summation order (tolerance 1e-5 of the features' scale),
+    on the compiled path (4 positions) and numpy's (24), seed 0."""
+    from pathlib import Path
+
+    from specdec_playable.lm.head import HeadCache, head_forward, weights_from_arrays
+    from specdec_playable.train import cli
+    from specdec_playable.train.loop import export, params_from_asset
+
+    asset = Path(__file__).resolve().parents[1] / "assets" / "lm" / "draft_head.npz"
+    with np.load(asset) as z:
+        shipped = {k: z[k] for k in z.files}
+    old_ff = shipped["wgu"].shape[0] // 2
+    layers = ",".join(str(int(m)) for m in shipped["layers"])
+    args = cli.parse_args(["--layers", layers, "--init-from", str(asset), "--d-ff", str(2 * old_ff),
+                           "--widen-ff"])
+    wide = dict(export(params_from_asset(asset, args), shipped["vocab"], args))
+    assert wide["wgu"].shape == (4 * old_ff, shipped["wgu"].shape[1])
+    np.testing.assert_array_equal(wide["wgu"][:old_ff], shipped["wgu"][:old_ff])
+    np.testing.assert_array_equal(wide["wgu"][2 * old_ff:3 * old_ff], shipped["wgu"][old_ff:])
+    assert not wide["wdown"][:, old_ff:].any() and wide["wgu"][old_ff:2 * old_ff].std() > 0
+    rng = np.random.default_rng(0)
+    d = shipped["fc"].shape[0]
+    for n in (4, 24):
+        feats, embeds = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(2))
+        got = [head_forward(w, feats, embeds, HeadCache(w)) for w in (
+            weights_from_arrays(shipped, "half"), weights_from_arrays(wide, "half"))]
+        np.testing.assert_allclose(got[1], got[0], atol=1e-5 * np.abs(got[0]).max(), rtol=0)
+
+
+def test_the_carried_weights_move_at_their_scale_and_the_new_units_learn(tmp_path):
+    """``--old-lr-scale 0`` with ``--widen-ff``: three steps of the tiny run leave every weight
+    carried over from ``--init-from`` bit for bit and move the added units; the scale applies
+    to exactly the carried weights. Out-of-range scales and widening without a head are refused."""
+    pytest.importorskip("jax")
+    pytest.importorskip("optax")
+    from specdec_playable.train import cli, pipeline
+    from specdec_playable.train.loop import update_scale
+
+    common = ["--tiny", "--steps", "3", "--no-write"]
+    first = pipeline.run(cli.parse_args(common + ["--work", str(tmp_path / "a")]))["arrays"]
+    source = tmp_path / "first.npz"
+    np.savez(source, **first)
+    args = cli.parse_args(common + ["--work", str(tmp_path / "b"), "--init-from", str(source),
+                                    "--widen-ff", "--old-lr-scale", "0"])
+    old_ff, args.d_ff = args.d_ff, 2 * args.d_ff  # --tiny sets its own d_ff
+    wide = pipeline.run(args)["arrays"]
+    for k in set(first) - {"wgu", "wdown"}:
+        np.testing.assert_array_equal(wide[k], first[k], err_msg=k)
+    np.testing.assert_array_equal(wide["wgu"][:old_ff], first["wgu"][:old_ff])
+    np.testing.assert_array_equal(wide["wgu"][2 * old_ff:3 * old_ff], first["wgu"][old_ff:])
+    np.testing.assert_array_equal(wide["wdown"][:, :old_ff], first["wdown"])
+    assert np.abs(wide["wdown"][:, old_ff:].astype(np.float32)).max() > 0
+
+    params = dict(wgu=np.zeros((2 * 6, 3)), wdown=np.zeros((3, 6)), fc=np.zeros((3, 6)))
+    scale = update_scale(params, 4, 0.25)
+    assert (scale["fc"] == 0.25).all()
+    assert scale["wgu"][:, 0].tolist() == [0.25] * 4 + [1.0] * 2 + [0.25] * 4 + [1.0] * 2
+    assert scale["wdown"][0].tolist() == [0.25] * 4 + [1.0] * 2
+    for bad in (["--old-lr-scale", "1.5"], ["--old-lr-scale", "-0.1"], ["--widen-ff"]):
+        with pytest.raises(SystemExit):
+            cli.parse_args(bad)

@@ -102,6 +102,9 @@ def _head_args(a) -> None:
       "of seeded initial weights")
     a("--revocab", action="store_true", help="with --init-from or --evaluate: pick a new vocabulary of "
       "--n-vocab tokens (the readout is the model's embedding, so the head's weights carry over)")
+    a("--widen-ff", action="store_true", help="with --init-from and a larger --d-ff: keep the "
+      "head's feed-forward units and add new ones whose output starts at zero (the head starts "
+      "as it was)")
 
 
 def _run_args(a) -> None:
@@ -111,6 +114,8 @@ def _run_args(a) -> None:
     a("--doc-share", type=float, default=0.0, help="draw the documents' chunks this share of the "
       "time and the self-distillation replies the rest (0: every row alike)")
     a("--reg-weight", type=float, default=0.5)
+    a("--old-lr-scale", type=float, default=1.0, help="with --init-from: scale the updates of "
+      "the weights carried over by this (the units --widen-ff adds learn at the full rate)")
     a("--print-every", type=int, default=10)
     a("--ckpt-every", type=int, default=50)
     a("--eval-at", default="0.25,0.5", help="fractions of the steps at which to measure too")
@@ -150,6 +155,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.__dict__.update(data_scale=0.01, chat=False, chunk=64, d_ff=128, n_vocab=512,
                              steps=min(args.steps, 40), batch=4, print_every=10, measure=False,
                              eval_at="", lr=3e-3)
+    if not 0.0 <= args.old_lr_scale <= 1.0:
+        ap.error(f"--old-lr-scale must lie in [0, 1]; got {args.old_lr_scale}")
+    if args.widen_ff and not args.init_from:
+        ap.error("--widen-ff widens the head --init-from names; give one")
     args.held_at = set(range(args.held_every, args.steps + 1, args.held_every)) if args.held_every > 0 else set()
     return args
 

@@ -111,7 +111,9 @@ def params_from_asset(path: Path, args) -> dict:
         arrays = {k: z[k] for k in z.files}
     # The readout is the model's own embedding over the vocabulary, so a new vocabulary
     # (``--revocab``) keeps every trained weight.
-    want = dict(n_heads=args.n_heads, window=args.chunk, d_ff=arrays["wgu"].shape[0] // 2,
+    have_ff = arrays["wgu"].shape[0] // 2
+    widen = getattr(args, "widen_ff", False) and args.d_ff > have_ff
+    want = dict(n_heads=args.n_heads, window=args.chunk, d_ff=args.d_ff if widen else have_ff,
                 n_vocab=args.n_vocab if getattr(args, "revocab", False) else arrays["vocab"].size)
     got = dict(n_heads=int(arrays["n_heads"][0]), window=int(arrays["window"][0]), d_ff=args.d_ff,
                n_vocab=args.n_vocab)
@@ -129,7 +131,44 @@ def params_from_asset(path: Path, args) -> dict:
     if "wqkv" in out:
         d = out["wqkv"].shape[1]
         out["wqkv"][:d] *= np.sqrt(d // args.n_heads)
+    if widen:
+        out.update(widened_ff(out["wgu"], out["wdown"], args.d_ff, args.seed))
     return out
+
+
+def widened_ff(wgu: np.ndarray, wdown: np.ndarray, d_ff: int, seed: int) -> dict:
+    """The feed-forward widened to ``d_ff`` units: the old units kept, the new ones' gate and
+    up rows seeded like :func:`init_params`'s and their output columns zero, so the widened head
+    computes exactly what it did and the new units learn from the first step."""
+    old = wgu.shape[0] // 2
+    if d_ff <= old:
+        raise ValueError(f"d_ff {d_ff} does not widen a feed-forward of {old} units")
+    d, n = wgu.shape[1], d_ff - old
+    rng = np.random.default_rng([seed, 4])
+    new = (rng.standard_normal((2, n, d)) / np.sqrt(d)).astype(np.float32)
+    gate, up = wgu[:old], wgu[old:]
+    return dict(wgu=np.concatenate((gate, new[0], up, new[1])),
+                wdown=np.concatenate((wdown, np.zeros((wdown.shape[0], n), np.float32)), axis=1))
+
+
+def update_scale(params: dict, old_ff: int, scale: float) -> dict:
+    """Per weight, the factor on its optimizer update: ``scale`` for the weights carried over
+    from ``--init-from``, 1 for the units a widened feed-forward added (``old_ff`` units were
+    there before)."""
+    out = {k: np.full(np.shape(v), scale, np.float32) for k, v in params.items()}
+    d_ff = np.shape(params["wgu"])[0] // 2
+    if d_ff > old_ff:
+        out["wgu"][old_ff:d_ff] = out["wgu"][d_ff + old_ff:] = 1.0
+        out["wdown"][:, old_ff:] = 1.0
+    return out
+
+
+def asset_ff(args) -> int:
+    """The feed-forward units of the head ``--init-from`` continues (``--d-ff`` without one)."""
+    if not args.init_from:
+        return args.d_ff
+    with np.load(args.init_from) as z:
+        return z["wgu"].shape[0] // 2
 
 
 def asset_vocab(path: Path) -> np.ndarray:
@@ -349,9 +388,15 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
     grad = jax.jit(jax.value_and_grad(lambda p, b: loss_fn(p, b, readout, cfg), has_aux=True))
     held_loss = jax.jit(lambda p, b: loss_fn(p, b, readout, cfg))
 
+    scale = getattr(args, "old_lr_scale", 1.0)
+    masks = (jax.tree_util.tree_map(jnp.asarray, update_scale(params, asset_ff(args), scale))
+             if scale != 1.0 else None)
+
     @jax.jit
     def update(params, opt_state, g):
         upd, opt_state = opt.update(g, opt_state, params)
+        if masks is not None:
+            upd = jax.tree_util.tree_map(lambda u, m: u * m, upd, masks)
         return optax.apply_updates(params, upd), opt_state
 
     data = subset(prep["train"], args.train_fraction, args.seed)
@@ -408,6 +453,8 @@ def run_tag(args) -> str:
             + (f"_l{'-'.join(map(str, args.layers))}" if args.layers else "")
             + (f"_from{sha256_file(Path(args.init_from))[:10]}" if args.init_from else "")
             + ("_revocab" if getattr(args, "revocab", False) else "")
+            + ("_widen" if getattr(args, "widen_ff", False) else "")
+            + (f"_old{args.old_lr_scale}" if getattr(args, "old_lr_scale", 1.0) != 1.0 else "")
             + (f"_docs{args.doc_share}" if getattr(args, "doc_share", 0.0) else "")
             + (f"_sd{args.sd_rows}-{args.sd_held_share}-{args.sd_loops}"
                + (f"{args.sd_loop_weight}" if args.sd_loops == "weight" else "")
