@@ -431,6 +431,7 @@ def test_a_head_measured_on_a_new_vocabulary_keeps_its_weights_and_names_its_sou
         np.testing.assert_array_equal(wide[k], narrow[k], err_msg=k)
     meta = json.loads(out.with_suffix(".json").read_text())
     assert meta["reread"]["source_sha256"] == sha256_file(source) and meta["vocab_size"] == 512
+    assert "over 512 tokens" in meta["kind"] and "over 300 tokens" not in meta["kind"]
     assert meta["sha256"] == sha256_file(out)
 
 

@@ -138,7 +138,8 @@ def _run_args(a) -> None:
     a("--eval-replies", type=int, default=0, help="measure tokens per pass on at most this many "
       "held-out replies (0: all)")
     a("--evaluate", default="", metavar="NPZ", help="only measure this head asset (e.g. "
-      "assets/lm/draft_head.npz) on the held-out split, collecting the features it lacks; no training")
+      "assets/lm/draft_head.npz) on the held-out split, collecting the features it lacks; no training "
+      "(with --revocab and --no-measure: only read it out over the new vocabulary and write it)")
     a("--checkpoint", default="", metavar="NPZ", help="measure the head of this training "
       "checkpoint (a copy of a run's ckpt_*.npz, made with the same settings) instead of "
       "training; it is written to --out unless --no-write")

