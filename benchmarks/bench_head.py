@@ -46,7 +46,7 @@ from specdec_playable.lm.decode import speculate
 from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.head import DraftHead
 from specdec_playable.lm.ngram import NgramDraft
-from specdec_playable.lm.prompts import PROMPTS
+from specdec_playable.lm.prompts import EVERY as PROMPTS
 
 TASKS = ("sum-function", "json-person", "sql-top", "py-class", "yaml-ci", "sky", "letter-thanks",
          "email-late")
@@ -92,6 +92,7 @@ def print_acceptance(got: dict, makes: dict, tasks, k: int, max_new: int) -> Non
     for name in makes:
         print(f"| {name} | " + " | ".join(f"{got[name, t][0].tokens_per_pass:.2f}" for t in tasks)
               + " |")
+    print_pooled(got, makes, tasks)
     print(f"\n## Each guess kept of the times it is checked, k = {k} (kept/checked at guess 1..{k})")
     print("| draft | task | " + " | ".join(f"guess {i + 1}" for i in range(k)) + " |")
     print("|---|---|" + "---:|" * k)
@@ -105,6 +106,26 @@ def print_acceptance(got: dict, makes: dict, tasks, k: int, max_new: int) -> Non
             cells = [f"{kept[i] / checked[i]:.0%} ({kept[i]}/{checked[i]})" if checked[i] else "–"
                      for i in range(k)]
             print(f"| {name} | {t} | " + " | ".join(cells) + " |")
+
+
+def print_pooled(got: dict, makes: dict, tasks) -> None:
+    """Tokens per pass pooled over the tasks of each kind (their tokens over their passes, as
+    ``Generation.tokens_per_pass`` counts them), so a kind with several prompts reads as one."""
+    kinds = {}
+    for t in tasks:
+        kinds.setdefault(PROMPTS[t].kind, []).append(t)
+    if all(len(v) == 1 for v in kinds.values()):
+        return
+    print("\n## Pooled by kind: tokens per pass over every reply of the kind (its prompts)")
+    print("| draft | " + " | ".join(f"{kind} ({len(v)})" for kind, v in kinds.items()) + " |")
+    print("|---|" + "---:|" * len(kinds))
+    for name in makes:
+        cells = []
+        for v in kinds.values():
+            gens = [got[name, t][0] for t in v]
+            written = sum(len(g.tokens) - 1 + (g.stopped == "eos") for g in gens)
+            cells.append(f"{written / max(1, sum(g.passes for g in gens)):.2f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def first_guess(model, makes: dict, got: dict, tasks, k: int) -> None:

@@ -120,6 +120,17 @@ def test_a_row_that_quotes_a_held_out_text_is_found():
     assert corpus.overlapping_rows(["nothing here", "at all"]) == {}
 
 
+def test_every_benchmark_prompt_is_held_out_of_the_corpus():
+    """The extra fresh prompts the heads are compared on are held out like the pages' own: a row
+    quoting one is found, and no key names two prompts."""
+    from specdec_playable.lm.prompts import EVERY, FRESH, PROMPTS
+
+    assert not set(FRESH) & set(PROMPTS) and len(EVERY) == len(FRESH) + len(PROMPTS)
+    for key, t in FRESH.items():
+        assert corpus.held_out_strings()[f"prompt: {key}"] == t.message
+        assert set(corpus.overlapping_rows(["a reply", "as asked: " + t.message])) == {1}, key
+
+
 # ------------------------------------------------------------------------------------ features
 
 @pytest.fixture(scope="module")

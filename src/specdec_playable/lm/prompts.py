@@ -177,6 +177,36 @@ PROMPTS: dict[str, Task] = {t.key: t for t in (
 )}
 
 
+#: More fresh prompts of each kind the draft head is compared on (held out of every corpus like
+#: the prompts above), so a comparison of heads rests on several replies of a kind, not one.
+FRESH: dict[str, Task] = {t.key: t for t in (
+    Task("sql-avg", "code", "Write a SQL query that returns the average salary in each department, "
+         "highest first."),
+    Task("sql-unshipped", "code", "Write a SQL query that lists the orders placed in the last thirty "
+         "days that have not shipped yet."),
+    Task("py-stack", "code", "Write a Python class for a stack with push, pop and a method that "
+         "says whether it is empty."),
+    Task("py-temperature", "code", "Write a Python class that converts temperatures between Celsius "
+         "and Fahrenheit."),
+    Task("yaml-compose", "code", "Write a docker-compose YAML file with a Postgres database and a web "
+         "service that depends on it."),
+    Task("yaml-logging", "code", "Write a YAML configuration for Python logging with a console "
+         "handler and a file handler."),
+    Task("json-book", "json", 'Reply with only a JSON object with the keys "title", "author" and '
+         '"year" for this book: The Quiet Harbour by Mira Lind, published in 2009.'),
+    Task("json-order", "json", 'Reply with only a JSON object with the keys "item", "quantity" and '
+         '"price" for this order: three blue mugs at 7.50 each.'),
+    Task("letter-invite", "letter", "Write a short letter inviting your neighbours to a garden party "
+         "next Saturday afternoon."),
+    Task("email-meeting", "letter", "Write a short e-mail asking a colleague to move our Tuesday "
+         "meeting to Thursday morning."),
+    Task("seasons", "explain", "Explain in two sentences why the Earth has seasons."),
+    Task("bread", "explain", "Explain in two sentences why bread goes stale."),
+)}
+#: Every prompt a benchmark may name.
+EVERY: dict[str, Task] = PROMPTS | FRESH
+
+
 def task(key: str) -> Task:
     """Episode 7's task ``key``; ``ValueError`` names the tasks."""
     try:

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..lm.prompts import CODE, PASSAGE, PROMPTS, RECORD, SENTENCE, TABLE
+from ..lm.prompts import CODE, EVERY, PASSAGE, RECORD, SENTENCE, TABLE
 from ..shipped import asset_path
 
 DOC_TOKENS_MAX = 768
@@ -140,7 +140,7 @@ def episode4_texts() -> dict[str, str]:
 def held_out_strings() -> dict[str, str]:
     """Episode 4's six texts and every prompt the pages, tests and benchmarks share."""
     out = {f"episode 4: {name}": src for name, src in episode4_texts().items()}
-    out.update({f"prompt: {name}": t.message for name, t in PROMPTS.items()})
+    out.update({f"prompt: {name}": t.message for name, t in EVERY.items()})
     out.update({"CODE": CODE, "PASSAGE": PASSAGE, "RECORD": RECORD, "SENTENCE": SENTENCE,
                 "TABLE": TABLE})
     return out
