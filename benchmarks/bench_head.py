@@ -108,21 +108,29 @@ def print_acceptance(got: dict, makes: dict, tasks, k: int, max_new: int) -> Non
             print(f"| {name} | {t} | " + " | ".join(cells) + " |")
 
 
+#: The prompts pooled in :func:`print_pooled`, by what they ask for.
+POOLS = {"Python": ("sum-function", "py-class", "py-stack", "py-temperature"),
+         "SQL": ("sql-top", "sql-avg", "sql-unshipped"),
+         "YAML": ("yaml-ci", "yaml-compose", "yaml-logging"),
+         "JSON": ("json-person", "json-book", "json-order"),
+         "explanations": ("sky", "seasons", "bread"),
+         "letters and e-mails": ("letter-thanks", "email-late", "letter-invite", "email-meeting")}
+
+
 def print_pooled(got: dict, makes: dict, tasks) -> None:
-    """Tokens per pass pooled over the tasks of each kind (their tokens over their passes, as
-    ``Generation.tokens_per_pass`` counts them), so a kind with several prompts reads as one."""
-    kinds = {}
-    for t in tasks:
-        kinds.setdefault(PROMPTS[t].kind, []).append(t)
-    if all(len(v) == 1 for v in kinds.values()):
+    """Tokens per pass pooled over each pool of :data:`POOLS` whose prompts all ran (their
+    tokens over their passes, as ``Generation.tokens_per_pass`` counts them): a comparison of
+    heads that rests on several replies of a kind, not one."""
+    pools = {name: keys for name, keys in POOLS.items() if set(keys) <= set(tasks)}
+    if not pools:
         return
-    print("\n## Pooled by kind: tokens per pass over every reply of the kind (its prompts)")
-    print("| draft | " + " | ".join(f"{kind} ({len(v)})" for kind, v in kinds.items()) + " |")
-    print("|---|" + "---:|" * len(kinds))
+    print("\n## Pooled: tokens per pass over every reply of a kind (prompts in brackets)")
+    print("| draft | " + " | ".join(f"{name} ({len(keys)})" for name, keys in pools.items()) + " |")
+    print("|---|" + "---:|" * len(pools))
     for name in makes:
         cells = []
-        for v in kinds.values():
-            gens = [got[name, t][0] for t in v]
+        for keys in pools.values():
+            gens = [got[name, t][0] for t in keys]
             written = sum(len(g.tokens) - 1 + (g.stopped == "eos") for g in gens)
             cells.append(f"{written / max(1, sum(g.passes for g in gens)):.2f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
