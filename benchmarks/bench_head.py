@@ -47,9 +47,10 @@ from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.head import DraftHead
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import EVERY as PROMPTS
+from specdec_playable.lm.prompts import POOLS
 
-TASKS = ("sum-function", "json-person", "sql-top", "py-class", "yaml-ci", "sky", "letter-thanks",
-         "email-late")
+#: Every pooled prompt (``lm.prompts.POOLS``), pool by pool.
+TASKS = tuple(t for keys in POOLS.values() for t in keys)
 
 
 def drafts(heads: list[str], half: bool = False) -> dict:
@@ -108,17 +109,8 @@ def print_acceptance(got: dict, makes: dict, tasks, k: int, max_new: int) -> Non
             print(f"| {name} | {t} | " + " | ".join(cells) + " |")
 
 
-#: The prompts pooled in :func:`print_pooled`, by what they ask for.
-POOLS = {"Python": ("sum-function", "py-class", "py-stack", "py-temperature"),
-         "SQL": ("sql-top", "sql-avg", "sql-unshipped"),
-         "YAML": ("yaml-ci", "yaml-compose", "yaml-logging"),
-         "JSON": ("json-person", "json-book", "json-order"),
-         "explanations": ("sky", "seasons", "bread"),
-         "letters and e-mails": ("letter-thanks", "email-late", "letter-invite", "email-meeting")}
-
-
 def print_pooled(got: dict, makes: dict, tasks) -> None:
-    """Tokens per pass pooled over each pool of :data:`POOLS` whose prompts all ran (their
+    """Tokens per pass pooled over each pool of ``lm.prompts.POOLS`` whose prompts all ran (their
     tokens over their passes, as ``Generation.tokens_per_pass`` counts them): a comparison of
     heads that rests on several replies of a kind, not one."""
     pools = {name: keys for name, keys in POOLS.items() if set(keys) <= set(tasks)}

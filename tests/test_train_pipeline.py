@@ -278,6 +278,29 @@ def test_tokens_per_pass_on_greedy_replies_match_speculative_decoding(model, tmp
         assert abs((rounds + 1).mean() - spec.tokens_per_pass) <= 0.1, (rounds, spec.tokens_per_pass)
 
 
+def test_the_fresh_prompts_pool_replies_as_speculative_decoding_counts_them(model):
+    """``evaluate.fresh_prompts`` on two prompts pooled (greedy replies of 24 tokens): the shipped
+    head's tokens per pass is the two runs' tokens over their passes as speculative decoding
+    counts them (within 0.1: a verify pass's float rounding may flip a near-tie), and every
+    reply position has its teacher-forced first guess. Every pool names prompts there are."""
+    from specdec_playable.lm.decode import speculate
+    from specdec_playable.lm.head import DraftHead
+    from specdec_playable.lm.prompts import EVERY, POOLS
+    from specdec_playable.shipped import asset_path
+    from specdec_playable.train.evaluate import fresh_prompts
+
+    assert all(key in EVERY for keys in POOLS.values() for key in keys)
+    keys = ("json-book", "bread")
+    with np.load(asset_path("lm/draft_head.npz")) as z:
+        got = fresh_prompts(model, {k: z[k] for k in z.files}, pools={"two": keys}, max_new=24)["two"]
+    runs = [speculate(model, model.tokenizer.chat(EVERY[key].message), DraftHead(), 4, max_new=24)
+            for key in keys]
+    written = sum(len(g.tokens) - 1 + (g.stopped == "eos") for g in runs)
+    assert abs(got["tokens_per_pass"] - written / sum(g.passes for g in runs)) <= 0.1, (got, runs)
+    assert got["positions"] == sum(len(g.tokens) for g in runs) and got["prompts"] == 2
+    assert 0.0 <= got["first_guess"] <= 1.0
+
+
 def sd_rows_of(path, tok, i: int) -> np.ndarray:
     """Row ``i`` of a corpus file, uncut, as the features stage reads it."""
     return read_selfdistill(path).row_ids(tok, i, cut=False)

@@ -205,6 +205,16 @@ FRESH: dict[str, Task] = {t.key: t for t in (
 )}
 #: Every prompt a benchmark may name.
 EVERY: dict[str, Task] = PROMPTS | FRESH
+#: The fresh prompts by what they ask for: a draft is compared on each pool's replies together
+#: (their tokens over their passes), so a comparison rests on several replies of a kind, not one.
+POOLS: dict[str, tuple[str, ...]] = {
+    "Python": ("sum-function", "py-class", "py-stack", "py-temperature"),
+    "SQL": ("sql-top", "sql-avg", "sql-unshipped"),
+    "YAML": ("yaml-ci", "yaml-compose", "yaml-logging"),
+    "JSON": ("json-person", "json-book", "json-order"),
+    "explanations": ("sky", "seasons", "bread"),
+    "letters and e-mails": ("letter-thanks", "email-late", "letter-invite", "email-meeting"),
+}
 
 
 def task(key: str) -> Task:

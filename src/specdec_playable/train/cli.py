@@ -135,6 +135,8 @@ def _run_args(a) -> None:
       "(run again to resume)")
     a("--eval-k", type=int, default=4, help="guesses per round for the held-out replies' tokens "
       "per pass")
+    a("--fresh-max-new", type=int, default=64, help="tokens of each fresh prompt's greedy reply "
+      "the head is measured on (lm.prompts.POOLS; 0: none)")
     a("--eval-replies", type=int, default=0, help="measure tokens per pass on at most this many "
       "held-out replies (0: all)")
     a("--evaluate", default="", metavar="NPZ", help="only measure this head asset (e.g. "
@@ -154,7 +156,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.tiny:
         args.__dict__.update(data_scale=0.01, chat=False, chunk=64, d_ff=128, n_vocab=512,
-                             steps=min(args.steps, 40), batch=4, print_every=10, measure=False,
+                             steps=min(args.steps, 40), batch=4, print_every=10, measure=False, fresh_max_new=0,
                              eval_at="", lr=3e-3)
     if not 0.0 <= args.old_lr_scale <= 1.0:
         ap.error(f"--old-lr-scale must lie in [0, 1]; got {args.old_lr_scale}")

@@ -207,3 +207,29 @@ def replies_tokens_per_pass(model, arrays: dict, held: dict, prompt_lens: dict, 
                 first_guess=round(float(guesses.mean()), 4) if guesses.size else None,
                 tokens_per_pass=round(float((every + 1).mean()), 4) if every.size else None,
                 mean_over_replies=round(float(np.mean(per_reply)), 4) if per_reply else None)
+
+
+def fresh_prompts(model, arrays: dict, *, pools=None, k: int = 4, max_new: int = 64) -> dict:
+    """The head on fresh prompts no corpus holds (``lm.prompts.POOLS``, or ``pools``: name ->
+    prompt keys of ``lm.prompts.EVERY``): each prompt's greedy reply (``max_new`` tokens at most),
+    then per pool, over its replies together, the teacher-forced first guess and tokens per pass
+    at ``k`` along them (:func:`greedy_rounds`, the target's features from one forward pass)."""
+    from ..lm.decode import generate
+    from ..lm.prompts import EVERY, POOLS
+    from .features import sequence_features
+
+    w = lmhead.weights_from_arrays(arrays)
+    out = {}
+    for name, keys in (POOLS if pools is None else pools).items():
+        rounds, first = [], []
+        for key in keys:
+            prompt = model.tokenizer.chat(EVERY[key].message)
+            ids = np.array(list(prompt) + list(generate(model, prompt, max_new=max_new).tokens), np.int64)
+            hidden, low = sequence_features(model, ids, w.layers)
+            first.append(reply_first_guesses(model, w, ids, hidden, low, start=len(prompt)))
+            rounds.append(greedy_rounds(model, w, ids, hidden, low, start=len(prompt), k=k))
+        r, f = np.concatenate(rounds), np.concatenate(first)
+        out[name] = dict(prompts=len(keys), positions=int(f.size), rounds=int(r.size),
+                         first_guess=round(float(f.mean()), 4) if f.size else None,
+                         tokens_per_pass=round(float((r + 1).mean()), 4) if r.size else None)
+    return out

@@ -18,7 +18,7 @@ from .corpus import (BUDGETS, HELD_OUT_SHARE, assert_no_overlap, corpus_summary,
                      loop_stats, loop_weights, node_docs, pick_docs, python_docs,
                      read_selfdistill, readout_coverage, reply_tokens, selfdistill_items,
                      selfdistill_overlap, selfdistill_rows)
-from .evaluate import draft_cost, measure, print_measure, replies_tokens_per_pass
+from .evaluate import draft_cost, fresh_prompts, measure, print_measure, replies_tokens_per_pass
 from .features import (Stopped, chunks_of, collect, collected_layers, merge, model_choices,
                        n_rows, pick_layers, pick_vocab, take_rows)
 from .loop import (asset_vocab, export, last_step, load_ckpt, optimizer, row_chances, start_params,
@@ -177,6 +177,11 @@ def measure_all(model, arrays: dict, prep: dict, args) -> dict:
         results["selfdistill_held"] = replies_tokens_per_pass(
             model, arrays, prep["held"], prep["prompt_lens"], k=args.eval_k, most=args.eval_replies)
         print(f"held-out replies: {results['selfdistill_held']}")
+    if args.fresh_max_new > 0:
+        results["fresh_prompts"] = fresh_prompts(model, arrays, max_new=args.fresh_max_new)
+        print("fresh prompts, pooled: " + "; ".join(
+            f"{name} {v['tokens_per_pass']} tokens per pass (first guess {v['first_guess']})"
+            for name, v in results["fresh_prompts"].items()))
     print(f"draft cost: {results['cost']}; measured in {time.perf_counter() - t0:.0f} s")
     return results
 
