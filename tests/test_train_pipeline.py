@@ -131,6 +131,24 @@ def test_every_benchmark_prompt_is_held_out_of_the_corpus():
         assert set(corpus.overlapping_rows(["a reply", "as asked: " + t.message])) == {1}, key
 
 
+def test_no_fresh_prompt_is_a_near_copy_of_a_chat_prompt_trained_on():
+    """The extra fresh prompts are fresh for a head trained on this CPU's chat replies too: the
+    words of each share at most half of their union with those of any prompt of
+    ``train.chat_prompts`` (a near copy, such as one that swaps a single word, shares more)."""
+    import re
+
+    from specdec_playable.lm.prompts import FRESH
+    from specdec_playable.train.chat_prompts import CHAT, CHAT_GREEDY
+
+    def words(text):
+        return set(re.findall(r"[a-z]+", text.lower()))
+
+    for key, t in FRESH.items():
+        w = words(t.message)
+        worst = max(CHAT + CHAT_GREEDY, key=lambda p: len(w & words(p)) / len(w | words(p)))
+        assert len(w & words(worst)) / len(w | words(worst)) <= 0.5, (key, worst)
+
+
 # ------------------------------------------------------------------------------------ features
 
 @pytest.fixture(scope="module")

@@ -178,42 +178,41 @@ PROMPTS: dict[str, Task] = {t.key: t for t in (
 
 
 #: More fresh prompts of each kind the draft head is compared on (held out of every corpus like
-#: the prompts above), so a comparison of heads rests on several replies of a kind, not one.
+#: the prompts above), so a comparison of heads rests on several replies of a kind, not one. Each
+#: asks about a subject no prompt of ``train.chat_prompts`` names (a test checks it).
 FRESH: dict[str, Task] = {t.key: t for t in (
-    Task("sql-avg", "code", "Write a SQL query that returns the average salary in each department, "
-         "highest first."),
-    Task("sql-unshipped", "code", "Write a SQL query that lists the orders placed in the last thirty "
-         "days that have not shipped yet."),
-    Task("py-stack", "code", "Write a Python class for a stack with push, pop and a method that "
-         "says whether it is empty."),
-    Task("py-temperature", "code", "Write a Python class that converts temperatures between Celsius "
-         "and Fahrenheit."),
-    Task("yaml-compose", "code", "Write a docker-compose YAML file with a Postgres database and a web "
-         "service that depends on it."),
-    Task("yaml-logging", "code", "Write a YAML configuration for Python logging with a console "
-         "handler and a file handler."),
-    Task("json-book", "json", 'Reply with only a JSON object with the keys "title", "author" and '
-         '"year" for this book: The Quiet Harbour by Mira Lind, published in 2009.'),
-    Task("json-order", "json", 'Reply with only a JSON object with the keys "item", "quantity" and '
-         '"price" for this order: three blue mugs at 7.50 each.'),
-    Task("letter-invite", "letter", "Write a short letter inviting your neighbours to a garden party "
-         "next Saturday afternoon."),
-    Task("email-meeting", "letter", "Write a short e-mail asking a colleague to move our Tuesday "
-         "meeting to Thursday morning."),
-    Task("seasons", "explain", "Explain in two sentences why the Earth has seasons."),
-    Task("bread", "explain", "Explain in two sentences why bread goes stale."),
+    Task("sql-doctors", "code", "Write a SQL query that counts the patients each doctor saw last month."),
+    Task("sql-flights", "code", "Write a SQL query that lists the flights that left more than an hour "
+         "late yesterday."),
+    Task("py-meter", "code", "Write a Python class for a parking meter that takes coins and reports "
+         "the minutes left."),
+    Task("py-vending", "code", "Write a Python class for a vending machine that tracks its stock and "
+         "sells a snack."),
+    Task("yaml-backup", "code", "Write a YAML configuration for a nightly backup job with a schedule, "
+         "a source folder and a destination."),
+    Task("yaml-tram", "code", "Write a YAML file listing the stops of a tram line with the minutes "
+         "between them."),
+    Task("json-flight", "json", 'Reply with only a JSON object with the keys "flight", "from" and "to" '
+         "for this trip: flight KL1204 from Amsterdam to Oslo."),
+    Task("json-plant", "json", 'Reply with only a JSON object with the keys "plant", "water" and '
+         '"light" for this care note: a fern, water twice a week, shade.'),
+    Task("explain-spoon", "explain", "Explain in two sentences why a metal spoon in hot tea gets warm."),
+    Task("explain-dogs", "explain", "Explain in two sentences why dogs pant on hot days."),
+    Task("letter-bakery", "letter", "Write a short letter to a bakery thanking them for a wedding cake."),
+    Task("email-parcel", "letter", "Write a short e-mail telling a customer that their parcel went to "
+         "the wrong address."),
 )}
 #: Every prompt a benchmark may name.
 EVERY: dict[str, Task] = PROMPTS | FRESH
 #: The fresh prompts by what they ask for: a draft is compared on each pool's replies together
 #: (their tokens over their passes), so a comparison rests on several replies of a kind, not one.
 POOLS: dict[str, tuple[str, ...]] = {
-    "Python": ("sum-function", "py-class", "py-stack", "py-temperature"),
-    "SQL": ("sql-top", "sql-avg", "sql-unshipped"),
-    "YAML": ("yaml-ci", "yaml-compose", "yaml-logging"),
-    "JSON": ("json-person", "json-book", "json-order"),
-    "explanations": ("sky", "seasons", "bread"),
-    "letters and e-mails": ("letter-thanks", "email-late", "letter-invite", "email-meeting"),
+    "Python": ("sum-function", "py-class", "py-meter", "py-vending"),
+    "SQL": ("sql-top", "sql-doctors", "sql-flights"),
+    "YAML": ("yaml-ci", "yaml-backup", "yaml-tram"),
+    "JSON": ("json-person", "json-flight", "json-plant"),
+    "explanations": ("sky", "explain-spoon", "explain-dogs"),
+    "letters and e-mails": ("letter-thanks", "email-late", "letter-bakery", "email-parcel"),
 }
 
 
