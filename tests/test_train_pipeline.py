@@ -308,7 +308,7 @@ def test_the_fresh_prompts_pool_replies_as_speculative_decoding_counts_them(mode
     from specdec_playable.train.evaluate import fresh_prompts
 
     assert all(key in EVERY for keys in POOLS.values() for key in keys)
-    keys = ("json-book", "bread")
+    keys = ("json-flight", "explain-dogs")
     with np.load(asset_path("lm/draft_head.npz")) as z:
         got = fresh_prompts(model, {k: z[k] for k in z.files}, pools={"two": keys}, max_new=24)["two"]
     runs = [speculate(model, model.tokenizer.chat(EVERY[key].message), DraftHead(), 4, max_new=24)
