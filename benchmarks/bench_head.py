@@ -46,8 +46,7 @@ from specdec_playable.lm.decode import speculate
 from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.head import DraftHead
 from specdec_playable.lm.ngram import NgramDraft
-from specdec_playable.lm.prompts import EVERY as PROMPTS
-from specdec_playable.lm.prompts import POOLS
+from specdec_playable.lm.prompts import EVERY, POOLS
 
 #: Every pooled prompt (``lm.prompts.POOLS``), pool by pool.
 TASKS = tuple(t for keys in POOLS.values() for t in keys)
@@ -72,7 +71,7 @@ def acceptance(model, makes: dict, tasks, k: int, max_new: int) -> dict:
     got = {}
     for name, make in makes.items():
         for task in tasks:
-            ids = model.tokenizer.chat(PROMPTS[task].message)
+            ids = model.tokenizer.chat(EVERY[task].message)
             checked, kept = np.zeros(k, int), np.zeros(k, int)
 
             def count(u, checked=checked, kept=kept):
@@ -97,7 +96,7 @@ def print_acceptance(got: dict, makes: dict, tasks, k: int, max_new: int) -> Non
     print(f"\n## Each guess kept of the times it is checked, k = {k} (kept/checked at guess 1..{k})")
     print("| draft | task | " + " | ".join(f"guess {i + 1}" for i in range(k)) + " |")
     print("|---|---|" + "---:|" * k)
-    code = [t for t in tasks if PROMPTS[t].kind in ("code", "json")]
+    code = [t for t in tasks if EVERY[t].kind in ("code", "json")]
     for name in makes:
         rows = [(t, got[name, t][1], got[name, t][2]) for t in tasks]
         if code:
@@ -123,8 +122,7 @@ def print_pooled(got: dict, makes: dict, tasks) -> None:
         cells = []
         for keys in pools.values():
             gens = [got[name, t][0] for t in keys]
-            written = sum(len(g.tokens) - 1 + (g.stopped == "eos") for g in gens)
-            cells.append(f"{written / max(1, sum(g.passes for g in gens)):.2f}")
+            cells.append(f"{sum(g.written for g in gens) / max(1, sum(g.passes for g in gens)):.2f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
@@ -146,7 +144,7 @@ def first_guess(model, makes: dict, got: dict, tasks, k: int) -> None:
         vocab = draft.weights().vocab
         for task in tasks:
             g, checked, kept = got[name, task]
-            ids = np.asarray(model.tokenizer.chat(PROMPTS[task].message), np.int64)
+            ids = np.asarray(model.tokenizer.chat(EVERY[task].message), np.int64)
             text = np.concatenate([ids, np.asarray(g.tokens, np.int64)])
             s = score_text(model, text, draft=draft)
             reply = slice(ids.size - 1, text.size - 1)  # positions predicting a reply token
@@ -178,7 +176,7 @@ def races(model, makes: dict, tasks, ks, max_new: int, repeats: int, weights: st
     print("|---|---|---:|---:|---|---:|---:|---:|")
     for name, make in makes.items():
         for task in tasks:
-            ids = model.tokenizer.chat(PROMPTS[task].message)
+            ids = model.tokenizer.chat(EVERY[task].message)
             rows = [(k, median_race(lambda k=k: race(model, ids, make(), k, max_new=max_new), repeats))
                     for k in ks]
             best = max(rows, key=lambda kf: kf[1].speedup)[0]
@@ -200,7 +198,7 @@ def tree_races(model, makes: dict, tasks, trees, max_new: int, repeats: int) -> 
         if not name.startswith("head"):
             continue
         for task in tasks:
-            ids = model.tokenizer.chat(PROMPTS[task].message)
+            ids = model.tokenizer.chat(EVERY[task].message)
             for width, depth, shape in trees:
                 f = median_race(lambda: race_tree(model, ids, make(), width, depth, shape=shape,
                                                   max_new=max_new), repeats)
@@ -214,7 +212,7 @@ def guess_cost(model, makes: dict, k: int, repeats: int = 21) -> None:
     (which streams the target's weights, as between a run's rounds), over the decode step."""
     from specdec_playable.lm import kernel
 
-    ids = model.tokenizer.chat(PROMPTS["sum-function"].message)
+    ids = model.tokenizer.chat(EVERY["sum-function"].message)
     ctx = np.array(ids + model.tokenizer.encode("def"), np.int64)
     heads = {n: m().begin(model) for n, m in makes.items() if n.startswith("head")}
     cache = model.new_cache(capacity=ctx.size + 8)
@@ -267,9 +265,9 @@ def main(argv=None) -> int:
                     "WxD:SHAPE (e.g. 2x2:dynamic,2x4:dynamic); empty: none")
     args = ap.parse_args(argv)
     tasks = tuple(t for t in args.tasks.split(",") if t)
-    unknown = [t for t in tasks if t not in PROMPTS]
+    unknown = [t for t in tasks if t not in EVERY]
     if unknown:
-        raise SystemExit(f"unknown tasks {unknown}; choose from {sorted(PROMPTS)}")
+        raise SystemExit(f"unknown tasks {unknown}; choose from {sorted(EVERY)}")
     makes = drafts(args.head, args.half)
     if args.drafts:
         keep = {d.strip() for d in args.drafts.split(",")}

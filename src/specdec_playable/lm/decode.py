@@ -188,6 +188,12 @@ class Generation:
         return self.wall_ms - self.prefill_ms
 
     @property
+    def written(self) -> int:
+        """Tokens the passes after the prefill wrote: the output's after its first, and the
+        end-of-sequence token a run's last pass may write (see :attr:`tokens_per_pass`)."""
+        return len(self.tokens) - 1 + (self.stopped == "eos")
+
+    @property
     def tokens_per_pass(self) -> float:
         """Tokens written per target pass after the prefill (1.0 for plain decoding), at least 1.
 
@@ -197,7 +203,7 @@ class Generation:
         """
         if not self.passes:
             return 1.0
-        return (len(self.tokens) - 1 + (self.stopped == "eos")) / self.passes
+        return self.written / self.passes
 
     @property
     def tokens_per_second(self) -> float:

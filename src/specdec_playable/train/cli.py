@@ -156,8 +156,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.tiny:
         args.__dict__.update(data_scale=0.01, chat=False, chunk=64, d_ff=128, n_vocab=512,
-                             steps=min(args.steps, 40), batch=4, print_every=10, measure=False, fresh_max_new=0,
-                             eval_at="", lr=3e-3)
+                             steps=min(args.steps, 40), batch=4, print_every=10, measure=False,
+                             fresh_max_new=0, eval_at="", lr=3e-3)
     if not 0.0 <= args.old_lr_scale <= 1.0:
         ap.error(f"--old-lr-scale must lie in [0, 1]; got {args.old_lr_scale}")
     if args.widen_ff and not args.init_from:
