@@ -28,8 +28,9 @@ import os
 from pathlib import Path
 
 from .chat_prompts import CHAT, CHAT_GREEDY
-from .corpus import loop_stats, read_selfdistill, readout_coverage, reply_tokens, selfdistill_rows
+from .corpus import BUDGETS, loop_stats, read_selfdistill, readout_coverage, reply_tokens, selfdistill_rows
 from .evaluate import measure_cost
+from .loop import MAX_GENRE_WEIGHT
 from .pipeline import run
 
 #: The checkout this module sits in (``src/specdec_playable/train/cli.py``).
@@ -39,6 +40,8 @@ DESCRIPTION = ("Train the draft head (lm.head) on SmolLM2-135M's own features, o
                "and ship it.")
 #: Where the GPU corpus of the model's replies lies beside a checkout (``shared/data``).
 SELFDISTILL = "../shared/data/selfdistill/smollm2_replies.npz"
+#: The documents' genres (``--genre-weights``): this machine's files and this CPU's chat replies.
+GENRES = (*BUDGETS, "chat")
 
 
 def _layers(text: str) -> tuple[int, ...]:
@@ -51,6 +54,23 @@ def _layers(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"at most 3 ascending block counts in [1, 29]; got {text!r}")
     return got
 
+
+
+def _genre_weights(text: str) -> dict[str, float]:
+    """``--genre-weights``: ``genre=weight`` pairs separated by commas, each genre one of the
+    documents' (the self-distillation replies are weighted by ``--doc-share``)."""
+    out = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        genre, _, weight = part.partition("=")
+        try:
+            out[genre.strip()] = float(weight)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"genre=weight pairs; got {part!r}") from None
+    unknown = set(out) - set(GENRES)
+    if unknown or not all(0.0 < w <= MAX_GENRE_WEIGHT for w in out.values()):
+        raise argparse.ArgumentTypeError(f"genres among {', '.join(GENRES)}, weights in "
+                                         f"(0, {MAX_GENRE_WEIGHT:g}]; got {text!r}")
+    return out
 
 
 def _corpus_args(a) -> None:
@@ -113,6 +133,9 @@ def _run_args(a) -> None:
     a("--lr", type=float, default=1e-3)
     a("--doc-share", type=float, default=0.0, help="draw the documents' chunks this share of the "
       "time and the self-distillation replies the rest (0: every row alike)")
+    a("--genre-weights", type=_genre_weights, default={}, metavar="G=W,...",
+      help=f"draw the rows of these document genres ({', '.join(GENRES)}) W times as often as "
+           "the other documents', e.g. json=2")
     a("--reg-weight", type=float, default=0.5)
     a("--old-lr-scale", type=float, default=1.0, help="with --init-from: scale the updates of "
       "the weights carried over by this (the units --widen-ff adds learn at the full rate)")

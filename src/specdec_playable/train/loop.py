@@ -27,6 +27,10 @@ import numpy as np
 from .features import n_rows, take_rows
 from .ship import sha256_file
 
+#: The most a genre's rows may be drawn more often than the others' (``--genre-weights``).
+MAX_GENRE_WEIGHT = 20.0
+
+
 def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed: int,
                 n_layers: int = 0) -> dict:
     """Seeded initial weights (float32 numpy): the layer of lm.head before training; with
@@ -401,7 +405,7 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
 
     data = subset(prep["train"], args.train_fraction, args.seed)
     n, end, t0 = n_rows(data), last_step(args), time.perf_counter()
-    p = row_chances(data, getattr(args, "doc_share", 0.0))
+    p = row_chances(data, getattr(args, "doc_share", 0.0), getattr(args, "genre_weights", None))
     for step in range(start, end):
         idx = np.random.default_rng([args.seed, 2, step]).choice(n, min(args.batch, n), replace=False, p=p)
         batch = make_batch(data, idx, embed)
@@ -422,19 +426,31 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
     return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
 
 
-def row_chances(data: dict, doc_share: float) -> np.ndarray | None:
-    """Each training row's chance of being drawn: None (every row alike) when ``doc_share`` is 0
-    or the rows are all of one kind; else the documents' chunks share ``doc_share`` of it and
-    the self-distillation replies the rest, evenly within each."""
-    if not doc_share or "genre" not in data:
+def row_chances(data: dict, doc_share: float, genre_weights: dict | None = None) -> np.ndarray | None:
+    """Each training row's chance of being drawn: None (every row alike) when ``doc_share`` is 0,
+    no genre is weighted, or the rows are all of one kind. Else the documents' chunks (every genre
+    but the self-distillation replies) share ``doc_share`` of it and the replies the rest (with
+    ``doc_share`` 0, all rows share it), and within a group a row of a genre named in
+    ``genre_weights`` is drawn that many times as often as a row of an unnamed one."""
+    weights = genre_weights or {}
+    if (not doc_share and not weights) or "genre" not in data:
         return None
-    if not 0.0 < doc_share < 1.0:
+    if doc_share and not 0.0 < doc_share < 1.0:
         raise ValueError(f"doc_share must lie in (0, 1); got {doc_share}")
-    reply = np.asarray(data["genre"]) == "selfdistill"
+    genre = np.asarray(data["genre"])
+    w = np.ones(genre.size)
+    for g, x in weights.items():
+        if not 0.0 < x <= MAX_GENRE_WEIGHT or g == "selfdistill":
+            raise ValueError(f"a genre weight lies in (0, {MAX_GENRE_WEIGHT:g}] and names a "
+                             f"document genre; got {g}={x}")
+        w[genre == g] = x
+    reply = genre == "selfdistill"
     n_reply = int(reply.sum())
+    if not doc_share:
+        return w / w.sum()
     if n_reply in (0, reply.size):
-        return None
-    return np.where(reply, (1.0 - doc_share) / n_reply, doc_share / (reply.size - n_reply))
+        return None if not weights else w / w.sum()
+    return np.where(reply, (1.0 - doc_share) * w / w[reply].sum(), doc_share * w / w[~reply].sum())
 
 
 def subset(data: dict, fraction: float, seed: int) -> dict:
@@ -456,6 +472,8 @@ def run_tag(args) -> str:
             + ("_widen" if getattr(args, "widen_ff", False) else "")
             + (f"_old{args.old_lr_scale}" if getattr(args, "old_lr_scale", 1.0) != 1.0 else "")
             + (f"_docs{args.doc_share}" if getattr(args, "doc_share", 0.0) else "")
+            + "".join(f"_{g}{x:g}" for g, x in sorted((getattr(args, "genre_weights", None)
+                                                        or {}).items()))
             + (f"_sd{args.sd_rows}-{args.sd_held_share}-{args.sd_loops}"
                + (f"{args.sd_loop_weight}" if args.sd_loops == "weight" else "")
                if getattr(args, "selfdistill", "") else ""))

@@ -98,5 +98,7 @@ def reread_provenance(args, source: Path, vocab: np.ndarray, coverage, results: 
         meta.pop(key, None)
     return dict(meta, kind=kind(args, vocab.size), vocab_size=int(vocab.size),
                 vocab_covers_model_choices=coverage, measured=results,
-                reread=dict(source=source.name, source_sha256=sha256_file(source), n_vocab=int(vocab.size),
-                            doc_share=args.doc_share, vocab_from=args.vocab_from, **stamp()))
+                reread=dict(source=source.name, source_sha256=sha256_file(source),
+                            n_vocab=int(vocab.size), doc_share=args.doc_share,
+                            genre_weights=getattr(args, "genre_weights", {}),
+                            vocab_from=args.vocab_from, **stamp()))
