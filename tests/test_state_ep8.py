@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from specdec_playable.data import hardware
@@ -41,6 +41,7 @@ def test_defaults_and_derived_values():
 
 @settings(max_examples=120, deadline=None)
 @given(**KNOBS)
+@example(q=0.0, k=1, c=0.0, batch=5)  # a verify pass over 10 positions timed under a plain step
 def test_busy_sentences_follow_the_numbers(q, k, c, batch):
     s = BusyAndTrees(rng=0, q=q, k=k, c=c, batch=batch)
     html = v.busy_html(s)
@@ -74,10 +75,15 @@ def test_busy_sentences_follow_the_numbers(q, k, c, batch):
         assert (f"k = {best_k} is also the best" in html if best_k == k
                 else f"the best draft length is k = {best_k}" in html)
     # The effective cost, and the link to Episode 5 only where its map has that c.
+    # Where the measured curve dips (a verify pass timed a hair under a plain step, by noise) the
+    # exact cost falls below 0 and the page shows 0: the speedup then differs from Episode 5's
+    # formula by that dip alone, k x |c_eff| of it (under 0.4% of a step).
     c_eff = s.effective_cost
-    assert f"c = {c_eff:.3f} instead of {c:.3f}" in html
+    shown = max(c_eff, 0.0)
+    assert c_eff > -0.004
+    assert f"c = {shown:.3f} instead of {c:.3f}" in html
     assert ("Open Episode 5" in html) == (c_eff <= 1.0)
-    assert theory.expected_speedup(q, k, c_eff) == pytest.approx(speed, rel=1e-9, abs=1e-12)
+    assert theory.expected_speedup(q, k, shown) == pytest.approx(speed, rel=1e-9 + k * (shown - c_eff), abs=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
