@@ -437,20 +437,25 @@ def row_chances(data: dict, doc_share: float, genre_weights: dict | None = None)
         return None
     if doc_share and not 0.0 < doc_share < 1.0:
         raise ValueError(f"doc_share must lie in (0, 1); got {doc_share}")
+    check_genre_weights(weights)
     genre = np.asarray(data["genre"])
     w = np.ones(genre.size)
+    for g, x in weights.items():
+        w[genre == g] = x
+    reply = genre == "selfdistill"
+    n_reply = int(reply.sum())
+    if not doc_share or n_reply in (0, reply.size):
+        return w / w.sum() if weights else None
+    return np.where(reply, (1.0 - doc_share) * w / w[reply].sum(), doc_share * w / w[~reply].sum())
+
+
+def check_genre_weights(weights: dict) -> None:
+    """Refuse a genre weight outside (0, ``MAX_GENRE_WEIGHT``] or one on the self-distillation
+    replies (their share is ``doc_share``'s)."""
     for g, x in weights.items():
         if not 0.0 < x <= MAX_GENRE_WEIGHT or g == "selfdistill":
             raise ValueError(f"a genre weight lies in (0, {MAX_GENRE_WEIGHT:g}] and names a "
                              f"document genre; got {g}={x}")
-        w[genre == g] = x
-    reply = genre == "selfdistill"
-    n_reply = int(reply.sum())
-    if not doc_share:
-        return w / w.sum()
-    if n_reply in (0, reply.size):
-        return None if not weights else w / w.sum()
-    return np.where(reply, (1.0 - doc_share) * w / w[reply].sum(), doc_share * w / w[~reply].sum())
 
 
 def subset(data: dict, fraction: float, seed: int) -> dict:

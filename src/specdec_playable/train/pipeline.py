@@ -158,7 +158,7 @@ def vocabulary(model, prep: dict, args) -> np.ndarray:
         vocab = pick_vocab(choices, prep["train"]["toks"], prep["train"]["lens"], args.n_vocab,
                            always=(tok.eos_id, tok.im_end),
                            row_weight=row_chances(prep["train"], args.doc_share,
-                                                      args.genre_weights))
+                                                  args.genre_weights))
     if args.vocab_from == "corpus":
         choices = cover_choices
     cover = choices[vocab].sum() / max(1, choices.sum())
