@@ -334,7 +334,7 @@ def sd_rows_of(path, tok, i: int) -> np.ndarray:
 def test_a_tiny_run_on_the_models_replies_trains_and_measures_held_out_replies(model, tmp_path):
     """The GPU corpus's path end to end on eight rows: split by prompt, loops weighted down in
     the features (``--sd-loops weight``), a few training steps, and tokens per pass measured on
-    the held-out replies from the features alone."""
+    the held-out replies (cut, unweighted) from the features alone."""
     pytest.importorskip("jax")
     pytest.importorskip("optax")
     from specdec_playable.train import cli, pipeline
@@ -360,6 +360,7 @@ def test_a_tiny_run_on_the_models_replies_trains_and_measures_held_out_replies(m
     down = np.isclose(weight, 0.1, rtol=0, atol=1e-6) & real
     assert (np.isclose(weight, 1.0, rtol=0, atol=1e-6) | down)[real].all()
     assert (weight[~real] == 0).all()  # padding: no weight
+    assert "weight" not in prep["held"]  # held out: cut, so the same shards as a cut run's
     assert sd["train"]["rows_with_loops"] == 1  # row 1, on the training side at this seed
     looping = sd_rows_of(tmp_path / "sd.npz", tok, 1)
     assert down.sum() == looping.size - loop_start(looping) > 0

@@ -74,13 +74,14 @@ def selfdistill(model, args) -> tuple[list, list, dict]:
     return train, held, stats
 
 
-def _sequences(args, docs: list, sd: list) -> tuple[list, list, list | None, list]:
+def _sequences(args, docs: list, sd: list, weighted: bool) -> tuple[list, list, list | None, list]:
     """The documents cut into chunks (each its own context, as ever), the self-distillation rows
-    whole (one context each); their per-token weights (``--sd-loops weight``) and genres."""
+    whole (one context each); their per-token weights (``--sd-loops weight``, training side only:
+    held-out rows are cut, so they share the cut runs' shards) and genres."""
     chunks, genres = chunks_of(docs, args.chunk)
     rows = [np.asarray(ids, np.int64) for _, ids in sd]
     weights = None
-    if args.sd_loops == "weight" and rows:
+    if weighted and args.sd_loops == "weight" and rows:
         weights = [np.ones(c.size, np.float32) for c in chunks]
         weights += [loop_weights(r, args.sd_loop_weight) for r in rows]
     return chunks, rows, weights, genres + ["selfdistill"] * len(rows)
@@ -90,7 +91,7 @@ def features_of(model, args, docs: list, sd: list, label: str) -> tuple[dict, li
     """The features of one side (training or held out): the documents' chunks, then the
     self-distillation rows, each group in shards of its own (so the rows' shards do not move when
     the documents change); the layers the head reads picked out of those collected."""
-    chunks, rows, weights, genres = _sequences(args, docs, sd)
+    chunks, rows, weights, genres = _sequences(args, docs, sd, weighted=label == "training")
     layers = collected_layers(args.layers)
     folder = Path(args.features_dir) if args.features_dir else Path(args.work) / "features"
     n = len(chunks)
