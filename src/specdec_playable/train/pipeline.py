@@ -87,11 +87,12 @@ def _sequences(args, docs: list, sd: list, weighted: bool) -> tuple[list, list, 
     return chunks, rows, weights, genres + ["selfdistill"] * len(rows)
 
 
-def features_of(model, args, docs: list, sd: list, label: str) -> tuple[dict, list]:
+def features_of(model, args, docs: list, sd: list, label: str, weighted: bool) -> tuple[dict, list]:
     """The features of one side (training or held out): the documents' chunks, then the
     self-distillation rows, each group in shards of its own (so the rows' shards do not move when
-    the documents change); the layers the head reads picked out of those collected."""
-    chunks, rows, weights, genres = _sequences(args, docs, sd, weighted=label == "training")
+    the documents change); the layers the head reads picked out of those collected. ``weighted``:
+    this side's tokens carry ``--sd-loops weight``'s loss weights (the training side only)."""
+    chunks, rows, weights, genres = _sequences(args, docs, sd, weighted)
     layers = collected_layers(args.layers)
     folder = Path(args.features_dir) if args.features_dir else Path(args.work) / "features"
     n = len(chunks)
@@ -115,9 +116,9 @@ def prepare(model, args) -> dict:
     sd_train, sd_held, sd_stats = selfdistill(model, args)
     t_corpus = time.perf_counter() - t0
     t0 = time.perf_counter()
-    data, train_genres = features_of(model, args, train, sd_train, "training")
+    data, train_genres = features_of(model, args, train, sd_train, "training", weighted=True)
     data["genre"] = np.array(train_genres)[data["seq"]]
-    held_data, genres = features_of(model, args, held, sd_held, "held-out")
+    held_data, genres = features_of(model, args, held, sd_held, "held-out", weighted=False)
     held_data["genre"] = np.array(genres)[held_data["seq"]]
     n_docs = len(genres) - len(sd_held)
     prompt_lens = {n_docs + j: n for j, n in enumerate(sd_stats.pop("held_prompt_lens", []))}
