@@ -229,18 +229,61 @@ def test_a_head_fed_several_layers_is_served_what_it_reads(model, fused_head):
     assert any(a != b for a, b in guesses)
 
 
+@pytest.fixture(scope="module")
+def deep_head(tmp_path_factory):
+    """A head of two blocks, made from the shipped one: its block again as a second block (the
+    same matrices under the names ``_1``), so both blocks change what it computes."""
+    with np.load(asset_path(lmhead.ASSET)) as z:
+        arrays = {k: z[k] for k in z.files}
+    for name, again in zip(lmhead.block_names(0), lmhead.block_names(1)):
+        arrays[again] = arrays[name]
+    path = tmp_path_factory.mktemp("head") / "deep_head.npz"
+    np.savez(path, **arrays)
+    return DraftHead(path=str(path))
+
+
+def test_a_head_of_two_blocks_drafts_with_both_and_keeps_greedy_output(model, deep_head):
+    """A deeper head: the second block changes its guesses (against the shipped head's), its
+    drafts after observed passes equal a run computing its own features, and greedy output equals
+    plain decoding with a chain (k = 4) and a dynamic tree (2 x 3), whose branches each keep their
+    own path in both blocks' caches."""
+    from specdec_playable.lm.tree import speculate_tree
+
+    w = deep_head.weights()
+    assert w.n_blocks == 2 and lmhead.load_head().n_blocks == 1
+    assert lmhead.HeadCache(w).k.shape[0] == 2
+    ids = model.tokenizer.chat(PROMPTS["sum-function"].message)
+    text = model.tokenizer.encode("def mean(values):\n    total = 0\n    for v in values:\n"
+                                  "        total += v\n    return total / len(values)\n")
+    guesses = [(deep_head.begin(model).propose(np.array(text[:i + 1]), 1).tokens[0],
+                DraftHead().begin(model).propose(np.array(text[:i + 1]), 1).tokens[0])
+               for i in range(1, len(text) - 1)]
+    assert any(a != b for a, b in guesses)  # seen: 4 of 27
+    fw = model.forward(ids, model.new_cache(), logits="none", capture=w.layers)
+    observed = deep_head.begin(model)
+    observed.observe(*fw.features(slice(0, -1)))
+    assert (observed.propose(np.array(ids), 4).tokens.tolist()
+            == deep_head.begin(model).propose(np.array(ids), 4).tokens.tolist())
+    plain = generate(model, ids, max_new=24)
+    chain = speculate(model, ids, deep_head, 4, max_new=24)
+    tree = speculate_tree(model, ids, deep_head, 2, 3, shape="dynamic", max_new=24)
+    assert chain.tokens == plain.tokens == tree.tokens and chain.proposed > 0
+
+
 #: How far the compiled layer may stray from the numpy one, relative to the largest output: the
 #: same float32 arithmetic summed in another order (seen: 4e-7).
 COMPILED_RTOL = 1e-5
 
 
 @pytest.mark.skipif(not lmhead.HAVE_NUMBA, reason="the compiled layer needs numba")
-@pytest.mark.parametrize("past,n", [(0, 1), (5, 1), (40, 3), (250, 7), (300, 1), (300, 16)])
-def test_the_compiled_layer_computes_the_numpy_layer(monkeypatch, past, n):
+@pytest.mark.parametrize("past,n,deep", [(0, 1, False), (5, 1, False), (40, 3, False), (250, 7, False),
+                                         (300, 1, False), (300, 16, False), (5, 1, True), (300, 7, True)])
+def test_the_compiled_layer_computes_the_numpy_layer(monkeypatch, request, past, n, deep):
     """Drafted guesses (one position) and a verify pass's kept tokens (several) run the compiled
-    layer; it must give numpy's features and cache, including where the attention window (256)
-    cuts the cache (past 300) and where the cache has to grow."""
-    w = lmhead.load_head()
+    layer; it must give numpy's features and cache (every block's), including where the attention
+    window (256) cuts the cache (past 300) and where the cache has to grow; for the shipped head
+    and a head of two blocks."""
+    w = request.getfixturevalue("deep_head").weights() if deep else lmhead.load_head()
     d = w["wo"].shape[0]
     rng = np.random.default_rng(7)
     feats = rng.standard_normal((n, d)).astype(np.float32) * 3
@@ -248,13 +291,13 @@ def test_the_compiled_layer_computes_the_numpy_layer(monkeypatch, past, n):
 
     def cache():
         c = lmhead.HeadCache(w, capacity=past + 1)  # too small for n > 1: reserve grows it
-        c.k[:, :past] = rng.standard_normal((c.k.shape[0], past, c.k.shape[2])) if past else 0
-        c.v[:, :past] = rng.standard_normal((c.v.shape[0], past, c.v.shape[2])) if past else 0
+        c.k[:, :, :past] = rng.standard_normal(c.k[:, :, :past].shape)
+        c.v[:, :, :past] = rng.standard_normal(c.v[:, :, :past].shape)
         c.length = past
         return c
 
     a = cache()
-    b = lmhead.HeadCache(w, capacity=a.k.shape[1])
+    b = lmhead.HeadCache(w, capacity=a.k.shape[2])
     b.k[...], b.v[...], b.length = a.k, a.v, a.length
     got = lmhead.head_forward(w, feats, embeds, a)
     monkeypatch.setattr(lmhead, "HAVE_NUMBA", False)
@@ -263,7 +306,7 @@ def test_the_compiled_layer_computes_the_numpy_layer(monkeypatch, past, n):
     scale = np.abs(want).max()
     np.testing.assert_allclose(got, want, rtol=0, atol=COMPILED_RTOL * scale)
     for name in ("k", "v"):
-        x, y = getattr(a, name)[:, :past + n], getattr(b, name)[:, :past + n]
+        x, y = getattr(a, name)[:, :, :past + n], getattr(b, name)[:, :, :past + n]
         np.testing.assert_allclose(x, y, rtol=0, atol=COMPILED_RTOL * np.abs(y).max())
 
 

@@ -78,12 +78,18 @@ def test_a_tiny_unrolled_run_fed_several_layers_lowers_the_loss_of_every_draftin
     assert all(np.array_equal(out["arrays"][k], again["arrays"][k]) for k in out["arrays"])
 
 
-def _tiny_head(script, seed: int, d: int = 48, n_heads: int = 3, d_ff: int = 32, n_layers: int = 0):
+def _tiny_head(script, seed: int, d: int = 48, n_heads: int = 3, d_ff: int = 32, n_layers: int = 0,
+               n_blocks: int = 1):
     """Seeded weights whose float16 export is exact (head dim 16: the folded 1/4 is exact too);
-    with ``n_layers``, a fusion of that many lower layers that reads all of them."""
+    with ``n_layers``, a fusion of that many lower layers that reads all of them; with
+    ``n_blocks``, that many blocks."""
+    from specdec_playable.lm.head import block_names
+
     rng = np.random.default_rng(seed)
-    p = script.init_params(d, d_ff, True, 1.0 + 0.1 * rng.standard_normal(d), seed, n_layers)
-    p["wo"] = p["wo"] * 10.0  # attention that matters, so a wrong mask shows
+    p = script.init_params(d, d_ff, True, 1.0 + 0.1 * rng.standard_normal(d), seed,
+                           n_layers=n_layers, n_blocks=n_blocks)
+    for b in range(n_blocks):  # attention that matters, so a wrong mask shows
+        p[block_names(b)[1]] = p[block_names(b)[1]] * 10.0
     if n_layers:
         p["fuse"] = p["fuse"] + rng.standard_normal(p["fuse"].shape).astype(np.float32) / np.sqrt(d)
     return {k: v.astype(np.float16).astype(np.float32) for k, v in p.items()}
@@ -96,17 +102,19 @@ def test_a_fusion_starts_as_the_last_layer_alone():
     assert fuse.shape == (4, 12) and np.array_equal(fuse @ z, z[8:])
 
 
-def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_features():
+@pytest.mark.parametrize("n_blocks", [1, 2])
+def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_features(n_blocks):
     """Step s of the training-time test at index j equals the numpy serving code drafting its
     (s+1)-th guess from a draft that starts at j - s: real features up to j - s, then the head's
-    own predictions, each attending over what the draft's cache holds. Fed the target's real
-    features instead, step s would be step 0, which it is not (checked)."""
+    own predictions, each attending over what the draft's cache holds (every block's). Fed the
+    target's real features instead, step s would be step 0, which it is not (checked)."""
     script = _script()
     from specdec_playable.lm.head import weights_from_arrays
 
     d, n_heads, t, steps = 48, 3, 14, 4
-    params = _tiny_head(script, seed=11, d=d, n_heads=n_heads)
-    args = script.parse_args(["--tiny", "--n-heads", str(n_heads), "--chunk", "64"])
+    params = _tiny_head(script, seed=11, d=d, n_heads=n_heads, n_blocks=n_blocks)
+    args = script.parse_args(["--tiny", "--n-heads", str(n_heads), "--chunk", "64",
+                              "--n-blocks", str(n_blocks)])
     rng = np.random.default_rng(12)
     feats = rng.standard_normal((t, d)).astype(np.float32)
     embeds = rng.standard_normal((t, d)).astype(np.float32)
@@ -114,6 +122,7 @@ def test_the_unrolled_steps_are_what_drafting_computes_from_the_heads_own_featur
                                                        steps)]
     # float16 as exported: the training's arithmetic to float rounding (drafting's int8 rounds more)
     w = weights_from_arrays(script.export(params, np.arange(8), args), precision="half")
+    assert w.n_blocks == n_blocks
     assert _drafts_match(w, feats, embeds, preds) == (t - steps + 1) * (steps - 1)
     for start in range(0, t - steps + 1):  # fed the target's features, step s would be step 0
         for s in range(1, steps):

@@ -555,6 +555,50 @@ def test_a_widened_feed_forward_drafts_what_the_head_drafted():
         np.testing.assert_allclose(got[1], got[0], atol=1e-5 * np.abs(got[0]).max(), rtol=0)
 
 
+def test_a_deepened_head_drafts_what_the_head_drafted_and_its_new_block_learns_at_full_rate(tmp_path):
+    """``--n-blocks 2`` with ``--init-from`` a head of one: the head's weights are kept bit for bit
+    and the added block's output projections start at zero, so the deeper head's predicted
+    features equal the head's within float32 summation order (tolerance 1e-5 of the features'
+    scale) on the compiled path (4 positions) and numpy's (24), seed 0; under ``--old-lr-scale``
+    the added block's weights take full updates, the carried ones the scale; a head of two
+    blocks is never continued as one of one."""
+    from pathlib import Path
+
+    from specdec_playable.lm.head import HeadCache, block_names, head_forward, weights_from_arrays
+    from specdec_playable.train import cli
+    from specdec_playable.train.loop import export, params_from_asset, update_scale
+
+    asset = Path(__file__).resolve().parents[1] / "assets" / "lm" / "draft_head.npz"
+    with np.load(asset) as z:
+        shipped = {k: z[k] for k in z.files}
+    layers = ",".join(str(int(m)) for m in shipped["layers"])
+    args = cli.parse_args(["--layers", layers, "--init-from", str(asset), "--n-blocks", "2",
+                           "--n-vocab", str(shipped["vocab"].size)])
+    params = params_from_asset(asset, args)
+    deep = dict(export(params, shipped["vocab"], args))
+    for name in set(shipped) - {"vocab", "layers", "n_heads", "window", "rope_base", "eps"}:
+        np.testing.assert_array_equal(deep[name], shipped[name], err_msg=name)
+    wqkv, wo, wgu, wdown = block_names(1)
+    assert not deep[wo].any() and not deep[wdown].any() and deep[wqkv].std() > 0 and deep[wgu].std() > 0
+    w_deep = weights_from_arrays(deep, "half")
+    assert w_deep.n_blocks == 2
+    rng = np.random.default_rng(0)
+    d = shipped["fc"].shape[0]
+    for n in (4, 24):
+        feats, embeds = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(2))
+        got = [head_forward(w, feats, embeds, HeadCache(w)) for w in (
+            weights_from_arrays(shipped, "half"), w_deep)]
+        np.testing.assert_allclose(got[1], got[0], atol=1e-5 * np.abs(got[0]).max(), rtol=0)
+    scale = update_scale(params, shipped["wgu"].shape[0] // 2, 0.25, old_blocks=1)
+    assert all((scale[k] == 1.0).all() for k in block_names(1))
+    assert all((scale[k] == 0.25).all() for k in ("fc", "fuse", *block_names(0)))
+    path = tmp_path / "deep.npz"  # a head of two blocks is never continued as one of one
+    np.savez(path, **deep)
+    with pytest.raises(SystemExit, match="blocks"):
+        params_from_asset(path, cli.parse_args(["--layers", layers, "--init-from", str(path),
+                                                "--n-vocab", str(shipped["vocab"].size)]))
+
+
 def test_the_carried_weights_move_at_their_scale_and_the_new_units_learn(tmp_path):
     """``--old-lr-scale 0`` with ``--widen-ff``: three steps of the tiny run leave every weight
     carried over from ``--init-from`` bit for bit and move the added units; the scale applies

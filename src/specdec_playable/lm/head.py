@@ -17,7 +17,8 @@ place of ``u`` (what it was trained on: the training-time test).
 The layer (``assets/lm/draft_head.npz``, made by ``scripts/train_draft_head.py``; provenance in
 ``assets/lm/draft_head.json``): a linear map of ``[rms(u_t), rms(embed(x_{t+1}))]`` (1152 -> 576),
 then one pre-norm block (causal attention over the head's own earlier positions with rotary
-positions, if the asset has it, and a SwiGLU feed-forward), then an RMSNorm. The readout scores
+positions, if the asset has it, and a SwiGLU feed-forward; a deeper head stacks more such blocks,
+block ``b``'s matrices named with the suffix ``_b``), then an RMSNorm. The readout scores
 only the ``N`` tokens the model writes most (FR-Spec's reduced vocabulary), so one draft step
 streams a few MB of weights, not the 113 MB of the full head; the draft's q is zero elsewhere.
 
@@ -61,8 +62,20 @@ class HeadNotInstalled(FileNotFoundError):
     """The draft head's weights are not in ``assets/``; the message names the script that makes them."""
 
 
+#: The most blocks a head may stack (the first one's weights are named plainly, block ``b``'s
+#: carry the suffix ``_b``: :func:`block_names`).
+MAX_BLOCKS = 4
+#: One block's matrices: the attention's (absent in a feed-forward-only head) and the SwiGLU's.
+BLOCK = ("wqkv", "wo", "wgu", "wdown")
+
+
+def block_names(b: int) -> tuple[str, ...]:
+    """The asset's names of block ``b``'s matrices (:data:`BLOCK`; ``wqkv``, ``wqkv_1``, ...)."""
+    return BLOCK if b == 0 else tuple(f"{name}_{b}" for name in BLOCK)
+
+
 #: The head's matrices, stored ``(out, in)`` and packed for the kernel.
-MATRICES = ("fuse", "fc", "wqkv", "wo", "wgu", "wdown")
+MATRICES = ("fuse", "fc") + tuple(n for b in range(MAX_BLOCKS) for n in block_names(b))
 #: Shape numbers an asset stores as small arrays.
 SHAPE = ("n_heads", "window", "rope_base", "eps", "layers")
 #: How the head's matrices and readout rows are kept for the kernel: ``"int8"`` (eight bits and a
@@ -89,6 +102,15 @@ class HeadWeights:
     @property
     def attention(self) -> bool:
         return "wqkv" in self.arrays
+
+    @property
+    def n_blocks(self) -> int:
+        """How many blocks the layer stacks (one, or more for a deeper head)."""
+        return sum(block_names(b)[2] in self.arrays for b in range(MAX_BLOCKS))
+
+    def block(self, b: int) -> tuple:
+        """Block ``b``'s matrices ``(wqkv, wo, wgu, wdown)`` (the first two None without attention)."""
+        return tuple(self.arrays.get(name) for name in block_names(b))
 
     @property
     def vocab(self) -> np.ndarray:
@@ -132,6 +154,7 @@ def weights_from_arrays(arrays: dict, precision: str = "int8") -> HeadWeights:
         a = np.ascontiguousarray(a, dtype=np.int64 if name in ("vocab", "layers") else F32)
         a.setflags(write=False)
         out[name] = a
+    _check_blocks(out, arrays)
     layers = out.get("layers", np.zeros(0, np.int64))
     if ("fuse" in out) != (layers.size > 0) or (
             "fuse" in out and out["fuse"].shape[1] != out["fc"].shape[1] // 2 * (layers.size + 1)):
@@ -147,6 +170,19 @@ def weights_from_arrays(arrays: dict, precision: str = "int8") -> HeadWeights:
     return HeadWeights(out, n_heads=n_heads, window=int(np.asarray(arrays["window"]).reshape(-1)[0]),
                        rope_base=rope_base, eps=float(np.asarray(arrays["eps"]).reshape(-1)[0]),
                        precision=precision)
+
+
+def _check_blocks(out: dict, arrays: dict) -> None:
+    """Blocks ``0 .. n - 1`` each whole (all with attention or none without), nothing else."""
+    attention = "wqkv" in out
+    n = 0
+    while n < MAX_BLOCKS and block_names(n)[2] in out:
+        n += 1
+    want = {name for b in range(n) for name in block_names(b)[0 if attention else 2:]}
+    if n < 1 or want != set(out) & {name for b in range(MAX_BLOCKS) for name in block_names(b)}:
+        raise ValueError(f"a head's blocks must be whole and numbered from 0 (at most {MAX_BLOCKS}: "
+                         f"{', '.join(BLOCK)}, then the same with _1, _2, ...); this asset has "
+                         + ", ".join(sorted(arrays)))
 
 
 def load_head(path=None, precision: str = "int8") -> HeadWeights:
@@ -307,27 +343,30 @@ if HAVE_NUMBA:
 
 
 class HeadCache:
-    """Keys and values of the head's attention for the positions fed so far (per run)."""
+    """Keys and values of the head's attention for the positions fed so far (per run): ``k`` and
+    ``v`` are ``(blocks, heads, capacity, head dim)``, every block's at the same positions."""
 
     def __init__(self, w: HeadWeights, capacity: int = 256) -> None:
         hd = w["wo"].shape[0] // w.n_heads if w.attention else 1
-        self.k = np.zeros((w.n_heads, max(capacity, 1), hd), F32)
+        self.k = np.zeros((w.n_blocks, w.n_heads, max(capacity, 1), hd), F32)
         self.v = np.zeros_like(self.k)
         self.length = 0
 
     def reserve(self, n_new: int) -> None:
         need = self.length + n_new
-        if need > self.k.shape[1]:
-            cap = max(need, 2 * self.k.shape[1])
+        if need > self.k.shape[2]:
+            cap = max(need, 2 * self.k.shape[2])
             for name in ("k", "v"):
                 old = getattr(self, name)
-                new = np.zeros((old.shape[0], cap, old.shape[2]), F32)
-                new[:, :self.length] = old[:, :self.length]
+                new = np.zeros((*old.shape[:2], cap, old.shape[3]), F32)
+                new[:, :, :self.length] = old[:, :, :self.length]
                 setattr(self, name, new)
 
 
-def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
-    """Causal attention of ``n`` new head positions over the cache (window ``w.window``)."""
+def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache, b: int) -> np.ndarray:
+    """Block ``b``'s causal attention of ``n`` new head positions over its cache (window
+    ``w.window``), their keys and values written at ``cache.length ...`` (room reserved)."""
+    wqkv, wo = w.block(b)[:2]
     n, d = x.shape
     nh = w.n_heads
     hd = d // nh
@@ -336,16 +375,16 @@ def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
     pos = (past + np.arange(n)).astype(F32)
     ang = pos[:, None] * w["inv_freq"][None, :]
     cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
-    qkv = matmul_t(rms(x, w.eps), w["wqkv"])  # attention norm and 1/sqrt(hd) folded into wqkv
+    qkv = matmul_t(rms(x, w.eps), wqkv)  # attention norm and 1/sqrt(hd) folded into wqkv
     qk = qkv[:, :2 * d].reshape(n, 2 * nh, hd)
     a, c = qk[..., :half], qk[..., half:]
     rot = np.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
-    cache.reserve(n)
     end = past + n
-    cache.k[:, past:end] = rot[:, nh:].transpose(1, 0, 2)
-    cache.v[:, past:end] = qkv[:, 2 * d:].reshape(n, nh, hd).transpose(1, 0, 2)
+    keys, values = cache.k[b], cache.v[b]
+    keys[:, past:end] = rot[:, nh:].transpose(1, 0, 2)
+    values[:, past:end] = qkv[:, 2 * d:].reshape(n, nh, hd).transpose(1, 0, 2)
     lo = max(0, end - n - w.window + 1)
-    s = rot[:, :nh].transpose(1, 0, 2) @ cache.k[:, lo:end].transpose(0, 2, 1)  # (nh, n, T)
+    s = rot[:, :nh].transpose(1, 0, 2) @ keys[:, lo:end].transpose(0, 2, 1)  # (nh, n, T)
     if n > 1:  # one new position (a drafted guess) sees every key from lo on: nothing to mask
         key_pos = np.arange(lo, end)
         q_pos = np.arange(past, end)
@@ -354,9 +393,8 @@ def _attend(w: HeadWeights, x: np.ndarray, cache: HeadCache) -> np.ndarray:
     s -= s.max(axis=-1, keepdims=True)
     np.exp(s, out=s)
     s /= s.sum(axis=-1, keepdims=True)
-    o = (s @ cache.v[:, lo:end]).transpose(1, 0, 2).reshape(n, d)
-    cache.length = end
-    return matmul_t(np.ascontiguousarray(o), w["wo"])
+    o = (s @ values[:, lo:end]).transpose(1, 0, 2).reshape(n, d)
+    return matmul_t(np.ascontiguousarray(o), wo)
 
 
 def head_inputs(w: HeadWeights, hidden: np.ndarray, captured: dict | None = None) -> np.ndarray:
@@ -390,14 +428,16 @@ def head_forward(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
         return _forward_compiled(w, np.ascontiguousarray(feats, F32), np.ascontiguousarray(embeds, F32),
                                  cache)
     x = matmul_t(np.concatenate((rms(feats, w.eps), rms(embeds, w.eps)), axis=1), w["fc"])
-    if w.attention:
-        x = x + _attend(w, x, cache)
-    else:
-        cache.length += x.shape[0]
-    gu = matmul_t(rms(x, w.eps), w["wgu"])  # feed-forward norm folded into wgu
-    d_ff = gu.shape[1] // 2
-    gate, up = gu[:, :d_ff], gu[:, d_ff:]
-    x = x + matmul_t(gate / (F32(1.0) + np.exp(-gate)) * up, w["wdown"])
+    cache.reserve(x.shape[0])
+    for b in range(w.n_blocks):
+        wgu, wdown = w.block(b)[2:]
+        if w.attention:
+            x = x + _attend(w, x, cache, b)
+        gu = matmul_t(rms(x, w.eps), wgu)  # feed-forward norm folded into wgu
+        d_ff = gu.shape[1] // 2
+        gate, up = gu[:, :d_ff], gu[:, d_ff:]
+        x = x + matmul_t(gate / (F32(1.0) + np.exp(-gate)) * up, wdown)
+    cache.length += x.shape[0]
     return rms(x, w.eps) * w["out_norm"]
 
 
@@ -409,7 +449,7 @@ COMPILED_UP_TO = 16
 
 def _forward_compiled(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
                       cache: HeadCache) -> np.ndarray:
-    """:func:`head_forward` with the five products by the kernel and the norms, the attention over
+    """:func:`head_forward` with the products by the kernel and the norms, the attention over
     the cache and the SwiGLU each one compiled call between them (the numpy path spent about a
     third of a drafted guess's layer time in the few dozen small numpy calls between products)."""
     n, d = feats.shape
@@ -420,16 +460,21 @@ def _forward_compiled(w: HeadWeights, feats: np.ndarray, embeds: np.ndarray,
     x = matmul_t(z, w["fc"])
     h = np.empty((n, d), F32)
     _norm_into(x, eps, h, 0)
-    qkv = matmul_t(h, w["wqkv"])
     cache.reserve(n)
-    o = np.empty((n, d), F32)
-    _attend_new(qkv, (cache.k, cache.v, cache.length), (w.window, w["inv_freq"]), o)
+    last = w.n_blocks - 1
+    for b in range(w.n_blocks):
+        wqkv, wo, wgu, wdown = w.block(b)
+        qkv = matmul_t(h, wqkv)
+        o = np.empty((n, d), F32)
+        _attend_new(qkv, (cache.k[b], cache.v[b], cache.length), (w.window, w["inv_freq"]), o)
+        h = _add_norm(x, matmul_t(o, wo), eps, _NO_SCALE)
+        gu = matmul_t(h, wgu)
+        act = np.empty((n, gu.shape[1] // 2), F32)
+        _swiglu(gu, act)
+        # the next block's attention norm, or after the last block the output norm
+        h = _add_norm(x, matmul_t(act, wdown), eps, w["out_norm"] if b == last else _NO_SCALE)
     cache.length += n
-    h = _add_norm(x, matmul_t(o, w["wo"]), eps, _NO_SCALE)
-    gu = matmul_t(h, w["wgu"])
-    act = np.empty((n, gu.shape[1] // 2), F32)
-    _swiglu(gu, act)
-    return _add_norm(x, matmul_t(act, w["wdown"]), eps, w["out_norm"])
+    return h
 
 
 def warmup(model=None) -> float:
@@ -703,12 +748,12 @@ class HeadRun:
         cache = self.cache
         cache.length = real
         cache.reserve(len(kv) + 1)
-        for k_, v_ in kv:  # this path's head positions, in order
-            cache.k[:, cache.length], cache.v[:, cache.length] = k_, v_
+        for k_, v_ in kv:  # this path's head positions (every block's), in order
+            cache.k[:, :, cache.length], cache.v[:, :, cache.length] = k_, v_
             cache.length += 1
         at = cache.length
         nf = head_forward(self.w, feat, self.model.weights.embed[tokens[child:child + 1]], cache)
-        return child, nf, kv + [(cache.k[:, at].copy(), cache.v[:, at].copy())]
+        return child, nf, kv + [(cache.k[:, :, at].copy(), cache.v[:, :, at].copy())]
 
 
 def _most_valued(parents: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:

@@ -27,6 +27,7 @@ import json
 import os
 from pathlib import Path
 
+from ..lm.head import MAX_BLOCKS
 from .chat_prompts import CHAT, CHAT_GREEDY
 from .corpus import BUDGETS, loop_stats, read_selfdistill, readout_coverage, reply_tokens, selfdistill_rows
 from .evaluate import measure_cost
@@ -108,6 +109,9 @@ def _head_args(a) -> None:
     a("--chunk", type=int, default=CHUNK, help="tokens per context (and the head's window)")
     a("--block", choices=("attention", "mlp"), default="attention")
     a("--d-ff", type=int, default=1536)
+    a("--n-blocks", type=int, choices=range(1, MAX_BLOCKS + 1), default=1, metavar=f"{{1..{MAX_BLOCKS}}}",
+      help="pre-norm blocks the head stacks; with --init-from a head of fewer, the added blocks "
+           "start as the identity (the head starts as it was)")
     a("--n-heads", type=int, default=9)
     a("--n-vocab", type=int, default=8192, help="tokens the head reads out (FR-Spec)")
     a("--vocab-from", choices=("corpus", "model"), default="model",

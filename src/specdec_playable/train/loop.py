@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..lm.head import MATRICES, MAX_BLOCKS, block_names
 from .features import n_rows, take_rows
 from .ship import sha256_file
 
@@ -31,10 +32,12 @@ from .ship import sha256_file
 MAX_GENRE_WEIGHT = 20.0
 
 
-def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed: int,
-                n_layers: int = 0) -> dict:
+def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed: int, *,
+                n_layers: int = 0, n_blocks: int = 1) -> dict:
     """Seeded initial weights (float32 numpy): the layer of lm.head before training; with
-    ``n_layers`` lower layers fed in, a fusion that starts as the last layer alone."""
+    ``n_layers`` lower layers fed in, a fusion that starts as the last layer alone; with
+    ``n_blocks`` > 1, the further blocks drawn after the first (whose weights stay those of a
+    one-block head of the same seed)."""
     rng = np.random.default_rng([seed, 1])
 
     def mat(out, inp, scale=1.0):
@@ -46,7 +49,38 @@ def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed
         p.update(wqkv=mat(3 * d, d), wo=mat(d, d, 0.1))
     if n_layers:
         p["fuse"] = identity_fuse(d, n_layers)
+    for b in range(1, n_blocks):
+        wqkv, wo, wgu, wdown = block_names(b)
+        p.update({wgu: mat(2 * d_ff, d), wdown: mat(d, d_ff, 0.1)})
+        if attention:
+            p.update({wqkv: mat(3 * d, d), wo: mat(d, d, 0.1)})
     return p
+
+
+def count_blocks(params) -> int:
+    """How many blocks a head's weights stack (names as :func:`lm.head.block_names`)."""
+    return sum(block_names(b)[2] in params for b in range(MAX_BLOCKS))
+
+
+def deepened(params: dict, n_blocks: int, attention: bool, seed: int) -> dict:
+    """``params`` with blocks added up to ``n_blocks``: their inputs seeded like
+    :func:`init_params`'s and their output projections zero, so each added block passes its input
+    through unchanged, the deeper head computes exactly what it did, and the new blocks learn
+    from the first step."""
+    have = count_blocks(params)
+    if n_blocks <= have:
+        raise ValueError(f"n_blocks {n_blocks} does not deepen a head of {have} blocks")
+    d, d_ff = params["fc"].shape[0], params["wgu"].shape[0] // 2
+    rng = np.random.default_rng([seed, 5])
+    out = dict(params)
+    for b in range(have, n_blocks):
+        wqkv, wo, wgu, wdown = block_names(b)
+        out[wgu] = (rng.standard_normal((2 * d_ff, d)) / np.sqrt(d)).astype(np.float32)
+        out[wdown] = np.zeros((d, d_ff), np.float32)
+        if attention:
+            out[wqkv] = (rng.standard_normal((3 * d, d)) / np.sqrt(d)).astype(np.float32)
+            out[wo] = np.zeros((d, d), np.float32)
+    return out
 
 
 def identity_fuse(d: int, n_layers: int) -> np.ndarray:
@@ -121,23 +155,34 @@ def params_from_asset(path: Path, args) -> dict:
                 n_vocab=args.n_vocab if getattr(args, "revocab", False) else arrays["vocab"].size)
     got = dict(n_heads=int(arrays["n_heads"][0]), window=int(arrays["window"][0]), d_ff=args.d_ff,
                n_vocab=args.n_vocab)
-    if want != got or ("wqkv" in arrays) != (args.block == "attention"):
-        raise SystemExit(f"--init-from {path}: the asset's shape {want} is not this run's {got} "
-                         f"(--block {args.block})")
-    out = {k: arrays[k].astype(np.float32) for k in ("fc", "wgu", "wdown", "out_norm", "wqkv", "wo", "fuse")
-           if k in arrays}
+    n_blocks = getattr(args, "n_blocks", 1)
+    if want != got or ("wqkv" in arrays) != (args.block == "attention") or count_blocks(arrays) > n_blocks:
+        raise SystemExit(f"--init-from {path}: the asset's shape {dict(want, blocks=count_blocks(arrays))} "
+                         f"is not this run's {dict(got, blocks=n_blocks)} (--block {args.block})")
+    out = {k: arrays[k].astype(np.float32) for k in ("out_norm",) + MATRICES if k in arrays}
     have = tuple(int(m) for m in arrays.get("layers", ()))
     if have and have != tuple(args.layers):
         raise SystemExit(f"--init-from {path}: the asset reads blocks {have}, this run --layers "
                          f"{','.join(map(str, args.layers)) or '(none)'}")
     if args.layers and "fuse" not in out:  # a head of the last layer alone, now fed several
         out["fuse"] = identity_fuse(out["fc"].shape[0], len(args.layers))
-    if "wqkv" in out:
-        d = out["wqkv"].shape[1]
-        out["wqkv"][:d] *= np.sqrt(d // args.n_heads)
+    _fold_scale(out, args.n_heads, undo=True)
     if widen:
         out.update(widened_ff(out["wgu"], out["wdown"], args.d_ff, args.seed))
+    if n_blocks > count_blocks(out):
+        out = deepened(out, n_blocks, args.block == "attention", args.seed)
     return out
+
+
+def _fold_scale(params: dict, n_heads: int, undo: bool = False) -> None:
+    """Fold the queries' ``1/sqrt(head dim)`` into every block's ``wqkv`` (as the asset stores
+    it), or with ``undo`` take it out again (as training keeps it), in place."""
+    for b in range(count_blocks(params)):
+        wqkv = block_names(b)[0]
+        if wqkv in params:
+            d = params[wqkv].shape[1]
+            f = np.sqrt(d // n_heads)
+            params[wqkv][:d] *= f if undo else 1.0 / f
 
 
 def widened_ff(wgu: np.ndarray, wdown: np.ndarray, d_ff: int, seed: int) -> dict:
@@ -155,16 +200,25 @@ def widened_ff(wgu: np.ndarray, wdown: np.ndarray, d_ff: int, seed: int) -> dict
                 wdown=np.concatenate((wdown, np.zeros((wdown.shape[0], n), np.float32)), axis=1))
 
 
-def update_scale(params: dict, old_ff: int, scale: float) -> dict:
+def update_scale(params: dict, old_ff: int, scale: float, old_blocks: int = 1) -> dict:
     """Per weight, the factor on its optimizer update: ``scale`` for the weights carried over
     from ``--init-from``, 1 for the units a widened feed-forward added (``old_ff`` units were
-    there before)."""
-    out = {k: np.full(np.shape(v), scale, np.float32) for k, v in params.items()}
+    there before) and for the blocks a deeper head added (after the ``old_blocks`` it had)."""
+    added = {name for b in range(old_blocks, MAX_BLOCKS) for name in block_names(b)}
+    out = {k: np.full(np.shape(v), 1.0 if k in added else scale, np.float32) for k, v in params.items()}
     d_ff = np.shape(params["wgu"])[0] // 2
     if d_ff > old_ff:
         out["wgu"][old_ff:d_ff] = out["wgu"][d_ff + old_ff:] = 1.0
         out["wdown"][:, old_ff:] = 1.0
     return out
+
+
+def asset_blocks(args) -> int:
+    """The blocks of the head ``--init-from`` continues (``--n-blocks`` without one)."""
+    if not args.init_from:
+        return getattr(args, "n_blocks", 1)
+    with np.load(args.init_from) as z:
+        return count_blocks(z.files)
 
 
 def asset_ff(args) -> int:
@@ -194,35 +248,46 @@ def jax_inputs(params, feats, low):
 def jax_head(params, feats, embeds, n_heads: int, past=()):
     """lm.head.head_forward in JAX over whole chunks (B, T, d), no cache.
 
-    ``past``: the keys and values of the earlier drafting steps (step 0 fed the target's real
-    features; see :func:`ttt_attention`); empty for plain causal attention. Returns the predicted
-    features and this step's (keys, values).
+    ``past``: per earlier drafting step, every block's keys and values (step 0 fed the target's
+    real features; see :func:`ttt_attention`); empty for plain causal attention. Returns the
+    predicted features and this step's keys and values, one (keys, values) per block.
     """
     import jax
     import jax.numpy as jnp
 
     x = jnp.concatenate((_rms(feats), _rms(embeds)), axis=-1) @ params["fc"].T
-    kv = None
-    if "wqkv" in params:
-        b, t, d = x.shape
-        hd = d // n_heads
-        qkv = _rms(x) @ params["wqkv"].T
-        q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, t, n_heads, hd) for i in range(3))
-        inv = 10000.0 ** (-jnp.arange(0, hd, 2, dtype=jnp.float32) / hd)
-        ang = jnp.arange(t, dtype=jnp.float32)[:, None] * inv[None, :]
-        cos, sin = jnp.cos(ang)[None, :, None, :], jnp.sin(ang)[None, :, None, :]
+    kvs = []
+    for b in range(count_blocks(params)):
+        wqkv, wo, wgu, wdown = block_names(b)
+        if wqkv in params:
+            o, kv = _jax_attention(params[wqkv], _rms(x), n_heads, [step[b] for step in past])
+            x = x + o @ params[wo].T
+            kvs.append(kv)
+        gate, up = jnp.split(_rms(x) @ params[wgu].T, 2, axis=-1)
+        x = x + (jax.nn.silu(gate) * up) @ params[wdown].T
+    return _rms(x) * params["out_norm"], kvs
 
-        def rope(z):
-            a, c = z[..., :hd // 2], z[..., hd // 2:]
-            return jnp.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
 
-        kv = (rope(k), v)
-        o = ttt_attention(rope(q), kv, list(past), hd).reshape(b, t, d)
-        x = x + o @ params["wo"].T
-    gu = _rms(x) @ params["wgu"].T
-    gate, up = jnp.split(gu, 2, axis=-1)
-    x = x + (jax.nn.silu(gate) * up) @ params["wdown"].T
-    return _rms(x) * params["out_norm"], kv
+def _jax_attention(wqkv, xn, n_heads: int, past: list):
+    """One block's attention of the normed ``xn`` (B, T, d) as drafting attends
+    (:func:`ttt_attention`, over ``past``: this block's keys and values of the earlier drafting
+    steps); returns its output before the output projection and this step's (keys, values)."""
+    import jax.numpy as jnp
+
+    b, t, d = xn.shape
+    hd = d // n_heads
+    qkv = xn @ wqkv.T
+    q, k, v = (qkv[..., i * d:(i + 1) * d].reshape(b, t, n_heads, hd) for i in range(3))
+    inv = 10000.0 ** (-jnp.arange(0, hd, 2, dtype=jnp.float32) / hd)
+    ang = jnp.arange(t, dtype=jnp.float32)[:, None] * inv[None, :]
+    cos, sin = jnp.cos(ang)[None, :, None, :], jnp.sin(ang)[None, :, None, :]
+
+    def rope(z):
+        a, c = z[..., :hd // 2], z[..., hd // 2:]
+        return jnp.concatenate((a * cos - c * sin, a * sin + c * cos), axis=-1)
+
+    kv = (rope(k), v)
+    return ttt_attention(rope(q), kv, past, hd).reshape(b, t, d), kv
 
 
 def unrolled(params, feats, embeds, n_heads: int, steps: int, low=None) -> list:
@@ -329,7 +394,8 @@ def start_params(model, args) -> dict:
         start_from = params_from_asset(Path(args.init_from), args)
     else:
         start_from = init_params(model.config.d_model, args.d_ff, args.block == "attention",
-                                 model.weights.final_norm, args.seed, len(args.layers))
+                                 model.weights.final_norm, args.seed, n_layers=len(args.layers),
+                                 n_blocks=getattr(args, "n_blocks", 1))
     return {k: jnp.asarray(v) for k, v in start_from.items()}
 
 
@@ -393,7 +459,8 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
     held_loss = jax.jit(lambda p, b: loss_fn(p, b, readout, cfg))
 
     scale = getattr(args, "old_lr_scale", 1.0)
-    masks = (jax.tree_util.tree_map(jnp.asarray, update_scale(params, asset_ff(args), scale))
+    masks = (jax.tree_util.tree_map(jnp.asarray, update_scale(params, asset_ff(args), scale,
+                                                                asset_blocks(args)))
              if scale != 1.0 else None)
 
     @jax.jit
@@ -475,6 +542,7 @@ def run_tag(args) -> str:
             + (f"_from{sha256_file(Path(args.init_from))[:10]}" if args.init_from else "")
             + ("_revocab" if getattr(args, "revocab", False) else "")
             + ("_widen" if getattr(args, "widen_ff", False) else "")
+            + (f"_b{args.n_blocks}" if getattr(args, "n_blocks", 1) != 1 else "")
             + (f"_old{args.old_lr_scale}" if getattr(args, "old_lr_scale", 1.0) != 1.0 else "")
             + (f"_docs{args.doc_share}" if getattr(args, "doc_share", 0.0) else "")
             + "".join(f"_{g}{x:g}" for g, x in sorted((getattr(args, "genre_weights", None)
@@ -487,9 +555,7 @@ def run_tag(args) -> str:
 def export(params, vocab: np.ndarray, args) -> dict:
     """The asset's arrays: float16 weights (1/sqrt(head dim) folded into the query rows)."""
     out = {k: np.asarray(v, np.float32).copy() for k, v in params.items()}
-    if "wqkv" in out:
-        d = out["wqkv"].shape[1]
-        out["wqkv"][:d] /= np.sqrt(d // args.n_heads)
+    _fold_scale(out, args.n_heads)
     out = {k: v.astype(np.float16) for k, v in out.items()}
     if args.layers:
         out["layers"] = np.array(args.layers, np.int32)

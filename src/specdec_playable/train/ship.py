@@ -48,8 +48,11 @@ def kind(args, n_vocab: int) -> str:
     fuse = (f"fuse [rms(residual stream after blocks {', '.join(map(str, args.layers))}), f_t] "
             f"(a linear map {576 * (len(args.layers) + 1)}->576) at real positions"
             if args.layers else "the target's final-normed feature f_t")
-    block = (f"one pre-norm block (causal attention with rotary positions, SwiGLU of {args.d_ff} units)"
-             if args.block == "attention" else f"one SwiGLU feed-forward block of {args.d_ff} units")
+    n = getattr(args, "n_blocks", 1)
+    count = "one" if n == 1 else f"{n}"
+    block = (f"{count} pre-norm block{'s' * (n > 1)} (causal attention with rotary positions, SwiGLU "
+             f"of {args.d_ff} units)" if args.block == "attention" else
+             f"{count} SwiGLU feed-forward block{'s' * (n > 1)} of {args.d_ff} units")
     ranked = ("the most frequent in the corpus" if args.vocab_from == "corpus" else
               "those the target itself chose most often on the training text")
     return (("EAGLE-3-style" if args.layers else "EAGLE-style") + f" draft head: u_t = {fuse}, its own "
