@@ -474,7 +474,7 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
     n, end, t0 = n_rows(data), last_step(args), time.perf_counter()
     p = row_chances(data, getattr(args, "doc_share", 0.0), getattr(args, "genre_weights", None))
     for step in range(start, end):
-        idx = np.random.default_rng([args.seed, 2, step]).choice(n, min(args.batch, n), replace=False, p=p)
+        idx = batch_rows(n, args.batch, step, args.seed, p, getattr(args, "sampler", "random"))
         batch = make_batch(data, idx, embed)
         (loss, parts), g = grad(params, batch)
         params, opt_state = update(params, opt_state, g)
@@ -491,6 +491,29 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
         if (step + 1) % args.ckpt_every == 0 or step + 1 == end:
             save_ckpt(ckpt, step + 1, params, opt_state, history)
     return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
+
+
+def batch_rows(n: int, batch: int, step: int, seed: int, p=None, sampler: str = "random") -> np.ndarray:
+    """The rows of batch ``step`` (of ``n``), from the seed and the step alone, so a resumed run
+    draws what a run never stopped draws.
+
+    ``"random"``: ``batch`` distinct rows drawn with chances ``p`` (None: alike), afresh each step,
+    so over many steps some rows come again before others come once. ``"epoch"``: the rows in a
+    seeded order per epoch, ``batch`` at a time, every row once an epoch (a batch that spans two
+    epochs ends one and starts the next); every row alike, so ``p`` must be None.
+    """
+    b = min(batch, n)
+    if sampler == "random":
+        return np.random.default_rng([seed, 2, step]).choice(n, b, replace=False, p=p)
+    if sampler != "epoch" or p is not None:
+        raise ValueError(f"sampler must be 'random' or 'epoch' (every row alike); got {sampler!r}"
+                         + (" with row chances" if p is not None else ""))
+    rows: list[int] = []
+    while len(rows) < b:
+        epoch, at = divmod(step * b + len(rows), n)
+        order = np.random.default_rng([seed, 6, epoch]).permutation(n)
+        rows.extend(order[at:at + b - len(rows)].tolist())
+    return np.array(rows, np.int64)
 
 
 def row_chances(data: dict, doc_share: float, genre_weights: dict | None = None) -> np.ndarray | None:
@@ -543,6 +566,7 @@ def run_tag(args) -> str:
             + ("_revocab" if getattr(args, "revocab", False) else "")
             + ("_widen" if getattr(args, "widen_ff", False) else "")
             + (f"_b{args.n_blocks}" if getattr(args, "n_blocks", 1) != 1 else "")
+            + ("_epoch" if getattr(args, "sampler", "random") == "epoch" else "")
             + (f"_old{args.old_lr_scale}" if getattr(args, "old_lr_scale", 1.0) != 1.0 else "")
             + (f"_docs{args.doc_share}" if getattr(args, "doc_share", 0.0) else "")
             + "".join(f"_{g}{x:g}" for g, x in sorted((getattr(args, "genre_weights", None)
