@@ -74,6 +74,11 @@ def block_names(b: int) -> tuple[str, ...]:
     return BLOCK if b == 0 else tuple(f"{name}_{b}" for name in BLOCK)
 
 
+def count_blocks(names) -> int:
+    """How many blocks the weights named ``names`` (an asset's arrays or their names) stack."""
+    return sum(block_names(b)[2] in names for b in range(MAX_BLOCKS))
+
+
 #: The head's matrices, stored ``(out, in)`` and packed for the kernel.
 MATRICES = ("fuse", "fc") + tuple(n for b in range(MAX_BLOCKS) for n in block_names(b))
 #: Shape numbers an asset stores as small arrays.
@@ -106,7 +111,7 @@ class HeadWeights:
     @property
     def n_blocks(self) -> int:
         """How many blocks the layer stacks (one, or more for a deeper head)."""
-        return sum(block_names(b)[2] in self.arrays for b in range(MAX_BLOCKS))
+        return count_blocks(self.arrays)
 
     def block(self, b: int) -> tuple:
         """Block ``b``'s matrices ``(wqkv, wo, wgu, wdown)`` (the first two None without attention)."""

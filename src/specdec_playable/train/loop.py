@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..lm.head import MATRICES, MAX_BLOCKS, block_names
+from ..lm.head import MATRICES, MAX_BLOCKS, block_names, count_blocks
 from .features import n_rows, take_rows
 from .ship import sha256_file
 
@@ -55,11 +55,6 @@ def init_params(d: int, d_ff: int, attention: bool, final_norm: np.ndarray, seed
         if attention:
             p.update({wqkv: mat(3 * d, d), wo: mat(d, d, 0.1)})
     return p
-
-
-def count_blocks(params) -> int:
-    """How many blocks a head's weights stack (names as :func:`lm.head.block_names`)."""
-    return sum(block_names(b)[2] in params for b in range(MAX_BLOCKS))
 
 
 def deepened(params: dict, n_blocks: int, attention: bool, seed: int) -> dict:
