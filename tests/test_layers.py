@@ -286,7 +286,10 @@ def test_the_relay_frame_hook_uses_only_the_player_scope_and_its_own_arguments()
     assert resources.script("relay_frame.js") in code and "function sdp_frame(t)" in code
     declared = _declared_globals(resources.text("relay_frame.js"))
     hook_args = set(view.player.buttons.script.args) - set(PLAYER_ARGS)
-    assert declared == {"state", "sdp_total"} | hook_args
+    scope = {"state", "sdp_total", "findDeep"}  # what lanes.js defines at its top for a hook
+    lanes = resources.text("lanes.js")
+    assert all(re.search(rf"^(const|function) {name}\b", lanes, re.M) for name in scope)
+    assert declared == scope | hook_args
 
 
 def _docstrings(tree: ast.AST) -> set[int]:

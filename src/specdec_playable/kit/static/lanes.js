@@ -25,8 +25,8 @@
 // in a shadow root), an element with data-clock="<ms>" shows the clock, stopped at that
 // many ms; one with data-after="<ms>" shows only from then on, data-before="<ms>" only until.
 // A frame hook is appended to this file: it defines sdp_frame(t), run at the end of every
-// frame for the page's own elements outside the figure, with `state` and sdp_total() in
-// scope. A hook only mutates the DOM or sources in place and never assigns a model
+// frame for the page's own elements outside the figure, with `state`, sdp_total() and
+// findDeep(sel) in scope. A hook only mutates the DOM or sources in place and never assigns a model
 // property, so no frame reaches the server.
 //
 // Labels are fitted to the figure as laid out: a box's label shows only where its measured

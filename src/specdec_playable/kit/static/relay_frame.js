@@ -20,13 +20,13 @@
 // Elements are looked up once and again only after the server replaced them; the hook
 // touches only the DOM, never a model property.
 
-/* global state, sdp_total, rounds, uid */
+/* global state, sdp_total, findDeep, rounds, uid */
 /* exported sdp_frame */
 
 function sdp_frame(t) {
   const E = state.ep2 || (state.ep2 = {});
   if (!E.text || !E.text.isConnected) {
-    E.text = deep('[data-sdp="' + uid + '-text"]');
+    E.text = findDeep('[data-sdp="' + uid + '-text"]');
     E.spans = E.text ? Array.from(E.text.querySelectorAll('[data-on]'), el => ({
       el, on: +el.dataset.on,
       off: el.dataset.off ? +el.dataset.off : Infinity,
@@ -39,7 +39,7 @@ function sdp_frame(t) {
     if (s.el.classList.contains('chk') !== chk) s.el.classList.toggle('chk', chk);
   }
   if (!E.rounds || !E.rounds.isConnected) {
-    E.rounds = deep('[data-sdp="' + uid + '-rounds"]');
+    E.rounds = findDeep('[data-sdp="' + uid + '-rounds"]');
     E.items = E.rounds ? Array.from(E.rounds.querySelectorAll('[data-on]'), el => ({el, on: +el.dataset.on})) : [];
   }
   for (const s of E.items) {
@@ -47,11 +47,11 @@ function sdp_frame(t) {
     if (s.el.hidden === vis) s.el.hidden = !vis;
   }
   if (!E.clocks || !E.clocks.isConnected) {
-    E.clocks = deep('[data-sdp="' + uid + '-clocks"]');
+    E.clocks = findDeep('[data-sdp="' + uid + '-clocks"]');
     E.cf = fields(E.clocks);
   }
   if (!E.check || !E.check.isConnected) {
-    E.check = deep('[data-sdp="' + uid + '-check"]');
+    E.check = findDeep('[data-sdp="' + uid + '-check"]');
     E.gf = fields(E.check);
   }
   const R = rounds.data;
@@ -67,19 +67,6 @@ function sdp_frame(t) {
   const done = t >= sdp_total() - 1e-6;
   if (E.gf.pending) E.gf.pending.hidden = done;
   if (E.gf.result) E.gf.result.hidden = !done;
-}
-
-// The first element matching `sel` in the document or any open shadow root (Panel panes
-// live in shadow roots).
-function deep(sel) {
-  const todo = [document];
-  while (todo.length) {
-    const root = todo.pop();
-    const hit = root.querySelector(sel);
-    if (hit) return hit;
-    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) todo.push(el.shadowRoot);
-  }
-  return null;
 }
 
 // The elements inside `el` that carry data-k, by their key.
