@@ -660,3 +660,51 @@ def test_the_carried_weights_move_at_their_scale_and_the_new_units_learn(tmp_pat
     for bad in (["--old-lr-scale", "1.5"], ["--old-lr-scale", "-0.1"], ["--widen-ff"]):
         with pytest.raises(SystemExit):
             cli.parse_args(bad)
+
+
+def test_the_models_confidence_is_the_top_of_its_softmax_at_the_scored_positions(model):
+    """``model_confidence`` at the positions ``reply_first_guesses`` scores: the model's softmax
+    top (``lm.sampling.probabilities`` at temperature 1, within 1e-5), one per scored position,
+    in (0, 1]; the positions are those whose next token is a reply token."""
+    from specdec_playable.lm.sampling import probabilities
+    from specdec_playable.lm.head import load_head
+    from specdec_playable.train.evaluate import model_confidence, reply_first_guesses, reply_positions
+    from specdec_playable.train.features import sequence_features
+
+    ids = _seqs(model, 1)[0]
+    start = len(model.tokenizer.chat("Write something."))
+    w = load_head()
+    hidden, low = sequence_features(model, ids, w.layers)
+    t = reply_positions(ids.size, start)
+    assert t[0] + 1 == start and t[-1] == ids.size - 2
+    p1 = model_confidence(model, hidden, t)
+    want = probabilities(model.head(hidden[t]), 1.0).max(axis=1)
+    np.testing.assert_allclose(p1, want, atol=1e-5)
+    assert p1.shape == reply_first_guesses(model, w, ids, hidden, low, start=start).shape
+    assert (p1 > 0).all() and (p1 <= 1 + 1e-6).all()
+
+
+def test_the_guesses_are_binned_by_the_models_confidence():
+    """``by_confidence`` against a count by hand: each position in the bin its probability opens
+    (1.0 in the last, closed bin), shares that sum to 1, None for an empty bin; bad input refused.
+    Random probabilities and outcomes at seed 3, checked bin by bin."""
+    from specdec_playable.train.evaluate import CONFIDENCE_EDGES, by_confidence
+
+    p1 = np.array([0.1, 0.3, 0.3, 0.45, 0.95, 1.0])
+    kept = np.array([True, False, True, True, False, True])
+    got = by_confidence(p1, kept)
+    assert [c["low"] for c in got] == list(CONFIDENCE_EDGES[:-1])
+    assert [round(c["share"], 6) for c in got] == [round(x / 6, 6) for x in (1, 3, 0, 0, 2)]
+    assert [c["kept"] for c in got] == [1.0, 2 / 3, None, None, 0.5]
+    rng = np.random.default_rng(3)
+    p1, kept = rng.random(1000), rng.random(1000) < 0.5
+    got = by_confidence(p1, kept)
+    assert abs(sum(c["share"] for c in got) - 1.0) < 1e-12
+    for c in got:
+        m = (p1 >= c["low"]) & (p1 < c["high"])
+        assert c["share"] == m.mean() and c["kept"] == kept[m].mean()
+    for bad in [dict(p1=[0.5, 0.6], kept=[True]), dict(p1=[1.2], kept=[True]),
+                dict(p1=[-0.1], kept=[False]), dict(p1=[0.5], kept=[True], edges=(0.0, 0.5, 0.5, 1.0)),
+                dict(p1=[0.5], kept=[True], edges=(1.0,))]:
+        with pytest.raises(ValueError):
+            by_confidence(**bad)

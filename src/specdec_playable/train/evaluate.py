@@ -182,8 +182,50 @@ def reply_first_guesses(model, w, ids: np.ndarray, hidden: np.ndarray, low=None,
     n = ids.size
     captured = None if low is None else {m: low[:, i] for i, m in enumerate(w.layers)}
     pred = lmhead.teacher_forced(model, w, ids, lmhead.head_inputs(w, hidden, captured), 0, n)
-    t = np.arange(max(1, start - 1), n - 1)
+    t = reply_positions(n, start)
     return lmhead.head_logits(model, w, pred[t]).argmax(axis=1) == ids[t + 1]
+
+
+def reply_positions(n: int, start: int) -> np.ndarray:
+    """The positions ``t`` after which :func:`reply_first_guesses` scores a guess of ``ids[t + 1]``
+    in a sequence of ``n`` tokens whose reply starts at ``start``."""
+    return np.arange(max(1, start - 1), n - 1)
+
+
+#: Bins of the model's own top-1 probability (:func:`by_confidence`): a close call below 0.5, a
+#: sure one from 0.9.
+CONFIDENCE_EDGES = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0)
+
+
+def model_confidence(model, hidden: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """The model's probability of its own greedy token after each position ``t``: the top of its
+    softmax over the whole vocabulary, read from the final-normed features ``hidden[t]``."""
+    logits = model.head(np.asarray(hidden[t], np.float32))
+    logits -= logits.max(axis=1, keepdims=True)
+    np.exp(logits, out=logits)
+    return 1.0 / logits.sum(axis=1)
+
+
+def by_confidence(p1: np.ndarray, kept: np.ndarray, edges=CONFIDENCE_EDGES) -> list[dict]:
+    """Per bin ``[edges[i], edges[i + 1])`` of the model's confidence ``p1`` (the last bin closed):
+    its share of the positions and how often the head's guess was ``kept`` there (None for an
+    empty bin)."""
+    p1, kept = np.asarray(p1, float).ravel(), np.asarray(kept, bool).ravel()
+    if p1.shape != kept.shape:
+        raise ValueError(f"p1 and kept must have the same length; got {p1.size} and {kept.size}")
+    edges = np.asarray(edges, float)
+    if edges.size < 2 or np.any(np.diff(edges) <= 0):
+        raise ValueError("edges must be at least two increasing numbers")
+    if p1.size and (p1.min() < edges[0] or p1.max() > edges[-1]):
+        raise ValueError(f"p1 must lie in [{edges[0]}, {edges[-1]}]")
+    b = np.clip(np.searchsorted(edges, p1, side="right") - 1, 0, edges.size - 2)
+    out = []
+    for i in range(edges.size - 1):
+        m = b == i
+        out.append(dict(low=float(edges[i]), high=float(edges[i + 1]),
+                        share=float(m.mean()) if p1.size else 0.0,
+                        kept=float(kept[m].mean()) if m.any() else None))
+    return out
 
 
 def replies_tokens_per_pass(model, arrays: dict, held: dict, prompt_lens: dict, *, k: int = 4,
