@@ -199,7 +199,8 @@ CONFIDENCE_EDGES = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 def model_confidence(model, hidden: np.ndarray, t: np.ndarray) -> np.ndarray:
     """The model's probability of its own greedy token after each position ``t``: the top of its
-    softmax over the whole vocabulary, read from the final-normed features ``hidden[t]``."""
+    softmax over the whole vocabulary, read from the final-normed features ``hidden[t]``. In
+    (0, 1] without rounding past 1: one over a sum of exponentials that holds exp(0) = 1."""
     logits = model.head(np.asarray(hidden[t], np.float32))
     logits -= logits.max(axis=1, keepdims=True)
     np.exp(logits, out=logits)
