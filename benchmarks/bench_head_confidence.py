@@ -6,7 +6,7 @@ the model's own probability of that token (the top of its softmax, ``train.evalu
 model_confidence``). The positions are binned by that probability (``CONFIDENCE_EDGES``) on the
 held-out replies of the self-distillation corpus (the training package's split; their features
 from the features stage, computed once and cached) and on the fresh prompts' pools
-(``lm.prompts.POOLS``, each prompt's greedy reply of ``--max-new`` tokens).
+(``train.evaluate.fresh_replies``: each prompt's greedy reply of ``--max-new`` tokens).
 
 A close call of the model's (its top token under 0.5) is one a small head rarely makes the same
 way; the share of such positions in a kind of text bounds what a head can keep there.
@@ -37,7 +37,7 @@ def _rows(model, heads: dict, texts, layers: tuple) -> dict:
     from specdec_playable.train.evaluate import model_confidence, reply_first_guesses, reply_positions
 
     out = {}
-    for kind, (ids, hidden, low, start) in texts:
+    for kind, ids, hidden, low, start in texts:
         acc = out.setdefault(kind, {"p1": []})
         acc["p1"].append(model_confidence(model, hidden, reply_positions(ids.size, start)))
         for name, w in heads.items():
@@ -47,7 +47,7 @@ def _rows(model, heads: dict, texts, layers: tuple) -> dict:
 
 
 def _held(model, args, layers: tuple):
-    """The held-out replies: (kind, (ids, hidden, low, start)) each, from the features stage."""
+    """The held-out replies: (kind, ids, hidden, low, start) each, from the features stage."""
     from specdec_playable.train import cli, pipeline
     from specdec_playable.train.evaluate import sequences_of
 
@@ -59,21 +59,7 @@ def _held(model, args, layers: tuple):
     prep = pipeline.prepare(model, cli.parse_args(argv))
     for seq, start in sorted(prep["prompt_lens"].items())[:args.eval_replies or None]:
         ids, hidden, low = sequences_of(prep["held"], seq)
-        yield "held-out replies", (ids, hidden, low, start)
-
-
-def _fresh(model, max_new: int, layers: tuple):
-    """Each fresh prompt's greedy reply, by pool: (pool, (ids, hidden, low, start))."""
-    from specdec_playable.lm.decode import generate
-    from specdec_playable.lm.prompts import EVERY, POOLS
-    from specdec_playable.train.features import sequence_features
-
-    for pool, keys in POOLS.items():
-        for key in keys:
-            prompt = model.tokenizer.chat(EVERY[key].message)
-            ids = np.array(list(prompt) + list(generate(model, prompt, max_new=max_new).tokens), np.int64)
-            hidden, low = sequence_features(model, ids, layers)
-            yield pool, (ids, hidden, low, len(prompt))
+        yield "held-out replies", ids, hidden, low, start
 
 
 def print_tables(rows: dict, heads) -> None:
@@ -114,13 +100,14 @@ def main(argv=None) -> int:
 
     from specdec_playable.lm import get_model
     from specdec_playable.lm import head as lmhead
+    from specdec_playable.train.evaluate import fresh_replies
 
     model = get_model()
     heads = ({Path(p).stem: lmhead.load_head(p) for p in args.head} if args.head
              else {"the shipped head": lmhead.load_head()})
     layers = tuple(sorted({m for w in heads.values() for m in w.layers}))
     rows = _rows(model, heads, _held(model, args, layers), layers)
-    rows.update(_rows(model, heads, _fresh(model, args.max_new, layers), layers))
+    rows.update(_rows(model, heads, fresh_replies(model, layers, max_new=args.max_new), layers))
     print_tables(rows, heads)
     return 0
 

@@ -199,12 +199,12 @@ CONFIDENCE_EDGES = (0.0, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 def model_confidence(model, hidden: np.ndarray, t: np.ndarray) -> np.ndarray:
     """The model's probability of its own greedy token after each position ``t``: the top of its
-    softmax over the whole vocabulary, read from the final-normed features ``hidden[t]``. In
-    (0, 1] without rounding past 1: one over a sum of exponentials that holds exp(0) = 1."""
-    logits = model.head(np.asarray(hidden[t], np.float32))
-    logits -= logits.max(axis=1, keepdims=True)
-    np.exp(logits, out=logits)
-    return 1.0 / logits.sum(axis=1)
+    softmax over the whole vocabulary (``lm.sampling.probabilities``), read from the final-normed
+    features ``hidden[t]``. In (0, 1] without rounding past 1: the top is one over a sum of
+    exponentials that holds exp(0) = 1."""
+    from ..lm.sampling import probabilities
+
+    return probabilities(model.head(np.asarray(hidden[t], np.float32)), 1.0).max(axis=1)
 
 
 def by_confidence(p1: np.ndarray, kept: np.ndarray, edges=CONFIDENCE_EDGES) -> list[dict]:
@@ -252,27 +252,40 @@ def replies_tokens_per_pass(model, arrays: dict, held: dict, prompt_lens: dict, 
                 mean_over_replies=round(float(np.mean(per_reply)), 4) if per_reply else None)
 
 
-def fresh_prompts(model, arrays: dict, *, pools=None, k: int = 4, max_new: int = 64) -> dict:
-    """The head on fresh prompts no corpus holds (``lm.prompts.POOLS``, or ``pools``: name ->
-    prompt keys of ``lm.prompts.EVERY``): each prompt's greedy reply (``max_new`` tokens at most),
-    then per pool, over its replies together, the teacher-forced first guess and tokens per pass
-    at ``k`` along them (:func:`greedy_rounds`, the target's features from one forward pass)."""
+def fresh_replies(model, layers=(), *, pools=None, max_new: int = 64):
+    """Each fresh prompt's greedy reply (``lm.prompts.POOLS``, or ``pools``: name -> prompt keys
+    of ``lm.prompts.EVERY``; ``max_new`` tokens at most) with the target's features from one
+    forward pass: ``(pool, ids, hidden, low, start)`` each, ``low`` the streams after ``layers``
+    and ``start`` where the reply starts."""
     from ..lm.decode import generate
     from ..lm.prompts import EVERY, POOLS
     from .features import sequence_features
 
-    w = lmhead.weights_from_arrays(arrays)
-    out = {}
     for name, keys in (POOLS if pools is None else pools).items():
-        rounds, first = [], []
         for key in keys:
             prompt = model.tokenizer.chat(EVERY[key].message)
             ids = np.array(list(prompt) + list(generate(model, prompt, max_new=max_new).tokens), np.int64)
-            hidden, low = sequence_features(model, ids, w.layers)
-            first.append(reply_first_guesses(model, w, ids, hidden, low, start=len(prompt)))
-            rounds.append(greedy_rounds(model, w, ids, hidden, low, start=len(prompt), k=k))
+            hidden, low = sequence_features(model, ids, layers)
+            yield name, ids, hidden, low, len(prompt)
+
+
+def fresh_prompts(model, arrays: dict, *, pools=None, k: int = 4, max_new: int = 64) -> dict:
+    """The head on fresh prompts no corpus holds (:func:`fresh_replies`): per pool, over its
+    replies together, the teacher-forced first guess and tokens per pass at ``k`` along them
+    (:func:`greedy_rounds`)."""
+    from ..lm.prompts import POOLS
+
+    pools = POOLS if pools is None else pools
+    w = lmhead.weights_from_arrays(arrays)
+    got = {name: ([], []) for name in pools}
+    for name, ids, hidden, low, start in fresh_replies(model, w.layers, pools=pools, max_new=max_new):
+        first, rounds = got[name]
+        first.append(reply_first_guesses(model, w, ids, hidden, low, start=start))
+        rounds.append(greedy_rounds(model, w, ids, hidden, low, start=start, k=k))
+    out = {}
+    for name, (first, rounds) in got.items():
         r, f = np.concatenate(rounds), np.concatenate(first)
-        out[name] = dict(prompts=len(keys), positions=int(f.size), rounds=int(r.size),
+        out[name] = dict(prompts=len(pools[name]), positions=int(f.size), rounds=int(r.size),
                          first_guess=round(float(f.mean()), 4) if f.size else None,
                          tokens_per_pass=round(float((r + 1).mean()), 4) if r.size else None)
     return out
