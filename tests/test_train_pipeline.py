@@ -581,7 +581,42 @@ def test_the_epoch_sampler_takes_every_row_once_an_epoch(n, batch):
     from specdec_playable.train import cli
 
     with pytest.raises(SystemExit):  # the command line refuses what the sampler cannot honour
-        cli.parse_args(["--sampler", "epoch", "--doc-share", "0.5"])
+        cli.parse_args(["--sampler", "epoch", "--genre-weights", "json=2"])
+    assert cli.parse_args(["--sampler", "epoch", "--doc-share", "0.25"]).doc_share == 0.25
+
+
+@pytest.mark.parametrize("n_docs,n_replies,batch,share", [(13, 40, 8, 0.25), (5, 7, 4, 0.3),
+                                                          (2, 30, 8, 0.5), (300, 1000, 8, 0.1)])
+def test_the_epoch_sampler_keeps_the_documents_share_and_each_kinds_epochs(n_docs, n_replies, batch, share):
+    """``--sampler epoch --doc-share s``: after every step the documents are ``s`` of the rows
+    drawn to within one row, each batch has ``batch`` rows, each kind's draws run through every
+    row of that kind once before any comes again (whole epochs of each checked), and a step draws
+    the same rows however it is reached (the kinds' rows interleaved at seed 0)."""
+    from types import SimpleNamespace
+
+    from specdec_playable.train.loop import mixed_epoch_rows, row_sampler
+
+    rng = np.random.default_rng(0)
+    genre = rng.permutation(np.array(["python"] * n_docs + ["selfdistill"] * n_replies))
+    is_doc = genre != "selfdistill"
+    args = SimpleNamespace(doc_share=share, sampler="epoch", genre_weights={}, batch=batch, seed=0)
+    rows_of = row_sampler({"genre": genre, "lens": np.ones(genre.size)}, args)
+    steps = 3 * max(n_docs, n_replies) // batch + 2
+    batches = [rows_of(s) for s in range(steps)]
+    assert all(b.size == batch for b in batches)
+    drawn = np.concatenate(batches)
+    docs_so_far = np.cumsum([is_doc[b].sum() for b in batches])
+    assert np.all(np.abs(docs_so_far - share * batch * np.arange(1, steps + 1)) <= 1.0)
+    for kind, n in ((is_doc, n_docs), (~is_doc, n_replies)):
+        mine = drawn[kind[drawn]]
+        for e in range(mine.size // n):
+            np.testing.assert_array_equal(np.sort(mine[e * n:(e + 1) * n]), np.flatnonzero(kind))
+    np.testing.assert_array_equal(mixed_epoch_rows(is_doc, share, batch, steps - 1, 0), batches[-1])
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="share"):
+            mixed_epoch_rows(is_doc, bad, batch, 0, 0)
+    with pytest.raises(ValueError, match="both kinds"):
+        mixed_epoch_rows(np.zeros(10, bool), share, batch, 0, 0)
 
 
 def test_a_deepened_head_drafts_what_the_head_drafted_and_its_new_block_learns_at_full_rate(tmp_path):

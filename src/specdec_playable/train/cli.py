@@ -144,8 +144,9 @@ def _run_args(a) -> None:
       help=f"draw the rows of these document genres ({', '.join(GENRES)}) W times as often as "
            "the other documents', e.g. json=2")
     a("--sampler", choices=("random", "epoch"), default="random", help="draw each batch's rows at "
-      "random (seeded by the step), or take every row once an epoch in a seeded order (every row "
-      "drawn alike; not with --doc-share or --genre-weights)")
+      "random (seeded by the step), or take every row once an epoch in a seeded order (with "
+      "--doc-share, the documents and the replies each in epochs of their own, each batch "
+      "holding their shares; not with --genre-weights)")
     a("--reg-weight", type=float, default=0.5)
     a("--old-lr-scale", type=float, default=1.0, help="with --init-from: scale the updates of "
       "the weights carried over by this (the units --widen-ff adds learn at the full rate)")
@@ -193,8 +194,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                              fresh_max_new=0, eval_at="", lr=3e-3)
     if not 0.0 <= args.old_lr_scale <= 1.0:
         ap.error(f"--old-lr-scale must lie in [0, 1]; got {args.old_lr_scale}")
-    if args.sampler == "epoch" and (args.doc_share or args.genre_weights):
-        ap.error("--sampler epoch draws every row alike; it cannot honour --doc-share or --genre-weights")
+    if args.sampler == "epoch" and args.genre_weights:
+        ap.error("--sampler epoch draws every row of a kind alike; it cannot honour --genre-weights")
     if args.widen_ff and not args.init_from:
         ap.error("--widen-ff widens the head --init-from names; give one")
     args.held_at = set(range(args.held_every, args.steps + 1, args.held_every)) if args.held_every > 0 else set()

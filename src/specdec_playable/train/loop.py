@@ -466,11 +466,10 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
         return optax.apply_updates(params, upd), opt_state
 
     data = subset(prep["train"], args.train_fraction, args.seed)
-    n, end, t0 = n_rows(data), last_step(args), time.perf_counter()
-    p = row_chances(data, getattr(args, "doc_share", 0.0), getattr(args, "genre_weights", None))
+    end, t0 = last_step(args), time.perf_counter()
+    rows_of = row_sampler(data, args)
     for step in range(start, end):
-        idx = batch_rows(n, args.batch, step, args.seed, p, getattr(args, "sampler", "random"))
-        batch = make_batch(data, idx, embed)
+        batch = make_batch(data, rows_of(step), embed)
         (loss, parts), g = grad(params, batch)
         params, opt_state = update(params, opt_state, g)
         rec = dict(step=step + 1, loss=round(float(loss), 4), tokens_seen=(step + 1) * int(batch[-1].sum()),
@@ -495,7 +494,8 @@ def batch_rows(n: int, batch: int, step: int, seed: int, p=None, sampler: str = 
     ``"random"``: ``batch`` distinct rows drawn with chances ``p`` (None: alike), afresh each step,
     so over many steps some rows come again before others come once. ``"epoch"``: the rows in a
     seeded order per epoch, ``batch`` at a time, every row once an epoch (a batch that spans two
-    epochs ends one and starts the next); every row alike, so ``p`` must be None.
+    epochs ends one and starts the next); every row alike, so ``p`` must be None (a share of
+    documents in epochs: :func:`mixed_epoch_rows`).
     """
     b = min(batch, n)
     if sampler == "random":
@@ -503,12 +503,57 @@ def batch_rows(n: int, batch: int, step: int, seed: int, p=None, sampler: str = 
     if sampler != "epoch" or p is not None:
         raise ValueError(f"sampler must be 'random' or 'epoch' (every row alike); got {sampler!r}"
                          + (" with row chances" if p is not None else ""))
+    return _epoch_take(n, step * b, b, seed, _REPLY_STREAM)
+
+
+#: The seeds' tags of the epoch orders: every row's (or the replies' alone), and the documents'.
+_REPLY_STREAM, _DOC_STREAM = 6, 7
+
+
+def _epoch_take(n: int, start: int, count: int, seed: int, stream: int) -> np.ndarray:
+    """Draws ``start`` to ``start + count`` of the endless sequence of epochs of ``n`` rows,
+    each epoch a seeded order of every row (epoch ``e``'s order from ``[seed, stream, e]``)."""
     rows: list[int] = []
-    while len(rows) < b:
-        epoch, at = divmod(step * b + len(rows), n)
-        order = np.random.default_rng([seed, 6, epoch]).permutation(n)
-        rows.extend(order[at:at + b - len(rows)].tolist())
+    while len(rows) < count:
+        epoch, at = divmod(start + len(rows), n)
+        order = np.random.default_rng([seed, stream, epoch]).permutation(n)
+        rows.extend(order[at:at + count - len(rows)].tolist())
     return np.array(rows, np.int64)
+
+
+def mixed_epoch_rows(is_doc: np.ndarray, doc_share: float, batch: int, step: int, seed: int) -> np.ndarray:
+    """The rows of batch ``step`` for ``--sampler epoch`` with ``--doc-share``: the documents'
+    chunks (``is_doc``) and the replies each in epochs of their own (every row of a group once
+    before any comes again), batch ``step`` taking ``floor((step + 1) b s) - floor(step b s)``
+    documents (``b`` rows a batch, ``s`` the share) and the replies the rest, so after any number
+    of steps the documents are ``s`` of the rows drawn to within one row. A group smaller than its
+    part of one batch repeats rows within it."""
+    is_doc = np.asarray(is_doc, bool)
+    if not 0.0 < doc_share < 1.0:
+        raise ValueError(f"doc_share must lie in (0, 1); got {doc_share}")
+    docs, replies = np.flatnonzero(is_doc), np.flatnonzero(~is_doc)
+    if not docs.size or not replies.size:
+        raise ValueError("the documents' share needs rows of both kinds")
+    b = min(batch, is_doc.size)
+    before, upto = (int(np.floor(i * b * doc_share + 1e-9)) for i in (step, step + 1))
+    return np.concatenate((docs[_epoch_take(docs.size, before, upto - before, seed, _DOC_STREAM)],
+                           replies[_epoch_take(replies.size, step * b - before, b - upto + before,
+                                               seed, _REPLY_STREAM)]))
+
+
+def row_sampler(data: dict, args):
+    """The function from a step to its batch's rows, from the seed and the step alone (a resumed
+    run draws what a run never stopped draws): :func:`mixed_epoch_rows` for ``--sampler epoch``
+    with ``--doc-share`` over rows of both kinds, else :func:`batch_rows` with
+    :func:`row_chances`."""
+    share, sampler = getattr(args, "doc_share", 0.0), getattr(args, "sampler", "random")
+    weights = getattr(args, "genre_weights", None)
+    if sampler == "epoch" and share and not weights and "genre" in data:
+        is_doc = np.asarray(data["genre"]) != "selfdistill"
+        if 0 < is_doc.sum() < is_doc.size:
+            return lambda step: mixed_epoch_rows(is_doc, share, args.batch, step, args.seed)
+    n, p = n_rows(data), row_chances(data, share, weights)
+    return lambda step: batch_rows(n, args.batch, step, args.seed, p, sampler)
 
 
 def row_chances(data: dict, doc_share: float, genre_weights: dict | None = None) -> np.ndarray | None:
