@@ -147,6 +147,9 @@ def _run_args(a) -> None:
       "random (seeded by the step), or take every row once an epoch in a seeded order (with "
       "--doc-share, the documents and the replies each in epochs of their own, each batch "
       "holding their shares; not with --genre-weights)")
+    a("--sort-window", type=int, default=1, metavar="W", help="sort each run of W steps' rows by "
+      "length and deal them out again, so each batch holds rows of like length and is cut to "
+      "less padding (the same rows over every W steps; 1: off)")
     a("--reg-weight", type=float, default=0.5)
     a("--old-lr-scale", type=float, default=1.0, help="with --init-from: scale the updates of "
       "the weights carried over by this (the units --widen-ff adds learn at the full rate)")
@@ -196,6 +199,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error(f"--old-lr-scale must lie in [0, 1]; got {args.old_lr_scale}")
     if args.sampler == "epoch" and args.genre_weights:
         ap.error("--sampler epoch draws every row of a kind alike; it cannot honour --genre-weights")
+    if not 1 <= args.sort_window <= 64:
+        ap.error(f"--sort-window must lie in [1, 64]; got {args.sort_window}")
     if args.widen_ff and not args.init_from:
         ap.error("--widen-ff widens the head --init-from names; give one")
     args.held_at = set(range(args.held_every, args.steps + 1, args.held_every)) if args.held_every > 0 else set()

@@ -306,10 +306,11 @@ def unrolled(params, feats, embeds, n_heads: int, steps: int, low=None) -> list:
     return preds
 
 
-def loss_fn(params, batch, readout, cfg):
+def loss_fn(params, batch, readout, cfg, scale=1.0):
     """Mean over drafting steps of the mean over valid positions of CE(model's p over the
-    vocabulary, head's q) + w * smooth L1 on the feature; per step, its loss and how often its
-    guess is the model's greedy token."""
+    vocabulary, head's q) + w * smooth L1 on the feature, times ``scale`` (the batch's weight,
+    :meth:`ByLength.scale`); per step, its loss (unscaled) and how often its guess is the model's
+    greedy token."""
     import jax
     import jax.numpy as jnp
 
@@ -327,21 +328,32 @@ def loss_fn(params, batch, readout, cfg):
         n = jnp.maximum(ok.sum(), 1.0)
         step_loss = ((ce + cfg["reg_weight"] * reg) * ok).sum() / n
         acc = ((logq.argmax(-1) == tlog.argmax(-1)) * ok).sum() / n
-        total = total + step_loss / cfg["unroll"]
+        total = total + scale * step_loss / cfg["unroll"]
         parts.append((step_loss, acc))
     return total, parts
 
 
+#: A batch is cut to its longest row rounded up to a multiple of this many positions: the padding
+#: past it is never scored, and the few shapes that gives are each compiled once.
+LENGTH_STEP = 64
+
+
+def batch_width(lens: np.ndarray, width: int) -> int:
+    """The positions a batch of rows of ``lens`` tokens keeps (of the rows' ``width``)."""
+    return min(width, -(-int(np.max(lens)) // LENGTH_STEP) * LENGTH_STEP)
+
+
 def make_batch(data: dict, idx: np.ndarray, embed: np.ndarray):
     """``(features, lower layers' streams or None, next tokens' embeddings, next features,
-    valid)`` of the chunks ``idx``; ``valid`` is each position's weight where the features carry
-    one (``weight``), else 1 at every real position."""
-    toks, feats, lens = data["toks"][idx], data["feats"][idx].astype(np.float32), data["lens"][idx]
-    low = data["low"][idx, :-1].astype(np.float32) if "low" in data else None
-    t = toks.shape[1]
+    valid)`` of the chunks ``idx``, cut to :func:`batch_width`; ``valid`` is each position's
+    weight where the features carry one (``weight``), else 1 at every real position."""
+    lens = np.asarray(data["lens"][idx])
+    t = batch_width(lens, data["toks"].shape[1])
+    toks, feats = data["toks"][idx, :t], data["feats"][idx, :t].astype(np.float32)
+    low = data["low"][idx, :t - 1].astype(np.float32) if "low" in data else None
     valid = (np.arange(1, t)[None, :] < lens[:, None]).astype(np.float32)
     if "weight" in data:
-        valid = valid * data["weight"][idx][:, 1:].astype(np.float32)
+        valid = valid * data["weight"][idx][:, 1:t].astype(np.float32)
     return (feats[:, :-1], low, embed[toks[:, 1:]], feats[:, 1:], valid)
 
 
@@ -439,20 +451,48 @@ def last_step(args) -> int:
 def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[dict, list, float]:
     """AdamW on the loss above; a checkpoint every ``--ckpt-every`` steps, at the end and where
     ``--stop-at`` stops it early; a run resumes from its checkpoint."""
+    embed = model.weights.embed
+    params = start_params(model, args)
+    opt = optimizer(args)
+    ckpt = Path(args.work) / f"ckpt_{run_tag(args)}.npz"
+    start, params, opt_state, history = load_ckpt(ckpt, params, opt.init(params))
+    grad, update, held_loss = step_functions(params, embed[vocab], opt, args)
+    data = subset(prep["train"], args.train_fraction, args.seed)
+    end, t0 = last_step(args), time.perf_counter()
+    rows_of = row_sampler(data, args)
+    weight = getattr(rows_of, "scale", lambda step: 1.0)
+    for step in range(start, end):
+        batch = make_batch(data, rows_of(step), embed)
+        (_, parts), g = grad(params, batch, np.float32(weight(step)))
+        params, opt_state = update(params, opt_state, g)
+        losses = [round(float(x), 4) for x, _ in parts]
+        rec = dict(step=step + 1, loss=round(float(np.mean(losses)), 4), losses=losses,
+                   tokens_seen=(step + 1) * int(batch[-1].sum()),
+                   acc=[round(float(a), 4) for _, a in parts])
+        history.append(rec)
+        _print_step(rec, args, start, t0)
+        if evaluate is not None and (step + 1) in evaluate[0]:
+            rec["eval"] = evaluate[1](export(params, vocab, args))
+        if (step + 1) in args.held_at or step + 1 == args.steps:
+            _held_and_snapshot(rec, params, vocab, args, lambda: held_out(
+                prep["held"], params, held_loss, embed, args.batch, args.unroll))
+        if (step + 1) % args.ckpt_every == 0 or step + 1 == end:
+            save_ckpt(ckpt, step + 1, params, opt_state, history)
+    return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
+
+
+def step_functions(params, readout: np.ndarray, opt, args) -> tuple:
+    """The jitted ``(grad, update, held_loss)`` a training step runs: the loss and its gradient
+    on a batch and its weight (a float32 scalar), AdamW's update (each weight's scaled by ``--old-lr-scale`` where it is not 1),
+    and the loss alone for the held-out rows."""
     import jax
     import jax.numpy as jnp
     import optax
 
     cfg = dict(unroll=args.unroll, n_heads=args.n_heads, reg_weight=args.reg_weight)
-    embed = model.weights.embed
-    readout = jnp.asarray(embed[vocab])
-    params = start_params(model, args)
-    opt = optimizer(args)
-    ckpt = Path(args.work) / f"ckpt_{run_tag(args)}.npz"
-    start, params, opt_state, history = load_ckpt(ckpt, params, opt.init(params))
-    grad = jax.jit(jax.value_and_grad(lambda p, b: loss_fn(p, b, readout, cfg), has_aux=True))
+    readout = jnp.asarray(readout)
+    grad = jax.jit(jax.value_and_grad(lambda p, b, sc: loss_fn(p, b, readout, cfg, sc), has_aux=True))
     held_loss = jax.jit(lambda p, b: loss_fn(p, b, readout, cfg))
-
     scale = getattr(args, "old_lr_scale", 1.0)
     masks = (jax.tree_util.tree_map(jnp.asarray, update_scale(params, asset_ff(args), scale,
                                                                 asset_blocks(args)))
@@ -465,26 +505,7 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
             upd = jax.tree_util.tree_map(lambda u, m: u * m, upd, masks)
         return optax.apply_updates(params, upd), opt_state
 
-    data = subset(prep["train"], args.train_fraction, args.seed)
-    end, t0 = last_step(args), time.perf_counter()
-    rows_of = row_sampler(data, args)
-    for step in range(start, end):
-        batch = make_batch(data, rows_of(step), embed)
-        (loss, parts), g = grad(params, batch)
-        params, opt_state = update(params, opt_state, g)
-        rec = dict(step=step + 1, loss=round(float(loss), 4), tokens_seen=(step + 1) * int(batch[-1].sum()),
-                   acc=[round(float(a), 4) for _, a in parts],
-                   losses=[round(float(x), 4) for x, _ in parts])
-        history.append(rec)
-        _print_step(rec, args, start, t0)
-        if evaluate is not None and (step + 1) in evaluate[0]:
-            rec["eval"] = evaluate[1](export(params, vocab, args))
-        if (step + 1) in args.held_at or step + 1 == args.steps:
-            _held_and_snapshot(rec, params, vocab, args, lambda: held_out(
-                prep["held"], params, held_loss, embed, args.batch, args.unroll))
-        if (step + 1) % args.ckpt_every == 0 or step + 1 == end:
-            save_ckpt(ckpt, step + 1, params, opt_state, history)
-    return {k: np.asarray(v) for k, v in params.items()}, history, time.perf_counter() - t0
+    return grad, update, held_loss
 
 
 def batch_rows(n: int, batch: int, step: int, seed: int, p=None, sampler: str = "random") -> np.ndarray:
@@ -541,11 +562,8 @@ def mixed_epoch_rows(is_doc: np.ndarray, doc_share: float, batch: int, step: int
                                                seed, _REPLY_STREAM)]))
 
 
-def row_sampler(data: dict, args):
-    """The function from a step to its batch's rows, from the seed and the step alone (a resumed
-    run draws what a run never stopped draws): :func:`mixed_epoch_rows` for ``--sampler epoch``
-    with ``--doc-share`` over rows of both kinds, else :func:`batch_rows` with
-    :func:`row_chances`."""
+def _draw(data: dict, args):
+    """:func:`row_sampler` before any sorting by length."""
     share, sampler = getattr(args, "doc_share", 0.0), getattr(args, "sampler", "random")
     weights = getattr(args, "genre_weights", None)
     if sampler == "epoch" and share and not weights and "genre" in data:
@@ -554,6 +572,52 @@ def row_sampler(data: dict, args):
             return lambda step: mixed_epoch_rows(is_doc, share, args.batch, step, args.seed)
     n, p = n_rows(data), row_chances(data, share, weights)
     return lambda step: batch_rows(n, args.batch, step, args.seed, p, sampler)
+
+
+def row_sampler(data: dict, args):
+    """The function from a step to its batch's rows, from the seed and the step alone (a resumed
+    run draws what a run never stopped draws): :func:`mixed_epoch_rows` for ``--sampler epoch``
+    with ``--doc-share`` over rows of both kinds, else :func:`batch_rows` with
+    :func:`row_chances`; with ``--sort-window W`` > 1, :class:`ByLength` over it."""
+    draw = _draw(data, args)
+    window = getattr(args, "sort_window", 1)
+    return ByLength(draw, np.asarray(data["lens"]), window) if window > 1 else draw
+
+
+class ByLength:
+    """``draw`` with each run of ``window`` steps' rows (steps ``w W`` to ``w W + W - 1``) sorted
+    by length and dealt out again in order, the shortest to the run's first step: the same rows
+    over every run of ``window`` steps, each batch of rows of like length, so :func:`make_batch`
+    cuts less padding. Calling it gives a step's rows; :meth:`scale` its loss's weight."""
+
+    def __init__(self, draw, lens: np.ndarray, window: int) -> None:
+        self.draw, self.lens, self.window = draw, np.asarray(lens), window
+        self._run: tuple[int, np.ndarray, list[int]] | None = None
+
+    def _sorted(self, first: int) -> tuple[np.ndarray, list[int]]:
+        if self._run is None or self._run[0] != first:
+            drawn = [self.draw(first * self.window + i) for i in range(self.window)]
+            pooled = np.concatenate(drawn)
+            self._run = (first, pooled[np.argsort(self.lens[pooled], kind="stable")],
+                         [d.size for d in drawn])
+        return self._run[1], self._run[2]
+
+    def __call__(self, step: int) -> np.ndarray:
+        first, at = divmod(step, self.window)
+        pooled, sizes = self._sorted(first)
+        start = sum(sizes[:at])
+        return pooled[start:start + sizes[at]]
+
+    def scale(self, step: int) -> float:
+        """The weight of batch ``step``'s loss: its share of its run's scored positions, times
+        ``window``. A batch's loss is a mean over its positions, so without it a batch of short
+        rows would count each of its tokens more than a batch of long rows does; with it every
+        position of a run counts alike, as in unsorted batches on average."""
+        first, at = divmod(step, self.window)
+        pooled, sizes = self._sorted(first)
+        ends = np.cumsum([0, *sizes])
+        scored = [float(np.sum(self.lens[pooled[a:b]] - 1)) for a, b in zip(ends[:-1], ends[1:])]
+        return self.window * scored[at] / max(sum(scored), 1.0)
 
 
 def row_chances(data: dict, doc_share: float, genre_weights: dict | None = None) -> np.ndarray | None:
@@ -607,6 +671,7 @@ def run_tag(args) -> str:
             + ("_widen" if getattr(args, "widen_ff", False) else "")
             + (f"_b{args.n_blocks}" if getattr(args, "n_blocks", 1) != 1 else "")
             + ("_epoch" if getattr(args, "sampler", "random") == "epoch" else "")
+            + (f"_sort{args.sort_window}" if getattr(args, "sort_window", 1) > 1 else "")
             + (f"_old{args.old_lr_scale}" if getattr(args, "old_lr_scale", 1.0) != 1.0 else "")
             + (f"_docs{args.doc_share}" if getattr(args, "doc_share", 0.0) else "")
             + "".join(f"_{g}{x:g}" for g, x in sorted((getattr(args, "genre_weights", None)
