@@ -784,7 +784,8 @@ def test_a_batch_is_cut_to_its_longest_row_and_its_loss_is_unchanged(lens, width
     got = [loop.loss_fn(params, b, embed, cfg) for b in (cut, whole)]
     assert float(got[0][0]) == pytest.approx(float(got[1][0]), rel=1e-5)
     for (la, aa), (lb, ab) in zip(got[0][1], got[1][1]):
-        assert float(la) == pytest.approx(float(lb), rel=1e-5) and float(aa) == pytest.approx(float(ab), abs=1e-6)
+        assert float(la) == pytest.approx(float(lb), rel=1e-5)
+        assert float(aa) == pytest.approx(float(ab), abs=1e-6)
     weighted = loop.loss_fn(params, cut, embed, cfg, np.float32(2.5))
     assert float(weighted[0]) == pytest.approx(2.5 * float(got[0][0]), rel=1e-5)
     assert float(weighted[1][0][0]) == pytest.approx(float(got[0][1][0][0]), rel=1e-6)

@@ -483,8 +483,8 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
 
 def step_functions(params, readout: np.ndarray, opt, args) -> tuple:
     """The jitted ``(grad, update, held_loss)`` a training step runs: the loss and its gradient
-    on a batch and its weight (a float32 scalar), AdamW's update (each weight's scaled by ``--old-lr-scale`` where it is not 1),
-    and the loss alone for the held-out rows."""
+    on a batch and its weight (a float32 scalar), AdamW's update (each weight's scaled by
+    ``--old-lr-scale`` where it is not 1), and the loss alone for the held-out rows."""
     import jax
     import jax.numpy as jnp
     import optax
