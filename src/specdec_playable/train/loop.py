@@ -465,8 +465,9 @@ def train(model, prep: dict, vocab: np.ndarray, args, evaluate=None) -> tuple[di
         batch = make_batch(data, rows_of(step), embed)
         (_, parts), g = grad(params, batch, np.float32(weight(step)))
         params, opt_state = update(params, opt_state, g)
-        losses = [round(float(x), 4) for x, _ in parts]
-        rec = dict(step=step + 1, loss=round(float(np.mean(losses)), 4), losses=losses,
+        losses = [float(x) for x, _ in parts]  # unweighted: the mean is the loss as before
+        rec = dict(step=step + 1, loss=round(float(np.mean(losses)), 4),
+                   losses=[round(x, 4) for x in losses],
                    tokens_seen=(step + 1) * int(batch[-1].sum()),
                    acc=[round(float(a), 4) for _, a in parts])
         history.append(rec)
