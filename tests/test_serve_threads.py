@@ -28,7 +28,7 @@ def test_every_child_is_told_when_the_runs_change(monkeypatch):
     r, w = os.pipe()
 
     class Child:  # what _tell_threads needs of a ModelProcess
-        _cancel_fd = w
+        _cancel = mp.Descriptor(w)
 
     fake = Child()
     monkeypatch.setattr(mp, "_children", {fake})
@@ -41,7 +41,7 @@ def test_every_child_is_told_when_the_runs_change(monkeypatch):
         told = os.read(r, 64)
     finally:
         os.close(r)
-        os.close(w)
+        fake._cancel.close()
     values = [v - mp._THREADS_CODE for (v,) in struct.iter_unpack("I", told)]
     alone, shared = mp.threads_per_run(1, 2), mp.threads_per_run(2, 2)
     assert values == [alone, shared, alone, alone]  # one run, two, one, none

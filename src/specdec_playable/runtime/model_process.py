@@ -70,14 +70,52 @@ def threads_per_run(runs: int, cores: int | None = None) -> int:
     return max(1, min(THREADS_ALONE, cores // max(int(runs), 1)))
 
 
+class Descriptor:
+    """One file descriptor this process opened, owned by this object alone: written only while it
+    is open, closed exactly once.
+
+    A descriptor's number is reused by the OS as soon as it is closed, so a second ``os.close`` or
+    a late ``os.write`` on a stale number hits whatever now holds it (another visitor's
+    websocket, a fresh child's pipe). Here :meth:`close` is idempotent and thread-safe, and
+    :meth:`write` after it (or racing it) does nothing. The descriptor is non-blocking, so a
+    write never waits on a child that stopped reading (the few bytes are dropped instead).
+    """
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def write(self, data: bytes) -> bool:
+        """Write ``data`` if the descriptor is still open and takes it now; whether it was written."""
+        with self._lock:
+            if self._fd < 0:
+                return False
+            try:
+                return os.write(self._fd, data) == len(data)
+            except OSError:
+                return False
+
+    def close(self) -> None:
+        """Close the descriptor the first time; later calls do nothing."""
+        with self._lock:
+            fd, self._fd = self._fd, -1
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
 def _tell_threads() -> None:
     """Tell every child the threads a run may use now (called with ``_runs_lock`` held)."""
     code = struct.pack("I", _THREADS_CODE + threads_per_run(_runs[0]))
     for child in list(_children):
-        try:
-            os.write(child._cancel_fd, code)
-        except OSError:
-            pass
+        child._cancel.write(code)
 
 
 class _Running:
@@ -225,6 +263,8 @@ class ModelProcess:
         self._store = records.STORE
         self._measures = self._store.claim(self._weights)  # the first child of a format measures
 
+        self._closed = False
+        self._close_lock = threading.Lock()
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         can_r, can_w = os.pipe()
@@ -236,15 +276,18 @@ class ModelProcess:
                 pass_fds=child_fds, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 close_fds=True, env={**os.environ, **blas_env(blas_threads)})
         except BaseException:
+            for fd in (req_w, rep_r, can_w):  # this side's ends too: nothing else owns them yet
+                os.close(fd)
             if self._measures:
                 self._store.release(self._weights)
             raise
         finally:
             for fd in child_fds:
                 os.close(fd)
+        # Each end is owned by one object from here on, closed once by close() below.
         self._requests = Connection(req_w, readable=False)
         self._replies = Connection(rep_r, writable=False)
-        self._cancel_fd = can_w
+        self._cancel = Descriptor(can_w)
         self._run = 0
         self._loaded = False
         with _runs_lock:
@@ -260,8 +303,21 @@ class ModelProcess:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called (the pipes are then released)."""
+        return self._closed
+
     def close(self) -> None:
-        """Stop the child (it holds a copy of the model's weights)."""
+        """Stop the child (it holds a copy of the model's weights) and release its pipes.
+
+        Idempotent: the first call releases everything, later calls (the run that found the child
+        silent, then its owner) do nothing, so no descriptor is closed twice.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
         with _runs_lock:
             _children.discard(self)
         if self._measures and not self._loaded:  # it never measured: the next child will
@@ -269,24 +325,21 @@ class ModelProcess:
             self._measures = False
         for conn in (self._requests, self._replies):
             conn.close()
-        try:
-            os.close(self._cancel_fd)
-        except OSError:
-            pass
+        self._cancel.close()
         if self._proc.poll() is None:
             self._proc.terminate()
             try:
                 self._proc.wait(5)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
+                self._proc.wait()
 
     def _stop_run(self) -> None:
-        try:
-            os.write(self._cancel_fd, struct.pack("I", self._run))
-        except OSError:
-            pass
+        self._cancel.write(struct.pack("I", self._run))  # nothing once closed
 
     def _receive(self, deadline: float, cancel: threading.Event | None):
+        if self._closed:
+            raise RuntimeError("the model process was closed")
         asked = False
         while not self._replies.poll(0.05):
             if cancel is not None and cancel.is_set() and not asked:
@@ -395,7 +448,7 @@ def thread_process(*, nice: int = 0, blas_threads: int = 1, weights: str | None 
     fmt = check_weights(weights or _WEIGHTS[0])
     procs = _local.__dict__.setdefault("procs", {})
     proc = procs.get(fmt)
-    if proc is None or not proc.alive:
+    if proc is None or proc.closed or not proc.alive:
         if proc is not None:
             proc.close()  # its pipes, and its claim on the calibration if it died before measuring
         proc = procs[fmt] = ModelProcess(nice=nice, blas_threads=blas_threads, weights=fmt)
