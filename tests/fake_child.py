@@ -4,13 +4,15 @@ measure it calibrates a :class:`fake_load.LoadedMachine` instead of the model's 
 
 Its environment says how: ``FAKE_LOAD`` and ``FAKE_SEED`` (the machine's load and seed),
 ``FAKE_LOG`` (a file it appends ``"<pid> measured"`` to when it measures) and ``FAKE_DIE``
-(``"1"``: exit before answering, as a child that fails to load).
+(``"1"``: exit before answering, as a child that fails to load) and ``FAKE_HANG`` (``"load"``:
+never answer "ready", as a child stuck loading; ``"run"``: take a request and never answer it).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 
 CHILD = (f"import sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
          "from fake_child import main; main(*map(int, sys.argv[1:6]), sys.argv[6], measure=sys.argv[7])")
@@ -28,6 +30,9 @@ def main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int, blas_thre
     replies = Connection(replies_fd, readable=False)
     if os.environ.get("FAKE_DIE") == "1":
         sys.exit(3)
+    hang = os.environ.get("FAKE_HANG", "")
+    if hang == "load":
+        time.sleep(3600)
     record = None
     if measure == "1":
         machine = LoadedMachine(float(os.environ["FAKE_LOAD"]), rng=int(os.environ["FAKE_SEED"]))
@@ -41,3 +46,5 @@ def main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int, blas_thre
             requests.recv()
         except (EOFError, OSError):
             return
+        if hang == "run":
+            time.sleep(3600)

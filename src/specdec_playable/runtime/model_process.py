@@ -355,6 +355,8 @@ class ModelProcess:
             raise RuntimeError("the model process stopped answering") from None
 
     def _wait_loaded(self, cancel: threading.Event | None) -> None:
+        if self._closed:
+            raise RuntimeError("the model process was closed")
         if not self._loaded:
             kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
             if kind != "ready":

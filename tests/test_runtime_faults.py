@@ -1,0 +1,227 @@
+"""Faults stay where they happen: a model process that dies, hangs or times out releases what it
+holds exactly once, and never touches a descriptor it does not own.
+
+The model processes are real children started by ``runtime.model_process`` (the same pipes,
+arguments and bookkeeping) running ``tests/fake_child.py``, which answers at once, or hangs where
+the test says (``FAKE_HANG``), so each fault costs well under a second.
+
+The defect these tests would have caught: ``close()`` ran twice (once by the run that found the
+child silent, once by its owner) and closed the cancel pipe's number twice. The OS reuses a
+number as soon as it is free, so the second close cut whatever held it by then: on a server, a
+visitor's websocket.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import threading
+
+import pytest
+from fake_child import CHILD
+
+from specdec_playable.runtime import calibration as records
+from specdec_playable.runtime import model_process as mp
+
+
+def _open_fds() -> set[int]:
+    return {int(name) for name in os.listdir("/proc/self/fd")} - {_probe_fd()}
+
+
+def _probe_fd() -> int:  # the descriptor listdir itself opens on /proc/self/fd
+    fd = os.open("/proc/self/fd", os.O_RDONLY)
+    os.close(fd)
+    return fd
+
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+
+
+@pytest.fixture
+def server(monkeypatch, tmp_path):
+    """A fresh server in this process with fake children that answer at once."""
+    monkeypatch.setattr(records, "STORE", records.CalibrationStore())
+    monkeypatch.setattr(mp, "_ready", threading.Event())
+    monkeypatch.setattr(mp, "_CHILD", CHILD)
+    monkeypatch.setattr(mp, "_WEIGHTS", ["f32"])
+    monkeypatch.setattr(mp, "_children", set())
+    monkeypatch.setattr(mp, "_runs", [0])
+    log = tmp_path / "measured.log"
+    log.touch()
+    for name, value in (("FAKE_LOG", str(log)), ("FAKE_DIE", "0"), ("FAKE_HANG", ""),
+                        ("FAKE_LOAD", "0"), ("FAKE_SEED", "1")):
+        monkeypatch.setenv(name, value)
+    return log
+
+
+def _reuse(number: int, tries: int = 16):
+    """Socket pairs opened until one end holds ``number`` (free again after a close); returns that
+    pair and closes the others, or None if the OS handed the number to none of them."""
+    opened, hit = [], None
+    for _ in range(tries):
+        pair = socket.socketpair()
+        if number in (pair[0].fileno(), pair[1].fileno()):
+            hit = pair
+            break
+        opened.append(pair)
+    for a, b in opened:
+        a.close()
+        b.close()
+    return hit
+
+
+def _still_open_and_silent(pair) -> None:
+    """Both ends of ``pair`` still open, nothing written to either (a stray write would show)."""
+    for end in pair:
+        os.fstat(end.fileno())  # raises if the number was closed under it
+        end.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            end.recv(16)
+
+
+def test_a_descriptor_closes_once_and_never_writes_after():
+    r, w = os.pipe()
+    owned = mp.Descriptor(w)
+    assert owned.write(b"abcd") and os.read(r, 4) == b"abcd"
+    owned.close()
+    assert owned.closed
+    pair = _reuse(w)
+    try:
+        owned.close()  # a second close: a no-op, not os.close(w) on the number's new holder
+        assert owned.write(b"abcd") is False
+        if pair is not None:
+            _still_open_and_silent(pair)
+    finally:
+        os.close(r)
+        if pair is not None:
+            pair[0].close()
+            pair[1].close()
+
+
+def test_a_descriptor_drops_a_write_to_a_full_pipe_instead_of_blocking():
+    r, w = os.pipe()
+    owned = mp.Descriptor(w)
+    try:
+        while owned.write(b"x" * 4096):
+            pass  # fills the pipe: the next write is refused at once, never blocks
+        assert owned.write(b"abcd") is False
+    finally:
+        owned.close()
+        os.close(r)
+
+
+def test_a_double_close_and_a_cancel_after_close_are_no_ops(server):
+    before = _open_fds()
+    proc = mp.ModelProcess()
+    proc.load()
+    number = proc._cancel._fd
+    proc.close()
+    assert proc.closed and not proc.alive
+    assert _open_fds() == before
+    pair = _reuse(number)
+    try:
+        proc.close()
+        proc._stop_run()
+        with mp._Running():  # tells every live child its threads: the closed one is not among them
+            pass
+        with pytest.raises(RuntimeError, match="closed"):
+            proc.load()
+        if pair is not None:
+            _still_open_and_silent(pair)
+    finally:
+        if pair is not None:
+            pair[0].close()
+            pair[1].close()
+    assert _open_fds() == before
+
+
+def test_a_load_that_times_out_closes_once_and_the_owner_closing_again_cuts_nothing(
+        server, monkeypatch):
+    """The student's page: a run times out waiting for the load, closes the process, and its
+    owner closes it again after the number went to another connection."""
+    monkeypatch.setenv("FAKE_HANG", "load")
+    monkeypatch.setattr(mp, "LOAD_S", 0.3)
+    before = _open_fds()
+    proc = mp.ModelProcess()
+    number = proc._cancel._fd
+    with pytest.raises(RuntimeError, match="stopped answering"):
+        proc.load()
+    assert proc.closed and not proc.alive
+    pair = _reuse(number)
+    try:
+        proc.close()
+        proc._stop_run()
+        if pair is not None:
+            _still_open_and_silent(pair)
+    finally:
+        if pair is not None:
+            pair[0].close()
+            pair[1].close()
+    assert _open_fds() == before
+    assert records.STORE.claim("f32"), "the dead process left its calibration claim held"
+
+
+@pytest.mark.parametrize("fault", ["kill", "hang", "exit"])
+def test_a_run_whose_process_fails_reports_it_and_the_next_starts_fresh(server, monkeypatch, fault):
+    """Killed mid-run (SIGKILL), hung past its time, or exited during its load: the run raises a
+    clear error, every descriptor it opened is released, and the thread's next run gets a fresh
+    process that answers."""
+    monkeypatch.setattr(mp, "GRACE_S", 0.3)
+    monkeypatch.setattr(mp, "LOAD_S", 5.0)
+    if fault == "exit":
+        monkeypatch.setenv("FAKE_DIE", "1")
+    else:
+        monkeypatch.setenv("FAKE_HANG", "run")
+    before = _open_fds()
+    out: dict = {}
+
+    def owner():  # a worker thread of the queue owns its process, as in the server
+        proc = mp.thread_process()
+        if fault == "kill":
+            threading.Timer(0.3, os.kill, (proc._proc.pid, signal.SIGKILL)).start()
+        try:
+            proc.measure("some text", max_seconds=0.5 if fault == "hang" else 30.0)
+        except RuntimeError as exc:
+            out["error"] = str(exc)
+        out["first"] = proc
+        monkeypatch.setenv("FAKE_DIE", "0")
+        monkeypatch.setenv("FAKE_HANG", "")
+        fresh = mp.thread_process()
+        out["fresh"] = fresh
+        out["loaded"] = fresh.load() is not None
+        mp.stop_thread_process()
+
+    worker = threading.Thread(target=owner)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive()
+    assert "stopped answering" in out["error"]
+    assert out["fresh"] is not out["first"] and out["loaded"]
+    assert out["first"].closed and out["fresh"].closed
+    assert _open_fds() == before
+    assert mp._children == set() and mp._runs == [0]
+
+
+def test_every_live_child_hears_the_thread_count_and_a_closed_one_does_not(server):
+    a, b = mp.ModelProcess(), mp.ModelProcess()
+    try:
+        a.load()
+        b.load()
+        b.close()
+        assert mp._children == {a}
+        r, w = os.pipe()
+        spy = mp.Descriptor(w)
+        b._cancel = spy  # were b still told, its (new) pipe would hold the code
+        with mp._Running():
+            pass
+        os.set_blocking(r, False)
+        with pytest.raises(BlockingIOError):
+            os.read(r, 8)
+        spy.close()
+        os.close(r)
+        a._cancel.write(struct.pack("I", 0))  # the live one still takes writes
+    finally:
+        a.close()
+    assert a.closed and mp._children == set()
