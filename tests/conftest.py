@@ -16,6 +16,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as _hypothesis_settings
+
+# No Hypothesis test may fail for being slow: the suite runs two workers on two cores, beside
+# whatever else the machine does (a test that states a deadline of its own keeps it).
+_hypothesis_settings.register_profile("suite", deadline=None)
+_hypothesis_settings.load_profile("suite")
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -24,6 +30,23 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+
+
+#: Files whose tests load or run the real model, train the head or serve a site over HTTP, for
+#: seconds each: marked ``slow``, so ``pytest -m "not browser and not slow"`` (the inner loop,
+#: docs/testing.md) leaves them out. A few slow tests elsewhere carry the mark themselves.
+SLOW_FILES = frozenset({
+    "test_bad_queries", "test_cli_generate", "test_data_measured", "test_export", "test_lm_compare",
+    "test_lm_decode", "test_lm_head", "test_lm_kernel_model", "test_lm_q4_model", "test_lm_race",
+    "test_lm_tree", "test_serve_threads", "test_sessions", "test_state_ep4", "test_train_draft_head",
+    "test_train_pipeline",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.stem in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 def free_port() -> int:
@@ -96,7 +119,8 @@ class Server:
 @pytest.fixture(scope="session")
 def site(artifacts):
     """The whole site served once for the session."""
-    server = Server(log_path=artifacts / "server.log")
+    # One site per pytest-xdist worker (each worker is a session of its own): a log each.
+    server = Server(log_path=artifacts / f"server-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.log")
     yield server
     server.stop()
 

@@ -203,6 +203,7 @@ def test_ep2_try_this_weak_setup_is_usually_slower_as_it_says():
     assert weak_bad > 3 * default_bad  # "the red bad rounds pile up"
 
 
+@settings(deadline=None)  # a loaded machine may take longer than Hypothesis's 200 ms default
 @given(st.text(max_size=30))
 @example("-5").via("negative")
 @example("3.7").via("a fraction")
@@ -454,6 +455,7 @@ def test_ep5_points_tally_uses_the_right_number():
 # --- Episode 6 -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.floats(0.05, 0.6), st.integers(1, adaptive.K_CAP), SEEDS)
 @example(0.05, 4, 1).via("the page's start")
@@ -542,6 +544,7 @@ def test_ep6_says_which_draft_each_part_plays():
         assert (said.group(2), said.group(3)) == (f"{hi.speedup:.2f}", f"{lo.speedup:.2f}")
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(st.floats(0.05, 0.6), SEEDS)
 def test_ep6_no_text_offers_the_race_draft_q_above_its_break_even(c, seed):
@@ -645,6 +648,7 @@ def test_every_slider_and_box_is_explained_with_its_unit(number):
         assert _UNIT.search(p.doc), f"{p.label}: no unit in {p.doc!r}"
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(st.floats(0.05, 0.6), st.integers(1, adaptive.K_CAP), SEEDS)
 @example(0.05, 4, 1).via("the page's start: k = 4 drafts too many on every text")

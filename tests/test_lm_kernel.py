@@ -286,6 +286,7 @@ def test_prefetch_settings_are_checked():
         kernel.set_prefetch((1, 2, 3))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 6, 7, 9, 12, 13, 17, 33])
 def test_half_precision_weights_multiply_as_their_float16_values(n):
     """A weight packed in half precision streams half the bytes; the tile widens it to float32 as

@@ -147,6 +147,7 @@ def test_policies_share_randomness():
     assert b[0].accepted.tolist() == a[0].accepted.tolist()
 
 
+@pytest.mark.slow
 def test_adapting_beats_a_fixed_k_on_average_when_the_genre_changes():
     # 200 seeds of the default stream at c = 0.3: mean speedups (measured, not timed).
     stream = texts.make_stream(repeats=2)

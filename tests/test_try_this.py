@@ -192,6 +192,7 @@ def test_ep5_steps():
                 assert q0 < s.break_even(k) < 1
 
 
+@pytest.mark.slow
 def test_ep6_steps():
     # Part 1 at N = 100,000 (rng 0..4): the output fits the big model (chi-square p >= 0.001)
     # and not the draft (p < 1e-6). Part 2 over race seeds 0..29 at each step's settings.
