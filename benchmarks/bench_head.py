@@ -1,7 +1,7 @@
 """The draft head on text nobody tuned for: tokens per pass, which guesses are kept, and the race.
 
-For each draft (the shipped head, any head asset given with ``--head``, the n-gram table and
-prompt lookup) and each task (Episode 7's code and JSON tasks and its sky explanation, plus three
+For each draft (the shipped head, any head asset given with ``--head``, the n-gram table,
+prompt lookup, the memory draft and memory + head) and each task (Episode 7's code and JSON tasks and its sky explanation, plus three
 fresh code prompts no training run saw: ``sql-top``, ``py-class``, ``yaml-ci``, and two fresh
 letters: ``letter-thanks``, ``email-late``):
 
@@ -45,6 +45,8 @@ from specdec_playable.lm import get_model
 from specdec_playable.lm.decode import speculate
 from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.head import DraftHead
+from specdec_playable.lm.hybrid import HybridDraft
+from specdec_playable.lm.memory import MemoryDraft
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import EVERY, POOLS
 
@@ -63,6 +65,8 @@ def drafts(heads: list[str], half: bool = False) -> dict:
         out[f"head ({p.name})"] = (lambda p=p: DraftHead(path=str(p)))
     out["n-gram table"] = NgramDraft
     out["prompt lookup"] = PromptLookup
+    out["memory"] = MemoryDraft
+    out["memory + head"] = HybridDraft
     return out
 
 

@@ -87,7 +87,8 @@ def test_every_file_the_data_page_names_answers(site):
                  for name in heading.split(",")}
     assert "lm/ep7_recorded.json.gz" in described
     unserved = {n for n in described if n not in served_files()}
-    assert unserved == {"lm/ngram_draft.npz", "lm/draft_head.npz"}  # the drafts' binary arrays
+    # the drafts' binary arrays
+    assert unserved == {"lm/ngram_draft.npz", "lm/draft_head.npz", "lm/memory_index.npz"}
     for name in unserved:  # said so where they are described
         assert re.search(rf"</h2><p[^>]*>Not served here: [^<]*{re.escape(name)}", markup), name
     assert {f"./assets/{name}" for name in described - unserved} <= hrefs

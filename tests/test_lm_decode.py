@@ -20,6 +20,8 @@ from specdec_playable.lm.decode import (MARKS, generate, generate_passes, judge,
                                         speculate_passes)
 from specdec_playable.lm.drafts import EarlyExit, PromptLookup
 from specdec_playable.lm.head import DraftHead
+from specdec_playable.lm.hybrid import HybridDraft
+from specdec_playable.lm.memory import MemoryDraft
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.prompts import PROMPTS
 
@@ -30,6 +32,11 @@ DRAFTS = {
     "ngram": (NgramDraft(min_share=0.0), MAX_NEW),  # 0: propose wherever it can, the harder case
     "early-exit": (EarlyExit(2), EARLY_MAX_NEW),
     "head": (DraftHead(), MAX_NEW),  # the trained draft head, fed the target's features
+    # the memory of past replies, proposing wherever it has any match (the harder case)
+    "memory": (MemoryDraft(min_share=0.0, min_match=1, factor=16.0), MAX_NEW),
+    # both drafts in one tree a round (the default), and one chain a round by the rule
+    "hybrid": (HybridDraft(memory=MemoryDraft(min_share=0.0, min_match=1)), MAX_NEW),
+    "hybrid-rule": (HybridDraft(memory=MemoryDraft(min_share=0.0, min_match=1), merge=False), MAX_NEW),
 }
 
 
@@ -240,9 +247,21 @@ N_DRAWS = 20_000
 ALPHA = 1e-3  # each test fails by chance with probability 0.001 (seeds fixed: it passes or not)
 
 
-@pytest.mark.parametrize("draft_kind", ["sampled-q", "one-hot"])
-def test_speculative_sampling_emits_the_target_distribution(real_context, draft_kind):
+@pytest.fixture(scope="module")
+def memory_q(model):
+    """The memory draft's q at a real context where past replies agree on several continuations."""
+    ids = model.tokenizer.chat(PROMPTS["poem"].message) + model.tokenizer.encode("In the")
+    q = MemoryDraft().distribution(ids, model.config.vocab_size, temperature=1.0)
+    assert (q > 0).sum() >= 2
+    return q
+
+
+@pytest.mark.parametrize("draft_kind", ["sampled-q", "one-hot", "memory-q"])
+def test_speculative_sampling_emits_the_target_distribution(real_context, memory_q, draft_kind):
     p, q = real_context
+    if draft_kind == "memory-q":
+        q = memory_q
+        draft_kind = "sampled-q"
     rng = np.random.default_rng(20261130)
     p_rows = np.stack([p, p])  # position 0 judged; the bonus row is never reached on rejection
     counts = np.zeros(p.size, np.int64)
@@ -263,6 +282,16 @@ def test_speculative_sampling_emits_the_target_distribution(real_context, draft_
     assert abs(accepted / N_DRAWS - expect) < 4 * np.sqrt(expect * (1 - expect) / N_DRAWS)
     # A draft far from p: the emitted law is still p, not q.
     assert abs(p - q).sum() > 0.5
+
+
+@pytest.mark.parametrize("draft", [MemoryDraft(min_share=0.0, min_match=1), HybridDraft()],
+                         ids=["memory", "hybrid"])
+def test_sampled_runs_with_memory_drafts_carry_q_and_repeat_by_seed(model, draft):
+    ids = model.tokenizer.chat(PROMPTS["poem"].message)
+    a = speculate(model, ids, draft, 4, max_new=16, temperature=0.8, rng=11)
+    b = speculate(model, ids, draft, 4, max_new=16, temperature=0.8, rng=11)
+    assert a.tokens == b.tokens and len(a.tokens) == 16
+    assert a.proposed > 0 and len(a.drafted_by) == a.passes
 
 
 def test_the_chi_square_test_can_fail(real_context):
@@ -353,3 +382,14 @@ def test_teacher_forced_scores_do_not_depend_on_the_chunk(model):
     # Where prompt lookup proposes, alpha is p of its token; where it does not, 0.
     has = a.draft_top >= 0
     assert has.any() and (a.alpha[~has] == 0).all()
+
+
+def test_a_hybrid_run_says_whose_guesses_each_round_kept(model):
+    ids = model.tokenizer.chat("Write a short email to a colleague thanking them for their help.")
+    g = speculate(model, ids, HybridDraft(), 4, max_new=32)
+    assert len(g.drafted_by) == g.passes
+    assert set(g.drafted_by) <= {"", "head", "memory", "request", "head+memory", "head+request"}
+    assert any(s in ("memory", "request") for s in g.drafted_by)  # rounds only the memory won
+    assert "head" in g.drafted_by
+    rule = speculate(model, ids, HybridDraft(merge=False), 4, max_new=32)
+    assert rule.tokens == g.tokens and set(rule.drafted_by) <= {"", "head", "memory", "request"}

@@ -321,6 +321,8 @@ def generation_to_json(g: Generation) -> dict:
     out["prompt"], out["tokens"], out["marks"] = list(g.prompt), list(g.tokens), list(g.marks)
     out["accept_at"] = [None if math.isnan(a) else float(a) for a in g.accept_at]
     out["events"] = g.events.to_dict()
+    if g.drafted_by:
+        out["drafted_by"] = list(g.drafted_by)
     return out
 
 
@@ -330,7 +332,8 @@ def generation_from_json(d: dict) -> Generation:
     events = Events.of([Event(*row) for row in zip(*(ev[c] for c in Events.columns()))])
     fields = {k: v for k, v in d.items() if k not in ("events", "accept_at")}
     fields.update(prompt=tuple(d["prompt"]), tokens=tuple(d["tokens"]), marks=tuple(d["marks"]),
-                  draft=d["draft"] if d["draft"] == "none" else draft_key(d["draft"]))
+                  draft=d["draft"] if d["draft"] == "none" else draft_key(d["draft"]),
+                  drafted_by=tuple(d.get("drafted_by", ())))
     return Generation(**fields, events=events,
                       accept_at=np.array([np.nan if a is None else a for a in d["accept_at"]], float))
 

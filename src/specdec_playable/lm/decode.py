@@ -90,6 +90,10 @@ class Update:
     tree : TreeRound or None
         For a token-tree verify pass (:func:`.tree.speculate_tree_passes`), the whole round: the
         tree, its mask and the accepted path.
+    drafted_by : str
+        Where this round's guesses came from, for drafts that draw on more than one source (the
+        memory draft: ``"memory"`` or ``"request"``; the hybrid: those or ``"head"``); ``""``
+        for the others, and for a round with no guesses.
     """
 
     round: int
@@ -110,6 +114,7 @@ class Update:
     positions: int
     events: Events
     tree: object = None
+    drafted_by: str = ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -154,6 +159,8 @@ class Generation:
     stopped : str
         ``"budget"`` (the token budget, capped by the context), ``"eos"``, ``"cancelled"`` or ``"time"``;
         ``"running"`` for a run so far.
+    drafted_by : tuple of str
+        Each pass's :attr:`Update.drafted_by`, in order (empty for drafts with one source).
 
     Examples
     --------
@@ -181,6 +188,7 @@ class Generation:
     rejected: int
     accept_at: np.ndarray
     stopped: str
+    drafted_by: tuple = ()
 
     @property
     def decode_ms(self) -> float:
@@ -265,7 +273,8 @@ def generation_of(updates: Sequence[Update], *, prompt, draft: str, k: int, temp
         accepted=sum(u.n_accepted for u in decode), rejected=sum(bool(u.missed) for u in decode),
         accept_at=Acceptance.rate_by_position([u.judged for u in decode],
                                               [u.n_accepted for u in decode], k),
-        stopped=stopped)
+        stopped=stopped,
+        drafted_by=tuple(u.drafted_by for u in decode) if any(u.drafted_by for u in decode) else ())
 
 
 def finish(passes: Generator, progress: Callable | None = None):
@@ -389,7 +398,7 @@ class RunLog:
 
     def emit(self, rnd: int, kind: str, new: list[int], marks: list[str], *, pass_ms: float,
              positions: int, draft_ms: float = 0.0, proposed=(), n_accepted=0, judged=0,
-             missed=False, first_event=0, tree=None) -> Update:
+             missed=False, first_event=0, tree=None, drafted_by: str = "") -> Update:
         """Append tokens (stopping at end-of-sequence) and record the pass's :class:`Update`."""
         eos = self.tok.eos_id
         if eos in new:
@@ -408,7 +417,7 @@ class RunLog:
             judged=judged, missed=bool(missed), total_tokens=len(self.out), elapsed_ms=elapsed,
             turn_ms=elapsed - (self.updates[-1].elapsed_ms if self.updates else 0.0),
             pass_ms=pass_ms, draft_ms=draft_ms, positions=positions,
-            events=Events.of(self.events[first_event:]), tree=tree)
+            events=Events.of(self.events[first_event:]), tree=tree, drafted_by=drafted_by)
         self.updates.append(update)
         return update
 
@@ -544,17 +553,30 @@ def speculate_passes(model, prompt: Sequence[int], draft, k: int, *, max_new: in
         Yields an :class:`Update` per target pass; returns the :class:`Generation`.
     """
     k = _v.integer("k", k, 1, LM_K_MAX)
+    proposer = draft.begin(model)
+    merges = merges_chains(proposer, temperature)
     ids, max_new, temperature, top_p, max_seconds = check_run(
         model, prompt, max_new=max_new, temperature=temperature, top_p=top_p,
-        max_seconds=max_seconds, extra=k + 1)
+        max_seconds=max_seconds, extra=(2 * k if merges else k) + 1)
     run = RunLog(model, ids, max_new=max_new, temperature=temperature, top_p=top_p, rng=rng,
                  cancel=cancel, max_seconds=max_seconds, draft_name=str(draft.name), k=k,
                  clock=clock, wall=wall)
-    cache = model.new_cache(capacity=ids.size + max_new + k + 2)
-    proposer = draft.begin(model)
+    cache = model.new_cache(capacity=ids.size + max_new + (2 * k if merges else k) + 2)
     observer = proposer if isinstance(proposer, Observes) else None
+    if merges:  # one verify pass for two chains: a tree of at most 2k nodes, k deep
+        from .tree import tree_round
+
+        return run.drive(lambda: run.prefill(cache, observer),
+                         lambda: tree_round(run, cache, proposer, observer, shape="spine", width=1,
+                                            depth=k))
     return run.drive(lambda: run.prefill(cache, observer),
                      lambda: speculative_round(run, cache, proposer, observer))
+
+
+def merges_chains(proposer, temperature: float) -> bool:
+    """Whether ``proposer`` drafts its greedy rounds as one tree of several chains (the hybrid's
+    ``merges``): its rounds are then verified as a token tree, one pass each."""
+    return bool(getattr(proposer, "merges", False)) and float(temperature) == 0.0
 
 
 def speculate(model, prompt: Sequence[int], draft, k: int, *,
@@ -592,7 +614,12 @@ def speculative_round(run: RunLog, cache, proposer, observer: Observes | None) -
     return run.emit(rnd, "verify" if drafts else "generate", drafts[:a] + [last],
                     ["accepted"] * a + [mark], pass_ms=(v1 - v0) * 1e3, positions=1 + len(drafts),
                     draft_ms=draft_ms, proposed=drafts, n_accepted=a, judged=len(drafts),
-                    missed=a < len(drafts), first_event=first)
+                    missed=a < len(drafts), first_event=first, drafted_by=drafted_by(proposer, drafts))
+
+
+def drafted_by(proposer, guesses) -> str:
+    """Where a round's guesses came from (a proposer's ``last_source``), or "" without guesses."""
+    return str(getattr(proposer, "last_source", "")) if len(guesses) else ""
 
 
 def draft_step(run: RunLog, proposer, d_max: int, rnd: int) -> tuple[Proposal, float]:

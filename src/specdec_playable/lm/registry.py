@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from .drafts import Draft, EarlyExit, PromptLookup
 from .head import DraftHead
+from .hybrid import HybridDraft
+from .memory import MemoryDraft
 from .ngram import NgramDraft
 
 
@@ -77,6 +79,10 @@ DRAFTS: dict[str, DraftSpec] = {s.key: s for s in (
               article="the"),
     DraftSpec("head", "Draft head", "trained to imitate the model", DraftHead,
               article="the"),
+    DraftSpec("memory", "Memory draft", "the model's own past replies, no network", MemoryDraft,
+              article="the"),
+    DraftSpec("hybrid", "Memory + head", "memory where past replies agree, else the head",
+              HybridDraft),
     DraftSpec("early-exit", "Early exit", "the model's first 6 of 30 blocks, untrained", EarlyExit),
 )}
 _NAMES = {name: s for s in DRAFTS.values() for name in (s.key, *s.aliases)}

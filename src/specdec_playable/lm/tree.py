@@ -40,7 +40,7 @@ import numpy as np
 from ..sim import validate as _v
 from ..sim import trees
 from ..sim.events import Event
-from .decode import Clock, Generation, RunLog, Update, captures, check_run, finish
+from .decode import Clock, Generation, RunLog, Update, captures, check_run, drafted_by, finish
 from .drafts import DraftsTrees, GivesCandidates, Observes
 
 SHAPES = ("spine", "full")
@@ -528,7 +528,16 @@ def tree_round(run: RunLog, cache, proposer, observer: Observes | None, *, shape
                     positions=1 + len(tree), draft_ms=(t1 - t) * 1e3,
                     proposed=tree.tokens.tolist(), n_accepted=a, judged=tree.depth if len(tree) else 0,
                     missed=bool(len(tree)) and verdict.mark == "correction", first_event=first,
-                    tree=record)
+                    tree=record, drafted_by=credit(proposer, tree, verdict.path))
+
+
+def credit(proposer, tree: DraftTree, path) -> str:
+    """Whose guesses a tree round kept: the proposer's own word where it drafts from several
+    sources (the hybrid's ``credit``), else where its guesses came from (``last_source``)."""
+    judge = getattr(proposer, "credit", None)
+    if judge is not None and len(tree):
+        return str(judge(tree, [int(i) for i in path]))
+    return drafted_by(proposer, tree.tokens)
 
 
 def _record_drafts(run: RunLog, tree: DraftTree, texts, rnd: int, span) -> None:
