@@ -180,6 +180,13 @@ TERMS: tuple[Term, ...] = (
          "A table of which token most often followed each run of one to three tokens in its "
          "training text. Episode 4's and 7's learned draft learned Python source this way.",
          (r"n-gram", r"learned draft"), (4, 7)),
+    Term("memory-draft", "memory draft (drafting from memory)",
+         "A draft with no model and no network: an index of the big model's own past replies, "
+         "searched for the longest stretch of the text so far it has seen before; it proposes what "
+         "most often came next there, for as long as most past replies agreed (SuffixDecoding, "
+         "Oliaro et al. 2024). A model repeats its own phrasings from one conversation to the next, "
+         "so its past replies predict its next one.",
+         (r"memory drafts?", r"drafting from memory"), (7,)),
     Term("early-exit", "early exit",
          "A draft made from the big model's own first layers, read out early. It shares the big "
          "model's weights but costs a fraction of a pass per guess.", (r"early[- ]exit",), (7,)),
@@ -272,6 +279,7 @@ WORDS: dict[str, str] = {
     "memory-bound": "memory-bound", "compute-bound": "compute-bound", "roofline": "roofline",
     "batch size": "batch-size", "goodput": "goodput", "token tree": "token-tree", "spine": "spine",
     "prompt lookup": "prompt-lookup", "n-gram": "ngram-draft", "early exit": "early-exit",
+    "memory draft": "memory-draft",
     "95% interval": "interval", "bootstrap": "bootstrap", "Monte Carlo": "monte-carlo",
     "chi-square": "chi-square", "p-value": "chi-square", "degrees of freedom": "degrees-of-freedom",
     "by the work": "by-the-work", "EAGLE": "eagle", "float32": "float32", "bf16": "bf16",

@@ -85,6 +85,16 @@ chat reply it rarely has a guess, and a wrong guess still makes the pass longer.
 <li><strong>The draft head</strong> is one small layer trained on this machine to imitate the model:
 it reads the model’s features (its last layer’s fused with two lower ones’) and the next token,
 predicts the feature the model would compute next, and reads it through the model’s own output head (EAGLE’s idea). {head_line()}</li>
+<li><strong>The memory draft</strong> uses no model and no network: it keeps an index of the
+model’s own past replies ({esc(memory_size())}) and finds the longest stretch of the text so far
+that it has seen before, in those replies or earlier in this conversation, then proposes what most
+often came next there, for as long as most past replies agreed. A model repeats its own openings,
+phrasings and idioms from one conversation to the next, so its past replies predict its next one;
+each guess costs a look-up. The idea is SuffixDecoding’s (Oliaro et al. 2024), which production
+servers ship beside trained heads.</li>
+<li><strong>Memory + head</strong> puts both drafts’ guesses in one tree and checks it in one pass:
+the memory’s chain where past replies agree, the head’s everywhere else, and the model keeps
+whichever agrees with it longer. The run above says whose guesses each pass kept.</li>
 <li><strong>The early exit</strong> runs the model’s first 6 of its 30 blocks and its output head:
 each guess costs a real fraction of a step, and without training it is almost never right.</li>
 </ul>"""]
@@ -98,6 +108,17 @@ each guess costs a real fraction of a step, and without training it is almost ne
         out.append(recorded_html(rows, recorded_caption(meta, recorded_weights())))
         out.append("</details>")
     return "".join(out)
+
+
+def memory_size() -> str:
+    """The memory's size in words ("1.9 million tokens of 10,990 replies"), from its provenance."""
+    import json
+
+    from ...lm.memory import META
+    from ...shipped import asset_path
+
+    meta = json.loads(asset_path(META).read_text("utf-8"))
+    return f"{meta['tokens'] / 1e6:.1f} million tokens of {meta['rows']:,} replies"
 
 
 def no_model_notice(runs_model: bool) -> str:

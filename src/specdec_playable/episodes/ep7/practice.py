@@ -160,6 +160,6 @@ DISCUSS = (
      "document, answering with quotes, refactoring code)?"),
     ("Why does the hardware decide what a verify pass costs, and how does that change which "
      "draft pays?"),
-    ("The page runs the two decoders turn by turn on the same machine instead of one after the "
-     "other. What could go wrong with timing them one after the other?"),
+    ("The memory draft has never seen your prompt, yet it often guesses the reply. Why does a "
+     "memory of the model's past replies predict a new one, and where should it fail?"),
 )

@@ -36,7 +36,7 @@ from ...lm.race import TOO_FEW
 from .words import (CUSTOM, basis_line, check_words, cost_words, decoded, kind_line,
                          map_words, per_token_ms, per_token_words, ratio_words,
                          round_cost_words, settings_line, speeds_words, status_line, verdict,
-                         weights_words, why)
+                         source_of, sources_sentence, weights_words, why)
 from .state import PROMPT_MAX_CHARS, RealText, recorded_settings
 from .words import counter_text, lanes_words
 from ...kit import theme
@@ -250,6 +250,8 @@ def _spec_spans(run: Generation, timed: bool) -> tuple[list[str], list[str]]:
                 cls, title, txt = "tk tk-rej", "the draft’s guess, rejected by the model", _shown(txt)
             elif kind == "accepted":
                 cls, title = "tk kept tk-acc", "a guess the model accepted"
+                if run.drafted_by and 0 < rnd <= len(run.drafted_by) and run.drafted_by[rnd - 1]:
+                    title = f"a guess from {source_of(run.drafted_by[rnd - 1])}, which the model accepted"
             elif kind == "correction":
                 said = "".join(_shown(w) for w in wrong)
                 cls, title = "tk kept tk-fix", f"the model’s own token; the draft had guessed “{said}”"
@@ -396,6 +398,9 @@ def ep5_link(c: Comparison, k: int, ep5_href: str) -> str | None:
 def notes_html(c: Comparison, k: int, ep5_href: str, weights: str | None = None) -> str:
     """What this run says: the verdict, where the time went, and its place on Episode 5's map."""
     parts = [f'<p class="ep7-verdict"><strong>{esc(verdict(c, weights))}</strong> {esc(why(c, k))}</p>']
+    sources = sources_sentence(c.spec)
+    if sources:
+        parts.append(f'<p class="ep7-sources">{esc(sources)}</p>')
     words, href = map_words(c, k), ep5_link(c, k, ep5_href)
     if words and href:
         parts.append(f'<p class="ep7-map">{esc(words)} <a href="{esc(href)}">Open Episode 5 at '

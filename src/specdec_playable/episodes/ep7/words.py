@@ -172,6 +172,39 @@ def verdict(c: Comparison, weights: str | None = None) -> str:
             f"{speeds}.")
 
 
+#: Who drafted a round, in words (``Generation.drafted_by``).
+SOURCE_WORDS = {"memory": "the memory’s past replies", "request": "the memory of this conversation",
+                "head": "the head", "head+memory": "both drafts", "head+request": "both drafts"}
+
+
+def source_of(source: str) -> str:
+    """One round's ``drafted_by`` as a reader says it ("the head", "both drafts", ...)."""
+    return SOURCE_WORDS.get(source, "the draft")
+
+
+def sources_sentence(run) -> str:
+    """Whose guesses the passes of a memory or hybrid run kept, counted from its record; "" for a
+    draft with one source (or a run with no kept guess)."""
+    by = tuple(run.drafted_by)
+    if not by:
+        return ""
+    ev = run.events.of_kind("accepted")
+    kept_rounds = set(ev.round.tolist())
+    counts: dict[str, int] = {}
+    for rnd, src in enumerate(by, start=1):
+        if rnd in kept_rounds and src:
+            who = "both" if "+" in src else ("memory" if src in ("memory", "request") else src)
+            counts[who] = counts.get(who, 0) + 1
+    if not counts:
+        return ""
+    parts = [f"{n} {'pass' if n == 1 else 'passes'} by {w}" for w, n in (
+        ("the memory’s guesses", counts.get("memory", 0)), ("the head’s", counts.get("head", 0)),
+        ("guesses both drafts made", counts.get("both", 0))) if n]
+    total = sum(counts.values())
+    return (f"Of the {total} {'pass' if total == 1 else 'passes'} that kept a guess, "
+            + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]) + ".")
+
+
 def round_cost(c: Comparison) -> float:
     """The one price of a speculative round the page states, in plain steps: the race's
     :attr:`..lm.race.FairSpeedup.round_cost` (the draft's guesses and the verify pass, each size

@@ -194,6 +194,24 @@ def _ep7_hardware() -> str:
             "its own guesses.")
 
 
+def _ep7_memory() -> str:
+    import json
+
+    from ...lm.memory import META
+    from ...shipped import asset_path
+
+    meta = json.loads(asset_path(META).read_text("utf-8"))
+    return ("A model's replies are not independent: it opens, links and closes its answers with "
+            "the same phrases, writes the same code idioms and the same letter formulas, because "
+            "the same weights make them, and greedily it makes the same choice after the same "
+            f"words every time. The memory holds {meta['tokens'] / 1e6:.1f} million tokens of its "
+            f"past replies ({meta['rows']:,} of them), so once a reply is a few words into a "
+            "familiar stretch, what the model wrote after those words before is a good guess at "
+            "what it writes now. It fails where the reply turns to this prompt's own facts "
+            "(names, numbers, a new topic), where past replies went different ways after the "
+            "same words, and for another model, whose habits it never saw.")
+
+
 def _ep8_tree() -> str:
     table = tree_table.load_tree_vs_chain()
     gains = {n: tree_table.best_tree(table, n) for n in sorted(tree_table.pooled(table))}
@@ -285,11 +303,7 @@ MODEL_ANSWERS: dict[int, tuple[tuple[str, str | Callable[[], str]], ...]] = {
          "answering with quotes, summarising with the source's own phrases. There prompt lookup "
          "guesses whole runs for almost nothing."),
         ("Why does the hardware decide", _ep7_hardware),
-        ("The page runs the two decoders", "The machine's speed changes from moment to moment: "
-         "another visitor's run, a background job, the processor's own clock. Timed one after the "
-         "other, one decoder may meet a quiet moment and the other a busy one, and the ratio then "
-         "measures the load, not speculation. Turn by turn, pass by pass, both meet the same "
-         "moments."),
+        ("The memory draft has never seen", _ep7_memory),
     ),
     8: (
         ("A provider serves many users", "When its passes are no longer memory-bound: at a large "
