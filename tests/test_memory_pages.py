@@ -23,9 +23,10 @@ def _run(drafted_by, kept_rounds):
 
 @pytest.mark.parametrize("by, kept, want", [
     (("memory", "head", "head+memory", "request", "head"), (1, 2, 3, 4),
-     "Of the 4 passes that kept a guess, 2 passes by the memory’s guesses, 1 pass by the head’s "
-     "and 1 pass by guesses both drafts made."),
-    (("head", "head"), (2,), "Of the 1 pass that kept a guess, 1 pass by the head’s."),
+     "Of the 4 passes that kept a guess, the memory’s guesses were kept in 2, the head’s in 1 "
+     "and guesses both drafts made in 1."),
+    (("head", "head"), (2,), "Of the 1 pass that kept a guess, the head’s guesses were kept in 1."),
+    (("head+memory",), (1,), "Of the 1 pass that kept a guess, guesses both drafts made were kept in 1."),
     (("memory", "memory"), (), ""),
     ((), (1,), ""),
 ])

@@ -197,9 +197,13 @@ def sources_sentence(run) -> str:
             counts[who] = counts.get(who, 0) + 1
     if not counts:
         return ""
-    parts = [f"{n} {'pass' if n == 1 else 'passes'} by {w}" for w, n in (
-        ("the memory’s guesses", counts.get("memory", 0)), ("the head’s", counts.get("head", 0)),
-        ("guesses both drafts made", counts.get("both", 0))) if n]
+    # (how the first named says it, how a later one does)
+    named = [(first, later, counts.get(key, 0)) for key, first, later in (
+        ("memory", "the memory’s guesses were kept", "the memory’s"),
+        ("head", "the head’s guesses were kept", "the head’s"),
+        ("both", "guesses both drafts made were kept", "guesses both drafts made"))]
+    named = [(f, la, n) for f, la, n in named if n]
+    parts = [f"{f if i == 0 else la} in {n}" for i, (f, la, n) in enumerate(named)]
     total = sum(counts.values())
     return (f"Of the {total} {'pass' if total == 1 else 'passes'} that kept a guess, "
             + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]) + ".")
