@@ -5,7 +5,9 @@ measure it calibrates a :class:`fake_load.LoadedMachine` instead of the model's 
 Its environment says how: ``FAKE_LOAD`` and ``FAKE_SEED`` (the machine's load and seed),
 ``FAKE_LOG`` (a file it appends ``"<pid> measured"`` to when it measures) and ``FAKE_DIE``
 (``"1"``: exit before answering, as a child that fails to load) and ``FAKE_HANG`` (``"load"``:
-never answer "ready", as a child stuck loading; ``"run"``: take a request and never answer it).
+never answer "ready", as a child stuck loading; ``"run"``: take a request and never answer it),
+``FAKE_DIE_ONCE`` (a path: the first child to start creates it and exits, later ones load) and
+``FAKE_STAGES``, ``FAKE_STAGE_S`` (report that many stages of a slow load, each that long).
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ def main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int, blas_thre
     replies = Connection(replies_fd, readable=False)
     if os.environ.get("FAKE_DIE") == "1":
         sys.exit(3)
+    once = os.environ.get("FAKE_DIE_ONCE", "")
+    if once and not os.path.exists(once):  # the first child to start dies, later ones load
+        open(once, "w").close()
+        sys.exit(3)
+    for _ in range(int(os.environ.get("FAKE_STAGES", "0"))):  # a slow load that says so
+        replies.send(("loading", "a stage"))
+        time.sleep(float(os.environ["FAKE_STAGE_S"]))
     hang = os.environ.get("FAKE_HANG", "")
     if hang == "load":
         time.sleep(3600)

@@ -51,7 +51,8 @@ def server(monkeypatch, tmp_path):
     log = tmp_path / "measured.log"
     log.touch()
     for name, value in (("FAKE_LOG", str(log)), ("FAKE_DIE", "0"), ("FAKE_HANG", ""),
-                        ("FAKE_LOAD", "0"), ("FAKE_SEED", "1")):
+                        ("FAKE_LOAD", "0"), ("FAKE_SEED", "1"), ("FAKE_DIE_ONCE", ""),
+                        ("FAKE_STAGES", "0"), ("FAKE_STAGE_S", "0")):
         monkeypatch.setenv(name, value)
     return log
 
@@ -225,3 +226,56 @@ def test_every_live_child_hears_the_thread_count_and_a_closed_one_does_not(serve
     finally:
         a.close()
     assert a.closed and mp._children == set()
+
+
+def test_a_slow_load_that_reports_its_stages_is_not_taken_for_a_hang(server, monkeypatch):
+    """Each stage of a start has LOAD_S of its own: three stages of 0.4 s outlast a LOAD_S of
+    0.6 s together, and the load still succeeds; a silent child of the same length fails."""
+    monkeypatch.setattr(mp, "LOAD_S", 0.6)
+    monkeypatch.setenv("FAKE_STAGES", "3")
+    monkeypatch.setenv("FAKE_STAGE_S", "0.4")
+    proc = mp.ModelProcess()
+    try:
+        assert proc.load() is not None and proc.loaded
+    finally:
+        proc.close()
+    monkeypatch.setenv("FAKE_STAGES", "0")
+    monkeypatch.setenv("FAKE_HANG", "load")
+    silent = mp.ModelProcess()
+    with pytest.raises(RuntimeError, match="stopped answering"):
+        silent.load()
+    assert silent.closed
+
+
+def test_the_load_at_start_is_tried_again_after_a_failure_and_logged_once(server, monkeypatch,
+                                                                          tmp_path, caplog):
+    from specdec_playable.runtime import jobs, workers
+
+    monkeypatch.setenv("FAKE_DIE_ONCE", str(tmp_path / "died"))
+    before = _open_fds()
+    queue = jobs.JobQueue(workers=1)
+    try:
+        with caplog.at_level("INFO", logger="specdec_playable"):
+            job = queue.submit(workers.loading_work(retry_s=(0.2,)), budget_s=30, label="loading").job
+            assert job.wait(30)
+        assert job.state == jobs.DONE and job.result is not None
+        assert (tmp_path / "died").exists()  # the first child did die
+        failed = [r for r in caplog.records if "loading the model failed" in r.getMessage()]
+        ready = [r for r in caplog.records if "the model is ready" in r.getMessage()]
+        assert len(failed) == 1 and len(ready) == 1
+    finally:
+        queue.shutdown()
+    assert _open_fds() == before
+
+
+def test_a_load_that_keeps_failing_gives_up_with_its_error(server, monkeypatch):
+    from specdec_playable.runtime import jobs, workers
+
+    monkeypatch.setenv("FAKE_DIE", "1")
+    queue = jobs.JobQueue(workers=1)
+    try:
+        job = queue.submit(workers.loading_work(retry_s=(0.1, 0.1)), budget_s=30, label="loading").job
+        assert job.wait(30)
+        assert job.state == jobs.FAILED
+    finally:
+        queue.shutdown()

@@ -200,7 +200,8 @@ def load_model_at_start() -> None:
     from ..runtime.model_process import LOAD_S
     from ..runtime.workers import loading_work
 
-    shared_queue().submit(loading_work(), budget_s=LOAD_S + 60, label="loading the model")
+    # Room for a slow load on a busy machine and for the retries after a failed one.
+    shared_queue().submit(loading_work(), budget_s=3 * LOAD_S, label="loading the model")
     log.info("loading the model in a model process (its passes are timed as it loads)")
 
 

@@ -368,6 +368,14 @@ class JobQueue:
                     del self._by_key[job.key]
 
     def _work(self) -> None:
+        try:
+            self._serve_jobs()
+        finally:  # a worker that stops takes its model processes with it (closed once each)
+            from .model_process import stop_thread_process
+
+            stop_thread_process()
+
+    def _serve_jobs(self) -> None:
         if self.nice:
             lower_priority(self.nice)
         while True:

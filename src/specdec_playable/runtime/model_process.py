@@ -42,7 +42,9 @@ log = logging.getLogger("specdec_playable")
 
 #: Seconds a child may take past a run's own time budget before it is terminated.
 GRACE_S = 10.0
-#: Seconds a fresh child may take to import and load the model before its first run starts.
+#: Seconds a fresh child may go without word while it starts: each stage of its start (import,
+#: loading the weights, warming and timing its passes) reports when it begins, and each report
+#: gives the next stage this long again, so a busy machine's slow load is not taken for a hang.
 LOAD_S = 180.0
 #: Environment variable: seconds the child's start-up calibration may take (0 skips it).
 CALIBRATE_ENV = "SDP_CALIBRATE_S"
@@ -190,7 +192,9 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int, bl
     threading.Thread(target=watch_cancel, daemon=True).start()
     if nice:
         lower_priority(nice)
+    replies.send(("loading", "the weights"))
     model = get_model(weights)  # the BLAS thread limit came with the environment (jobs.blas_env)
+    replies.send(("loading", "timing its passes"))
     replies.send(("ready", _calibrate(model, cancel, measure == "1")))
     while True:
         try:
@@ -290,6 +294,7 @@ class ModelProcess:
         self._cancel = Descriptor(can_w)
         self._run = 0
         self._loaded = False
+        self._started = time.monotonic()
         with _runs_lock:
             _children.add(self)
             _tell_threads()
@@ -359,9 +364,14 @@ class ModelProcess:
             raise RuntimeError("the model process was closed")
         if not self._loaded:
             kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
+            while kind == "loading":  # a stage of its start began: it has LOAD_S again
+                kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
             if kind != "ready":
                 raise RuntimeError(f"the model process sent {kind!r} before it was ready")
             self._loaded = True
+            if not _ready.is_set():
+                log.info("the model is ready (%s weights, model process %s, %.0f s after it started)",
+                         self._weights, self._proc.pid, time.monotonic() - self._started)
             if times is not None:
                 kept = self._store.settle(times)
                 log.info("model process %s: passes of %s positions take %s ms (%s)", self._proc.pid,

@@ -61,14 +61,34 @@ def scoring_work(source: str) -> Callable[[jobs.JobContext], Any]:
     return lambda ctx: _in_child(ctx, call, lambda result: result.complete)
 
 
-def loading_work() -> Callable[[jobs.JobContext], Any]:
+#: Seconds between a failed load and the next try, in order (then the load gives up: the first
+#: run starts a process afresh).
+LOAD_RETRY_S = (5.0, 20.0)
+
+
+def loading_work(retry_s=LOAD_RETRY_S) -> Callable[[jobs.JobContext], Any]:
     """Start this worker's model process and wait until it has loaded the model and timed its
     passes (:func:`.model_process.calibration`). A server submits it as it starts, so the pages
-    price a pass on this machine and the first visitor's run does not wait for the load."""
+    price a pass on this machine and the first visitor's run does not wait for the load. A load
+    that fails (the process died, or went silent for a whole stage) is logged once and tried
+    again after each wait of ``retry_s``, while the job has time and is not cancelled."""
 
     def work(ctx):
         ctx.untypical()  # a load is not a run: its time stays out of the estimated waits
-        child = model_process.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
-        return child.load(ctx.cancel_event)
+        waits = list(retry_s)
+        while True:
+            child = model_process.thread_process(nice=jobs.WORKER_NICE, blas_threads=jobs.BLAS_THREADS)
+            try:
+                return child.load(ctx.cancel_event)
+            except RuntimeError as exc:
+                if not waits or ctx.cancel_event.is_set():
+                    raise
+                wait = waits.pop(0)
+                if time.monotonic() + wait >= ctx.deadline:
+                    raise
+                model_process.log.warning("loading the model failed (%s); trying again in %.0f s",
+                                          exc, wait)
+                if ctx.cancel_event.wait(wait):
+                    raise
 
     return work
