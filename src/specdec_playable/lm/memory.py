@@ -44,7 +44,7 @@ import numpy as np
 from ..shipped import asset_path
 from ..sim import validate as _v
 from .kernel.backend import HAVE_NUMBA, numba
-from .ngram import Candidates, NONE
+from .ngram import NONE, Candidates, count_probs, over_vocab
 from . import sampling
 from .sampling import TEMPERATURE_MAX
 
@@ -542,21 +542,12 @@ class MemoryRun:
         if not m.counts.size:
             return NONE
         counts = m.counts[:WIDTH].astype(np.float64)
-        if temperature == 0.0:
-            probs = np.zeros(counts.size)
-            probs[0] = 1.0
-        else:
-            logw = np.log(counts) / temperature
-            probs = np.exp(logw - logw.max())
-            probs /= probs.sum()
+        probs = count_probs(counts, temperature)
         return Candidates(tokens=m.tokens[:w].copy(), probs=probs[:w], order=m.length,
                           kept_mass=float(counts.sum() / m.total), confident=self._confident(m))
 
     def distribution(self, context, vocab: int, *, temperature: float = 1.0) -> np.ndarray:
-        c = self.candidates(context, WIDTH, temperature=temperature)
-        q = np.zeros(int(vocab))
-        q[c.tokens] = c.probs
-        return q
+        return over_vocab(self.candidates(context, WIDTH, temperature=temperature), vocab)
 
     def propose(self, context, k: int, *, temperature: float = 0.0, top_p: float = 1.0, rng=None):
         """Up to ``k`` tokens, each the most frequent continuation of the longest match of the
@@ -593,8 +584,7 @@ class MemoryRun:
                 break
             if temperature > 0.0:
                 c = self.candidates(text, WIDTH, temperature=temperature)
-                q = np.zeros(self.vocab)
-                q[c.tokens] = c.probs
+                q = over_vocab(c, self.vocab)
                 tok = int(c.tokens[sampling.draw(c.probs, rng)])
                 rows.append(q)
             else:
@@ -611,34 +601,15 @@ class MemoryRun:
         the longest match after each kept node's path, only where the memory is confident
         (``"spine"``: only the first child goes on; ``"full"`` and ``"dynamic"``: every child,
         so the tree grows where past replies agree)."""
-        from .tree import EMPTY_TREE, DraftTree
+        from .tree import grow_tree
 
         if shape not in ("spine", "full", "dynamic"):
             raise ValueError(f"shape must be 'spine', 'full' or 'dynamic'; got {shape!r}")
         ctx = list(np.asarray(context, np.int64).reshape(-1))
-        parents: list[int] = []
-        tokens: list[int] = []
-        probs: list[float] = []
-        frontier = [(-1, [])]
-        for _ in range(depth):
-            nxt = []
-            for node, path in frontier:
-                cand = self.candidates(ctx + path, width)
-                if not len(cand) or not cand.confident:
-                    continue
-                for j, (tok, pr) in enumerate(zip(cand.tokens.tolist(), cand.probs.tolist())):
-                    parents.append(node)
-                    tokens.append(tok)
-                    probs.append(pr)
-                    if shape != "spine" or j == 0:
-                        nxt.append((len(tokens) - 1, path + [tok]))
-            frontier = nxt
-            if not frontier:
-                break
+        tree = grow_tree(lambda path: self.candidates(ctx + path, width), depth,
+                         spread=shape != "spine")
         self.last_source = self._source_of(ctx)
-        if not tokens:
-            return EMPTY_TREE
-        return DraftTree(np.array(parents, np.int64), np.array(tokens, np.int64), np.array(probs))
+        return tree
 
 
 def warmup() -> None:

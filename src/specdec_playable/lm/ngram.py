@@ -108,6 +108,25 @@ class Candidates:
 NONE = Candidates(np.zeros(0, np.int64), np.zeros(0), 0, 0.0, False)
 
 
+def count_probs(counts: np.ndarray, temperature: float) -> np.ndarray:
+    """A draft's q over continuations seen ``counts`` times (most frequent first): the counts raised
+    to ``1 / temperature`` and normalised; temperature 0 puts all the mass on the first."""
+    if temperature == 0.0:
+        probs = np.zeros(counts.size)
+        probs[0] = 1.0
+        return probs
+    logw = np.log(counts) / temperature
+    probs = np.exp(logw - logw.max())
+    return probs / probs.sum()
+
+
+def over_vocab(c: Candidates, vocab: int) -> np.ndarray:
+    """``c``'s probabilities over the whole vocabulary (float64, ``(vocab,)``; zero elsewhere)."""
+    q = np.zeros(int(vocab))
+    q[c.tokens] = c.probs
+    return q
+
+
 @dataclass(frozen=True)
 class NgramDraft:
     """Propose the continuation the training text most often had after the last 1-3 tokens.
@@ -210,13 +229,7 @@ class _NgramRun:
         t = self.t
         lo, hi = int(t[f"start{n}"][i]), int(t[f"start{n}"][i + 1])
         counts = t[f"count{n}"][lo:hi].astype(np.float64)
-        if temperature == 0.0:
-            probs = np.zeros(counts.size)
-            probs[0] = 1.0
-        else:
-            logw = np.log(counts) / temperature
-            probs = np.exp(logw - logw.max())
-            probs /= probs.sum()
+        probs = count_probs(counts, temperature)
         kept = counts.sum()
         return Candidates(
             tokens=t[f"cand{n}"][lo:min(hi, lo + w)].astype(np.int64), probs=probs[:w], order=n,
@@ -225,10 +238,7 @@ class _NgramRun:
 
     def distribution(self, context, vocab: int, *, temperature: float = 1.0) -> np.ndarray:
         """See :meth:`NgramDraft.distribution`."""
-        c = self.candidates(context, WIDTH, temperature=temperature)
-        q = np.zeros(int(vocab))
-        q[c.tokens] = c.probs
-        return q
+        return over_vocab(self.candidates(context, WIDTH, temperature=temperature), vocab)
 
     def propose(self, context, k: int, *, temperature: float = 0.0, top_p: float = 1.0, rng=None):
         from .drafts import Proposal

@@ -313,22 +313,31 @@ def build_tree(proposer, context, width: int, depth: int, *, shape: str = "spine
     if isinstance(proposer, DraftsTrees):
         return proposer.draft_tree(context, width, depth, shape)
     ctx = list(np.asarray(context, dtype=np.int64)[-3:])
+    return grow_tree(lambda path: proposer.candidates(np.array((ctx + path)[-3:], np.int64), width),
+                     depth, spread=shape == "full")
+
+
+def grow_tree(candidates, depth: int, *, spread: bool) -> DraftTree:
+    """A tree grown level by level: ``candidates(path)`` gives the guesses after the committed text
+    and ``path`` (the tokens from the root's child down to a node; a :class:`.ngram.Candidates`),
+    and only a confident node's guesses are kept. With ``spread`` every guess grows children of its
+    own (a full tree), else only each level's first (a spine)."""
     parents: list[int] = []
     tokens: list[int] = []
     probs: list[float] = []
-    frontier = [(-1, ctx)]  # (node, its context) whose children the next level drafts
+    frontier: list[tuple[int, list[int]]] = [(-1, [])]  # (node, its path) the next level drafts under
     for _ in range(depth):
         nxt = []
-        for node, c in frontier:
-            cand = proposer.candidates(np.array(c[-3:], np.int64), width)
+        for node, path in frontier:
+            cand = candidates(path)
             if not len(cand) or not cand.confident:
                 continue
             for j, (tok, pr) in enumerate(zip(cand.tokens.tolist(), cand.probs.tolist())):
                 parents.append(node)
                 tokens.append(tok)
                 probs.append(pr)
-                if shape == "full" or j == 0:
-                    nxt.append((len(tokens) - 1, c[-2:] + [tok]))
+                if spread or j == 0:
+                    nxt.append((len(tokens) - 1, path + [tok]))
         frontier = nxt
         if not frontier:
             break
