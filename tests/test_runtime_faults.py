@@ -13,6 +13,7 @@ visitor's websocket.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -57,25 +58,29 @@ def server(monkeypatch, tmp_path):
     return log
 
 
-def _reuse(number: int, tries: int = 16):
-    """Socket pairs opened until one end holds ``number`` (free again after a close); returns that
-    pair and closes the others, or None if the OS handed the number to none of them."""
+@contextlib.contextmanager
+def _reused(number: int, tries: int = 16):
+    """Socket pairs opened until one end holds ``number`` (free again after a close): yields that
+    pair, or None if the OS handed the number to none of them, and closes every pair on exit."""
     opened, hit = [], None
     for _ in range(tries):
         pair = socket.socketpair()
+        opened.append(pair)
         if number in (pair[0].fileno(), pair[1].fileno()):
             hit = pair
             break
-        opened.append(pair)
-    for a, b in opened:
-        a.close()
-        b.close()
-    return hit
+    try:
+        yield hit
+    finally:
+        for a, b in opened:
+            a.close()
+            b.close()
 
 
 def _still_open_and_silent(pair) -> None:
-    """Both ends of ``pair`` still open, nothing written to either (a stray write would show)."""
-    for end in pair:
+    """Both ends of ``pair`` (if any) still open, nothing written to either (a stray write would
+    show)."""
+    for end in pair or ():
         os.fstat(end.fileno())  # raises if the number was closed under it
         end.setblocking(False)
         with pytest.raises(BlockingIOError):
@@ -88,17 +93,13 @@ def test_a_descriptor_closes_once_and_never_writes_after():
     assert owned.write(b"abcd") and os.read(r, 4) == b"abcd"
     owned.close()
     assert owned.closed
-    pair = _reuse(w)
     try:
-        owned.close()  # a second close: a no-op, not os.close(w) on the number's new holder
-        assert owned.write(b"abcd") is False
-        if pair is not None:
+        with _reused(w) as pair:
+            owned.close()  # a second close: a no-op, not os.close(w) on the number's new holder
+            assert owned.write(b"abcd") is False
             _still_open_and_silent(pair)
     finally:
         os.close(r)
-        if pair is not None:
-            pair[0].close()
-            pair[1].close()
 
 
 def test_a_descriptor_drops_a_write_to_a_full_pipe_instead_of_blocking():
@@ -121,20 +122,14 @@ def test_a_double_close_and_a_cancel_after_close_are_no_ops(server):
     proc.close()
     assert proc.closed and not proc.alive
     assert _open_fds() == before
-    pair = _reuse(number)
-    try:
+    with _reused(number) as pair:
         proc.close()
         proc._stop_run()
         with mp._Running():  # tells every live child its threads: the closed one is not among them
             pass
         with pytest.raises(RuntimeError, match="closed"):
             proc.load()
-        if pair is not None:
-            _still_open_and_silent(pair)
-    finally:
-        if pair is not None:
-            pair[0].close()
-            pair[1].close()
+        _still_open_and_silent(pair)
     assert _open_fds() == before
 
 
@@ -150,16 +145,10 @@ def test_a_load_that_times_out_closes_once_and_the_owner_closing_again_cuts_noth
     with pytest.raises(RuntimeError, match="stopped answering"):
         proc.load()
     assert proc.closed and not proc.alive
-    pair = _reuse(number)
-    try:
+    with _reused(number) as pair:
         proc.close()
         proc._stop_run()
-        if pair is not None:
-            _still_open_and_silent(pair)
-    finally:
-        if pair is not None:
-            pair[0].close()
-            pair[1].close()
+        _still_open_and_silent(pair)
     assert _open_fds() == before
     assert records.STORE.claim("f32"), "the dead process left its calibration claim held"
 

@@ -34,6 +34,7 @@ as the same Python (slow, but the same answers).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -72,14 +73,19 @@ class MemoryIndexError(RuntimeError):
 
 # ------------------------------------------------------------------------------ building
 
+def _checked(ids) -> np.ndarray:
+    """``ids`` as one contiguous int64 array; ``ValueError`` unless every id is in [0, SEP)."""
+    arr = np.ascontiguousarray(np.asarray(ids, np.int64).reshape(-1))
+    if arr.size and (arr.min() < 0 or arr.max() >= SEP):
+        raise ValueError(f"token ids must be in [0, {SEP - 1}]")
+    return arr
+
+
 def corpus_of(rows) -> np.ndarray:
     """The rows (token id arrays) joined into one uint16 corpus, each followed by :data:`SEP`."""
     parts = []
     for r in rows:
-        r = np.asarray(r, np.int64)
-        if r.size and (r.min() < 0 or r.max() >= SEP):
-            raise ValueError(f"token ids must be in [0, {SEP - 1}]")
-        parts.append(r.astype(np.uint16))
+        parts.append(_checked(r).astype(np.uint16))
         parts.append(np.array([SEP], np.uint16))
     return np.concatenate(parts) if parts else np.zeros(0, np.uint16)
 
@@ -129,6 +135,13 @@ def index_digest(index: dict) -> str:
 
 # ------------------------------------------------------------------------------ loading
 
+@functools.cache
+def index_meta() -> dict:
+    """The shipped index's provenance (``memory_index.json``): its source, split, rows, tokens and
+    sha256, as the pages quote them (read once per process)."""
+    return json.loads(asset_path(META).read_text("utf-8"))
+
+
 _LOCK = threading.Lock()
 _INDEX: dict | None = None
 
@@ -168,8 +181,7 @@ def _check(index: dict, where, shipped: bool) -> None:
     if corpus.size and corpus[-1] != SEP:
         raise MemoryIndexError(f"the memory index {where} does not end with a separator")
     if shipped:
-        meta = json.loads(asset_path(META).read_text("utf-8"))
-        if index_digest(index) != meta["index_sha256"]:
+        if index_digest(index) != index_meta()["index_sha256"]:
             raise MemoryIndexError(f"the memory index {where} does not match its provenance "
                                    f"({META}'s index_sha256)")
 
@@ -434,9 +446,7 @@ def _ranked(toks: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def match(index: dict | None, text, max_len: int = MAX_MATCH) -> Match:
     """The longest match of ``text``'s end in the request itself (``text`` before its end) and in
     the global ``index`` (None: the request only); the request's wins where it is longer."""
-    ctx = np.ascontiguousarray(np.asarray(text, np.int64).reshape(-1))
-    if ctx.size and (ctx.min() < 0 or ctx.max() >= SEP):
-        raise ValueError(f"token ids must be in [0, {SEP - 1}]")
+    ctx = _checked(text)
     m_g, lo, hi = (0, 0, 0) if index is None or not ctx.size else _longest(
         index["corpus"], index["sa"], ctx, max_len)
     local = ctx[-LOCAL_MAX:]
@@ -519,10 +529,6 @@ class MemoryRun:
         #: when it proposed nothing (each round's :attr:`.decode.Update.drafted_by`).
         self.last_source = ""
 
-    def _source_of(self, ctx) -> str:
-        m = self.match(ctx)
-        return m.source if self._confident(m) else ""
-
     def match(self, context) -> Match:
         return match(self.index, context)
 
@@ -538,7 +544,10 @@ class MemoryRun:
         :meth:`propose` would propose the first)."""
         w = _v.integer("w", w, 1, WIDTH)
         temperature = _v.real("temperature", temperature, 0.0, TEMPERATURE_MAX)
-        m = self.match(context)
+        return self._candidates_of(self.match(context), w, temperature)
+
+    def _candidates_of(self, m: Match, w: int, temperature: float) -> Candidates:
+        """:meth:`candidates` of a match already made (settings already checked)."""
         if not m.counts.size:
             return NONE
         counts = m.counts[:WIDTH].astype(np.float64)
@@ -556,9 +565,7 @@ class MemoryRun:
         from .drafts import EMPTY, Proposal
 
         if temperature == 0.0:
-            ctx = np.ascontiguousarray(np.asarray(context, np.int64).reshape(-1))
-            if ctx.size and (ctx.min() < 0 or ctx.max() >= SEP):
-                raise ValueError(f"token ids must be in [0, {SEP - 1}]")
+            ctx = _checked(context)
             d = self.draft
             rule = (float(d.min_share), int(d.min_match), float(d.factor), MAX_MATCH, SAMPLE, LOCAL_MAX)
             toks, first = _chain(self.index["corpus"], self.index["sa"], ctx, int(k), rule)
@@ -583,7 +590,7 @@ class MemoryRun:
             if i >= budget or not self._confident(m):
                 break
             if temperature > 0.0:
-                c = self.candidates(text, WIDTH, temperature=temperature)
+                c = self._candidates_of(m, WIDTH, temperature)
                 q = over_vocab(c, self.vocab)
                 tok = int(c.tokens[sampling.draw(c.probs, rng)])
                 rows.append(q)
@@ -605,10 +612,15 @@ class MemoryRun:
 
         if shape not in ("spine", "full", "dynamic"):
             raise ValueError(f"shape must be 'spine', 'full' or 'dynamic'; got {shape!r}")
+        width = _v.integer("w", width, 1, WIDTH)
         ctx = list(np.asarray(context, np.int64).reshape(-1))
-        tree = grow_tree(lambda path: self.candidates(ctx + path, width), depth,
-                         spread=shape != "spine")
-        self.last_source = self._source_of(ctx)
+        root = self.match(ctx)  # the root's guesses, and where the round's first guess comes from
+
+        def candidates(path):
+            return self._candidates_of(self.match(ctx + path) if path else root, width, 1.0)
+
+        tree = grow_tree(candidates, depth, spread=shape != "spine")
+        self.last_source = root.source if self._confident(root) else ""
         return tree
 
 
@@ -619,5 +631,5 @@ def warmup() -> None:
 
 
 __all__ = ["ASSET", "MAX_MATCH", "Match", "MemoryDraft", "MemoryIndexError", "MemoryRun", "SEP",
-           "WIDTH", "build_index", "corpus_of", "index_digest", "load_index", "match", "suffix_array",
+           "WIDTH", "build_index", "corpus_of", "index_digest", "index_meta", "load_index", "match", "suffix_array",
            "warmup"]

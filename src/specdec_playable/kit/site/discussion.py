@@ -195,12 +195,9 @@ def _ep7_hardware() -> str:
 
 
 def _ep7_memory() -> str:
-    import json
+    from ...lm.memory import index_meta
 
-    from ...lm.memory import META
-    from ...shipped import asset_path
-
-    meta = json.loads(asset_path(META).read_text("utf-8"))
+    meta = index_meta()
     return ("A model's replies are not independent: it opens, links and closes its answers with "
             "the same phrases, writes the same code idioms and the same letter formulas, because "
             "the same weights make them, and greedily it makes the same choice after the same "
