@@ -204,6 +204,21 @@ def test_a_missing_or_corrupt_index_is_a_clear_error_and_other_drafts_still_run(
     assert PromptLookup().begin(None).propose(np.array([5, 6, 7, 5, 6]), 2).tokens.tolist() == [7, 5]
 
 
+def test_a_shipped_index_or_provenance_that_is_not_there_is_a_clear_error(monkeypatch):
+    def absent(name):
+        raise FileNotFoundError(f"asset {name!r} not found")
+
+    monkeypatch.setattr(memory, "_INDEX", None)
+    monkeypatch.setattr(memory, "asset_path", absent)
+    with pytest.raises(memory.MemoryIndexError, match="missing; build it with"):
+        memory.MemoryDraft().begin(None)
+    monkeypatch.undo()
+    monkeypatch.setattr(memory, "_INDEX", None)
+    monkeypatch.setattr(memory, "index_meta", lambda: absent(memory.META))
+    with pytest.raises(memory.MemoryIndexError, match="provenance"):
+        memory.load_index()
+
+
 @pytest.fixture(scope="module")
 def shipped():
     return memory.load_index(), json.loads(asset_path(memory.META).read_text("utf-8"))

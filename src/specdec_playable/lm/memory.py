@@ -155,8 +155,10 @@ def load_index(path=None) -> dict:
     with _LOCK:
         if path is None and _INDEX is not None:
             return _INDEX
-        where = asset_path(ASSET) if path is None else path
+        where = ASSET if path is None else path
         try:
+            if path is None:
+                where = asset_path(ASSET)  # FileNotFoundError when it is not shipped
             with np.load(where) as z:
                 index = {"corpus": z["corpus"], "sa": z["sa"]}
         except FileNotFoundError:
@@ -181,7 +183,12 @@ def _check(index: dict, where, shipped: bool) -> None:
     if corpus.size and corpus[-1] != SEP:
         raise MemoryIndexError(f"the memory index {where} does not end with a separator")
     if shipped:
-        if index_digest(index) != index_meta()["index_sha256"]:
+        try:
+            meta = index_meta()
+        except (FileNotFoundError, ValueError, KeyError):
+            raise MemoryIndexError(f"the memory index's provenance {META} is missing or unreadable; "
+                                   "build it with scripts/build_memory_index.py") from None
+        if index_digest(index) != meta.get("index_sha256"):
             raise MemoryIndexError(f"the memory index {where} does not match its provenance "
                                    f"({META}'s index_sha256)")
 
