@@ -343,8 +343,6 @@ class ModelProcess:
         self._cancel.write(struct.pack("I", self._run))  # nothing once closed
 
     def _receive(self, deadline: float, cancel: threading.Event | None):
-        if self._closed:
-            raise RuntimeError("the model process was closed")
         asked = False
         while not self._replies.poll(0.05):
             if cancel is not None and cancel.is_set() and not asked:
@@ -360,7 +358,7 @@ class ModelProcess:
             raise RuntimeError("the model process stopped answering") from None
 
     def _wait_loaded(self, cancel: threading.Event | None) -> None:
-        if self._closed:
+        if self._closed:  # every way in (load, measure, compare) passes here first
             raise RuntimeError("the model process was closed")
         if not self._loaded:
             kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
