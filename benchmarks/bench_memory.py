@@ -27,7 +27,6 @@ Run from a checkout (one thread, as the server's model processes run):
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from specdec_playable.data import hardware  # noqa: E402
 from specdec_playable.lm import memory  # noqa: E402
 from specdec_playable.lm.drafts import Observes, PromptLookup  # noqa: E402
 from specdec_playable.lm.head import DraftHead  # noqa: E402
@@ -46,21 +46,14 @@ from specdec_playable.lm.ngram import NgramDraft  # noqa: E402
 CORPUS = ROOT.parent / "shared" / "data" / "selfdistill" / "smollm2_replies.npz"
 
 
-def curve(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(positions, median ms) of a shipped pass-cost curve."""
-    with open(ROOT / "assets" / name, newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    return (np.array([int(r["n_positions"]) for r in rows]),
-            np.array([float(r["median_ms"]) for r in rows]))
-
-
-CURVES = {"f32": curve("pass_cost_cpu.csv"), "q4": curve("pass_cost_cpu_q4.csv")}
+#: The shipped pass-cost curves (``assets/pass_cost_cpu*.csv``), by weight format.
+CURVES = {"f32": hardware.load_cpu_pass_costs(), "q4": hardware.load_cpu_q4_pass_costs()}
 
 
 def pass_steps(positions: np.ndarray, fmt: str) -> np.ndarray:
     """A pass over ``positions`` in steps (a one-position pass is 1), interpolated on the curve."""
-    n, ms = CURVES[fmt]
-    return np.interp(positions, n, ms) / ms[0]
+    c = CURVES[fmt]
+    return np.interp(positions, c.n_positions, c.median_ms) / c.median_ms[0]
 
 
 def held_out_rows(tok, rows: int):
@@ -100,7 +93,7 @@ class Tally:
         """Tokens per step-time of plain decoding: the rounds' tokens over their verify passes (in
         steps, from the curve) plus the drafting time (in steps of ``step_ms``, else the curve's)."""
         kept, drafted = np.array(self.kept), np.array(self.drafted)
-        step = step_ms if step_ms else CURVES[fmt][1][0]
+        step = step_ms if step_ms else CURVES[fmt].median_ms[0]
         time_steps = pass_steps(1 + drafted, fmt).sum() + 1e3 * self.draft_s / step
         return float((kept + 1).sum() / time_steps)
 
