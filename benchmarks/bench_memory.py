@@ -60,7 +60,7 @@ def held_out_rows(tok, rows: int):
     """The first ``rows`` held-out replies of the split by prompt, loops cut: (ids, start)."""
     from specdec_playable.train.corpus import read_selfdistill, selfdistill_rows
 
-    meta = __import__("json").loads((ROOT / "assets" / memory.META).read_text("utf-8"))["split"]
+    meta = memory.index_meta()["split"]
     sd = read_selfdistill(CORPUS)
     _, held = selfdistill_rows(sd, held_share=meta["held_share"], seed=meta["seed"])
     return [(np.asarray(sd.row_ids(tok, int(i), cut=True), np.int64), len(tok.chat(sd.prompts[int(i)])))
