@@ -114,3 +114,30 @@ def test_one_episode_served_alone_with_panel_serve(page, console, artifacts):
         proc.terminate()
         proc.wait(10)
         log.close()
+
+
+def test_a_page_says_when_its_connection_is_lost_and_offers_a_reload(page, console, artifacts):
+    """The summary of a server of its own (it is stopped on purpose): first the model's status
+    line (not loaded: this server loads it with the first run), then, once the server is gone, a
+    banner at the top that says the page no longer answers, with a reload button of a touch
+    target's height."""
+    from conftest import Server
+
+    server = Server(log_path=artifacts / "server-connection-lost.log")
+    try:
+        page.goto(f"{server.url}/summary")
+        wait_for_bokeh(page)
+        wait_for_text(page, "The model: not loaded yet; the first run loads it")
+        assert page.locator("#sdp-connection-banner").count() == 0
+        assert_clean(page, console)
+    finally:
+        server.stop()
+    banner = page.locator("#sdp-connection-banner")
+    banner.wait_for(state="visible", timeout=15_000)
+    assert banner.get_attribute("role") == "alert"
+    assert "connection to the server was lost" in banner.inner_text()
+    box = banner.bounding_box()
+    assert box["y"] <= 1 and box["width"] >= page.viewport_size["width"] - 1  # across the top
+    button = banner.get_by_role("button", name="Reload the page")
+    assert button.bounding_box()["height"] >= 44
+    page.screenshot(path=artifacts / "connection-lost.png")

@@ -49,6 +49,7 @@ def server(monkeypatch, tmp_path):
     monkeypatch.setattr(mp, "_WEIGHTS", ["f32"])
     monkeypatch.setattr(mp, "_children", set())
     monkeypatch.setattr(mp, "_runs", [0])
+    monkeypatch.setattr(mp, "_load", [mp.LoadState("waiting", 0.0)])
     log = tmp_path / "measured.log"
     log.touch()
     for name, value in (("FAKE_LOG", str(log)), ("FAKE_DIE", "0"), ("FAKE_HANG", ""),
@@ -151,6 +152,8 @@ def test_a_load_that_times_out_closes_once_and_the_owner_closing_again_cuts_noth
         _still_open_and_silent(pair)
     assert _open_fds() == before
     assert records.STORE.claim("f32"), "the dead process left its calibration claim held"
+    state = mp.load_state()  # the pages' status line: failed, and only the next run tries again
+    assert (state.state, state.retry_s) == ("failed", None) and "stopped answering" in state.reason
 
 
 @pytest.mark.parametrize("fault", ["kill", "hang", "exit"])
@@ -218,11 +221,12 @@ def test_every_live_child_hears_the_thread_count_and_a_closed_one_does_not(serve
 
 
 def test_a_slow_load_that_reports_its_stages_is_not_taken_for_a_hang(server, monkeypatch):
-    """Each stage of a start has LOAD_S of its own: three stages of 0.4 s outlast a LOAD_S of
-    0.6 s together, and the load still succeeds; a silent child of the same length fails."""
-    monkeypatch.setattr(mp, "LOAD_S", 0.6)
+    """Each stage of a start has LOAD_S of its own: three stages of 1.2 s outlast a LOAD_S of
+    3 s together, and the load still succeeds; a silent child of the same length fails. (The
+    child's interpreter starts within the first LOAD_S: 1.8 s to spare on a busy machine.)"""
+    monkeypatch.setattr(mp, "LOAD_S", 3.0)
     monkeypatch.setenv("FAKE_STAGES", "3")
-    monkeypatch.setenv("FAKE_STAGE_S", "0.4")
+    monkeypatch.setenv("FAKE_STAGE_S", "1.2")
     proc = mp.ModelProcess()
     try:
         assert proc.load() is not None and proc.loaded
@@ -241,6 +245,9 @@ def test_the_load_at_start_is_tried_again_after_a_failure_and_logged_once(server
     from specdec_playable.runtime import jobs, workers
 
     monkeypatch.setenv("FAKE_DIE_ONCE", str(tmp_path / "died"))
+    seen = []  # every change of the load's state, as the status line reads it
+    note = mp.note_load
+    monkeypatch.setattr(mp, "note_load", lambda *a, **kw: (note(*a, **kw), seen.append(mp.load_state())))
     before = _open_fds()
     queue = jobs.JobQueue(workers=1)
     try:
@@ -255,6 +262,10 @@ def test_the_load_at_start_is_tried_again_after_a_failure_and_logged_once(server
     finally:
         queue.shutdown()
     assert _open_fds() == before
+    # loading, failed (then failed with its retry announced), loading again, ready
+    states = [(s.state, s.retry_s) for s in seen]
+    assert states[0] == ("loading", None) and ("failed", 0.2) in states and states[-1] == ("ready", None)
+    assert states.index(("failed", 0.2)) < len(states) - 2 and states[-2] == ("loading", None)
 
 
 def test_a_load_that_keeps_failing_gives_up_with_its_error(server, monkeypatch):
@@ -268,3 +279,20 @@ def test_a_load_that_keeps_failing_gives_up_with_its_error(server, monkeypatch):
         assert job.state == jobs.FAILED
     finally:
         queue.shutdown()
+    state = mp.load_state()  # the last try failed too: no retry is announced
+    assert (state.state, state.retry_s) == ("failed", None) and state.reason
+
+
+def test_the_load_state_stays_ready_once_a_process_has_loaded(server):
+    assert mp.load_state().state == "waiting"
+    proc = mp.ModelProcess()
+    try:
+        assert mp.load_state().state == "loading"
+        proc.load()
+        ready = mp.load_state()
+        assert ready.state == "ready" and ready.at > 0
+        mp.note_load("failed", reason="a later process died")  # the model stays available
+        mp.note_load("loading")
+        assert mp.load_state() is ready
+    finally:
+        proc.close()

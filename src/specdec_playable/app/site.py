@@ -83,7 +83,8 @@ def applications(episodes: tuple[Episode, ...] = EPISODES, service=SERVICE) -> d
     """Slug -> page builder, as ``pn.serve`` takes them (each call builds a fresh session); every
     episode page runs the model through ``service``."""
     apps = {"/": lambda: safe_page(lambda: index_page(episodes)),
-            "summary": lambda: safe_page(lambda: summary_page(episodes, with_score=True)),
+            "summary": lambda: safe_page(lambda: summary_page(episodes, with_score=True,
+                                                               service=service)),
             "glossary": lambda: safe_page(lambda: glossary_page(episodes)),
             "data": lambda: safe_page(data_page),
             "guide": lambda: safe_page(lambda: guide(episodes))}

@@ -222,3 +222,21 @@ def session_doc():
     return doc if doc is not None and doc.session_context is not None else None
 
 
+def watch_connection() -> None:
+    """Have the served page being built say when its connection to the server drops: a banner
+    at the top with a reload button (``static/connection.js``, on Bokeh's ``connection_lost``
+    event); nothing outside a server session."""
+    from bokeh.models import CustomJS
+
+    from . import theme
+    from .resources import script
+
+    doc = session_doc()
+    if doc is None:
+        return
+    hook = CustomJS(args=dict(colors=dict(ink=theme.INK, notice=theme.NOTICE, line=theme.NOTICE_LINE)),
+                    code=script("connection.js"))
+    for event in ("connection_lost", "client_reconnected"):
+        doc.js_on_event(event, hook)
+
+

@@ -33,6 +33,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from . import calibration as records
 from .jobs import blas_env
@@ -56,6 +57,51 @@ THREADS_ALONE = 2
 _THREADS_CODE = 0xFFFF0000
 
 _ready = threading.Event()
+
+
+@dataclass(frozen=True)
+class LoadState:
+    """How the model's first load on this server stands, for the pages' status line.
+
+    Attributes
+    ----------
+    state : str
+        ``"waiting"`` (no model process has started: the first run, or the load at start, starts
+        one), ``"loading"``, ``"ready"`` (a process has loaded the model; it stays so) or
+        ``"failed"`` (the last load failed before any succeeded).
+    at : float
+        When it came to this state (``time.time()``).
+    retry_s : float or None
+        For ``"failed"``: seconds from ``at`` until the load is tried again, or None when only the
+        next run tries.
+    reason : str
+        For ``"failed"``: the one-line reason.
+    """
+
+    state: str
+    at: float
+    retry_s: float | None = None
+    reason: str = ""
+
+
+_load = [LoadState("waiting", time.time())]
+_load_lock = threading.Lock()
+
+
+def load_state() -> LoadState:
+    """Where the model's load on this server stands (an immutable record, replaced on change)."""
+    return _load[0]
+
+
+def note_load(state: str, *, retry_s: float | None = None, reason: str = "") -> None:
+    """Record a change of the model's load (once ``"ready"``, the state stays ready: a later
+    process's load, or its failure, does not make the model unavailable to the pages)."""
+    with _load_lock:
+        if _load[0].state == "ready":
+            return
+        _load[0] = LoadState(state, time.time(), retry_s, reason)
+
+
 _children: set = set()  # live ModelProcess objects of this server
 _runs = [0]  # runs in them now
 _runs_lock = threading.Lock()
@@ -295,6 +341,7 @@ class ModelProcess:
         self._run = 0
         self._loaded = False
         self._started = time.monotonic()
+        note_load("loading")
         with _runs_lock:
             _children.add(self)
             _tell_threads()
@@ -361,12 +408,18 @@ class ModelProcess:
         if self._closed:  # every way in (load, measure, compare) passes here first
             raise RuntimeError("the model process was closed")
         if not self._loaded:
-            kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
-            while kind == "loading":  # a stage of its start began: it has LOAD_S again
+            try:
                 kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
-            if kind != "ready":
-                raise RuntimeError(f"the model process sent {kind!r} before it was ready")
+                while kind == "loading":  # a stage of its start began: it has LOAD_S again
+                    kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
+                if kind != "ready":
+                    raise RuntimeError(f"the model process sent {kind!r} before it was ready")
+            except RuntimeError as exc:
+                if not (cancel is not None and cancel.is_set()):
+                    note_load("failed", reason=str(exc))
+                raise
             self._loaded = True
+            note_load("ready")
             if not _ready.is_set():
                 log.info("the model is ready (%s weights, model process %s, %.0f s after it started)",
                          self._weights, self._proc.pid, time.monotonic() - self._started)
@@ -473,5 +526,6 @@ def stop_thread_process() -> None:
         proc.close()
 
 
-__all__ = ["CALIBRATE_ENV", "THREADS_ALONE", "ModelProcess", "calibration", "model_ready", "set_weights",
+__all__ = ["CALIBRATE_ENV", "THREADS_ALONE", "LoadState", "ModelProcess", "calibration", "load_state",
+           "model_ready", "note_load", "set_weights",
            "thread_process", "threads_per_run", "stop_thread_process", "weights"]

@@ -9,8 +9,9 @@ it to each page. A page built without one runs no model (:data:`NO_MODEL`) and s
   ``progress`` and ``result``; ``handle.cancel()`` stops it; a full line raises
   :class:`QueueFull`), ``installed()``, ``generation(settings)`` and ``scoring(text)`` (the work
   Episode 7's Run and Episode 4's pasted text submit), ``model_ready()`` (whether a model process
-  has loaded the model) and ``pass_times()`` (the server's one calibration record, a
-  :class:`.calibration.Calibration` measured by its first model process; None before).
+  has loaded the model), ``load_state()`` (loading, ready or failed, and when) and
+  ``pass_times()`` (the server's one calibration record, a :class:`.calibration.Calibration`
+  measured by its first model process; None before).
 * :func:`shared` caches a pure function's frozen results for every session of the process.
 """
 
@@ -24,12 +25,12 @@ from ..lm import is_installed
 from .jobs import (CANCELLED, DONE, FAILED, QUEUED, RUNNING, Handle, Job, JobContext, JobQueue,
                    Place, QueueFull, shared_queue)
 from .model_process import calibration as server_pass_times
-from .model_process import model_ready
+from .model_process import LoadState, load_state, model_ready
 from .shared import shared
 from .workers import generation_work, scoring_work
 
 __all__ = ["CANCELLED", "DONE", "FAILED", "NO_MODEL", "QUEUED", "RUNNING", "Handle", "Job",
-           "JobContext", "JobQueue", "ModelService", "Place", "QueueFull", "Service", "generation_work",
+           "JobContext", "JobQueue", "LoadState", "ModelService", "Place", "QueueFull", "Service", "generation_work",
            "model_ready", "scoring_work", "server_pass_times", "shared", "shared_queue"]
 
 #: Work for :meth:`JobQueue.submit`: called with the job's :class:`JobContext` on a worker.
@@ -48,6 +49,8 @@ class Service(Protocol):
     def scoring(self, text: str) -> Work: ...
 
     def model_ready(self) -> bool: ...
+
+    def load_state(self) -> LoadState: ...
 
     def pass_times(self) -> Any: ...
 
@@ -70,6 +73,8 @@ class ModelService:
         ``scoring(text) -> work``: Episode 4's pasted text.
     model_ready : callable
         Whether a model process has loaded the model.
+    load_state : callable
+        Where the model's load stands (a :class:`.model_process.LoadState`), for a status line.
     pass_times : callable
         The server's calibration record (:class:`.calibration.Calibration`: the pass times its
         first model process measured as it loaded, stamped; None before).
@@ -80,6 +85,7 @@ class ModelService:
     generation: Callable[[Any], Work] = generation_work
     scoring: Callable[[str], Work] = scoring_work
     model_ready: Callable[[], bool] = model_ready
+    load_state: Callable[[], LoadState] = load_state
     pass_times: Callable[[], Any] = server_pass_times
 
 
@@ -90,4 +96,4 @@ def _no_queue() -> JobQueue:
 
 #: No model: what a page built without a service runs on (it shows recorded runs).
 NO_MODEL = ModelService(queue=_no_queue, installed=lambda: False, model_ready=lambda: False,
-                        pass_times=lambda: None)
+                        load_state=lambda: LoadState("waiting", 0.0), pass_times=lambda: None)

@@ -88,6 +88,7 @@ def loading_work(retry_s=LOAD_RETRY_S) -> Callable[[jobs.JobContext], Any]:
                     raise
                 model_process.log.warning("loading the model failed (%s); trying again in %.0f s",
                                           exc, wait)
+                model_process.note_load("failed", retry_s=wait, reason=str(exc))
                 if ctx.cancel_event.wait(wait):
                     raise
 

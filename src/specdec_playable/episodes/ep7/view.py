@@ -42,6 +42,7 @@ from .words import counter_text, lanes_words
 from ...kit import theme
 from ...kit.a11y import describe
 from ...kit.figures import anchor_figures
+from ...kit.modelstatus import status_line as model_status_line
 from ...kit.poller import RunPoller
 from ...kit.inputs import SeedBox, control_help
 from ...kit.relay import STYLES, relay_timeline, token_span
@@ -655,7 +656,10 @@ class RealTextView(StateView):
         )
         notice = prose(f'<p class="sdp-notice">{esc(self.notice)}</p>', name="ep7-notice") \
             if self.notice else None
-        result = pn.Column(self.status, self.clocks, self.text, self.check, **wide,
+        service = s.follower.service
+        # Whether the model has loaded (only where it is installed: elsewhere the notice says so).
+        model = [model_status_line(service, name="ep7-model")] if service.installed() else []
+        result = pn.Column(*model, self.status, self.clocks, self.text, self.check, **wide,
                            styles={"flex": "1 1 420px"}, min_width=280, name="ep7-result")
         return pn.Column(
             *([notice] if notice else []),

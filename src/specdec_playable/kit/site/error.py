@@ -7,7 +7,7 @@ import logging
 
 import panel as pn
 
-from ..page import declare_viewport, esc, page_css, theme_css
+from ..page import declare_viewport, esc, page_css, theme_css, watch_connection
 
 log = logging.getLogger("specdec_playable")
 
@@ -22,7 +22,9 @@ def error_page(message: str = "This page could not be built.") -> pn.Column:
 
 
 def safe_page(build):
-    """Run a page builder; on failure log the traceback server-side and return :func:`error_page`."""
+    """Run a page builder; on failure log the traceback server-side and return :func:`error_page`.
+    Either way, the page says when its connection to the server drops (:func:`.watch_connection`)."""
+    watch_connection()
     try:
         return build()
     except Exception:  # noqa: BLE001 - the visitor must never see a traceback

@@ -23,6 +23,7 @@ from ...sim import theory
 from .. import words
 from ..episode import Episode
 from ..exercises import SeriesScore, questions_of
+from ..modelstatus import status_line
 from ..page import GUIDE_HREF, esc, site_shell
 from ..resources import stylesheet
 
@@ -103,11 +104,14 @@ def series_score(episodes: Sequence[Episode]) -> SeriesScore:
                         for e in eps})
 
 
-def summary_page(episodes: Sequence[Episode], with_score: bool = True) -> pn.Column:
+def summary_page(episodes: Sequence[Episode], with_score: bool = True,
+                 service: interface.Service = interface.NO_MODEL) -> pn.Column:
     """The summary, for one session; with ``with_score``, the score of this browser's answers to
-    the episodes' questions under them."""
+    the episodes' questions under them. Under the navigation, whether ``service``'s model is
+    loading, ready or failed (the sentences that price a CPU pass read its measurement)."""
     page = site_shell(summary_html(episodes), "course.css", name="summary")
     if with_score and any(e.questions for e in episodes):  # on the screen only: it prints on one page
         page.insert(2, series_score(episodes).panel())
         page.stylesheets = [*page.stylesheets, stylesheet("exercises.css")]
+    page.insert(1, status_line(service, name="summary-model"))  # on the screen only too
     return page
