@@ -251,3 +251,18 @@ def test_blas_env_caps_every_blas_library_of_a_new_process():
     with pytest.raises(ValueError, match="at least 1"):
         blas_env(0)
 
+
+
+def test_a_failure_in_plain_words_is_shown_as_it_is_said(pool, caplog):
+    """A model process that died says so to the visitor (one line); the log keeps one line too."""
+    from specdec_playable.runtime.model_process import ProcessFailed
+
+    def died(ctx):
+        raise ProcessFailed("the model process stopped answering")
+
+    with caplog.at_level(logging.WARNING, logger="specdec_playable"):
+        h = pool.submit(died, label="died")
+        assert h.job.wait(WAIT)
+    assert h.job.state == jobs.FAILED
+    assert h.job.error == "The run failed on the server: the model process stopped answering."
+    assert "Traceback" not in caplog.text and "stopped answering" in caplog.text

@@ -437,3 +437,31 @@ def test_while_the_model_loads_a_typed_prompt_has_no_recorded_run_to_show(queue)
     s.cancel()
     ready.set()
     gate.set()
+
+
+@pytest.mark.parametrize("fails, says", [
+    (lambda: interface_failure(), "The run failed on the server: the model process stopped answering."),
+    (lambda: RuntimeError("secret internals"), "The run failed on the server; the error was logged."),
+])
+def test_a_failed_run_says_why_in_one_line_and_offers_to_run_again(queue, fails, says):
+    tries = []
+
+    def make(settings):
+        def work(ctx):
+            tries.append(settings)
+            raise fails()
+        return work
+
+    s = RealText(service=service(queue, make), task="custom", prompt="Say hi.", max_new=16)
+    for n in (1, 2):  # Run again after a failure submits the run afresh (nothing shared is kept)
+        s.run()
+        assert wait_for(lambda: not s.poll())
+        assert len(tries) == n
+        assert s.status == "failed" and s.message == f"{says} {ep7_words.RUN_AGAIN}"
+        assert "secret" not in s.message and "\n" not in s.message
+
+
+def interface_failure():
+    from specdec_playable.runtime.model_process import ProcessFailed
+
+    return ProcessFailed("the model process stopped answering")

@@ -30,6 +30,12 @@ from typing import Any
 log = logging.getLogger("specdec_playable")
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+
+
+class PlainError(RuntimeError):
+    """A failure whose message is written for a visitor (plain words, nothing internal): a job
+    that raises one shows it as its error (:attr:`Job.error`); any other exception shows a
+    generic line, its traceback only in the server's log."""
 #: States a job never leaves.
 FINAL = (DONE, FAILED, CANCELLED)
 
@@ -394,6 +400,10 @@ class JobQueue:
                 job.result = job._fn(JobContext(job))
                 if job._cancel.is_set():
                     state = CANCELLED
+            except PlainError as exc:  # a failure already in plain words: its one line is enough
+                log.warning("job %s failed: %s", job.label or job._fn, exc)
+                job.error = f"The run failed on the server: {exc}."
+                state = FAILED
             except Exception:  # noqa: BLE001 - logged here, a one-line message for the visitor
                 log.exception("job %s failed", job.label or job._fn)
                 job.error = "The run failed on the server; the error was logged."

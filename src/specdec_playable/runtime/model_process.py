@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import calibration as records
-from .jobs import blas_env
+from .jobs import PlainError, blas_env
 from ..lm.compare import Comparison, Mirror, compare
 
 log = logging.getLogger("specdec_playable")
@@ -57,6 +57,11 @@ THREADS_ALONE = 2
 _THREADS_CODE = 0xFFFF0000
 
 _ready = threading.Event()
+
+
+class ProcessFailed(PlainError):
+    """The model process died, went silent or was closed: the run cannot finish on it (the next
+    run starts a fresh one). Its message is plain words for the visitor."""
 
 
 @dataclass(frozen=True)
@@ -397,23 +402,23 @@ class ModelProcess:
                 asked = True
             if time.monotonic() > deadline or not self.alive:
                 self.close()
-                raise RuntimeError("the model process stopped answering")
+                raise ProcessFailed("the model process stopped answering")
         try:
             return self._replies.recv()
         except (EOFError, OSError):  # it exited (a failed load): closed, so the next one starts clean
             self.close()
-            raise RuntimeError("the model process stopped answering") from None
+            raise ProcessFailed("the model process stopped answering") from None
 
     def _wait_loaded(self, cancel: threading.Event | None) -> None:
         if self._closed:  # every way in (load, measure, compare) passes here first
-            raise RuntimeError("the model process was closed")
+            raise ProcessFailed("the model process was closed")
         if not self._loaded:
             try:
                 kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
                 while kind == "loading":  # a stage of its start began: it has LOAD_S again
                     kind, times = self._receive(time.monotonic() + LOAD_S, cancel)
                 if kind != "ready":
-                    raise RuntimeError(f"the model process sent {kind!r} before it was ready")
+                    raise ProcessFailed("the model process answered out of turn while loading")
             except RuntimeError as exc:
                 if not (cancel is not None and cancel.is_set()):
                     note_load("failed", reason=str(exc))
@@ -526,6 +531,6 @@ def stop_thread_process() -> None:
         proc.close()
 
 
-__all__ = ["CALIBRATE_ENV", "THREADS_ALONE", "LoadState", "ModelProcess", "calibration", "load_state",
-           "model_ready", "note_load", "set_weights",
+__all__ = ["CALIBRATE_ENV", "THREADS_ALONE", "LoadState", "ModelProcess", "ProcessFailed",
+           "calibration", "load_state", "model_ready", "note_load", "set_weights",
            "thread_process", "threads_per_run", "stop_thread_process", "weights"]

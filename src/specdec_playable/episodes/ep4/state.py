@@ -25,6 +25,9 @@ from ...sim import relay
 from ...sim.seeds import draw_seed
 from ...data.texts import Text
 
+#: The label of the button that sends a pasted text to be scored (the page's words name it).
+PASTE_LABEL = "Score and run my text"
+
 #: Simulated time of one big-model pass, as in the rest of the series.
 BIG_PASS_MS = 600.0
 
@@ -325,4 +328,5 @@ class BoilerplateVsPoetry(FollowsRun, param.Parameterized):
             self._set(scoring="cancelled", position=0, message="Scoring cancelled.")
         else:
             self._set(scoring="failed", position=0,
-                      message=seen.error or "Scoring your text failed on the server.")
+                      message=f"{seen.error or 'Scoring your text failed on the server.'} "
+                              f"Press “{PASTE_LABEL}” to try again.")

@@ -18,7 +18,7 @@ from bokeh.plotting import figure
 
 from ...data import measured, texts
 from ...kit.words import SHORT, faster_or_slower, plural, share, short_name
-from .state import BIG_PASS_MS, SIDES, BoilerplateVsPoetry, TextRun
+from .state import BIG_PASS_MS, PASTE_LABEL, SIDES, BoilerplateVsPoetry, TextRun
 from .words import BINS, bars_words, bin_labels, histogram_words
 from ...kit import theme
 from ...kit.a11y import describe
@@ -261,9 +261,6 @@ def readout_html(runs, titles) -> str:
     return (f'<div role="status" aria-label="This run"><ul class="ep4-readout">{"".join(rows)}'
             "</ul></div>")
 
-
-#: The label of the button that sends a pasted text to be scored (the page's words name it).
-PASTE_LABEL = "Score and run my text"
 
 
 def side_header_html(run: TextRun | None, choice_title: str, *, waiting: bool = False) -> str:

@@ -248,7 +248,8 @@ class RealText(FollowsRun, param.Parameterized):
             self._set(status="cancelled", position=0, comparison=_latest(seen), interim=False,
                       message=words.CANCELLED_LINE)
         else:  # a run that failed while the model loaded keeps the recorded run it showed
-            self._set(status="failed", position=0, message=seen.error or "The run failed.")
+            self._set(status="failed", position=0,
+                      message=f"{seen.error or 'The run failed.'} {words.RUN_AGAIN}")
 
     def _meanwhile(self) -> Comparison | None:
         """While the server's first model process loads (a server started without the model,

@@ -372,6 +372,10 @@ def full_line(waiting: int, workers: int, running_elapsed_s, recent_run_s, crowd
 def _seconds(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
 
+#: After a failed run's one-line reason: what the visitor can do.
+RUN_AGAIN = "Press Run to try again (a fresh model process takes over if this one died)."
+
+
 #: The status while the model loads and the recorded run of the same task and draft is shown.
 LOADING_MEANWHILE = ("Loading the model on the server (once per worker process; minutes on a busy "
                      "machine)… Meanwhile the run recorded for this task and draft is shown below; "
