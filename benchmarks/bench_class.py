@@ -37,7 +37,16 @@ Prints a markdown table; ``--json PATH`` also writes every figure. Loopback only
 has a timeout and the whole run a time limit (``--time-limit``). This measures; it asserts
 nothing.
 
-Run: ``python benchmarks/bench_class.py [--visitors 12] [--max-new 32] [--json out.json]``.
+With ``--faults``, the class under faults instead: the students press Run again and again
+for ``--fault-s`` seconds (120) while a random model process of the server is killed
+(``SIGKILL``) every ``--kill-every`` seconds (20), and an Episode 3 page steps its slider
+throughout; a student whose run failed (or was refused) presses Run again, as the page offers.
+It counts the runs started, finished, failed with a message, refused and retried, the
+websockets dropped, the model processes before and after and the server's descriptors, and
+the socket errors and tracebacks in the server's log.
+
+Run: ``python benchmarks/bench_class.py [--visitors 12] [--max-new 32] [--json out.json]``, or
+``python benchmarks/bench_class.py --faults [--fault-s 120] [--kill-every 20]``.
 """
 
 from __future__ import annotations
@@ -232,6 +241,16 @@ def check_places(runs: list[list[dict]], workers: int) -> list[str]:
 # --- the visitors ------------------------------------------------------------------------------
 
 
+def status_pane(page: WsVisitor, result: dict) -> str:
+    """The id of the run's status line among the result column's panes: the one that says to
+    press Run before any run."""
+    ids = [c["id"] for c in result["attributes"]["children"]]
+    for pane in page.models(lambda n: n.get("id") in ids):
+        if "Press Run" in plain_text(pane.get("attributes", {}).get("text") or ""):
+            return pane["id"]
+    raise RuntimeError("Episode 7's run status line not found")
+
+
 class ClassVisitor:
     """An Episode 7 page with a typed prompt: types it, presses Run, records what it is shown."""
 
@@ -260,9 +279,9 @@ class ClassVisitor:
         if not (areas and runs and result and lanes):
             raise RuntimeError("Episode 7's text area, Run button, result or lanes not found")
         self.area_id, self.run_id = areas[0]["id"], runs[0]["id"]
-        # The status line is the result column's first pane; the verdict is in the pane
-        # just above the lanes.
-        self.status_id = result[0]["attributes"]["children"][0]["id"]
+        # The status line is the result column's pane that says to press Run (above it, the
+        # model's status line); the verdict is in the pane just above the lanes.
+        self.status_id = status_pane(p, result[0])
         lanes_id = lanes[0]["id"]
         parent = p.models(lambda n: any(isinstance(c, dict) and c.get("id") == lanes_id
                                         for c in n.get("attributes", {}).get("children") or []))
@@ -431,6 +450,163 @@ async def run(args) -> dict:
     return out
 
 
+# --- the class under faults ------------------------------------------------------------------------
+
+
+def model_processes(server_pid: int) -> list[int]:
+    """The server's model processes: its child processes (from /proc)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == server_pid:
+                out.append(int(d.name))
+    return sorted(out)
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def student(v: ClassVisitor, until: float, runs: list[dict], t0: float) -> None:
+    """Press Run, wait for the page's answer, and press again, until ``until``; after a failure or
+    a refusal the student presses again (the page offers it), and a student whose last run did
+    not finish keeps pressing (after the faults stop) until one does or time is up."""
+    last = None
+    while time.perf_counter() < until or (last != "finished" and time.perf_counter() < until + 240):
+        await v.press()
+        await v.wait(240)
+        r = v.summary()
+        last = r["outcome"]
+        failed = next((t.split(" This run:")[0] for _, t in v.seen if FAILED in t), "")
+        runs.append(dict(prompt=v.prompt, outcome=last, at_s=v.pressed - t0, took_s=v.ended,
+                         message=failed or r["refusal"], errors=r["errors"]))
+        if last != "finished":
+            await asyncio.sleep(1.0)  # a student reads the line, then presses Run again
+
+
+async def run_faults(args) -> dict:
+    """A class of ``--visitors`` students pressing Run again and again for ``--fault-s`` seconds
+    while one of the server's model processes is killed (SIGKILL) every ``--kill-every`` seconds,
+    and an Episode 3 page stepping its slider throughout."""
+    import signal
+
+    t_all = time.perf_counter()
+    workers = max(1, os.cpu_count() or 1)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
+    port = free_port()
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"specdec-class-faults-{port}.log"
+    date = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    proc = start_server(port, log)
+    base = f"http://127.0.0.1:{port}"
+    rng = random.Random(2)
+    out: dict = dict(date=date, cpus=os.cpu_count(), workers=workers, visitors=args.visitors,
+                     max_new=args.max_new, fault_s=args.fault_s, kill_every=args.kill_every,
+                     machine=f"{platform.machine()} {platform.system()}", load_start=os.getloadavg())
+    visitors: list[ClassVisitor] = []
+    ep3 = None
+    try:
+        ep3 = WsVisitor(base, f"/{EP3}")
+        await asyncio.wait_for(ep3.open(), OPEN_TIMEOUT_S)
+        visitors = [ClassVisitor(base, PROMPTS[i], args.max_new) for i in range(args.visitors)]
+        for i in range(0, len(visitors), 4):
+            await asyncio.wait_for(asyncio.gather(*(v.open() for v in visitors[i:i + 4])), OPEN_TIMEOUT_S)
+        # Warm-up: every worker's model process has loaded the model.
+        warm = [ClassVisitor(base, f"Say hi ({i + 1}).", 4) for i in range(workers)]
+        await asyncio.gather(*(w.open() for w in warm))
+        await asyncio.gather(*(w.press() for w in warm))
+        await asyncio.gather(*(w.wait(600) for w in warm))
+        for w in warm:
+            await w.page.close()
+        out["processes_before"] = len(model_processes(proc.pid))
+        out["fds_before"] = open_fds(proc.pid)
+
+        kills: list[dict] = []
+        runs: list[dict] = []
+        t0 = time.perf_counter()
+        until = t0 + args.fault_s
+
+        async def killer() -> None:
+            while True:
+                await asyncio.sleep(args.kill_every)
+                if time.perf_counter() > until:
+                    return
+                pids = model_processes(proc.pid)
+                if pids:
+                    pid = rng.choice(pids)
+                    os.kill(pid, signal.SIGKILL)
+                    kills.append(dict(at_s=time.perf_counter() - t0, pid=pid))
+
+        stop = asyncio.Event()
+        stepping = asyncio.create_task(step_ep3(ep3, rng, until=stop, limit_s=args.fault_s + 600))
+        await asyncio.gather(killer(), *(student(v, until, runs, t0) for v in visitors))
+        stop.set()
+        steps = await stepping
+        await asyncio.sleep(2.0)
+        out.update(kills=kills, runs=runs, ep3_steps=len(steps), ep3_errors=list(ep3.errors),
+                   ep3_p90_ms=pct(steps, 90), class_s=time.perf_counter() - t0,
+                   processes_after=len(model_processes(proc.pid)), fds_after=open_fds(proc.pid),
+                   dropped=[e for page in [ep3, *(v.page for v in visitors)] for e in page.errors
+                            if "closed" in e.lower() or "reader stopped" in e])
+    finally:
+        for v in visitors:
+            await v.page.close()
+        if ep3 is not None:
+            await ep3.close()
+        proc.terminate()
+        proc.wait(10)
+    text = log.read_text()
+    out["server_socket_errors"] = [ln for ln in text.splitlines()
+                                   if "non-socket" in ln or "Bad file descriptor" in ln][:10]
+    out["server_errors"] = [ln for ln in text.splitlines() if " ERROR " in ln or "Traceback" in ln][:10]
+    out["total_s"] = time.perf_counter() - t_all
+    return out
+
+
+def report_faults(out: dict) -> str:
+    runs = out["runs"]
+    n = lambda kind: sum(r["outcome"] == kind for r in runs)  # noqa: E731
+    failed = [r for r in runs if r["outcome"] == "failed"]
+    retried = sum(1 for i, r in enumerate(runs) if r["outcome"] != "finished"
+                  and any(q["prompt"] == r["prompt"] for q in runs[i + 1:]))
+    last = {}
+    for r in runs:
+        last[r["prompt"]] = r["outcome"]
+    messages = sorted({r["message"] for r in failed})
+    lines = [
+        f"**{out['date']}**, {out['machine']}, {out['cpus']} cores, {out['workers']} workers; "
+        f"{out['visitors']} students pressing Run again and again ({out['max_new']} new tokens, "
+        f"{DRAFT}, k = {K}) for {out['fault_s']:.0f} s while a random model process was killed "
+        f"(SIGKILL) every {out['kill_every']:.0f} s; an Episode 3 page stepping its slider "
+        f"throughout. Load average {out['load_start'][0]:.1f} at the start.",
+        "",
+        "| figure | value |",
+        "|---|---:|",
+        f"| model processes killed | {len(out['kills'])} |",
+        f"| runs started | {len(runs)} |",
+        f"| finished | {n('finished')} |",
+        f"| failed with a message | {len(failed)} |",
+        f"| refused (line full) | {n('refused')} |",
+        f"| no result | {len(runs) - n('finished') - len(failed) - n('refused')} |",
+        f"| runs after a failure or refusal (retried) | {retried} |",
+        f"| students whose last run finished | {sum(v == 'finished' for v in last.values())} of "
+        f"{len(last)} |",
+        f"| websockets dropped | {len(out['dropped'])} |",
+        f"| Episode 3 slider steps (errors) | {out['ep3_steps']} ({len(out['ep3_errors'])}) |",
+        f"| model processes before / after | {out['processes_before']} / {out['processes_after']} |",
+        f"| server descriptors before / after | {out['fds_before']} / {out['fds_after']} |",
+        f"| server log: socket errors, tracebacks | {len(out['server_socket_errors'])}, "
+        f"{len(out['server_errors'])} |",
+    ]
+    if messages:
+        lines += ["", "The failed runs said: " + "; ".join(f"“{m}”" for m in messages)]
+    return "\n".join(lines)
+
+
 # --- the report ----------------------------------------------------------------------------------
 
 
@@ -568,7 +744,21 @@ def main(argv=None) -> int:
                     help="the server's line length (default: the site's own)")
     ap.add_argument("--time-limit", type=float, default=1200, help="seconds for everything, 60-3600")
     ap.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures here")
+    ap.add_argument("--faults", action="store_true",
+                    help="the class under faults instead: kill a model process every --kill-every s")
+    ap.add_argument("--fault-s", type=float, default=120, help="seconds of faults, 20-1800 (default 120)")
+    ap.add_argument("--kill-every", type=float, default=20, help="seconds between kills, 2-600 (default 20)")
     args = ap.parse_args(argv)
+    if args.faults:
+        if not (1 <= args.visitors <= MAX_VISITORS and 2 <= args.max_new <= 128
+                and 20 <= args.fault_s <= 1800 and 2 <= args.kill_every <= 600):
+            ap.error(f"visitors in [1, {MAX_VISITORS}], max-new in [2, 128], fault-s in [20, 1800], "
+                     "kill-every in [2, 600]")
+        out = asyncio.run(run_faults(args))
+        print(report_faults(out))
+        if args.json is not None:
+            args.json.write_text(json.dumps(out, indent=1, default=str))
+        return 0
     args.solo = args.visitors if args.solo is None else args.solo
     if not (1 <= args.visitors <= MAX_VISITORS and 2 <= args.max_new <= 128
             and 0 <= args.solo <= args.visitors and 10 <= args.idle_steps <= 500
