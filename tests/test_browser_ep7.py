@@ -251,3 +251,35 @@ def test_the_lanes_labels_are_not_covered(page, site, console, artifacts):
             # The label sits in start..label_end, which ends where the gold box begins.
             assert p["label_end"] <= g["start"] + 1e-6 and p["mid"] < g["start"], (p, g)
     assert_clean(page, console)
+
+
+def test_a_shorter_run_after_a_longer_one_redraws_without_an_error(page, site, console, artifacts):
+    """The lanes are hidden while a run races and shown when it ends: a second, shorter run on the
+    same page (fewer boxes than the first) must leave no label of the first behind (it did: an
+    uncaught FontFaceSet or DataView error on every redraw). k = 6 is a setting no other test runs,
+    so neither run comes from the server's cache."""
+    from conftest import model_data, slider_handle
+
+    page.goto(f"{site.url}{URL}?task=repeat&draft=lookup&k=6&max_new=40")
+    wait_for_bokeh(page)
+    page.get_by_role("button", name="Run").click()
+    wait_for_text(page, "This run:", timeout=RUN_TIMEOUT_S)
+    wait_for_text(page, "Both runs have ended.", timeout=RUN_TIMEOUT_S)
+    page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('ep7-bars') !== null")
+    first = len(model_data(page, "ep7-bars")["start"])
+    handle = slider_handle(page, 1)  # New tokens: k's slider is the first
+    assert handle.get_attribute("aria-valuenow").startswith("40")
+    handle.press("Home")
+    page.wait_for_function("() => !window.location.search.includes('max_new=40')")
+    page.get_by_role("button", name="Run").click()
+    page.wait_for_function(
+        "n => { const b = Bokeh.documents[0].get_model_by_name('ep7-bars');"
+        " return b.data.start.length > 0 && b.data.start.length < n; }", arg=first,
+        timeout=RUN_TIMEOUT_S * 1000)
+    wait_for_text(page, "Both runs have ended.", timeout=RUN_TIMEOUT_S)
+    page.set_viewport_size({"width": 390, "height": 800})  # redraws, as a student's resize does
+    page.wait_for_timeout(500)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.wait_for_timeout(500)
+    page.screenshot(path=artifacts / "ep7-shorter-second-run.png", full_page=True)
+    assert_clean(page, console)

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+import numpy as np
 from ep7_fakes import fake_comparison
 from specdec_playable.episodes.ep7 import view as v
 
@@ -224,3 +225,14 @@ def test_tokens_per_pass_is_never_below_one_where_it_is_shown():
         s = fake_spec(rounds, stopped="eos")
         c = Comparison("done", s, fake_plain(len(s.tokens)), fake_turns(s, fake_plain(len(s.tokens))))
         assert c.spec.tokens_per_pass >= 1 and c.fair.tokens_per_pass >= 1
+
+
+def test_a_one_token_run_shows_no_nan_under_its_speedup():
+    """New tokens at 1: the prompt's pass writes the only token, so there is no decoding to time."""
+    from specdec_playable.episodes.ep7.view import _speedup_label, clocks_html, per_token_ms
+
+    c = fake_comparison([])  # no round after the prompt's pass
+    assert len(c.spec.tokens) == 1 and all(np.isnan(per_token_ms(c)))
+    label = _speedup_label(c, "f32")
+    assert label == "nothing to time: each run’s only token came from its prompt’s pass"
+    assert "nan" not in clocks_html(c, "u", timed=True).lower()

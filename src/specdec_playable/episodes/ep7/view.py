@@ -140,6 +140,8 @@ def _speedup_label(c: Comparison, weights: str | None = None) -> str:
     per second (with the weight format, if known), then the fair verdict and its interval (or,
     for a run recorded before the race, the plain ratio)."""
     spec_t, plain_t = per_token_ms(c)
+    if not (np.isfinite(spec_t) and np.isfinite(plain_t)):  # a one-token run: nothing decoded
+        return "nothing to time: each run’s only token came from its prompt’s pass"
     basis = f"{per_token_words(plain_t)} ÷ {per_token_words(spec_t)} a token (decoding)"
     f = c.fair
     if f is None:
@@ -612,9 +614,13 @@ class RealTextView(StateView):
                 self.rows.data = clock_rows(c, weights)
                 if self.player is None:
                     self._build_lanes()
+                # Shown before the new timeline arrives: BokehJS does not redo the labels of a
+                # hidden figure's text glyph, so columns that shrank while it was hidden (a
+                # shorter run after a longer one) left it reading fonts and colours past their
+                # end, an uncaught error on every redraw.
+                self.lanes.visible = True
                 self.player.show(timeline)
                 describe(self.player.figure, lanes_words(c))
-                self.lanes.visible = True
             return
         self._drawn = None
         self.lanes.visible = False
