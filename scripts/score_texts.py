@@ -39,6 +39,8 @@ from specdec_playable.lm import get_model, model_file
 from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.head import ASSET as HEAD_ASSET, DraftHead
 from specdec_playable.lm.measure import default_draft, measure_text, next_token, top_only
+from specdec_playable.lm.hybrid import HybridDraft
+from specdec_playable.lm.memory import MemoryDraft
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.score import accepted_along
 from specdec_playable.data.measured import ASSET, CONTEXTS, DIGITS, META, python_text
@@ -48,7 +50,8 @@ TOP = 8
 #: Draft tokens listed at most (a draft spreading q wider leaves the rest as 'everything else').
 DRAFT_TOP = 16
 #: Drafts measured on every text for the comparison rows (name -> draft), and the draft length.
-COMPARED = {"head": DraftHead(), "learned": NgramDraft(min_share=0.0), "lookup": PromptLookup()}
+COMPARED = {"head": DraftHead(), "learned": NgramDraft(min_share=0.0), "lookup": PromptLookup(),
+            "memory": MemoryDraft(), "hybrid": HybridDraft()}
 TAU_K = 4
 
 
@@ -153,7 +156,13 @@ def main() -> None:
                                f"min_share 0, assets/lm/ngram_draft.npz sha256 {sha256(ngram)}); "
                                "q its distribution over the continuations it keeps",
                     "lookup": "prompt lookup (lm.drafts.PromptLookup, 1-3 tokens): q one-hot on "
-                              "its proposal"},
+                              "its proposal",
+                    "memory": "the memory draft over the model's own past replies (lm.memory, "
+                              f"assets/lm/memory_index.npz sha256 "
+                              f"{sha256(asset_path('lm/memory_index.npz'))}): q the shares of the "
+                              "continuations of the longest match",
+                    "hybrid": "memory + head (lm.hybrid, as a chain): the memory's chain where "
+                              "it proposes at least 2 tokens, else the head's"},
             columns="alpha: mean sum(min(p, q)) at temperature 1; greedy: share of tokens where "
                     "the draft's first greedy guess is the target's greedy token; tau: 1 + mean "
                     f"drafts kept by a greedy round at k = {TAU_K} starting at each token (one real "

@@ -164,3 +164,20 @@ def test_the_lessons_claims_hold_for_the_recorded_runs():
             assert ep7_words.recorded_on(meta, d) == added["date"]
             assert f"recorded on {added['date']}" in ep7_words.no_model_line("repeat", d)
     assert ep7_words.recorded_on(meta, "lookup") == meta["date"]
+
+
+def test_the_summary_names_the_memory_drafts_fastest_and_slowest_recorded_task():
+    from specdec_playable.episodes.ep7.words import memory_summary, recorded_meta, recorded_on, recorded_runs
+    from specdec_playable.kit.words import times
+    from specdec_playable.lm.prompts import TASKS
+
+    runs = {t: r for (t, d), r in recorded_runs().items() if d == "memory" and t != "repeat"}
+    assert len(runs) >= 2
+    fast = max(runs.values(), key=lambda r: r.speedup)
+    slow = min(runs.values(), key=lambda r: r.speedup)
+    line = memory_summary()
+    assert recorded_on(recorded_meta(), "memory") in line
+    for r in (fast, slow):
+        task = next(t for t, x in runs.items() if x is r)
+        assert f"{times(r.speedup)}" in line and TASKS[task].named in line
+    assert line.index(times(fast.speedup)) < line.index(times(slow.speedup))

@@ -156,3 +156,30 @@ def test_the_phone_readout_states_each_sides_run():
                 f"{run.acceptance_rate:.0%} of drafts accepted (the text’s mean: "
                 f"{float(run.text.q.mean()):.0%})") in html_
     assert "nothing pasted yet" in v.readout_html([s.runs[0], None], ["left", "Your text"])
+
+
+def test_the_memory_draft_and_memory_plus_head_are_measured_beside_the_head():
+    """Every text has the memory draft's and the hybrid's columns, each cell the asset's number."""
+    html = v.genre_table_html()
+    assert "<th>memory</th>" in html and "<th>memory + head</th>" in html
+    for tid, m in measured.genre_means().items():
+        row = re.search(rf'<tr data-text="{tid}">(.*?)</tr>', html).group(1)
+        for d in ("memory", "hybrid"):
+            cells = re.findall(rf'<td class="n" data-draft="{d}">(.*?)</td>', row)
+            kept, tau = m["compare"][d]["greedy"], m["compare"][d]["tau"]
+            assert cells == [format(kept, ".0%"), format(tau, ".2f")]
+            assert 0 <= kept <= 1 and 1 <= tau <= 5  # k = 4: at most 4 kept and the model's own
+
+
+def test_the_catch_line_gives_each_drafts_mean_and_where_it_catches_most():
+    from specdec_playable.episodes.ep4.words import catch_line
+    from specdec_playable.kit.words import in_prose
+
+    means = measured.genre_means()
+    line = catch_line()
+    for d, said in (("head", "the head's"), ("memory", "the memory draft's"), ("ngram", "the n-gram table's"),
+                    ("lookup", "prompt lookup's")):
+        mean = sum(m["compare"][d]["greedy"] for m in means.values()) / len(means)
+        assert f"{said} first guess is kept at {mean:.0%}" in line or f"{said} at {mean:.0%}" in line
+    best = max(means.values(), key=lambda m: m["compare"]["memory"]["greedy"])
+    assert f"most on {in_prose(best['kind'])}: these texts are not the model's own replies" in line

@@ -22,6 +22,7 @@ from ..nav import neighbours
 from .practice import EXERCISES, LEFT, RIGHT, try_this
 from ...data import measured, recorded, texts
 from ...lm.head import head_meta
+from ...lm.memory import index_meta
 from ...kit.words import in_prose
 from .words import fly_story, genre_story, title_holds
 from .state import BIG_PASS_MS, BoilerplateVsPoetry
@@ -141,6 +142,7 @@ def explain_html() -> str:
     meta = measured.load_measured().meta
     cost = draft_cost()
     head = _head_record()
+    memory_rows = index_meta()["rows"]
     return f"""
 <h2>Where the numbers come from</h2>
 <p class="sdp-lede">Every text here is cut into the tokens of a real language model,
@@ -160,7 +162,10 @@ tokens the big model writes most (EAGLE's idea, with FR-Spec's reduced vocabular
 replies to chat prompts, poems and letters among them; none of the texts here was part of it. One
 draft step took {cost[0]:.3f} of a big pass ({cost[1]:.1f} ms against {cost[2]:.1f}
 ms, {esc(draft_cost_when())}): hence the starting c of
-{BoilerplateVsPoetry.param.c.default:g}. {esc(cost_in_runs())} The table also measures two drafts beside it: the n-gram
+{BoilerplateVsPoetry.param.c.default:g}. {esc(cost_in_runs())} The table also measures four drafts beside it: the memory
+draft of Episode 7 (no network: it copies the continuation that most of the model's own
+{memory_rows:,} past replies gave after the longest stretch of tokens they share with the text so
+far), memory + head (the memory's guesses where it has two or more, else the head's), the n-gram
 table of Episode 7 (the tokens that most often followed one to three tokens in Python's standard
 library) and prompt lookup (which copies what followed the same tokens earlier in the text). The
 texts were scored once with <code>{esc(meta["command"])}</code> on {esc(meta["date"][:10])}; a
@@ -173,7 +178,7 @@ pasted text is scored the same way, live. The time axis is still the simulation'
 speculative sampling keeps the draft head's guess. The big model's p<sub>big</sub> of the real token says
 how predictable the text is to the big model itself, whatever the draft. First guess kept, per draft:
 the share of tokens where the draft's top guess is the big model's top guess, which is how often greedy
-decoding would keep it, for the head, the n-gram table and prompt lookup. Tokens per pass at k = 4: a
+decoding would keep it, for each draft. Tokens per pass at k = 4: a
 real greedy round started at every token of the text (the draft guesses up to 4 tokens, one pass of the
 big model checks them), on average: 1 means no guess was ever kept.</p>
 <h3>Why boilerplate can fly</h3>

@@ -93,7 +93,8 @@ def histogram_figure(source: ColumnDataSource, factors) -> figure:
 
 
 #: The drafts of the comparison columns, in order, and what the table calls them.
-COMPARED = {"head": "head", "ngram": "n-gram", "lookup": "lookup"}
+COMPARED = {"head": "head", "memory": "memory", "hybrid": "memory + head", "ngram": "n-gram",
+            "lookup": "lookup"}
 
 
 def _compared_cells(m: dict, key: str, fmt: str) -> str:
@@ -106,8 +107,8 @@ def _compared_cells(m: dict, key: str, fmt: str) -> str:
 
 def genre_table_html() -> str:
     """Per text: tokens, mean measured acceptance, how probable the big model itself finds the
-    text (mean p of each real token), and, per draft compared (the head, the n-gram table, prompt
-    lookup), its first guess kept (the share where greedy drafting is kept: the head's is the
+    text (mean p of each real token), and, per draft compared (the head, the memory draft, memory +
+    head, the n-gram table, prompt lookup), its first guess kept (the share where greedy drafting is kept: the head's is the
     page's draft's) and its tokens per pass at k = 4."""
     rows = []
     for tid, m in measured.genre_means().items():

@@ -61,10 +61,12 @@ def catch_line() -> str:
     """Which draft is kept most on these texts, from the comparison columns (plain text)."""
     means = measured.genre_means()
     mean = {d: sum(m["compare"][d]["greedy"] for m in means.values()) / len(means)
-            for d in ("head", "ngram", "lookup")}
+            for d in ("head", "memory", "ngram", "lookup")}
     best = {d: max(means.values(), key=lambda m: m["compare"][d]["greedy"]) for d in mean}
     return (f"the head's first guess is kept at {mean['head']:.0%} of the tokens on average (most on "
-            f"{in_prose(best['head']['kind'])}), the n-gram table's at {mean['ngram']:.0%} and "
+            f"{in_prose(best['head']['kind'])}), the memory draft's at {mean['memory']:.0%} (most on "
+            f"{in_prose(best['memory']['kind'])}: these texts are not the model's own replies, "
+            f"which is what it remembers), the n-gram table's at {mean['ngram']:.0%} and "
             f"prompt lookup's at {mean['lookup']:.0%}: a draft must have learned what the big "
             "model writes, and a fresh text leaves nothing to copy.")
 

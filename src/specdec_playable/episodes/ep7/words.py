@@ -602,11 +602,27 @@ def summary_sentence() -> str:
     rec = ("" if run is None or not run.finished else
            f" In the run recorded on {recorded_meta()['date']}, prompt lookup on repeating a sentence was "
            f"{times(run.speedup)} as fast as plain decoding{speeds}.")
+    rec += memory_summary()
     need = (f", so even a free draft pays at k = 4 only if its guesses are accepted at a rate of at "
             f"least q = {cpu.free_draft_break_even(4):.2f}" if 1 < r_cpu < 5 else "")
     return (f"A real model on a CPU, where a pass over 5 positions costs {times(r_cpu)} a "
             f"one-position step (on the H200, {times(r_gpu)}){need}. The CPU's figures were "
             f"{html.escape(cpu.source)}." + rec)
+
+
+def memory_summary() -> str:
+    """One sentence on the memory draft's recorded runs: its fastest and its slowest task other
+    than the copy task (empty when fewer than two were recorded)."""
+    runs = {t: r for (t, d), r in recorded_runs().items()
+            if d == "memory" and r.finished and t != "repeat"}
+    if len(runs) < 2:
+        return ""
+    best = max(runs, key=lambda t: runs[t].speedup)
+    low = min(runs, key=lambda t: runs[t].speedup)
+    return (f" In runs recorded on {recorded_on(recorded_meta(), 'memory')}, the memory draft, which "
+            f"copies what the model’s own past replies said next (no network, no model of its own), "
+            f"ran {times(runs[best].speedup)} as fast as plain decoding on the "
+            f"{TASKS[best].named} and {times(runs[low].speedup)} on the {TASKS[low].named}.")
 
 
 def counter_text(text: str | None, max_chars: int) -> str:
