@@ -40,7 +40,7 @@ from specdec_playable.lm.drafts import PromptLookup
 from specdec_playable.lm.head import ASSET as HEAD_ASSET, DraftHead
 from specdec_playable.lm.measure import default_draft, measure_text, next_token, top_only
 from specdec_playable.lm.hybrid import HybridDraft
-from specdec_playable.lm.memory import MemoryDraft
+from specdec_playable.lm.memory import MemoryDraft, load_index, match
 from specdec_playable.lm.ngram import NgramDraft
 from specdec_playable.lm.score import accepted_along
 from specdec_playable.data.measured import ASSET, CONTEXTS, DIGITS, META, python_text
@@ -65,6 +65,15 @@ def compare(model, source: str) -> dict:
         kept = accepted_along(model, seq, draft, TAU_K)
         out[name] = dict(alpha=r(m.mean_alpha), greedy=r(m.greedy.mean()), tau=r(1 + kept.mean()))
     return out
+
+
+def match_lengths(model, source: str) -> list[int]:
+    """Per token: how many tokens just before it (the text so far) the memory draft matches, in
+    the model's past replies or earlier in the text (lm.memory.match: the length the memory's own
+    draft length grows with)."""
+    ids = np.asarray(model.tokenizer.encode(source), dtype=np.int64)
+    index = load_index()
+    return [0] + [match(index, ids[:i]).length for i in range(1, ids.size)]
 
 
 def sha256(path: Path) -> str:
@@ -113,7 +122,7 @@ def main() -> None:
         records.append(dict(
             src, tokens=len(m), pieces=list(m.pieces), alpha=[r(a) for a in m.alpha],
             greedy=[int(g) for g in m.greedy], p_token=[r(p) for p in m.p_token],
-            guess=list(m.guess), compare=rows,
+            guess=list(m.guess), compare=rows, match=match_lengths(model, src["source"]),
             learned=dict(alpha=[r(a) for a in ng.alpha], greedy=[int(g) for g in ng.greedy],
                          guess=list(ng.guess))))
         print(f"{src['id']:<16} {src['kind']:<12} {len(m):>6} {m.mean_alpha:>10.3f} "
@@ -167,6 +176,10 @@ def main() -> None:
                     "the draft's first greedy guess is the target's greedy token; tau: 1 + mean "
                     f"drafts kept by a greedy round at k = {TAU_K} starting at each token (one real "
                     "verify pass each, lm.score.accepted_along)"),
+        match="per token, the length of the longest stretch of the text just before it that the "
+              "memory draft matches in the model's past replies or earlier in the text "
+              "(lm.memory.match, the text alone as context; 0 at the first token): Episode 6's "
+              "match-length policy reads it",
         contexts=f"the target's {TOP} most likely next tokens; the draft head's {DRAFT_TOP}, its q "
                  "renormalised over them (draft_top_mass: the share of its q they held), alpha the "
                  "acceptance of that kept draft (exact: it proposes nothing else), alpha_full the "

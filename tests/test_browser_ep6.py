@@ -3,7 +3,7 @@
 Part 1: a real context's p against the draft head's q; pick another context, push the
 bias to the favourite to its end, pick 100,000 samples, draw; the browser's chart data follows
 the real p (checked against the state's own numbers) and the page reports the test.
-Part 2: change the draft cost and press "New randomness"; the four lines and the table
+Part 2: change the draft cost and press "New randomness"; the five lines and the table
 are redrawn, each policy's line ends at the stream's length.
 """
 
@@ -32,7 +32,7 @@ N_STREAM = len(measured.measured_stream(RACE_TEXTS, REPEATS))
 def _open(page, site, width=1280):
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(site.url + PATH)
-    wait_for_bokeh(page, "ep6-wall-3")
+    wait_for_bokeh(page, "ep6-wall-4")
     page.wait_for_timeout(500)
 
 
@@ -94,13 +94,13 @@ def test_ep6_part1_samples_follow_real_p_whatever_q(page, site, console, artifac
 
 def test_ep6_part2_race_redraws_on_cost_and_new_randomness(page, site, console, artifacts):
     _open(page, site)
-    first = [model_data(page, f"ep6-wall-{i}") for i in range(4)]
+    first = [model_data(page, f"ep6-wall-{i}") for i in range(5)]
     for d in first:
         assert d["x"][-1] == N_STREAM  # every policy writes the whole stream
         assert all(b >= a for a, b in zip(d["y"], d["y"][1:]))  # the clock never runs backwards
     text = page_text(page)
     for label in ("fixed k = 4", "+2 / −1 heuristic", "best k from estimate",
-                  "best k, off below break-even", "★ fastest"):
+                  "best k, off below break-even", "k from the match length", "★ fastest"):
         assert label in text
 
     # Draft cost c: the handle after temperature, favourite and bias; End = 0.60.
@@ -113,6 +113,8 @@ def test_ep6_part2_race_redraws_on_cost_and_new_randomness(page, site, console, 
         arg=first[0]["y"][-1], timeout=10_000)
     k_off = model_data(page, "ep6-k-3")
     assert 0 in k_off["y"]  # at c = 0.6 the off-switch policy does switch off in the poem
+    k_match = model_data(page, "ep6-k-4")  # the match-length policy: off where nothing matches
+    assert 0 in k_match["y"] and max(k_match["y"]) >= 2
 
     seed_before = page.get_by_role("textbox", name="Race seed").input_value()
     page.get_by_role("button", name="New randomness").click()
@@ -122,7 +124,7 @@ def test_ep6_part2_race_redraws_on_cost_and_new_randomness(page, site, console, 
         assert time.monotonic() < deadline, "the race seed never changed"
         page.wait_for_timeout(50)
     assert page.get_by_role("textbox", name="Race seed").input_value() != seed_before
-    for i in range(4):
+    for i in range(5):
         assert model_data(page, f"ep6-wall-{i}")["x"][-1] == N_STREAM
     page.screenshot(path=artifacts / "ep6-part2.png", full_page=True)
     assert_clean(page, console)

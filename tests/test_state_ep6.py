@@ -72,7 +72,7 @@ def test_race_runs_over_the_measured_texts():
     s.race_seed = 5
     s.new_race()
     assert s.race_seed != 5
-    assert len(s.runs) == 4 and s.best_run in s.runs
+    assert len(s.runs) == 5 and s.best_run in s.runs
 
 
 def test_two_sessions_draw_independently():
@@ -80,3 +80,46 @@ def test_two_sessions_draw_independently():
     assert not np.array_equal(a.samples.samples, b.samples.samples)
     assert isinstance(a.samples, sampling.SampleResult)
     assert isinstance(a.runs[0], adaptive.PolicyRun)
+
+
+def test_the_match_policy_drafts_what_each_rounds_match_earns():
+    """The fifth policy: at every round start, k = the match length there (capped at 12), and
+    plain decoding where the text just written matches fewer than two tokens; the stream's match
+    lengths are the measured texts' own, laid out as the stream lays out their tokens."""
+    from specdec_playable.sim import adaptive
+
+    s = FinePrint()
+    match = s.stream.match
+    assert match is not None and match.shape == (len(s.stream),) and not match.flags.writeable
+    for (_, a, b), tid in zip(s.stream.segments, RACE_TEXTS):
+        one = measured.match_lengths((tid,))
+        np.testing.assert_array_equal(match[a:a + one.size], one)
+    run = s.runs[4]
+    assert run.label == adaptive.MatchLength().label
+    m = match[run.start]
+    want = np.where(m < 2, 0, np.minimum(m, adaptive.K_CAP))
+    np.testing.assert_array_equal(run.k, want)
+    assert run.output == s.stream.tokens and 0 < run.plain_rounds < run.n_rounds
+
+
+def test_a_stream_without_match_lengths_refuses_the_match_policy():
+    from specdec_playable.sim import adaptive
+
+    stream = measured.measured_stream(RACE_TEXTS, 1, draft="ngram")
+    with pytest.raises(ValueError, match="needs a stream with match lengths"):
+        adaptive.race(stream, (adaptive.MatchLength(),), 0.1, rng=0)
+    with pytest.raises(ValueError, match="one length >= 0 per token"):
+        adaptive.Stream(("a", "b"), np.array([0.5, 0.5]), (("code", 0, 2),), match=[1])
+
+
+@pytest.mark.parametrize("c, seed", [(0.05, 1), (0.05, 99), (0.3, 7), (0.6, 123)])
+def test_the_story_says_what_the_match_policy_drafted_on_each_text(c, seed):
+    from specdec_playable.episodes.ep6.view import race_story_html
+
+    s = FinePrint(c=c, race_seed=seed)
+    run = s.runs[4]
+    story = race_story_html(s)
+    for _, a, b in s.stream.segments:
+        assert f"{run.mean_k(a, b):.1f} in " in story
+    assert (f"decoded {run.plain_rounds:,} round{'s' if run.plain_rounds != 1 else ''} plainly "
+            f"({run.plain_rounds / run.n_rounds:.0%} of its rounds)") in story

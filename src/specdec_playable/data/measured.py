@@ -81,12 +81,16 @@ class MeasuredText:
     guess : tuple of str
         The draft's most likely token at each position ("" where it proposes nothing).
     compare : dict
-        Per draft measured on the text (``head``, ``learned``, ``lookup``): ``alpha`` (mean
+        Per draft measured on the text (``head``, ``learned``, ``lookup``, ``memory``,
+        ``hybrid``): ``alpha`` (mean
         sum(min(p, q))), ``greedy`` (share where its first greedy guess is kept) and ``tau``
         (tokens per target pass of a greedy round at k = 4 starting at each token).
     learned : dict
         The n-gram table's own ``alpha``, ``greedy`` and ``guess`` per token (Episode 6 plays
         them), read-only.
+    match : numpy.ndarray of int
+        Per token, the length of the stretch just before it that the memory draft matches
+        (Episode 6's match-length policy reads it); read-only, empty where not measured.
     """
 
     id: str
@@ -101,6 +105,7 @@ class MeasuredText:
     guess: tuple[str, ...]
     compare: dict = field(default_factory=dict)
     learned: dict = field(default_factory=dict)
+    match: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __len__(self) -> int:
         return len(self.pieces)
@@ -181,6 +186,27 @@ def _context(rec: dict) -> Context:
                    float(rec.get("alpha_full", rec["alpha"])))
 
 
+def _match(rec: dict) -> np.ndarray:
+    """A text's per-token match lengths (empty where the asset has none), checked."""
+    m = _ro(rec.get("match", []), np.int64)
+    if m.size and (m.shape != (len(rec["pieces"]),) or (m < 0).any()):
+        raise ValueError(f"{ASSET}: text {rec['id']!r} has match lengths that do not fit it")
+    return m
+
+
+def match_lengths(ids: tuple[str, ...], repeats: int = 1) -> np.ndarray:
+    """The measured texts ``ids`` back to back (each ``repeats`` times, as
+    :func:`measured_stream` lays them out): per token, how long a stretch just before it the
+    memory draft matches (read-only)."""
+    texts = load_measured().texts
+    parts = [texts[i].match for i in ids for _ in range(repeats)]
+    if any(p.size == 0 for p in parts):
+        raise ValueError(f"{ASSET} holds no match lengths for some of {list(ids)}")
+    out = np.concatenate(parts)
+    out.setflags(write=False)
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def load_measured() -> Measured:
     """The asset, validated and cached (every array read-only)."""
@@ -200,7 +226,8 @@ def load_measured() -> Measured:
             source=rec["source"], pieces=tuple(rec["pieces"]), alpha=alpha,
             greedy=_ro(rec["greedy"], bool), p_token=_ro(rec["p_token"]), guess=tuple(rec["guess"]),
             compare={draft_key(d): dict(v) for d, v in rec.get("compare", {}).items()},
-            learned=_learned(rec) if "learned" in rec else {})
+            learned=_learned(rec) if "learned" in rec else {},
+            match=_match(rec))
     rank = {k: i for i, k in enumerate(KIND_ORDER)}
     ordered = dict(sorted(out.items(), key=lambda kv: (rank.get(kv[1].kind, len(rank)), kv[0])))
     contexts = {rec["context"]: _context(rec) for rec in data["contexts"]}

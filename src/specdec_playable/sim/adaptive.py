@@ -27,6 +27,9 @@ Policies
     The same, but stop speculating (plain decoding) while the estimate is below
     ``theory.break_even_q(best k, c)``, drafting a short probe round every few
     tokens to notice when the text turns predictable again.
+:class:`MatchLength`
+    Draft as many tokens as the text just written matches in the model's past replies (the
+    memory draft's rule); plain decoding where it matches fewer than two.
 
 Examples
 --------
@@ -68,11 +71,24 @@ class Stream:
         Read-only; probability the draft guesses each token.
     segments : tuple of (label, start, end)
         One entry per text: its kind (``"code"``, ``"poem"``, ...) and token range.
+    match : numpy.ndarray of int, optional
+        Read-only; per token, how long a stretch just before it the memory draft matches in the
+        model's past replies (:class:`MatchLength` reads it); None where not measured.
     """
 
     tokens: tuple[str, ...]
     q: np.ndarray
     segments: tuple[tuple[str, int, int], ...]
+    match: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.match is not None:
+            m = np.array(self.match, dtype=np.int64)
+            if m.shape != (len(self.tokens),) or (m < 0).any():
+                raise ValueError(f"match must hold one length >= 0 per token ({len(self.tokens)}); "
+                                 f"got shape {m.shape}")
+            m.setflags(write=False)
+            object.__setattr__(self, "match", m)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -140,9 +156,12 @@ def ema_update(estimate: float, drafted: int, accepted: int, alpha: float) -> fl
 
 
 class _Controller:
-    """Chooses each round's k (0 = plain decoding) and learns from the result."""
+    """Chooses each round's k (0 = plain decoding) and learns from the result. :func:`run_policy`
+    sets ``stream`` once and ``pos`` (where the round starts) before each :meth:`next_k`."""
 
     estimate = float("nan")
+    stream: Stream | None = None
+    pos = 0
 
     def next_k(self) -> int:  # pragma: no cover - interface
         raise NotImplementedError
@@ -273,6 +292,48 @@ class EstimateWithOffSwitch(EstimateBestK):
         return C()
 
 
+@dataclass(frozen=True)
+class MatchLength:
+    """Draft as many tokens as the text just written matches in the model's past replies: the
+    memory draft's own rule (SuffixDecoding's: a longer match earns a longer draft), ``k =
+    ceil(factor * m)`` for a match of ``m`` tokens, at most ``k_max``, and plain decoding where
+    the match is shorter than ``min_match``. It reads the stream's :attr:`Stream.match`, not the
+    rounds: it learns nothing from them.
+
+    Examples
+    --------
+    >>> s = Stream(tuple("abcdef"), np.full(6, 0.9), (("code", 0, 6),), match=[0, 1, 2, 3, 5, 9])
+    >>> ctl = MatchLength().controller(0.1)
+    >>> ctl.stream = s
+    >>> [(setattr(ctl, "pos", i), ctl.next_k())[1] for i in range(6)]
+    [0, 0, 2, 3, 5, 9]
+    """
+
+    factor: float = 1.0
+    min_match: int = 2
+    k_max: int = K_CAP
+
+    @property
+    def label(self) -> str:
+        return "k from the match length"
+
+    def controller(self, c: float) -> _Controller:
+        _v.real("factor", self.factor, 0.0, 16.0, lo_open=True)
+        _v.integer("min_match", self.min_match, 1, 1000)
+        _v.integer("k_max", self.k_max, 1, K_CAP)
+        cfg = self
+
+        class C(_Controller):
+            def next_k(self):
+                if self.stream is None or self.stream.match is None:
+                    raise ValueError("the match-length policy needs a stream with match lengths "
+                                     "(Stream.match)")
+                m = int(self.stream.match[self.pos])
+                return 0 if m < cfg.min_match else min(cfg.k_max, int(np.ceil(cfg.factor * m)))
+
+        return C()
+
+
 def below_break_even(estimate: float, k: int, c: float) -> bool:
     """Whether drafting ``k`` at acceptance ``estimate`` is expected to lose to plain decoding.
 
@@ -285,9 +346,11 @@ def below_break_even(estimate: float, k: int, c: float) -> bool:
     return bool(np.isnan(be) or estimate < be)
 
 
-def default_policies(fixed_k: int = K_DEFAULT) -> tuple:
-    """The four policies the page races."""
-    return (FixedK(fixed_k), PlusTwoMinusOne(), EstimateBestK(), EstimateWithOffSwitch())
+def default_policies(fixed_k: int = K_DEFAULT, *, match: bool = False) -> tuple:
+    """The policies the page races: four, and with ``match`` the fifth, :class:`MatchLength`
+    (for a stream with match lengths)."""
+    four = (FixedK(fixed_k), PlusTwoMinusOne(), EstimateBestK(), EstimateWithOffSwitch())
+    return (*four, MatchLength()) if match else four
 
 
 # ---------------------------------------------------------------------------
@@ -410,12 +473,14 @@ def run_policy(policy, stream: Stream, hits, c: float) -> PolicyRun:
     if hits.shape != (n,):
         raise ValueError(f"hits must have one entry per stream token ({n}); got shape {hits.shape}")
     ctl = policy.controller(c)
+    ctl.stream = stream
     misses = np.flatnonzero(~hits)
     rows = []
     out: list[str] = []
     pos = 0
     while pos < n:
         est = ctl.estimate
+        ctl.pos = pos
         k = int(ctl.next_k())
         d = min(k, n - pos - 1)  # always leave the big model one token to write
         # Drafts kept: up to the first miss at or after pos, within d.

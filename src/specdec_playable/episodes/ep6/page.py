@@ -3,7 +3,7 @@
 Part 1 shows that speculative *sampling* loses nothing: whatever the draft's
 distribution, the kept-or-replaced outputs follow the big model's exactly,
 checked with a chi-square test on up to 100,000 draws, and drafts are kept at the
-rate q = sum over x of min(p_big(x), p_draft(x)). Part 2 races four draft-length policies over code, a poem and
+rate q = sum over x of min(p_big(x), p_draft(x)). Part 2 races five draft-length policies over code, a poem and
 JSON back to back on the same randomness, with the n-gram table's measured acceptance (a weaker
 draft than part 1's head, said on the page with both drafts' numbers): adapting k pays when the
 genre changes.
@@ -18,6 +18,7 @@ import panel as pn
 from ..nav import neighbours
 from .practice import EXERCISES, try_this
 from ...data import measured
+from ...lm.memory import index_meta
 from .words import race_draft_story
 from ...kit.words import P_BIG, P_DRAFT
 from ...sim import adaptive
@@ -32,7 +33,7 @@ NUMBER = 6
 SLUG = "ep6_the_fine_print"
 TITLE = "The fine print: exact sampling, and choosing k on the fly"
 SUMMARY = ("Bend a real draft's next-token probabilities as far as you like: the kept-or-replaced "
-           "output still follows the real model exactly. Then race four ways of choosing the draft "
+           "output still follows the real model exactly. Then race five ways of choosing the draft "
            "length over Python, a poem and JSON, with acceptance measured on each token.")
 #: What a student can do after this episode, each completing "After this episode you can"
 #: (the page's first line and the teacher's guide).
@@ -66,7 +67,7 @@ trimmed, tokens it under-proposes get topped up, and the two effects cancel exac
 proposals kept is the acceptance rate q = the sum over x of min({P_BIG}(x), {P_DRAFT}(x)).</p>
 """
 
-_, _PLUS, _ESTIMATE, _OFF = adaptive.default_policies()
+_, _PLUS, _ESTIMATE, _OFF, _MATCH = adaptive.default_policies(match=True)
 _RACE_NAMES = {"python": "Python code", "poem": "a poem", "json": "a JSON record", "code": "JavaScript"}
 
 
@@ -85,6 +86,7 @@ _TIMES = {1: "once", 2: "twice"}.get(REPEATS, f"{REPEATS} times")
 def part2_intro() -> str:
     texts = ", then ".join(f"{_RACE_NAMES.get(k, k)} (mean acceptance rate q = {a:.2f})"
                            for k, a in race_means())
+    memory_rows = index_meta()["rows"]
     return f"""<h2 class="ep6-part">Part 2: choosing k on the fly</h2>
 <p class="sdp-lede">The stream is three of Episode 4's texts, each {_TIMES} in a row, as the real
 model's tokens, each with the acceptance probability measured for the n-gram table: {texts}.
@@ -103,6 +105,13 @@ theory says is fastest at that rate and this c.</li>
 <li><strong>Best k, off below break-even</strong>: the same, but when even the best k is expected to
 lose to plain decoding, stop drafting; every {_OFF.probe_every} plain rounds, draft {_OFF.probe_k} tokens
 as a probe to see whether the text got easier.</li>
+<li><strong>k from the match length</strong>: the memory draft's own rule (SuffixDecoding, Oliaro et
+al. 2024): look up the tokens just written in the model's own {memory_rows:,} past replies (and earlier in the same
+text), and
+draft as many tokens as the longest match is long ({_MATCH.factor:g} per matched token, at most
+{_MATCH.k_max}); with a match shorter than {_MATCH.min_match} tokens, decode plainly. It learns
+nothing from the rounds: a long match says the text is running along a path the model has
+written before.</li>
 </ol>
 """
 

@@ -124,7 +124,7 @@ EXERCISES = (
              {"bias": BIAS_MAX, "n_samples": max(SAMPLE_SIZES)}, _answer_biased),
     Exercise("Part 2: make every draft step cost c = 0.30 of a big-model pass. Which policy "
              "finishes the race first?",
-             tuple(p.label for p in adaptive.default_policies(4)),
+             tuple(p.label for p in adaptive.default_policies(4, match=True)),
              {"c": 0.30, "fixed_k": 4}, _answer_dear_race),
 )
 

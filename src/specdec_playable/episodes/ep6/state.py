@@ -7,11 +7,13 @@ favourite token. Every change draws ``n_samples`` fresh outputs by speculative s
 session's own generator and tests them against both distributions. (The page calls them p and q,
 as the papers do.)
 
-Part 2: four draft-length policies race over Python, then a poem, then JSON, each token with its
+Part 2: five draft-length policies race over Python, then a poem, then JSON, each token with its
 measured acceptance probability, with one shared draw of randomness fixed by ``race_seed``.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import param
@@ -50,17 +52,19 @@ def draft_distribution(context: str, temperature: float, favourite: int, bias: f
 @shared(maxsize=4)
 def race_stream(repeats: int) -> adaptive.Stream:
     """The race's stream of measured texts (read-only, one per process)."""
-    return measured.measured_stream(RACE_TEXTS, repeats, draft="ngram")
+    stream = measured.measured_stream(RACE_TEXTS, repeats, draft="ngram")
+    return dataclasses.replace(stream, match=measured.match_lengths(RACE_TEXTS, repeats))
 
 
 @shared(maxsize=256)
 def race_runs(repeats: int, fixed_k: int, c: float, seed: int) -> tuple[adaptive.PolicyRun, ...]:
-    """The four policies raced over :func:`race_stream` at draft cost ``c``, one draw from ``seed``.
+    """The five policies raced over :func:`race_stream` at draft cost ``c``, one draw from ``seed``.
 
     A pure function of its arguments, computed once per process for each of them and shared
     read-only by every session: a class opening the page at its defaults races once.
     """
-    return adaptive.race(race_stream(repeats), adaptive.default_policies(fixed_k), c, rng=seed)
+    return adaptive.race(race_stream(repeats), adaptive.default_policies(fixed_k, match=True), c,
+                         rng=seed)
 
 
 class FinePrint(param.Parameterized):

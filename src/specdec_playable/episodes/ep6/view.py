@@ -47,6 +47,7 @@ POLICY_STYLE = (
     dict(tone="ember", dash="dotdash", dash_name="dot-dash"),
     dict(tone="draft", dash="solid", dash_name="solid"),
     dict(tone="accepted", dash="dotted", dash_name="dotted"),
+    dict(tone="big", dash="dashdot", dash_name="dash-dot"),
 )
 _GENRE = {"code": "code", "poem": "poem", "json": "JSON", "python": "Python"}
 #: Genres named without "the" in a sentence.
@@ -239,8 +240,8 @@ class RaceCharts:
     def __init__(self, stream: adaptive.Stream):
         n = len(stream)
         self.wall = [ColumnDataSource(dict(x=[0], y=[0.0], saved=[0.0]), name=f"ep6-wall-{i}")
-                     for i in range(4)]
-        self.ks = [ColumnDataSource(dict(x=[0], y=[0]), name=f"ep6-k-{i}") for i in range(4)]
+                     for i in range(len(POLICY_STYLE))]
+        self.ks = [ColumnDataSource(dict(x=[0], y=[0]), name=f"ep6-k-{i}") for i in range(len(POLICY_STYLE))]
         self.x_range = Range1d(0, n, bounds=(0, n), name="ep6-x")
         self.y_wall = Range1d(-1, 1, name="ep6-wall-y")
 
@@ -372,12 +373,12 @@ def race_story_html(s: FinePrint) -> str:
     """What happened in this race, in sentences computed from it: who won overall and on each
     text, how the estimate-driven policy's k followed the text, and what the off switch did."""
     runs, segments = s.runs, s.stream.segments
-    fixed, _, est, off = runs
+    fixed, _, est, off = runs[:4]
     fastest = _fastest(runs)
     slowest_cost = max(r.total_cost for r in runs)
     slowest = [r for r in runs if _same(r.total_cost, slowest_cost)]
     if len(fastest) == len(runs):
-        overall = f"all four policies took the same time ({times(runs[0].speedup)})."
+        overall = f"all {len(runs)} policies took the same time ({times(runs[0].speedup)})."
     else:
         overall = (f"{_names(fastest)} finished first ({times(fastest[0].speedup)}), and "
                    f"{_names(slowest)} last ({times(slowest[0].speedup)}).")
@@ -408,7 +409,22 @@ def race_story_html(s: FinePrint) -> str:
                   f"({parts}) and {how} “{esc(est.label)}”.")
     return (f'<p class="sdp-lede ep6-story"><strong>In this race</strong> (seed {s.race_seed}, '
             f"c = {s.c:.2f}), {overall} Fewest passes on each text: {'; '.join(per)}. "
-            f"{adapt} {switch}</p><p class=\"sdp-lede ep6-story\">{race_why_html(s)}</p>")
+            f"{adapt} {switch}{match_words(runs, segments, genres)}</p>"
+            f"<p class=\"sdp-lede ep6-story\">{race_why_html(s)}</p>")
+
+
+def match_words(runs, segments, genres) -> str:
+    """What the match-length policy (the fifth, where raced) drafted on each text, and how often
+    the match was too short to draft at all (escaped; empty without it)."""
+    if len(runs) < 5:
+        return ""
+    match = runs[4]
+    ks = ", ".join(f"{match.mean_k(a, b):.1f} in {_the(g)}" for (_, a, b), g in zip(segments, genres))
+    share_plain = match.plain_rounds / match.n_rounds
+    return (f" “{esc(match.label)}” drafted k = {ks} on average, and decoded "
+            f"{plural(match.plain_rounds, 'round')} plainly ({share_plain:.0%} of its rounds) where "
+            "the text just written matched fewer than two tokens of the model’s past replies (or of "
+            "the text before).")
 
 
 def text_best_k(s: FinePrint) -> list[tuple[str, float, int, float]]:
