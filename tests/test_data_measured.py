@@ -187,3 +187,21 @@ def test_a_model_process_measures_as_this_process_does(model):
         assert not cut.complete and len(cut) == 0
     finally:
         child.close()
+
+
+@pytest.mark.parametrize("tid", ["py-account", "form-letter"])
+def test_the_match_lengths_recomputed_equal_the_asset(model, tid):
+    """The memory draft's match before each token (integers from the shipped index and the
+    model's tokenizer: equal on any machine)."""
+    from specdec_playable.lm.memory import load_index, match
+
+    shipped = measured.load_measured().texts[tid]
+    ids = np.asarray(model.tokenizer.encode(shipped.source), dtype=np.int64)
+    assert shipped.match.shape == (ids.size,) and shipped.match[0] == 0
+    index = load_index()
+    fresh = [match(index, ids[:i]).length for i in range(1, 40)]
+    assert fresh == shipped.match[1:40].tolist()
+    # and Episode 6's stream lays them out as it lays out the tokens
+    both = measured.match_lengths((tid, "poem-kettle"), repeats=2)
+    n = len(shipped)
+    assert both[:n].tolist() == both[n:2 * n].tolist() == shipped.match.tolist()
