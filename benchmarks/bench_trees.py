@@ -63,6 +63,7 @@ from specdec_playable.lm.decode import generate
 from specdec_playable.lm import head as lmhead
 from specdec_playable.lm.ngram import ASSET as NGRAM_ASSET
 from specdec_playable.lm.ngram import NgramDraft
+from specdec_playable.lm.memory import MemoryDraft, index_meta
 from specdec_playable.lm.prompts import PROMPTS
 from specdec_playable.lm.tree import (EMPTY_TREE, DraftTree, build_tree, judge_tree, shape_parents,
                                       speculate_tree, verify_tree)
@@ -70,6 +71,9 @@ from specdec_playable.lm.tree import (EMPTY_TREE, DraftTree, build_tree, judge_t
 ROOT = Path(__file__).resolve().parents[1]
 CSV_PATH = ROOT / "assets" / "lm" / "tree_vs_chain.csv"
 META_PATH = ROOT / "assets" / "lm" / "tree_vs_chain.meta.json"
+#: The memory draft's trees go to their own table (the head's is the one Episode 8 draws).
+MEMORY_CSV_PATH = ROOT / "assets" / "lm" / "tree_vs_chain_memory.csv"
+MEMORY_META_PATH = ROOT / "assets" / "lm" / "tree_vs_chain_memory.meta.json"
 
 #: Groups of equal verified positions per pass: (width, depth, shape), the chain first.
 GROUPS = {
@@ -180,8 +184,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-new", type=int, default=64, help="greedy tokens per prompt")
     ap.add_argument("--repeats", type=int, default=15, help="timed passes per shape (median kept)")
-    ap.add_argument("--draft", type=draft_key, choices=("head", "ngram"), default="head",
-                    help="the trained draft head, or the n-gram table ('learned' still finds it)")
+    ap.add_argument("--draft", type=draft_key, choices=("head", "ngram", "memory"), default="head",
+                    help="the trained draft head, the n-gram table ('learned' still finds it) or the "
+                         "memory draft (its trees: the top-w continuations of each node's longest "
+                         "match; written to tree_vs_chain_memory.csv)")
     ap.add_argument("--head", default="", help="another draft head asset in place of the shipped one")
     ap.add_argument("--min-share", type=float, default=0.0,
                     help="the n-gram table's confidence threshold (0: draft wherever the context "
@@ -202,7 +208,10 @@ def main(argv=None) -> int:
 
     load_start = os.getloadavg()[0]
     model = get_model()
-    draft = (lmhead.DraftHead(path=args.head) if args.draft == "head" else NgramDraft(min_share=args.min_share))
+    draft = (lmhead.DraftHead(path=args.head) if args.draft == "head" else
+             MemoryDraft() if args.draft == "memory" else NgramDraft(min_share=args.min_share))
+    csv_path, meta_path = ((MEMORY_CSV_PATH, MEMORY_META_PATH) if args.draft == "memory"
+                           else (CSV_PATH, META_PATH))
     proposer = draft.begin(model)
     configs = [c for group in GROUPS.values() for c in group
                if c[2] != "dynamic" or args.draft == "head"]  # only the head grows a dynamic tree
@@ -265,7 +274,8 @@ def main(argv=None) -> int:
                     draft_cost_vs_plain=d_ms / plain_ms,
                     est_speedup_vs_plain=tpp * plain_ms / (pass_ms[c] + d_ms)))
 
-    what = ("draft head" if args.draft == "head" else f"n-gram table (min_share={args.min_share:g})")
+    what = ("draft head" if args.draft == "head" else "memory draft" if args.draft == "memory"
+            else f"n-gram table (min_share={args.min_share:g})")
     print(f"# Token trees vs chains, greedy, {what}, "
           f"{args.max_new} greedy tokens per prompt, prompts: {', '.join(names)}")
     print(f"# {_cpu_name()}, {os.cpu_count()} cores, load average {load_start:.2f} at start, "
@@ -296,13 +306,13 @@ def main(argv=None) -> int:
           "chain's q uses the nominal shape (every node drafted).")
 
     if args.write_csv:
-        with CSV_PATH.open("w", newline="") as fh:
+        with csv_path.open("w", newline="") as fh:
             out = csv.DictWriter(fh, fieldnames=COLUMNS)
             out.writeheader()
             for r in rows:
                 out.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
         meta = dict(
-            csv=CSV_PATH.name,
+            csv=csv_path.name,
             what="greedy token-tree speculative decoding with the real model: chain vs trees at "
                  "equal verified positions per pass; one row per configuration and prompt, plus "
                  "the pooled row (prompt 'all'). Tokens per pass: exact greedy replay on the "
@@ -319,6 +329,11 @@ def main(argv=None) -> int:
                         asset=args.head or lmhead.ASSET,
                         sha256=lmhead.head_meta()["sha256"] if not args.head else sha256_of(args.head))
                    if args.draft == "head" else
+                   dict(name="memory", kind="MemoryDraft (the model's own past replies: each "
+                        "node's top-w continuations of its longest match, where the memory is "
+                        "confident; the tree is cut where it is not)", asset="lm/memory_index.npz",
+                        sha256=index_meta()["index_sha256"])
+                   if args.draft == "memory" else
                    dict(name="ngram", kind="NgramDraft (the n-gram table, top-w candidates "
                         "per level)", asset=NGRAM_ASSET, min_share=args.min_share)),
             prompts=names, max_new=args.max_new,
@@ -329,8 +344,8 @@ def main(argv=None) -> int:
             command="python benchmarks/bench_trees.py " + " ".join(argv if argv is not None
                                                                     else sys.argv[1:]),
         )
-        META_PATH.write_text(json.dumps(meta, indent=1) + "\n")
-        print(f"\nwrote {CSV_PATH.relative_to(ROOT)} and {META_PATH.name}")
+        meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+        print(f"\nwrote {csv_path.relative_to(ROOT)} and {meta_path.name}")
     return 0
 
 

@@ -180,3 +180,40 @@ def test_token_pieces_show_whitespace_and_are_escaped_in_html(step):
     evil = replace(step, root_text="<script>x</script>")
     html = w.step_sentence(evil)
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def _with_tpp(table: TreeVsChain, scale_trees: float) -> TreeVsChain:
+    """``table`` with every tree's tokens per pass scaled (the chains kept)."""
+    tpp = np.where(table.width > 1, table.tokens_per_pass * scale_trees, table.tokens_per_pass)
+    return replace(table, tokens_per_pass=tpp)
+
+
+@pytest.mark.parametrize("scale", [0.5, 1.0, 1.5])
+def test_the_memory_trees_sentence_gives_both_drafts_numbers_and_whether_a_tree_beat_the_chain(
+        table, scale):
+    memory = _with_tpp(table, scale)  # a stand-in memory table: the head's, trees bent
+    said = w.memory_trees_sentence(table, memory)
+    n = max(tree_table.pooled(table))
+    assert f"at {n} verified positions" in said
+    for name, t in (("the memory draft", memory), ("the draft head", table)):
+        chain, best = tree_table.best_tree(t, n)
+        c, b = t.tokens_per_pass[chain], t.tokens_per_pass[best]
+        gain = round(b, 2) - round(c, 2)
+        assert f"{name}’s chain wrote {c:.2f} tokens per pass and " in said
+        assert (f"its best tree ({t.label[best]}) beat it by {gain:.2f}, at {b:.2f}" if gain > 0
+                else f"no tree beat it (the best, {t.label[best]}, {b:.2f})") in said
+    assert w.memory_trees_sentence(table, None) == ""
+
+
+def test_the_shipped_memory_trees_are_the_heads_columns_measured_with_the_memory():
+    memory = v.memory_trees()
+    assert memory is not None and len(memory) > 0
+    meta = tree_table.load_tree_vs_chain_meta(tree_table.MEMORY_META_NAME)
+    assert tree_table.draft_name(meta) == "memory"
+    from specdec_playable.lm.memory import index_meta
+
+    assert meta["draft"]["sha256"] == index_meta()["index_sha256"]
+    assert set(tree_table.pooled(memory)) <= set(tree_table.pooled(load_tree_vs_chain()))
+    assert ((memory.tokens_per_pass >= 1) & (memory.tokens_per_pass <= memory.positions + 1)).all()
+    with pytest.raises(ValueError, match="name must be"):
+        tree_table.load_tree_vs_chain("lm/other.csv")

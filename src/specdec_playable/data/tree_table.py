@@ -20,6 +20,9 @@ from ..shipped import asset_path
 
 CSV_NAME = "lm/tree_vs_chain.csv"
 META_NAME = "lm/tree_vs_chain.meta.json"
+#: The same measurement with the memory draft (``bench_trees.py --draft memory``).
+MEMORY_CSV_NAME = "lm/tree_vs_chain_memory.csv"
+MEMORY_META_NAME = "lm/tree_vs_chain_memory.meta.json"
 #: The pooled rows' prompt name (every prompt's passes together).
 POOLED = "all"
 
@@ -83,27 +86,33 @@ _FLOATS = ("tokens_per_pass", "nodes_per_pass", "q", "pass_cost_vs_plain", "draf
 _TEXTS = ("label", "shape", "prompt")
 
 
-@lru_cache(maxsize=1)
-def load_tree_vs_chain() -> TreeVsChain:
-    """The shipped table, read once per process and shared read-only."""
-    with open(asset_path(CSV_NAME), newline="") as fh:
+@lru_cache(maxsize=2)
+def load_tree_vs_chain(name: str = CSV_NAME) -> TreeVsChain:
+    """The shipped table (the draft head's; :data:`MEMORY_CSV_NAME` the memory draft's), read
+    once per process and shared read-only."""
+    if name not in (CSV_NAME, MEMORY_CSV_NAME):
+        raise ValueError(f"name must be {CSV_NAME!r} or {MEMORY_CSV_NAME!r}; got {name!r}")
+    with open(asset_path(name), newline="") as fh:
         recs = list(csv.DictReader(fh))
     if not recs:
-        raise ValueError(f"{CSV_NAME} holds no rows")
+        raise ValueError(f"{name} holds no rows")
     cols = {n: np.array([int(r[n]) for r in recs], np.int64) for n in _INTS}
     cols |= {n: np.array([float(r[n]) for r in recs]) for n in _FLOATS}
     cols |= {n: tuple(r[n] for r in recs) for n in _TEXTS}
     return TreeVsChain(**cols)
 
 
-@lru_cache(maxsize=1)
-def load_tree_vs_chain_meta() -> dict:
-    """How, when and on what machine the table was measured."""
-    return json.loads(asset_path(META_NAME).read_text())
+@lru_cache(maxsize=2)
+def load_tree_vs_chain_meta(name: str = META_NAME) -> dict:
+    """How, when and on what machine the table was measured (:data:`MEMORY_META_NAME`: the
+    memory draft's)."""
+    if name not in (META_NAME, MEMORY_META_NAME):
+        raise ValueError(f"name must be {META_NAME!r} or {MEMORY_META_NAME!r}; got {name!r}")
+    return json.loads(asset_path(name).read_text())
 
 
 #: The drafts a measurement may name (its meta's ``draft.name``), in the pages' words.
-DRAFT_WORDS = {"head": "the draft head", "ngram": "the n-gram table"}
+DRAFT_WORDS = {"head": "the draft head", "ngram": "the n-gram table", "memory": "the memory draft"}
 
 
 def draft_name(meta: dict | None = None) -> str:

@@ -12,7 +12,7 @@ from ...data import tree_table
 from ...data.tree_table import TreeVsChain
 from ...lm.tree_step import TreeStep
 from ...sim import trees
-from .words import (own_poem_sentence, real_mask_words, real_tree_words, step_sentence,
+from .words import (memory_trees_sentence, own_poem_sentence, real_mask_words, real_tree_words, step_sentence,
                     table_sentence)
 from ...kit import theme
 from ...kit.theme import STATUS
@@ -173,6 +173,14 @@ class RealTreePicture:
         describe(mfig, real_mask_words(step))
 
 
+def memory_trees() -> TreeVsChain | None:
+    """The memory draft's measured table, where it is shipped (None otherwise)."""
+    try:
+        return tree_table.load_tree_vs_chain(tree_table.MEMORY_CSV_NAME)
+    except FileNotFoundError:
+        return None
+
+
 def real_tree_part(table: TreeVsChain, step: TreeStep, curve, *, intro: str, note: str,
                    draft: str = "the draft head", step_draft: str = "the draft head") -> pn.Column:
     """Part 3 of the page: the measured table, the per-prompt table and one real step drawn;
@@ -187,7 +195,9 @@ def real_tree_part(table: TreeVsChain, step: TreeStep, curve, *, intro: str, not
         pn.pane.HTML(f'<p class="sdp-econ">{table_sentence(table, cost, draft)}</p>{table_html(table, cost)}'
                      f'<p class="sdp-small">Tokens per pass for each prompt at {positions} verified '
                      f'positions (the best in bold):</p>{prompts_html(table, positions)}'
-                     + (f'<p class="sdp-small">{esc(poem)}</p>' if (poem := own_poem_sentence(table)) else ""),
+                     + (f'<p class="sdp-small">{esc(poem)}</p>' if (poem := own_poem_sentence(table)) else "")
+                     + (f'<p class="sdp-small">{mem}</p>' if (mem := memory_trees_sentence(
+                         table, memory_trees())) else ""),
                      stylesheets=css, sizing_mode="stretch_width", name="ep8-real-table"),
         pn.pane.HTML(f'<p class="sdp-econ">{step_sentence(step, step_draft)}</p>', stylesheets=css,
                      sizing_mode="stretch_width", name="ep8-real-step"),

@@ -128,6 +128,29 @@ def own_poem_sentence(table: TreeVsChain, draft_key: str | None = None) -> str:
             "against its words, not its own.")
 
 
+def memory_trees_sentence(head: TreeVsChain, memory: TreeVsChain | None) -> str:
+    """The memory draft's trees against the head's, pooled, at the most positions both tables
+    measured: each draft's chain and its best tree in tokens per pass, and whether the tree beat
+    the chain (empty without the memory's table)."""
+    if memory is None:
+        return ""
+    both = sorted(set(tree_table.pooled(head)) & set(tree_table.pooled(memory)))
+    if not both:
+        return ""
+    n = both[-1]
+    said = []
+    for name, table in (("the memory draft", memory), ("the draft head", head)):
+        chain, best = tree_table.best_tree(table, n)
+        c, b = table.tokens_per_pass[chain], table.tokens_per_pass[best]
+        gain = round(b, 2) - round(c, 2)
+        beat = (f"its best tree ({esc(table.label[best])}) beat it by {gain:.2f}, at {b:.2f}"
+                if gain > 0 else f"no tree beat it (the best, {esc(table.label[best])}, {b:.2f})")
+        said.append(f"{name}’s chain wrote {c:.2f} tokens per pass and {beat}")
+    return (f"The memory draft grows trees too: at each node, the several continuations its "
+            f"longest match in the model’s past replies had, where it is confident. Measured the "
+            f"same way, at {n} verified positions {said[0]}; {said[1]}.")
+
+
 def real_mask_words(step: TreeStep) -> str:
     """The real step's mask as words: how many cells are filled, which rows are the kept path's."""
     size = step.mask.shape[0]
