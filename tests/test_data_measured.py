@@ -183,6 +183,13 @@ def test_a_model_process_measures_as_this_process_does(model):
         assert out.complete and out.pieces == here.pieces
         np.testing.assert_allclose(out.alpha, here.alpha, atol=TOL)
         assert seen[0][0] == 0 and seen[-1] == (len(out), len(out))
+        # the memory draft's first guesses come back beside the head's, one per token
+        from specdec_playable.lm.memory import MemoryDraft
+
+        mine = measure_text(model, text[:200], beside={"memory": MemoryDraft()}).kept_beside("memory")
+        theirs = out.kept_beside("memory")
+        assert theirs is not None and theirs.shape == mine.shape
+        assert (theirs == mine).mean() >= 0.95  # a near-tie of the target's top token may flip
         cut = child.measure(text, max_seconds=1e-6)  # out of time before its first pass
         assert not cut.complete and len(cut) == 0
     finally:
@@ -205,3 +212,41 @@ def test_the_match_lengths_recomputed_equal_the_asset(model, tid):
     both = measured.match_lengths((tid, "poem-kettle"), repeats=2)
     n = len(shipped)
     assert both[:n].tolist() == both[n:2 * n].tolist() == shipped.match.tolist()
+
+
+def test_the_memory_draft_measured_beside_the_head_leaves_the_heads_numbers_and_checks_its_guess(model):
+    """Episode 4's paste: the memory's first greedy guess at each token against the target's own
+    top token (from an independent scoring), the head's columns unchanged by it."""
+    from specdec_playable.lm.memory import MemoryDraft
+    from specdec_playable.lm.score import score_text
+
+    source = measured.load_measured().texts["form-letter"].source[:200]
+    alone = measure_text(model, source)
+    both = measure_text(model, source, beside={"memory": MemoryDraft()})
+    np.testing.assert_array_equal(both.greedy, alone.greedy)
+    np.testing.assert_allclose(both.alpha, alone.alpha, atol=1e-6)
+    kept = both.kept_beside("memory")
+    assert kept.shape == (len(both),) and kept.dtype == bool and not kept.flags.writeable
+    assert both.kept_beside("other") is None and alone.kept_beside("memory") is None
+    seq = np.concatenate([[model.tokenizer.bos_id], both.ids])
+    top = score_text(model, seq).target_top  # the target's choice after seq[:i + 1]
+    run = MemoryDraft().begin(model)
+    for i in range(len(both)):
+        guess = run.propose(seq[:i + 1], 1).tokens
+        assert kept[i] == (len(guess) > 0 and int(guess[0]) == int(top[i])), i
+    assert kept.any()  # a form letter: the memory has seen its stock phrases
+
+
+def test_a_pasted_texts_description_says_both_drafts_first_guess_kept(model):
+    from specdec_playable.episodes.ep4.state import kept_words, pasted_text
+    from specdec_playable.lm.memory import MemoryDraft
+
+    result = measure_text(model, "Thank you for your letter. I look forward to hearing from you.",
+                          beside={"memory": MemoryDraft()})
+    said = kept_words(result)
+    head = float(result.greedy.mean())
+    memory = float(result.kept_beside("memory").mean())
+    assert said == (f" First guess kept: the head {head:.0%} of its tokens, the memory draft "
+                    f"{memory:.0%}.")
+    assert pasted_text(result).description.endswith(said)
+    assert kept_words(measure_text(model, "Hello there.")) == ""  # not measured: nothing said

@@ -16,7 +16,7 @@ visitor's pasted text runs it live on a worker (it checks ``stopped`` between pa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +93,10 @@ class TextMeasurement:
         The draft's most likely token there, as text ("" where it proposes nothing).
     complete : bool
         False when measuring stopped early (then the arrays cover the first tokens only).
+    beside : tuple of (str, numpy.ndarray)
+        Per draft measured beside the main one (``measure_text``'s ``beside``), its name and
+        whether its first greedy guess is the target's top token at each token (bool,
+        read-only); :meth:`kept_beside` reads one.
     """
 
     ids: np.ndarray
@@ -102,12 +106,23 @@ class TextMeasurement:
     p_token: np.ndarray
     guess: tuple[str, ...]
     complete: bool = True
+    beside: tuple = ()
 
     def __post_init__(self):
         for name in ("ids", "alpha", "greedy", "p_token"):
             a = np.array(getattr(self, name))
             a.setflags(write=False)
             object.__setattr__(self, name, a)
+        kept = []
+        for name, col in self.beside:
+            a = np.array(col, dtype=bool)
+            a.setflags(write=False)
+            kept.append((str(name), a))
+        object.__setattr__(self, "beside", tuple(kept))
+
+    def kept_beside(self, name: str) -> np.ndarray | None:
+        """The ``beside`` draft ``name``'s greedy kept per token, or None if it was not measured."""
+        return next((col for n, col in self.beside if n == name), None)
 
     def __len__(self) -> int:
         return int(self.alpha.size)
@@ -127,7 +142,8 @@ def _check_text(text) -> str:
 
 def measure_text(model, text: str, *, draft=None, chunk: int = CHUNK,
                  stopped: Callable[[], bool] | None = None,
-                 report: Callable[[int, int], None] | None = None) -> TextMeasurement:
+                 report: Callable[[int, int], None] | None = None,
+                 beside: Mapping[str, object] | None = None) -> TextMeasurement:
     """Measure every token of ``text`` (see the module docstring).
 
     Parameters
@@ -144,6 +160,10 @@ def measure_text(model, text: str, *, draft=None, chunk: int = CHUNK,
         ``complete=False``.
     report : callable, optional
         Called as ``report(done, total)`` tokens after each pass.
+    beside : mapping, optional
+        Name -> another draft whose first greedy guess is checked at every token against the
+        same target passes (:attr:`TextMeasurement.beside`): a chain draft (its ``propose``),
+        cheap beside the passes, such as the memory draft.
     """
     text = _check_text(text)
     draft = default_draft() if draft is None else draft
@@ -159,6 +179,8 @@ def measure_text(model, text: str, *, draft=None, chunk: int = CHUNK,
     complete = True
     if report is not None:
         report(0, n)
+    others = {name: d.begin(model) for name, d in (beside or {}).items()}
+    kept = {name: np.zeros(n, bool) for name in others}
     stream = iter_distributions(model, seq, draft=whole_distribution(draft), chunk=chunk)
     while True:
         if stopped is not None and stopped():
@@ -169,13 +191,18 @@ def measure_text(model, text: str, *, draft=None, chunk: int = CHUNK,
         except StopIteration:
             break
         done = cols.fill(start, p_big, p_draft, ids)
+        top = p_big.argmax(axis=1)
+        for name, run in others.items():
+            for i in range(start, done):
+                guess = run.propose(seq[:i + 1], 1).tokens
+                kept[name][i] = len(guess) > 0 and int(guess[0]) == int(top[i - start])
         if report is not None:
             report(done, n)
     alpha = np.clip(cols.alpha[:done], 0.0, 1.0)  # float32 rounding can leave 1 + 1e-7
     guess = tuple("" if g < 0 else "".join(token_pieces(tok, [g])) for g in cols.guess_ids[:done])
     return TextMeasurement(ids=ids[:done], pieces=token_pieces(tok, ids)[:done], alpha=alpha,
                            greedy=cols.greedy[:done], p_token=cols.p_token[:done], guess=guess,
-                           complete=complete)
+                           complete=complete, beside=tuple((k, v[:done]) for k, v in kept.items()))
 
 
 @dataclass(frozen=True, eq=False)

@@ -271,13 +271,23 @@ def _child_main(requests_fd: int, replies_fd: int, cancel_fd: int, nice: int, bl
 
 def _measure(model, cancel: threading.Event, replies, text: str,
              max_seconds: float):  # pragma: no cover - runs in the child
-    """:func:`.measure.measure_text` in the child: progress sent as ``("progress", (done, total))``;
-    stops at the next pass when cancelled or out of time (the result then says it is partial)."""
+    """:func:`.measure.measure_text` in the child, with the memory draft's first guesses checked
+    beside the head's (left out if its index cannot be loaded: the head's numbers still come):
+    progress sent as ``("progress", (done, total))``; stops at the next pass when cancelled or out
+    of time (the result then says it is partial)."""
     from ..lm.measure import measure_text
+    from ..lm.memory import MemoryDraft, MemoryIndexError, load_index
 
+    try:
+        load_index()
+        beside = {"memory": MemoryDraft()}
+    except MemoryIndexError as exc:
+        log.warning("the memory draft is left out of scoring a pasted text: %s", exc)
+        beside = {}
     end = time.monotonic() + max_seconds
     return measure_text(model, text, stopped=lambda: cancel.is_set() or time.monotonic() > end,
-                        report=lambda done, total: replies.send(("progress", (done, total))))
+                        report=lambda done, total: replies.send(("progress", (done, total))),
+                        beside=beside)
 
 
 _CHILD = ("import sys; from specdec_playable.runtime.model_process import _child_main; "

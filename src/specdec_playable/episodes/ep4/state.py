@@ -54,7 +54,18 @@ def pasted_text(result) -> Text:
     how = "scored by the real model just now" if result.complete else (
         f"only its first {len(result):,} tokens were scored in the time a visitor may use")
     return measured.as_text(result, id=PASTED, title="Your text", kind="pasted",
-                            description=f"Text you pasted, {how}.")
+                            description=f"Text you pasted, {how}.{kept_words(result)}")
+
+
+def kept_words(result) -> str:
+    """How often the head's and the memory draft's first guesses were the model's own top token
+    on a scored paste, as the table's "first guess kept" columns say it for the six texts (empty
+    when the memory was not measured beside the head)."""
+    memory = result.kept_beside("memory") if hasattr(result, "kept_beside") else None
+    if memory is None or not len(result):
+        return ""
+    return (f" First guess kept: the head {float(np.mean(result.greedy)):.0%} of its tokens, the "
+            f"memory draft {float(np.mean(memory)):.0%}.")
 
 
 @dataclass(frozen=True, eq=False)
