@@ -234,7 +234,8 @@ def watch_connection() -> None:
     doc = session_doc()
     if doc is None:
         return
-    hook = CustomJS(args=dict(colors=dict(ink=theme.INK, notice=theme.NOTICE, line=theme.NOTICE_LINE)),
+    hook = CustomJS(args=dict(colors=dict(ink=theme.INK, notice=theme.NOTICE, line=theme.NOTICE_LINE,
+                                          paper=theme.PAPER)),
                     code=script("connection.js"))
     for event in ("connection_lost", "client_reconnected"):
         doc.js_on_event(event, hook)

@@ -32,7 +32,7 @@ function sdp_connection(event) {
   button.textContent = 'Reload the page';
   button.style.cssText = [
     'min-height: 44px', 'padding: 0 16px', 'font: inherit', 'font-weight: 600', 'cursor: pointer',
-    `color: ${colors.ink}`, 'background: #ffffff', `border: 1px solid ${colors.ink}`,
+    `color: ${colors.ink}`, `background: ${colors.paper}`, `border: 1px solid ${colors.ink}`,
     'border-radius: 4px',
   ].join('; ');
   button.addEventListener('click', () => window.location.reload());
