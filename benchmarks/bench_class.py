@@ -356,6 +356,21 @@ async def step_ep3(v: WsVisitor, rng: random.Random, *, n: int | None = None,
 # --- the run -------------------------------------------------------------------------------------
 
 
+async def close_class(visitors, ep3, proc) -> None:
+    """Close every page of the class and stop the server."""
+    for v in visitors:
+        await v.page.close()
+    if ep3 is not None:
+        await ep3.close()
+    proc.terminate()
+    proc.wait(10)
+
+
+def logged(log: Path, *marks: str, most: int = 10) -> list[str]:
+    """The server log's first ``most`` lines holding any of ``marks``."""
+    return [ln for ln in log.read_text().splitlines() if any(m in ln for m in marks)][:most]
+
+
 SERVE_WITH_LINE = ("import sys; from specdec_playable.runtime import jobs; "
                    "jobs.SHARED_MAX_WAITING = int(sys.argv[1]); "
                    "from specdec_playable.app.cli import main; sys.exit(main(sys.argv[2:]))")
@@ -438,14 +453,8 @@ async def run(args) -> dict:
                    ep3_before_ms=idle, ep3_after_ms=after, ep3_class_ms=busy,
                    ep3_errors=list(ep3.errors), load_end=os.getloadavg())
     finally:
-        for v in visitors:
-            await v.page.close()
-        if ep3 is not None:
-            await ep3.close()
-        proc.terminate()
-        proc.wait(10)
-    logged = [ln for ln in log.read_text().splitlines() if " ERROR " in ln or "Traceback" in ln]
-    out["server_errors"] = logged[:10]
+        await close_class(visitors, ep3, proc)
+    out["server_errors"] = logged(log, " ERROR ", "Traceback")
     out["total_s"] = time.perf_counter() - t_all
     return out
 
@@ -553,16 +562,9 @@ async def run_faults(args) -> dict:
                    dropped=[e for page in [ep3, *(v.page for v in visitors)] for e in page.errors
                             if "closed" in e.lower() or "reader stopped" in e])
     finally:
-        for v in visitors:
-            await v.page.close()
-        if ep3 is not None:
-            await ep3.close()
-        proc.terminate()
-        proc.wait(10)
-    text = log.read_text()
-    out["server_socket_errors"] = [ln for ln in text.splitlines()
-                                   if "non-socket" in ln or "Bad file descriptor" in ln][:10]
-    out["server_errors"] = [ln for ln in text.splitlines() if " ERROR " in ln or "Traceback" in ln][:10]
+        await close_class(visitors, ep3, proc)
+    out["server_socket_errors"] = logged(log, "non-socket", "Bad file descriptor")
+    out["server_errors"] = logged(log, " ERROR ", "Traceback")
     out["total_s"] = time.perf_counter() - t_all
     return out
 
