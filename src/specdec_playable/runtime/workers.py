@@ -52,8 +52,9 @@ def generation_work(settings) -> Callable[[jobs.JobContext], Any]:
 
 
 def scoring_work(source: str) -> Callable[[jobs.JobContext], Any]:
-    """Episode 4's paste: the text scored teacher-forced by the model and the learned draft,
-    reporting ``(done, total)`` tokens after each pass (an :class:`lm.measure.TextMeasurement`)."""
+    """Episode 4's paste: the text scored teacher-forced by the model and the draft head, with the
+    memory draft's first guesses checked beside the head's, reporting ``(done, total)`` tokens
+    after each pass (an :class:`lm.measure.TextMeasurement`)."""
 
     def call(child, **budget):
         return child.measure(source, **budget)
