@@ -62,7 +62,7 @@ def status_line(service: interface.Service, *, name: str = "model-status",
     state again every ``refresh_ms`` until the model is ready (or is not installed), then stops."""
     installed = service.installed()
     html, settled = _html(service, installed)
-    pane = pn.pane.HTML(html, name=name, sizing_mode="stretch_width", margin=(0, 0),
+    pane = pn.pane.HTML(html, name=name, sizing_mode="stretch_width", margin=(0, 10),
                         stylesheets=[page_css()])
     if settled or session_doc() is None:
         return pane
