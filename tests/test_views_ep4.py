@@ -101,32 +101,35 @@ def _fly_named(story: str) -> tuple[list[str], list[str]]:
 
 
 def _check_fly_story(means: dict) -> None:
+    """The sentence compares the numbers as it shows them, to two decimals: a text is named as
+    flying only where its shown mean is above the poem's shown mean."""
     story = prose4.fly_story()
     fly, short = _fly_named(story)
     by_name = {prose4.in_prose(m["kind"]): m for m in means.values()}
     poem = next(m for m in means.values() if m["kind"] == "poem")
+    shown = lambda m: round(m["alpha"], 2)  # noqa: E731
     assert fly or "kept more often" not in story
-    for name in fly:  # named as flying: the table has it above the poem
-        assert by_name[name]["alpha"] > poem["alpha"], (name, story)
+    for name in fly:  # named as flying: the table shows it above the poem
+        assert shown(by_name[name]) > shown(poem), (name, story)
         assert f"{by_name[name]['alpha']:.2f} on {name}" in story
     for name in short:  # named as falling short: at or below the poem, though easier for the big model
-        assert by_name[name]["alpha"] <= poem["alpha"] and by_name[name]["p_token"] > poem["p_token"]
-    # Every text above the poem is named as flying, and no other.
-    above = {prose4.in_prose(m["kind"]) for m in means.values() if m["alpha"] > poem["alpha"]}
+        assert shown(by_name[name]) <= shown(poem) and by_name[name]["p_token"] > poem["p_token"]
+    # Every text shown above the poem is named as flying, and no other.
+    above = {prose4.in_prose(m["kind"]) for m in means.values() if shown(m) > shown(poem)}
     assert set(fly) == above
     # An example habit is given only for a text named as flying.
     for kind, habit in prose4._HABITS.items():
         if habit in story:
-            assert any(m["kind"] == kind and m["alpha"] > poem["alpha"] for m in means.values()), habit
+            assert any(m["kind"] == kind and shown(m) > shown(poem) for m in means.values()), habit
 
 
 def test_why_boilerplate_can_fly_names_only_texts_above_the_poem():
     _check_fly_story(measured.genre_means())
-    assert "form letter" not in _fly_named(prose4.fly_story())[0]  # at 0.310, below the poem's 0.321
+    assert "form letter" not in _fly_named(prose4.fly_story())[0]  # 0.373 and 0.366: both 0.37
     assert html.escape(prose4.fly_story()) in ep4_page.explain_html()
 
 
-@pytest.mark.parametrize("poem_alpha", [0.0, 0.2, 0.31, 0.55, 0.7])
+@pytest.mark.parametrize("poem_alpha", [0.0, 0.2, 0.31, 0.3725, 0.374, 0.55, 0.7])
 def test_why_boilerplate_can_fly_follows_the_numbers_it_names(monkeypatch, poem_alpha):
     """Move the poem's mean acceptance under, between and over the others: the sentence follows."""
     real = measured.genre_means()

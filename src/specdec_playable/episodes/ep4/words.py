@@ -95,8 +95,10 @@ def fly_story() -> str:
     if poem is None:
         return catch_line()
     others = sorted((m for m in means if m is not poem), key=lambda m: -m["alpha"])
-    fly = [m for m in others if m["alpha"] > poem["alpha"]]
-    short = [m for m in others if m["alpha"] <= poem["alpha"] and m["p_token"] > poem["p_token"]]
+    # Compared as the sentence shows them (two decimals): 0.373 against 0.366 reads as a tie.
+    fly = [m for m in others if round(m["alpha"], 2) > round(poem["alpha"], 2)]
+    short = [m for m in others if round(m["alpha"], 2) <= round(poem["alpha"], 2)
+             and m["p_token"] > poem["p_token"]]
     parts = []
     if fly:
         habits = [_HABITS[m["kind"]] for m in fly if m["kind"] in _HABITS]
