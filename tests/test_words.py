@@ -64,3 +64,21 @@ def test_episode_6_describes_the_policies_it_races():
     # The race's texts are named with their measured mean acceptance, in the stream's order.
     for kind, mean in ep6_page.race_means():
         assert f"(mean acceptance rate q = {mean:.2f})" in ep6_page.part2_intro()
+
+
+def test_a_legend_item_is_its_swatch_and_one_span_of_words():
+    """The key's items are flex boxes: the words in one span, so a glossary link inside them runs
+    on with the words around it ("the big model’s own token", not "the big model ’s own token")."""
+    import re
+
+    from specdec_playable.episodes.ep2 import view as ep2
+    from specdec_playable.episodes.ep7 import view as ep7
+    from specdec_playable.kit.terms import link_terms
+
+    for html_ in (ep2.legend_html(), ep7.legend_html()):
+        items = re.findall(r'<span class="i">(.*?)</span></span>', html_)
+        assert len(items) == 8
+        for item in items:
+            assert re.fullmatch(r'<span class="sw [a-z]+">[^<]*</span><span class="t">[^<]+', item), item
+    linked = link_terms(ep2.legend_html())
+    assert re.search(r"<span class=\"t\">the <a [^>]*>big model</a>’s own <a [^>]*>token</a></span>", linked), linked

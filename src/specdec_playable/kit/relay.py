@@ -136,3 +136,12 @@ def token_span(cls: str, text: str, *, title: str = "", on: float | None = None,
     if hidden:
         attrs += " hidden"
     return f'<span{attrs}>{esc(lead)}<span class="w">{esc(word)}</span></span>'
+
+
+def legend_html(items) -> str:
+    """A relay's key: ``items`` of (swatch class, mark, words). Each item is two flex items, the
+    swatch and its words in one span, so a glossary link inside the words ("the big model's own
+    token") runs on with the text around it instead of standing apart as a flex item."""
+    spans = "".join(f'<span class="i"><span class="sw {c}">{m}</span><span class="t">{esc(t)}</span></span>'
+                    for c, m, t in items)
+    return f'<div class="ep2-legend" aria-label="Legend">{spans}</div>'

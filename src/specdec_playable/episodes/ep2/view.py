@@ -25,6 +25,7 @@ from ...kit import theme
 from ...kit.a11y import describe
 from ...kit.lanes import Lane, LanePlayer
 from ...kit.relay import BIG_Y, DRAFT_Y, STYLES, fmt_ms, relay_timeline, token_span
+from ...kit.relay import legend_html as relay_legend
 from ...kit.inputs import SeedBox, control_help
 from ...kit.page import StateView, esc, page_css, prose, session_doc, slider
 from ...kit.words import noun, plural, versus_one
@@ -216,8 +217,7 @@ def legend_html() -> str:
         ("gold", "+", "bonus token"),
         ("bad", "bad", "bad round: first draft rejected"),
     ]
-    spans = "".join(f'<span class="i"><span class="sw {c}">{m}</span>{esc(t)}</span>' for c, m, t in items)
-    return f'<div class="ep2-legend" aria-label="Legend">{spans}</div>'
+    return relay_legend(items)
 
 
 # --- the view ------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from ...kit.modelstatus import status_line as model_status_line
 from ...kit.poller import RunPoller
 from ...kit.inputs import SeedBox, control_help
 from ...kit.relay import STYLES, relay_timeline, token_span
+from ...kit.relay import legend_html as relay_legend
 from ...kit.lanes import Box, Lane, LanePlayer, Timeline
 from ...kit.page import StateView, esc, page_css, prose
 
@@ -461,8 +462,7 @@ def legend_html() -> str:
         ("gold", "+", "bonus token"),
         ("bad", "bad", "bad round: the first guess was wrong"),
     ]
-    spans = "".join(f'<span class="i"><span class="sw {c}">{m}</span>{esc(t)}</span>' for c, m, t in items)
-    return f'<div class="ep2-legend" aria-label="Legend">{spans}</div>'
+    return relay_legend(items)
 
 
 def recorded_html(rows, date: str) -> str:
