@@ -27,7 +27,7 @@ from specdec_playable.episodes.ep2.state import Relay, TOKENS
 from specdec_playable.episodes.ep3.state import QualityDial
 from specdec_playable.episodes.ep5.state import BreakEvenMap
 from specdec_playable.episodes.ep8.state import BusyAndTrees
-from specdec_playable.kit.page import nav_html, objectives_html
+from specdec_playable.kit.page import SUMMARY_HREF, nav_html, objectives_html
 from specdec_playable.kit.site import course, guide
 from specdec_playable.kit.site.docs import doc_page, heading_id, render
 
@@ -200,6 +200,13 @@ def test_next_follows_the_short_path_and_offers_the_next_episode_in_number(times
     for n in (1, 2, 4, 5, 6, 7, 8):  # elsewhere the numbers lead, with no second link
         assert neighbours(n)[2] is None
     assert neighbours(4)[1].number == 5 and neighbours(5)[1].number == 6
+    # The short path's last episode leads on to the summary it ends on; no other does.
+    end = nav_html(*neighbours(path[-1]), path_ends=True)
+    assert f'<a href="{SUMMARY_HREF}">The short path ends here: the summary →</a>' in end
+    assert "short path ends" not in nav_html(*neighbours(3))
+    for ep in EPISODES:
+        page_nav = ep.make_page().objects[0].object
+        assert ("The short path ends here" in page_nav) == (ep.number == path[-1]), ep.number
 
 
 def test_docs_render_with_githubs_heading_ids():

@@ -107,11 +107,14 @@ class EpisodeRef(Protocol):
 
 
 def nav_html(previous: EpisodeRef | None = None, following: EpisodeRef | None = None,
-             deeper: EpisodeRef | None = None) -> str:
+             deeper: EpisodeRef | None = None, *, path_ends: bool = False) -> str:
     """Links to the index and to the episodes before and after this one (when there are some),
     then to the summary and the glossary. ``deeper`` is the episode that comes next in number
-    when ``following`` is the next on the short path instead."""
+    when ``following`` is the next on the short path instead; ``path_ends``: this episode is the
+    short path's last, which leads on to the summary."""
     links = ['<a href="./">← All episodes</a>']
+    if path_ends:
+        links.append(f'<a href="{SUMMARY_HREF}">The short path ends here: the summary →</a>')
     if previous is not None:
         links.append(f'<a href="./{esc(previous.slug)}">← Episode {previous.number}: '
                      f'{esc(previous.title)}</a>')
@@ -185,8 +188,10 @@ def episode_shell(*, number: int, title: str, lede: str | Callable[..., str], tr
         header = pn.Column(prose(heading), prose(pn.bind(_lede, lede), name=f"{name}-lede"),
                            prose(try_html), name=f"{name}-header", sizing_mode="stretch_width")
 
+    from .site.course import SHORT_PATH  # the site's pages build on this module
+
     def nav():
-        return prose(nav_html(*neighbours))
+        return prose(nav_html(*neighbours, path_ends=number == SHORT_PATH[-1]))
 
     declare_viewport()
     from .parts import finish_part  # parts builds on this module's helpers
