@@ -668,8 +668,8 @@ def test_ep6_race_why_is_theory_at_each_texts_rate(c, fixed_k, seed):
                f"theory {sp:.2f}×)" in why
     more = [g for g, _, k, _ in rows if fixed_k > k]
     fewer = [g for g, _, k, _ in rows if fixed_k < k]
-    assert ("so it pays for guesses after the first miss" in why) == bool(more)
-    assert ("so it leaves right guesses undrafted" in why) == bool(fewer)
+    assert ("so by theory it pays for guesses after the first miss" in why) == bool(more)
+    assert ("so by theory it leaves right guesses undrafted" in why) == bool(fewer)
     assert ("drafts exactly that on every text" in why) == (not more and not fewer)
     losing = [g for g, _, _, sp in rows if words.versus_one(sp) < 0]
     assert ("even the best k is slower than plain decoding" in why) == bool(losing)

@@ -123,3 +123,20 @@ def test_the_story_says_what_the_match_policy_drafted_on_each_text(c, seed):
         assert f"{run.mean_k(a, b):.1f} in " in story
     assert (f"decoded {run.plain_rounds:,} round{'s' if run.plain_rounds != 1 else ''} plainly "
             f"({run.plain_rounds / run.n_rounds:.0%} of its rounds)") in story
+
+
+@pytest.mark.parametrize("k, c, seed", [(1, 0.05, 1), (1, 0.05, 7), (2, 0.05, 3), (4, 0.3, 1), (8, 0.6, 2)])
+def test_the_why_never_says_theorys_loss_where_the_race_shows_a_win_without_saying_so(k, c, seed):
+    """Episode 6's "Why": where the fixed policy drafts other than theory's best k yet spent the
+    fewest passes on a text in this race, the sentence says so beside theory's reason."""
+    from specdec_playable.episodes.ep6.view import _same, _the, race_why_html, text_best_k
+
+    s = FinePrint(fixed_k=k, c=c, race_seed=seed)
+    why = race_why_html(s)
+    costs = np.array([r.stretch_costs(s.stream.segments) for r in s.runs])
+    import re
+
+    upset = " ".join(re.findall(r"in this race it spent the fewest passes on ([^:]+):", why))
+    for (g, _, best_k, _), col in zip(text_best_k(s), costs.T):
+        won = _same(col[0], col.min())
+        assert (_the(g) in upset) == (won and best_k != k), (g, won, why)
