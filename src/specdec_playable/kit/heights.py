@@ -19,14 +19,14 @@ RESERVED_PX: dict[str, int] = {
     "ep4-lower-slot": 905,
     "ep5-view-slot": 1137,
     "ep5-presets-slot": 226,
-    "ep6-view-slot": 3746,
+    "ep6-view-slot": 4141,
     "ep6-charts": 333,
-    "ep6-part2": 2209,
+    "ep6-part2": 2493,
     "ep7-view-slot": 651,
-    "ep8-view-slot": 7563,
+    "ep8-view-slot": 7818,
     "ep8-part1-rest": 2356,
     "ep8-part2": 2000,
-    "ep8-part3": 2535,
+    "ep8-part3": 2790,
 }
 #: How far a reservation may be from the drawn part: this many px, or this share of it.
 TOLERANCE_PX = 60
