@@ -27,7 +27,7 @@ def server(monkeypatch, tmp_path):
     """A fresh server in this process: an empty store, no model loaded, fake children. Returns
     the file the children log their measurements to."""
     monkeypatch.setattr(records, "STORE", records.CalibrationStore())
-    monkeypatch.setattr(mp, "_ready", threading.Event())
+    monkeypatch.setattr(mp, "_load", [mp.LoadState("waiting", 0.0)])
     monkeypatch.setattr(mp, "_CHILD", CHILD)
     monkeypatch.setattr(mp, "_WEIGHTS", ["f32"])
     log = tmp_path / "measured.log"

@@ -44,7 +44,6 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="need
 def server(monkeypatch, tmp_path):
     """A fresh server in this process with fake children that answer at once."""
     monkeypatch.setattr(records, "STORE", records.CalibrationStore())
-    monkeypatch.setattr(mp, "_ready", threading.Event())
     monkeypatch.setattr(mp, "_CHILD", CHILD)
     monkeypatch.setattr(mp, "_WEIGHTS", ["f32"])
     monkeypatch.setattr(mp, "_children", set())

@@ -56,9 +56,6 @@ THREADS_ALONE = 2
 #: On the cancel pipe, a number at or above this tells the child its threads (the rest).
 _THREADS_CODE = 0xFFFF0000
 
-_ready = threading.Event()
-
-
 class ProcessFailed(PlainError):
     """The model process died, went silent or was closed: the run cannot finish on it (the next
     run starts a fresh one). Its message is plain words for the visitor."""
@@ -187,7 +184,7 @@ class _Running:
 
 def model_ready() -> bool:
     """Whether a child process of this server has loaded the model (the first load is slow)."""
-    return _ready.is_set()
+    return load_state().state == "ready"
 
 
 def calibration():
@@ -434,8 +431,7 @@ class ModelProcess:
                     note_load("failed", reason=str(exc))
                 raise
             self._loaded = True
-            note_load("ready")
-            if not _ready.is_set():
+            if not model_ready():
                 log.info("the model is ready (%s weights, model process %s, %.0f s after it started)",
                          self._weights, self._proc.pid, time.monotonic() - self._started)
             if times is not None:
@@ -447,7 +443,7 @@ class ModelProcess:
             else:
                 log.info("model process %s: uses the server's calibration record, not its own",
                          self._proc.pid)
-            _ready.set()
+            note_load("ready")  # once its record, if it measured one, is kept
 
     def load(self, cancel: threading.Event | None = None):
         """Wait until the child has loaded the model (and, if it is the first child of its weight
