@@ -105,7 +105,9 @@ def test_the_match_policy_drafts_what_each_rounds_match_earns():
 def test_a_stream_without_match_lengths_refuses_the_match_policy():
     from specdec_playable.sim import adaptive
 
-    stream = measured.measured_stream(RACE_TEXTS, 1, draft="ngram")
+    import dataclasses
+
+    stream = dataclasses.replace(measured.measured_stream(RACE_TEXTS, 1, draft="ngram"), match=None)
     with pytest.raises(ValueError, match="needs a stream with match lengths"):
         adaptive.race(stream, (adaptive.MatchLength(),), 0.1, rng=0)
     with pytest.raises(ValueError, match="one length >= 0 per token"):

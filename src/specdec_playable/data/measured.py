@@ -312,17 +312,21 @@ def genre_means() -> dict[str, dict[str, float]]:
 @functools.lru_cache(maxsize=16)
 def measured_stream(ids: tuple[str, ...], repeats: int = 1, draft: str = "head") -> Stream:
     """The measured texts ``ids`` back to back (each ``repeats`` times), for the adaptive race,
-    each token's acceptance measured for ``draft``.
+    each token's acceptance measured for ``draft``, with the memory draft's match lengths
+    (:func:`match_lengths`) where the asset holds them for every text.
 
     Examples
     --------
     >>> s = measured_stream(("js-loop", "poem-kettle"))
-    >>> [seg[0] for seg in s.segments]
-    ['code', 'poem']
+    >>> [seg[0] for seg in s.segments], s.match.shape == (len(s),)
+    (['code', 'poem'], True)
     """
     if isinstance(ids, str) or not ids:
         raise ValueError(f"ids must be a non-empty sequence of text ids; got {ids!r}")
-    return stream_of([measured_text(tid, draft) for tid in ids], repeats)
+    stream = stream_of([measured_text(tid, draft) for tid in ids], repeats)
+    if all(load_measured().texts[tid].match.size for tid in ids):
+        stream = dataclasses.replace(stream, match=match_lengths(tuple(ids), repeats))
+    return stream
 
 
 def context(text: str) -> Context:

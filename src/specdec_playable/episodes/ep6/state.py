@@ -13,8 +13,6 @@ measured acceptance probability, with one shared draw of randomness fixed by ``r
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import param
 
@@ -52,8 +50,7 @@ def draft_distribution(context: str, temperature: float, favourite: int, bias: f
 @shared(maxsize=4)
 def race_stream(repeats: int) -> adaptive.Stream:
     """The race's stream of measured texts (read-only, one per process)."""
-    stream = measured.measured_stream(RACE_TEXTS, repeats, draft="ngram")
-    return dataclasses.replace(stream, match=measured.match_lengths(RACE_TEXTS, repeats))
+    return measured.measured_stream(RACE_TEXTS, repeats, draft="ngram")
 
 
 @shared(maxsize=256)

@@ -349,11 +349,18 @@ def _names(runs) -> str:
     return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
+def stretch_costs(s: FinePrint) -> np.ndarray:
+    """Passes each policy of the race spent on each text (a row per policy, a column per text),
+    split where the race chart's bands split its lines: what the table, the story and the Why
+    all read."""
+    return np.array([run.stretch_costs(s.stream.segments) for run in s.runs])
+
+
 def stretch_table_html(s: FinePrint) -> str:
     """Passes each policy spent on each text of the stream (split at the chart's bands), the
     fewest in each column marked."""
     segments = s.stream.segments
-    costs = np.array([run.stretch_costs(segments) for run in s.runs])
+    costs = stretch_costs(s)
     least = costs.min(axis=0)
     head = "".join(f'<th class="n">{esc(_GENRE.get(label, label))}</th>' for label, _, _ in segments)
     rows = []
@@ -382,7 +389,7 @@ def race_story_html(s: FinePrint) -> str:
     else:
         overall = (f"{_names(fastest)} finished first ({times(fastest[0].speedup)}), and "
                    f"{_names(slowest)} last ({times(slowest[0].speedup)}).")
-    costs = np.array([run.stretch_costs(segments) for run in runs])
+    costs = stretch_costs(s)
     per = []
     for j, (label, _, _) in enumerate(segments):
         least = costs[:, j].min()
@@ -452,7 +459,7 @@ def race_why_html(s: FinePrint) -> str:
     ks = _join([f"{k} for {_the(g)} (q = {q:.2f}, theory {times(sp)})" for g, q, k, sp in best])
     # Where the fixed policy spent the fewest passes in this race (the table's stars): theory's
     # reason for it to lose there is then said as theory's, beside what the race did.
-    costs = np.array([run.stretch_costs(s.stream.segments) for run in s.runs])
+    costs = stretch_costs(s)
     won = {g for (g, _, _, _), col in zip(best, costs.T) if _same(col[0], col.min())}
     more = [g for g, _, k, _ in best if k_fixed > k]
     fewer = [g for g, _, k, _ in best if k_fixed < k]

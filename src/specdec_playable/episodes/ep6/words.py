@@ -8,8 +8,6 @@ Plain text: escape it for HTML.
 
 from __future__ import annotations
 
-import dataclasses
-
 from collections.abc import Sequence
 
 from ...data import measured
@@ -33,7 +31,6 @@ def mean_q(text: str, draft: str) -> float:
 def race_with(texts: Sequence[str], repeats: int, fixed_k: int, c: float, seed: int, draft: str):
     """Part 2's race (its five policies, one draw from ``seed``) with ``draft``'s measured acceptance."""
     stream = measured.measured_stream(tuple(texts), repeats, draft=draft)
-    stream = dataclasses.replace(stream, match=measured.match_lengths(tuple(texts), repeats))
     return adaptive.race(stream, adaptive.default_policies(fixed_k, match=True), c, rng=seed)
 
 
