@@ -30,14 +30,14 @@ from typing import Any
 log = logging.getLogger("specdec_playable")
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+#: States a job never leaves.
+FINAL = (DONE, FAILED, CANCELLED)
 
 
 class PlainError(RuntimeError):
     """A failure whose message is written for a visitor (plain words, nothing internal): a job
     that raises one shows it as its error (:attr:`Job.error`); any other exception shows a
     generic line, its traceback only in the server's log."""
-#: States a job never leaves.
-FINAL = (DONE, FAILED, CANCELLED)
 
 
 class QueueFull(RuntimeError):

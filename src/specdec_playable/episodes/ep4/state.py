@@ -61,7 +61,7 @@ def kept_words(result) -> str:
     """How often the head's and the memory draft's first guesses were the model's own top token
     on a scored paste, as the table's "first guess kept" columns say it for the six texts (empty
     when the memory was not measured beside the head)."""
-    memory = result.kept_beside("memory") if hasattr(result, "kept_beside") else None
+    memory = result.kept_beside("memory")
     if memory is None or not len(result):
         return ""
     return (f" First guess kept: the head {float(np.mean(result.greedy)):.0%} of its tokens, the "
