@@ -356,6 +356,27 @@ async def step_ep3(v: WsVisitor, rng: random.Random, *, n: int | None = None,
 # --- the run -------------------------------------------------------------------------------------
 
 
+async def open_class(ep3: WsVisitor, visitors: list[ClassVisitor]) -> None:
+    """Open the Episode 3 page, then the class's pages, four at a time (as a class arrives)."""
+    await asyncio.wait_for(ep3.open(), OPEN_TIMEOUT_S)
+    for i in range(0, len(visitors), 4):
+        await asyncio.wait_for(asyncio.gather(*(v.open() for v in visitors[i:i + 4])), OPEN_TIMEOUT_S)
+
+
+async def warm_up(base: str, workers: int, timeout_s: float) -> float:
+    """One short run per worker at once, so each worker's model process has loaded the model;
+    the seconds from the presses to the last answer."""
+    warm = [ClassVisitor(base, f"Say hi ({i + 1}).", 4) for i in range(workers)]
+    await asyncio.gather(*(w.open() for w in warm))
+    t = time.perf_counter()
+    await asyncio.gather(*(w.press() for w in warm))
+    await asyncio.gather(*(w.wait(timeout_s) for w in warm))
+    took = time.perf_counter() - t
+    for w in warm:
+        await w.page.close()
+    return took
+
+
 async def close_class(visitors, ep3, proc) -> None:
     """Close every page of the class and stop the server."""
     for v in visitors:
@@ -405,20 +426,11 @@ async def run(args) -> dict:
     try:
         budget = lambda: max(1.0, args.time_limit - (time.perf_counter() - t_all))  # noqa: E731
         ep3 = WsVisitor(base, f"/{EP3}")
-        await asyncio.wait_for(ep3.open(), OPEN_TIMEOUT_S)
         visitors = [ClassVisitor(base, PROMPTS[i], args.max_new) for i in range(args.visitors)]
-        for i in range(0, len(visitors), 4):  # arrive four at a time
-            await asyncio.wait_for(asyncio.gather(*(v.open() for v in visitors[i:i + 4])), OPEN_TIMEOUT_S)
+        await open_class(ep3, visitors)
 
         # 1. Warm-up: each worker's model process loads the model.
-        warm = [ClassVisitor(base, f"Say hi ({i + 1}).", 4) for i in range(workers)]
-        await asyncio.gather(*(w.open() for w in warm))
-        t = time.perf_counter()
-        await asyncio.gather(*(w.press() for w in warm))
-        await asyncio.gather(*(w.wait(min(300, budget())) for w in warm))
-        out["warm_s"] = time.perf_counter() - t
-        for w in warm:
-            await w.page.close()
+        out["warm_s"] = await warm_up(base, workers, min(300, budget()))
 
         # 2. Each prompt alone: the single-visitor reference.
         solo = []
@@ -520,17 +532,9 @@ async def run_faults(args) -> dict:
     ep3 = None
     try:
         ep3 = WsVisitor(base, f"/{EP3}")
-        await asyncio.wait_for(ep3.open(), OPEN_TIMEOUT_S)
         visitors = [ClassVisitor(base, PROMPTS[i], args.max_new) for i in range(args.visitors)]
-        for i in range(0, len(visitors), 4):
-            await asyncio.wait_for(asyncio.gather(*(v.open() for v in visitors[i:i + 4])), OPEN_TIMEOUT_S)
-        # Warm-up: every worker's model process has loaded the model.
-        warm = [ClassVisitor(base, f"Say hi ({i + 1}).", 4) for i in range(workers)]
-        await asyncio.gather(*(w.open() for w in warm))
-        await asyncio.gather(*(w.press() for w in warm))
-        await asyncio.gather(*(w.wait(600) for w in warm))
-        for w in warm:
-            await w.page.close()
+        await open_class(ep3, visitors)
+        await warm_up(base, workers, 600)  # every worker's model process has loaded the model
         out["processes_before"] = len(model_processes(proc.pid))
         out["fds_before"] = open_fds(proc.pid)
 
