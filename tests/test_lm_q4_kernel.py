@@ -9,6 +9,8 @@ of the largest |output|; the tolerance is 1e-5 (a wrong index, nibble or block g
 order 1). Every position count from 1 to 33 runs (one group of 1-6 in registers, then chunked
 groups), both tile widths (panels of 64 rows for AVX-512, strips of 16 for other CPUs), row counts
 that leave a panel or a strip partly padded, and input counts of 1 to 7 blocks (a short last chunk).
+These are the float tiles (float32 activations): every test here runs with the integer tile off
+(``tuning.set_int_isa("")``); the integer tile's tests are in ``test_lm_q4_int.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ gguf = pytest.importorskip("gguf")
 TOL = 1e-5
 TYPES = {"q4_1": gguf.GGMLQuantizationType.Q4_1, "q8_0": gguf.GGMLQuantizationType.Q8_0}
 SHAPES = [(67, 96), (200, 160), (5, 32), (130, 224), (64, 64)]
+
+
+@pytest.fixture(autouse=True)
+def float_tiles():
+    """The float tiles multiply every weight in blocks (the integer tile off), then back."""
+    tuning.set_int_isa("")
+    yield
+    tuning.set_int_isa(None)
 
 
 def quantized(kind: str, rows: int, cols: int, seed: int = 0) -> np.ndarray:
@@ -118,7 +128,7 @@ def test_a_prefetch_or_a_plan_changes_no_result(monkeypatch):
             monkeypatch.setattr(tuning, "BLOCKS_AHEAD", (ahead,) * kernel.MAX_GROUP)
             monkeypatch.setattr(tuning, "BLOCKS_SCRATCH_FROM", scratch_from)
             for n in (1, 4, 6, 7, 13):
-                assert tuning.blocks_plan(n) == (ahead, 4 if n >= scratch_from else 0)
+                assert tuning.blocks_plan(n) == (ahead, 4 if n >= scratch_from else 0, -1, 0)
                 x = rng.standard_normal((n, 224)).astype(np.float32)
                 assert rel_err(kernel.matmul_t(x, pw), x, w64) < TOL
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from . import fused
 from .kernel import NARROW, PANEL, Packed, QPacked, matmul_t, pack, pack_blocks, prefetch_ahead, prepare_threads
-from .kernel.tuning import blocks_plan
+from .kernel.tuning import BLOCKS_STRIPS, blocks_plan
 from .source import model_file
 from .tokenizer import Tokenizer
 
@@ -612,7 +612,7 @@ def _pack_blocks_q4(cfg: Config, tensors, raw) -> tuple[tuple[Block, ...], tuple
             LOG.warning("weights='q4': the blocks' %s weights stay float32: %s", "/".join(names), reason)
             rows = [[(lambda name=name, o=o: raw(name) if o is None else raw(name)[o]) for name, o in layer]
                     for layer in layers]
-            stack, mats = _stack_f32(rows)
+            stack, mats = _stack_f32(rows, strips=BLOCKS_STRIPS)  # one layout for every product
         else:
             stack, mats = _stack_blocks([[np.asarray(tensors[name].data) if o is None
                                           else np.asarray(tensors[name].data)[o] for name, o in layer]
@@ -641,12 +641,13 @@ def _stack_blocks(layers) -> tuple[np.ndarray, list[QPacked]]:
     return stack, mats
 
 
-def _stack_f32(layers) -> tuple[np.ndarray, list[Packed]]:
-    """Each layer's rows (a list of functions giving float32 arrays to stack) packed as float32."""
+def _stack_f32(layers, strips: bool | None = None) -> tuple[np.ndarray, list[Packed]]:
+    """Each layer's rows (a list of functions giving float32 arrays to stack) packed as float32
+    (``strips``: as :func:`.kernel.pack` takes it)."""
     first = np.concatenate([make() for make in layers[0]])
     stack = np.empty((len(layers), -(-first.shape[0] // PANEL), first.shape[1], PANEL), F32)
-    mats = [pack(first, out=stack[0])]
-    mats += [pack(np.concatenate([make() for make in parts]), out=stack[i + 1])
+    mats = [pack(first, out=stack[0], strips=strips)]
+    mats += [pack(np.concatenate([make() for make in parts]), out=stack[i + 1], strips=strips)
              for i, parts in enumerate(layers[1:])]
     stack.setflags(write=False)
     return stack, mats

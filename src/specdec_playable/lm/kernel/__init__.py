@@ -32,10 +32,17 @@ Shapes by the number of positions:
   only grows with its positions: pass(n) never decreases as n grows.
 
 Weights as the model file stores them (:mod:`.blocks`: GGUF's Q4_1 and Q8_0 blocks, 4 and 8 bits
-per weight and a scale per 32) go through their own tiles (:mod:`.codegen_blocks`), which widen
-the codes to float32 in registers and multiply float32 activations; from a few positions on each
-chunk is widened once into a float32 scratch panel in L1 that the float32 tile multiplies
-(:func:`.tuning.blocks_plan`).
+per weight and a scale per 32) go, where the CPU has AVX-512 VNNI or AVX2, through the *integer
+tile* (:mod:`.codegen_int`): the pass's activations are quantised once to 8 bits per block of 32
+(:mod:`.activations`), each block's products are summed in integers by the CPU's dot-product
+instructions (``vpdpbusd``; ``vpmaddubsw`` and ``vpmaddwd``), four codes a lane, and the float32
+scales are applied once per block. That is several times fewer instructions a weight than float32
+multiply-adds, so a pass over several positions costs a few steps' arithmetic less
+(docs/performance.md), at the price of the activations' rounding (about 7e-2 of the largest logit;
+``benchmarks/bench_int_accuracy.py``). Elsewhere, or with ``SPECDEC_INT_DOT=off``, they go through
+the float tiles (:mod:`.codegen_blocks`), which widen the codes to float32 in registers and multiply
+float32 activations; from a few positions on each chunk is widened once into a float32 scratch
+panel in L1 that the float32 tile multiplies (:func:`.tuning.blocks_plan`).
 
 Strips, for CPUs without AVX-512 (:data:`NARROW`). There a vector register holds 8 floats and
 there are 16, so a wide tile's ``4 P`` accumulators of 16 floats spill from 2 positions on. The
@@ -68,8 +75,9 @@ The kernel's rooms: :mod:`.shapes` (lanes, panels, groups, chunks), :mod:`.tunin
 tables: prefetch distances, tile width, when to use threads; their measurements are in
 docs/performance.md), :mod:`.pool` (how many threads a product uses), :mod:`.layouts` (the
 packed float weights), :mod:`.blocks` (weights as the file stores them: GGUF's Q4_1 and Q8_0
-blocks in panel order), :mod:`.reference` (the numpy path), :mod:`.codegen` and
-:mod:`.codegen_blocks` (the tiles as LLVM IR), :mod:`.drive` (compiled products over whole
+blocks in panel order), :mod:`.activations` (8-bit activations), :mod:`.reference` (the numpy
+path, and the integer tile's arithmetic in numpy), :mod:`.codegen`, :mod:`.codegen_blocks` and
+:mod:`.codegen_int` (the tiles as LLVM IR), :mod:`.drive` (compiled products over whole
 matrices) and :mod:`.matmul` (the entry points).
 Everything the rest of the package uses is importable from here.
 """

@@ -10,10 +10,15 @@ GGUF quantises each row of a weight ``(out, in)`` in blocks of 32 inputs (``gguf
 :func:`pack_blocks` repacks a tensor's blocks (the bytes GGUF stores, ``(rows, blocks * size)``)
 into the kernel's order, losing nothing: for each *unit* of ``W`` rows (a panel of 64, or a strip
 of 16 in the strips layout) and each block of 32 inputs, one *superblock* of ``W`` rows: their
-``W`` scales ``d`` (float16), for Q4_1 their ``W`` minimums ``m``, then the codes input by input,
-``W`` bytes each (Q4_1: byte ``j`` of every row, holding inputs ``j`` and ``j + 16``; Q8_0: input
-``j``). So a tile reads one superblock as a few cache lines in a row: a vector of 16 scales, one
-of 16 minimums, and for each step one 16-byte load per 16 rows that widens to 16 integers. A unit
+``W`` scales ``d`` (float16), for Q4_1 their ``W`` minimums ``m``, then the codes in *quads*:
+for each run of 4 code bytes (Q4_1: bytes ``4 t .. 4 t + 3`` of a row, holding inputs
+``4 t .. 4 t + 3`` in their low nibbles and ``4 t + 16 ..`` in their high ones; Q8_0: inputs
+``4 t .. 4 t + 3``), 16 rows at a time, each row's 4 bytes together: 64 bytes, one vector of 16
+32-bit lanes whose lane ``i`` is row ``i``'s 4 bytes (a panel's four such vectors follow each
+other). So a tile reads one superblock as a few cache lines in a row: a vector of 16 scales, one
+of 16 minimums, and for each quad one 64-byte load per 16 rows, from which shifts take each
+input's 16 codes (the float tiles), or which multiplies 4 inputs of 8-bit activations per lane in
+one integer dot-product instruction (the integer tile, :mod:`.codegen_int`). A unit
 is its superblocks in input order, a matrix its units in row order: one sequential stream of
 20 bytes (Q4_1) or 34 bytes (Q8_0) per 32 weights, as in the file. Rows past ``rows`` (a last
 partial panel) are zero blocks: ``d = m = 0``.
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .shapes import LANES, PANEL
-from .tuning import NARROW
+from .tuning import BLOCKS_STRIPS
 
 F32 = np.float32
 
@@ -41,6 +46,8 @@ BLOCK = 32
 FORMATS = {"q4_1": (20, 4, 16), "q8_0": (34, 2, 32)}
 #: Each format's number in the compiled code (:func:`.drive.products_q`).
 KIND = {"q4_1": 0, "q8_0": 1}
+#: Code bytes a row keeps together in a superblock (a quad: one 32-bit lane of the integer tile).
+QUAD = 4
 
 
 def superblock_bytes(kind: str, width: int) -> int:
@@ -94,12 +101,13 @@ class QPacked:
 
     def _fields(self, units=slice(None)):
         """Units ``units``' scales, minimums (Q8_0: None) and codes, views of ``data``: float16
-        ``(u, blocks, width)`` twice and uint8 ``(u, blocks, code bytes, width)``."""
+        ``(u, blocks, width)`` twice and uint8 ``(u, blocks, quads, width // 16, 16, 4)`` (byte
+        ``4 t + b`` of row ``16 v + i`` at ``[..., t, v, i, b]``)."""
         size, head, body = FORMATS[self.kind]
         w, nb = self.width, self.cols // BLOCK
         sb = self.data.reshape(-1, nb, size * w)[units]
         scales = sb[..., :head * w].reshape(sb.shape[:2] + (head // 2, w, 2)).view(np.float16)
-        codes = sb[..., head * w:].reshape(sb.shape[:2] + (body, w))
+        codes = sb[..., head * w:].reshape(sb.shape[:2] + (body // QUAD, w // LANES, LANES, QUAD))
         d = scales[..., 0, :, 0]
         m = scales[..., 1, :, 0] if head == 4 else None
         return d, m, codes
@@ -108,7 +116,9 @@ class QPacked:
         """Units ``units`` dequantised, float32 ``(u, cols, width)`` (``[u, k, j]``: row
         ``width u + j``, input ``k``): ``d * q + m`` (Q4_1) or ``d * q`` (Q8_0), as GGUF defines
         them, block by block."""
-        d, m, codes = self._fields(units)
+        d, m, quads = self._fields(units)
+        u, nb = quads.shape[:2]
+        codes = quads.transpose(0, 1, 2, 5, 3, 4).reshape(u, nb, -1, self.width)  # (u, blocks, byte, row)
         if self.kind == "q4_1":
             q = np.concatenate((codes & 15, codes >> 4), axis=2).astype(F32)
             v = d.astype(F32)[:, :, None, :] * q + m.astype(F32)[:, :, None, :]
@@ -120,9 +130,10 @@ class QPacked:
         """Rows ``ids`` (an int, a sequence or array of ints, or a slice) dequantised, as a new
         float32 ``(len(ids), cols)`` array (an int gives one row, ``(cols,)``)."""
         idx = _row_indices(ids, self.rows)
-        d, m, codes = self._fields()
+        d, m, quads = self._fields()
         u, j = idx // self.width, idx % self.width
-        c = codes[u, :, :, j]  # (rows, blocks, code bytes)
+        c = quads[u, :, :, j // LANES, j % LANES]  # (rows, blocks, quads, 4)
+        c = c.reshape(c.shape[:-2] + (-1,))  # (rows, blocks, code bytes)
         if self.kind == "q4_1":
             q = np.concatenate((c & 15, c >> 4), axis=-1).astype(F32)
             v = d[u, :, j].astype(F32)[..., None] * q + m[u, :, j].astype(F32)[..., None]
@@ -160,11 +171,11 @@ def pack_blocks(raw: np.ndarray, kind: str, *, out: np.ndarray | None = None,
     from several tensors or reordered first, as long as each row keeps its bytes.
     ``out``: the uint8 C-contiguous ``(panels, bytes per panel)`` array to pack into (a slice of a
     larger one, so that several weights share one allocation). ``strips``: four strips of 16 rows
-    per panel (:attr:`QPacked.strips`); ``None``: this CPU's choice, :data:`.tuning.NARROW`.
+    per panel (:attr:`QPacked.strips`); ``None``: this CPU's choice, :data:`.tuning.BLOCKS_STRIPS`.
     """
     size, head, body = _check_raw(raw, kind)
     rows, nb = raw.shape[0], raw.shape[1] // size
-    strips = NARROW if strips is None else bool(strips)
+    strips = BLOCKS_STRIPS if strips is None else bool(strips)
     width = LANES if strips else PANEL
     panels = -(-rows // PANEL)
     shape = (panels, nb * size * PANEL)
@@ -197,10 +208,11 @@ def _check_raw(raw: np.ndarray, kind: str) -> tuple[int, int, int]:
 
 def _scatter(src: np.ndarray, dest: np.ndarray, head: int, body: int) -> None:
     """Blocks ``src`` (units, width, blocks, size) into superblocks ``dest`` (units, blocks,
-    size * width): the header fields of all ``width`` rows, field by field, then the codes byte
-    by byte."""
+    size * width): the header fields of all ``width`` rows, field by field, then the codes quad by
+    quad, 16 rows at a time, each row's 4 bytes together."""
     units, width, nb, _ = src.shape
     hdr = src[..., :head].reshape(units, width, nb, head // 2, 2).transpose(0, 2, 3, 1, 4)
     dest[..., :head * width] = hdr.reshape(units, nb, head * width)
-    codes = src[..., head:].transpose(0, 2, 3, 1)  # (units, blocks, code bytes, width)
-    dest[..., head * width:] = codes.reshape(units, nb, body * width)
+    codes = src[..., head:].reshape(units, width // LANES, LANES, nb, body // QUAD, QUAD)
+    # (units, blocks, quads, vectors, rows of a vector, bytes of a quad)
+    dest[..., head * width:] = codes.transpose(0, 3, 4, 1, 2, 5).reshape(units, nb, body * width)

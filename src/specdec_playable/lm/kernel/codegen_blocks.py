@@ -26,7 +26,7 @@ group.
 from __future__ import annotations
 
 from .backend import HAVE_NUMBA
-from .blocks import BLOCK, FORMATS
+from .blocks import BLOCK, FORMATS, QUAD
 from .shapes import LANES, MAX_GROUP, PANEL
 
 #: The formats in the order of their compiled numbers (:data:`.blocks.KIND`).
@@ -134,20 +134,24 @@ if HAVE_NUMBA:
             scales = [_emit_scales(builder, wp, blk, (v, width), head) for v in range(nv)]
             ahead = builder.add(pf_off, builder.mul(builder.sub(b, b_lo), _c64(sb)))
             k0 = builder.mul(b, _c64(BLOCK))
-            with cgutils.for_range_slice(builder, _c64(0), _c64(steps), _c64(1), inc=True) as (j, _):
+            quads = steps // QUAD
+            with cgutils.for_range_slice(builder, _c64(0), _c64(quads), _c64(1), inc=True) as (t, _):
                 if flags & 2:
-                    _emit_prefetch(builder, wp, builder.add(ahead, builder.mul(j, _c64(sb // steps))),
-                                   -(-(sb // steps) // 64))
-                ks = [builder.add(k0, j)] + ([builder.add(k0, builder.add(j, _c64(steps)))] if kind == 0 else [])
-                xs = [[_emit_broadcast(builder, xp, builder.add(x_off, builder.add(
-                    builder.mul(k, x_stride), builder.mul(x_pstride, _c64(p))))) for p in range(npos)]
-                      for k in ks]
-                codes = builder.add(blk, builder.add(_c64(head * width), builder.mul(j, _c64(width))))
-                for v in range(nv):
-                    ws = _emit_weights(builder, wp, builder.add(codes, _c64(LANES * v)), scales[v], fma)
-                    for w, xk in zip(ws, xs):
-                        for p in range(npos):
-                            builder.store(builder.call(fma, [w, xk[p], builder.load(acc[v][p])]), acc[v][p])
+                    _emit_prefetch(builder, wp, builder.add(ahead, builder.mul(t, _c64(sb // quads))),
+                                   -(-(sb // quads) // 64))
+                codes = builder.add(blk, builder.add(_c64(head * width), builder.mul(t, _c64(QUAD * width))))
+                words = [_emit_quad(builder, wp, builder.add(codes, _c64(QUAD * LANES * v))) for v in range(nv)]
+                for b in range(QUAD):
+                    j = builder.add(builder.mul(t, _c64(QUAD)), _c64(b))
+                    ks = [builder.add(k0, j)] + ([builder.add(k0, builder.add(j, _c64(steps)))] if kind == 0 else [])
+                    xs = [[_emit_broadcast(builder, xp, builder.add(x_off, builder.add(
+                        builder.mul(k, x_stride), builder.mul(x_pstride, _c64(p))))) for p in range(npos)]
+                          for k in ks]
+                    for v in range(nv):
+                        ws = _emit_weights(builder, (words[v], b), scales[v], fma)
+                        for w, xk in zip(ws, xs):
+                            for p in range(npos):
+                                builder.store(builder.call(fma, [w, xk[p], builder.load(acc[v][p])]), acc[v][p])
         for v in range(nv):
             for p in range(npos):
                 builder.store(builder.load(acc[v][p]), out_ptr(v, p), align=4)
@@ -195,17 +199,20 @@ if HAVE_NUMBA:
             scales = [_emit_scales(builder, wp, blk, (v, width), head) for v in range(nv)]
             ahead = builder.add(pf_off, builder.mul(builder.sub(b, b_lo), _c64(sb)))
             row0 = builder.mul(builder.sub(b, b_lo), _c64(BLOCK * width))
-            with cgutils.for_range_slice(builder, _c64(0), _c64(steps), _c64(1), inc=True) as (j, _):
+            quads = steps // QUAD
+            with cgutils.for_range_slice(builder, _c64(0), _c64(quads), _c64(1), inc=True) as (t, _):
                 if flags & 2:
-                    _emit_prefetch(builder, wp, builder.add(ahead, builder.mul(j, _c64(sb // steps))),
-                                   -(-(sb // steps) // 64))
-                codes = builder.add(blk, builder.add(_c64(head * width), builder.mul(j, _c64(width))))
+                    _emit_prefetch(builder, wp, builder.add(ahead, builder.mul(t, _c64(sb // quads))),
+                                   -(-(sb // quads) // 64))
+                codes = builder.add(blk, builder.add(_c64(head * width), builder.mul(t, _c64(QUAD * width))))
                 for v in range(nv):
-                    ws = _emit_weights(builder, wp, builder.add(codes, _c64(LANES * v)), scales[v], fma)
-                    for i, w in enumerate(ws):
-                        k = builder.add(j, _c64(i * steps))
-                        at = builder.add(row0, builder.add(builder.mul(k, _c64(width)), _c64(LANES * v)))
-                        builder.store(w, builder.bitcast(builder.gep(sp, [at]), ir.PointerType(_VEC)), align=4)
+                    word = _emit_quad(builder, wp, builder.add(codes, _c64(QUAD * LANES * v)))
+                    for b in range(QUAD):
+                        ws = _emit_weights(builder, (word, b), scales[v], fma)
+                        for i, w in enumerate(ws):
+                            k = builder.add(builder.add(builder.mul(t, _c64(QUAD)), _c64(b)), _c64(i * steps))
+                            at = builder.add(row0, builder.add(builder.mul(k, _c64(width)), _c64(LANES * v)))
+                            builder.store(w, builder.bitcast(builder.gep(sp, [at]), ir.PointerType(_VEC)), align=4)
 
     def _emit_scales(builder, wp, blk, vw, head):
         """Vector ``v``'s scales (and Q4_1's minimums) of the superblock at byte ``blk``, float32:
@@ -220,17 +227,22 @@ if HAVE_NUMBA:
 
         return field(0), (field(1) if head == 4 else None)
 
-    def _emit_weights(builder, wp, at, scale, fma):
-        """The float32 weights of 16 rows from the 16 code bytes at byte ``at``: Q4_1 two vectors
-        (the low nibbles, then the high ones), Q8_0 one."""
-        d, m = scale
-        raw = builder.load(builder.bitcast(builder.gep(wp, [at]), ir.PointerType(ir.VectorType(_I8, LANES))),
-                           align=1)
-        if m is None:
-            return [builder.fmul(d, builder.sitofp(builder.sext(raw, _IVEC), _VEC))]
-        q = builder.zext(raw, _IVEC)
-        lo = builder.and_(q, ir.Constant(_IVEC, [15] * LANES))
-        hi = builder.lshr(q, ir.Constant(_IVEC, [4] * LANES))
+    def _emit_quad(builder, wp, at):
+        """The 64 code bytes at byte ``at`` as 16 32-bit lanes: lane ``i`` holds row ``i``'s 4 bytes
+        of a quad (:mod:`.blocks`)."""
+        return builder.load(builder.bitcast(builder.gep(wp, [at]), ir.PointerType(_IVEC)), align=1)
+
+    def _emit_weights(builder, word, scale, fma):
+        """The float32 weights of 16 rows from byte ``b`` of each lane of a quad, ``word = (lanes,
+        b)``: Q4_1 two vectors (the low nibbles, then the high ones), Q8_0 one."""
+        (lanes, b), (d, m) = word, scale
+        if m is None:  # byte b to the top, then an arithmetic shift: the signed code
+            top = builder.shl(lanes, ir.Constant(_IVEC, [8 * (QUAD - 1 - b)] * LANES))
+            q = builder.ashr(top, ir.Constant(_IVEC, [8 * (QUAD - 1)] * LANES))
+            return [builder.fmul(d, builder.sitofp(q, _VEC))]
+        nibble = ir.Constant(_IVEC, [15] * LANES)
+        lo = builder.and_(builder.lshr(lanes, ir.Constant(_IVEC, [8 * b] * LANES)), nibble)
+        hi = builder.and_(builder.lshr(lanes, ir.Constant(_IVEC, [8 * b + 4] * LANES)), nibble)
         return [builder.call(fma, [d, builder.sitofp(n, _VEC), m]) for n in (lo, hi)]
 
     def _emit_broadcast(builder, xp, at):

@@ -21,8 +21,10 @@ if HAVE_NUMBA:
     from numba import njit, prange, types
     from numba.extending import overload
 
+    from .activations import quantize_grouped
     from .codegen import run_narrow, run_tile, tile
     from .codegen_blocks import tile_blocks, unpack_blocks
+    from .codegen_int import GROUP, tile_int
 
     @njit(inline="always")
     def run_blocks_tile(w, x, out, at, code, form):
@@ -99,6 +101,51 @@ if HAVE_NUMBA:
                     else:
                         run_tile(scratch, xg, out, at, base + (g < extra), 1 if c > 0 else 0)
 
+    @njit(inline="always")
+    def run_int_tile(arrays, at, p, form, isa):
+        """One integer tile (:func:`.codegen_int.tile_int`), its format (``form >> 1``: 0 Q4_1,
+        1 Q8_0) and instruction set (:data:`.codegen_int.ISA`'s index) given at run time."""
+        if form & 2:
+            if isa == 0:
+                tile_int(arrays, at, p, 1, 0)
+            else:
+                tile_int(arrays, at, p, 1, 1)
+        elif isa == 0:
+            tile_int(arrays, at, p, 0, 0)
+        else:
+            tile_int(arrays, at, p, 0, 1)
+
+    @njit(parallel=True, cache=True)  # no fast-math: the quantiser's codes are the reference's, bit for bit
+    def products_int(xg, w, n, out, form, isa, group):
+        """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) and a
+        weight in blocks ``w`` by the integer tile: the positions quantised to 8 bits once
+        (:func:`.activations.quantize_grouped`), then each 16 rows of the weight times every
+        position, in equal groups of at most ``group`` (<= :data:`.codegen_int.GROUP`; the later
+        groups read the rows from L1). ``form`` as :func:`products_q`'s (bit 0: strips; bit 1:
+        Q8_0); ``isa``: the instruction set's index in :data:`.codegen_int.ISA`."""
+        k_in = xg.shape[1]
+        nb = k_in // BLOCK
+        a = np.empty((n, k_in), np.int8)
+        s = np.empty((n, nb), np.float32)
+        ms = np.empty((n, nb), np.float32)
+        sums = np.empty((n, nb), np.int32)
+        quantize_grouped(xg, n, a, s, ms, sums)
+        width = LANES if form & 1 else PANEL
+        sb = width * (34 if form & 2 else 20)
+        per_unit = width // LANES
+        vectors = w.shape[0] * (PANEL // LANES)
+        groups = -(-n // max(1, min(group, GROUP)))
+        base = n // groups
+        extra = n - base * groups
+        o_stride = out.shape[1]
+        for r in prange(vectors):
+            u = r // per_unit
+            v = r - u * per_unit
+            for g in range(groups):
+                lo = g * base + min(g, extra)
+                at = (u * nb * sb, v, width, nb, lo, u * width, o_stride, 0)
+                run_int_tile((w, a, s, ms, sums, out), at, base + (g < extra), form, isa)
+
     @njit(parallel=True, fastmath=True, cache=True)
     def products(xg, w, n, out, ahead, strips):
         """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) (see
@@ -159,10 +206,12 @@ if HAVE_NUMBA:
 
 def multiply(xg, w, n, out, ahead, strips):
     """``out[:n] = x @ w.T`` in compiled code for either kind of packed weight: float32 (float16,
-    int8) panels by :func:`products`, Q4_1 blocks by :func:`products_q`, chosen by ``w``'s type
-    as the caller compiles. ``ahead = (inputs ahead for float panels, blocks ahead for blocks,
-    4 where one group of blocks goes through scratch panels, else 0)`` (:func:`.tuning.prefetch_ahead`,
-    :func:`.tuning.blocks_plan`). Callable only from compiled code (``lm.fused``)."""
+    int8) panels by :func:`products`, Q4_1 blocks by :func:`products_int` or :func:`products_q`,
+    chosen by ``w``'s type as the caller compiles. ``ahead = (inputs ahead for float panels,
+    blocks ahead for blocks, 4 where one group of blocks goes through scratch panels else 0, the
+    integer tile's instruction set or -1 for the float tiles, its group size)``
+    (:func:`.tuning.prefetch_ahead`, :func:`.tuning.blocks_plan`). Callable only from compiled
+    code (``lm.fused``)."""
     raise NotImplementedError("kernel.drive.multiply runs in compiled code only")
 
 
@@ -171,7 +220,10 @@ if HAVE_NUMBA:
     def _multiply(xg, w, n, out, ahead, strips):
         if isinstance(w, types.Array) and w.dtype == types.uint8:
             def blocks(xg, w, n, out, ahead, strips):
-                products_q(xg, w, n, out, ahead[1], (1 if strips else 0) + ahead[2])
+                if ahead[3] >= 0:
+                    products_int(xg, w, n, out, 1 if strips else 0, ahead[3], ahead[4])
+                else:
+                    products_q(xg, w, n, out, ahead[1], (1 if strips else 0) + ahead[2])
             return blocks
 
         def panels(xg, w, n, out, ahead, strips):

@@ -49,6 +49,74 @@ BLOCKS_AHEAD = (4, 4, 4, 4, 4, 4)
 BLOCKS_SCRATCH_FROM = 5
 
 
+#: The integer tile's instruction sets (:mod:`.codegen_int`), in the order of their compiled
+#: numbers: AVX-512 VNNI, AVX2.
+ISA = ("vnni", "avx2")
+#: Positions one integer tile holds at most (two accumulators each: 16 of AVX-512's 32 registers).
+INT_GROUP_MAX = 8
+#: Per instruction set, the fewest positions from which a pass multiplies weights in blocks by the
+#: integer tile (8-bit activations) rather than the float tiles, and the positions one integer
+#: tile holds.
+INT_FROM = {"vnni": 1, "avx2": 1}
+INT_GROUP = {"vnni": 8, "avx2": 3}
+
+
+def _numba_target() -> tuple[str, str]:
+    """The CPU name and features numba compiles for (``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES``;
+    ``("", "")`` for this host)."""
+    name = os.environ.get("NUMBA_CPU_NAME", "").strip()
+    return ("", "") if name in ("", "host") else (name, os.environ.get("NUMBA_CPU_FEATURES", "").strip())
+
+
+@functools.cache
+def host_features() -> frozenset[str]:
+    """The CPU features the compiled code may use: this host's as LLVM sees them, or those named
+    in ``NUMBA_CPU_FEATURES`` (``+avx2,+fma,...``) where ``NUMBA_CPU_NAME`` picks another CPU;
+    none where llvmlite cannot say."""
+    name, features = _numba_target()
+    if name:
+        return frozenset(f[1:] for f in features.split(",") if f.startswith("+"))
+    try:
+        from llvmlite import binding
+        return frozenset(k for k, v in binding.get_host_cpu_features().items() if v)
+    except Exception:  # no llvmlite (the numpy path), or a platform it cannot describe
+        return frozenset()
+
+
+def supported(isa: str) -> bool:
+    """Whether the compiled code may use the integer tile's instruction set ``isa`` (one of
+    :data:`ISA`)."""
+    if isa not in ISA:
+        raise ValueError(f"integer tile: instruction set must be one of {ISA}; got {isa!r}")
+    features = host_features()
+    if isa == "vnni":
+        return {"avx512vnni", "avx512bw", "avx512f"} <= features
+    return "avx2" in features
+
+
+def _default_int_isa() -> str:
+    env = os.environ.get("SPECDEC_INT_DOT", "").strip().lower()
+    if env not in ("", "off", *ISA):
+        raise ValueError(f"SPECDEC_INT_DOT must be one of {', '.join(ISA)} or off (or unset); got {env!r}")
+    if env == "off":
+        return ""
+    if env:
+        if not supported(env):
+            raise ValueError(f"SPECDEC_INT_DOT={env}: this CPU (or NUMBA_CPU_FEATURES) lacks it")
+        return env
+    return next((isa for isa in ISA if supported(isa)), "")
+
+
+#: The integer tile's instruction set on this CPU ("" where the float tiles multiply every weight
+#: in blocks): the best this CPU has of VNNI and AVX2. ``SPECDEC_INT_DOT`` (``vnni``, ``avx2`` or
+#: ``off``) in the environment overrides.
+INT_ISA = _default_int_isa()
+#: Whether weights in blocks are packed in strips: with the integer tile (each tile reads 16 rows,
+#: and a strip's are one stream; measured faster than panels at every position count), else
+#: :data:`NARROW`'s choice; ``SPECDEC_TILES`` in the environment decides both.
+BLOCKS_STRIPS = bool(INT_ISA) if not os.environ.get("SPECDEC_TILES", "").strip() else None
+
+
 @functools.cache
 def _vector_registers() -> int:
     """How many 16-float vector registers this CPU has: 32 with AVX-512, else the 16 of AVX2
@@ -73,6 +141,8 @@ def _default_narrow() -> bool:
 #: spill to memory, while a narrow tile's ``P`` accumulators take ``2 P``. ``SPECDEC_TILES``
 #: (``narrow`` or ``wide``) in the environment overrides.
 NARROW = _default_narrow()
+if BLOCKS_STRIPS is None:
+    BLOCKS_STRIPS = NARROW
 
 
 def cpu_vendor() -> str:
@@ -150,11 +220,31 @@ def set_chunked_from(n: int | None = None) -> int:
     return _CHUNKED_FROM[0]
 
 
-def blocks_plan(n: int) -> tuple[int, int]:
-    """How a pass over ``n`` positions multiplies weights in blocks: ``(blocks ahead a tile
-    prefetches, 4 where one group goes through scratch panels else 0)`` (:data:`BLOCKS_AHEAD`,
-    :data:`BLOCKS_SCRATCH_FROM`; several groups take the last entry and always use scratch)."""
-    return BLOCKS_AHEAD[min(max(n, 1), MAX_GROUP) - 1], 4 if n >= BLOCKS_SCRATCH_FROM else 0
+def blocks_plan(n: int) -> tuple[int, int, int, int]:
+    """How a pass over ``n`` positions multiplies weights in blocks: ``(blocks ahead a float tile
+    prefetches, 4 where one group goes through scratch panels else 0, the integer tile's
+    instruction set (its index in :data:`ISA`) or -1 for the float tiles, the positions an
+    integer tile holds)`` (:data:`BLOCKS_AHEAD`, :data:`BLOCKS_SCRATCH_FROM`, :data:`INT_ISA`,
+    :data:`INT_FROM`, :data:`INT_GROUP`; several groups take the last entry and always use
+    scratch)."""
+    isa = _INT[0]
+    use = bool(isa) and n >= INT_FROM[isa]
+    return (BLOCKS_AHEAD[min(max(n, 1), MAX_GROUP) - 1], 4 if n >= BLOCKS_SCRATCH_FROM else 0,
+            ISA.index(isa) if use else -1, INT_GROUP[isa] if use else 0)
+
+
+def set_int_isa(isa: str | None = None) -> str:
+    """Set the integer tile's instruction set for this process (one of :data:`ISA`, ``""`` for
+    the float tiles, ``None``: :data:`INT_ISA`); return it. A benchmark's and a test's knob:
+    results agree to the 8-bit activations' rounding, not bit for bit, and the weights' layout
+    (:data:`BLOCKS_STRIPS`) stays as packed."""
+    if isa and not supported(isa):
+        raise ValueError(f"integer tile: this CPU lacks {isa!r}")
+    _INT[0] = INT_ISA if isa is None else isa
+    return _INT[0]
+
+
+_INT = [INT_ISA]
 
 
 def set_prefetch(ahead=None) -> tuple[int, ...]:
