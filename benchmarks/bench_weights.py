@@ -11,7 +11,10 @@ For each thread count, one loop times, round-robin so that load spikes hit every
 * the read floor of each format: every packed weight (float32 panels, or the blocks' bytes) read
   once by the kernel's own read loop (``kernel.read_all``), nothing computed;
 * a decoding step (a pass over 1 new position) and passes over 2, 5, 9, 17 and 33 new positions,
-  each after 128 cached positions, logits for every new position (``Model.forward``), rolled back.
+  each after 128 cached positions, logits for every new position (``Model.forward``), rolled back;
+* where the CPU has the integer tile (``kernel.tuning.INT_ISA``: 8-bit activations, what the
+  4-bit model uses there), the same 4-bit passes by the float tiles too (float32 activations,
+  ``tuning.set_int_isa("")``; column "q4 float tiles").
 
 Then each format is loaded in a fresh process that runs passes over up to 33 positions, and its
 resident memory is printed: all of it (VmRSS) and its own (RssAnon, what a second process does not
@@ -43,6 +46,7 @@ from pathlib import Path
 
 from specdec_playable.data import hardware
 from specdec_playable.lm import get_model, kernel
+from specdec_playable.lm.kernel import tuning
 
 from _local import PASS_CONTEXT as CONTEXT, model_pass, read_floor
 
@@ -92,13 +96,27 @@ def _llama_cells(threads: int) -> dict:
     return {("llama", n): make(n) for n in PASSES}
 
 
+def _float_tiles(fn):
+    """``fn`` run with the float tiles multiplying the blocks (the integer tile off), then back."""
+    def run():
+        tuning.set_int_isa("")
+        try:
+            fn()
+        finally:
+            tuning.set_int_isa(None)
+    return run
+
+
 def _cells(models: dict) -> dict:
-    """What one loop times: (format, row) -> function."""
+    """What one loop times: (format, row) -> function; where this CPU has the integer tile, the
+    4-bit model's passes by the float tiles too (format "q4f", the same weights)."""
     cells = {}
     for fmt, model in models.items():
         cells[(fmt, "floor")] = read_floor(model)
         for n in PASSES:
             cells[(fmt, n)] = model_pass(model, n)
+            if fmt == "q4" and tuning.INT_ISA:
+                cells[("q4f", n)] = _float_tiles(model_pass(model, n))
     return cells
 
 
@@ -148,9 +166,11 @@ def _row(label: str, got: dict, key, columns) -> str:
 def table(got: dict, memory: dict, threads, stat: str = "median") -> list[str]:
     """The Markdown table of one statistic of the times (``median`` or ``min``, with ratios to
     the format's step) and resident memory; llama.cpp's columns where it ran."""
-    fmts = FORMATS + (("llama",) if any(("llama", 1) in got[t] for t in threads) else ())
+    fmts = FORMATS + (("q4f",) if any(("q4f", 1) in got[t] for t in threads) else ())
+    fmts += (("llama",) if any(("llama", 1) in got[t] for t in threads) else ())
     columns = [(t, fmt) for t in threads for fmt in fmts]
-    head = " | ".join(f"{'llama.cpp' if fmt == 'llama' else fmt} {t} thr" for t, fmt in columns)
+    names = {"llama": "llama.cpp", "q4f": "q4 float tiles", "q4": f"q4 {tuning.INT_ISA or 'float'} tile"}
+    head = " | ".join(f"{names.get(fmt, fmt)} {t} thr" for t, fmt in columns)
     lines = [f"| {stat} ms (x step) | {head} |", "|---" + "|---:" * len(columns) + "|"]
     lines.append(_row("read floor", got, "floor", columns))
     lines.append(_row("decode step", got, 1, columns))
@@ -216,7 +236,12 @@ def write_csv(times: dict, models: dict, run: dict) -> None:
                 weight_bytes=int(models["q4"].weights.nbytes),
                 weights="the GGUF file's blocks as stored: Q4_1, and Q8_0 for the embedding and tied head",
                 f32_median_ms={str(n): round(float(np.median(times[("f32", n)])), 3) for n in PASSES},
+                q4_median_ms={str(n): round(float(np.median(times[("q4", n)])), 3) for n in PASSES},
                 f32_floor_ms=round(float(np.median(times[("f32", "floor")])), 3),
+                tile=(f"integer ({tuning.INT_ISA}): 8-bit activations" if tuning.INT_ISA
+                      else "float (float32 activations)"),
+                **({"q4_float_tiles_median_ms": {str(n): round(float(np.median(times[("q4f", n)])), 3)
+                                                 for n in PASSES}} if ("q4f", 1) in times else {}),
                 command="benchmarks/bench_weights.py " + " ".join(sys.argv[1:]))
     out.with_name(hardware.CPU_Q4_META_NAME).write_text(json.dumps(meta, indent=1) + "\n")
     print(f"wrote {out} and {hardware.CPU_Q4_META_NAME}")

@@ -137,14 +137,14 @@ def test_each_plan_names_the_tile_it_runs():
     chosen = tuning.INT_ISA
     try:
         assert tuning.set_int_isa("") == ""
-        assert tuning.blocks_plan(5)[2:] == (-1, 0)
+        assert tuning.blocks_plan(5)[2:] == (-1, 0, 0)
         for isa in tuning.ISA:
             if tuning.supported(isa):
                 tuning.set_int_isa(isa)
                 for n in (1, 5, 9, 33):
                     plan = tuning.blocks_plan(n)
                     use = n >= tuning.INT_FROM[isa]
-                    assert plan[2:] == ((tuning.ISA.index(isa), tuning.INT_GROUP[isa]) if use else (-1, 0))
+                    assert plan[2:] == ((tuning.ISA.index(isa), tuning.INT_GROUP[isa], tuning.INT_AHEAD[isa]) if use else (-1, 0, 0))
             else:
                 with pytest.raises(ValueError, match="lacks"):
                     tuning.set_int_isa(isa)

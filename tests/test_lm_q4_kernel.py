@@ -128,7 +128,7 @@ def test_a_prefetch_or_a_plan_changes_no_result(monkeypatch):
             monkeypatch.setattr(tuning, "BLOCKS_AHEAD", (ahead,) * kernel.MAX_GROUP)
             monkeypatch.setattr(tuning, "BLOCKS_SCRATCH_FROM", scratch_from)
             for n in (1, 4, 6, 7, 13):
-                assert tuning.blocks_plan(n) == (ahead, 4 if n >= scratch_from else 0, -1, 0)
+                assert tuning.blocks_plan(n) == (ahead, 4 if n >= scratch_from else 0, -1, 0, 0)
                 x = rng.standard_normal((n, 224)).astype(np.float32)
                 assert rel_err(kernel.matmul_t(x, pw), x, w64) < TOL
 

@@ -97,3 +97,32 @@ def test_the_4bit_file_is_the_model_file_as_installed():
     from specdec_playable.lm.source import model_file
 
     assert hardware.load_llamacpp_meta()["file_bytes"] == os.path.getsize(model_file())
+
+
+def test_the_4bit_paragraph_says_what_the_integer_tile_did_from_its_record(monkeypatch):
+    """Where the 4-bit record names the integer tile and keeps the float tiles' times from the same
+    loop, the paragraph says how a weight meets a position and how much cheaper the check and the
+    step became, each figure the record's; a record without them keeps the float tiles' words."""
+    from specdec_playable.kit import roofline
+
+    qmeta = hardware.load_cpu_q4_meta()
+    html = roofline_html(hardware.cpu_curve(), hardware.cpu_q4_curve(), h200_curve())
+    if str(qmeta.get("tile", "")).startswith("integer"):
+        flt, now = qmeta["q4_float_tiles_median_ms"], qmeta["q4_median_ms"]
+        one, check = float(flt["1"]), float(flt[str(N_CHECK)])
+        assert "integer dot-product instructions" in html and "widened to float32 again" not in html
+        assert (f"a step took {one:.1f} ms and {N_CHECK} positions {check:.1f} ms "
+                f"({check / one:.2f}× a step)") in html
+        assert f"makes that check {check / float(now[str(N_CHECK)]):.1f}× cheaper" in html
+        assert f"the step {one / float(now['1']):.1f}× quicker" in html
+    for made_up in ({"tile": "integer (avx2): 8-bit activations", "q4_float_tiles_median_ms": {"1": 20.0, "5": 40.0},
+                     "q4_median_ms": {"1": 10.0, "5": 16.0}},
+                    {"tile": "float (float32 activations)"}, {}):
+        meta = {k: v for k, v in qmeta.items() if k not in ("tile", "q4_float_tiles_median_ms", "q4_median_ms")}
+        monkeypatch.setattr(roofline.hardware, "load_cpu_q4_meta", lambda m=dict(meta, **made_up): m)
+        html = roofline_html(hardware.cpu_curve(), hardware.cpu_q4_curve(), h200_curve())
+        integer = made_up.get("tile", "").startswith("integer")
+        assert ("integer dot-product instructions" in html) == integer
+        assert ("widened to float32 again for every position" in html) == (not integer)
+        assert ("a step took 20.0 ms and 5 positions 40.0 ms (2.00× a step): the integer tile makes "
+                "that check 2.5× cheaper, and the step 2.0× quicker." in html) == integer

@@ -1,5 +1,6 @@
 """Why checking is nearly free with float32 weights on this CPU and not with 4-bit ones: the
-roofline in words, every figure computed from the measured pass times it describes.
+roofline in words, every figure computed from the measured pass times it describes (and, for what
+the integer tile changed, from the float tiles' times its record keeps beside them).
 
 A pass over ``n`` positions reads every weight once and does ``2 n`` flops with each (a multiply
 and an add per position). Float32 weights are 4 bytes: the reading dominates and the time hardly
@@ -77,10 +78,32 @@ def roofline_html(f32: PassTimeCurve, q4: PassTimeCurve, h200: PassTimeCurve) ->
         f'<p class="sdp-econ" id="roofline-q4">The hollow squares are the same model, same kernel, '
         f"reading the file's 4-bit blocks ({q_bytes / 1e6:.0f} MB, {f_bytes / q_bytes:.1f}× fewer "
         f"bytes), measured on {esc(_machine(q_meta))}. One position takes {q1:.1f} ms, {faster}, "
-        f"but every weight is widened to float32 again for every position, so {N_CHECK} positions "
-        f"take {q5:.2f}× its step: {bound}. (llama.cpp on the same file: {l1:.1f} ms a step and "
+        f"{_arithmetic(q_meta)}, so {N_CHECK} positions "
+        f"take {q5:.2f}× its step: {bound}.{_tiles(q_meta)} (llama.cpp on the same file: {l1:.1f} ms a step and "
         f"{l5:.2f}× for {N_CHECK} positions. On the H200 a pass over {N_CHECK} takes {h5:.2f}× "
         f"one.)</p>" + _break_even(f32, q4))
+
+
+def _arithmetic(q_meta: dict) -> str:
+    """How the 4-bit curve's kernel multiplies each weight by each position (its record says)."""
+    if str(q_meta.get("tile", "")).startswith("integer"):
+        return ("but every weight is still multiplied once for every position (its activations "
+                "rounded to 8 bits, four codes a step by the CPU's integer dot-product instructions)")
+    return "but every weight is widened to float32 again for every position"
+
+
+def _tiles(q_meta: dict) -> str:
+    """What the integer tile did to a 4-bit check, from the float tiles timed in the same loop
+    ("" where the record has no such column)."""
+    flt = q_meta.get("q4_float_tiles_median_ms") or {}
+    if not {"1", str(N_CHECK)} <= set(flt):
+        return ""
+    one, check = float(flt["1"]), float(flt[str(N_CHECK)])
+    q1, qn = float(q_meta["q4_median_ms"]["1"]), float(q_meta["q4_median_ms"][str(N_CHECK)])
+    return (f" Before the integer tile, with every weight widened to float32 for every position "
+            f"(timed in the same loop), a step took {one:.1f} ms and {N_CHECK} positions "
+            f"{check:.1f} ms ({check / one:.2f}× a step): the integer tile makes that check "
+            f"{check / qn:.1f}× cheaper, and the step {one / q1:.1f}× quicker.")
 
 
 def _break_even(f32: PassTimeCurve, q4: PassTimeCurve) -> str:

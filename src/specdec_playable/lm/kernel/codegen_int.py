@@ -76,11 +76,13 @@ if HAVE_NUMBA:
         activation codes, ``sx``, ``mx`` float32 and ``xs`` int32 ``(n, blocks)`` each block's
         scale ``s``, ``s * sum a`` and ``sum a`` (:mod:`.activations`), ``out`` float32, all
         flat-indexed from their data pointers; ``at`` is the tuple of 8 ints ``(w_off, v, width,
-        nb, p0, o_off, o_stride, _)``:
+        nb, p0, o_off, o_stride, ahead)``:
 
         * the unit (``width`` rows: 64 or 16) has ``nb`` superblocks from byte ``w_off``; its rows
           ``16 v .. 16 v + 15`` are multiplied, over all ``nb`` blocks;
-        * position ``p``'s rows go to ``out[o_off + p * o_stride ...]``.
+        * position ``p``'s rows go to ``out[o_off + p * o_stride ...]``;
+        * ``ahead > 0``: while a block is worked, the superblock's bytes ``ahead`` bytes on are
+          prefetched into L2 (the weights' stream keeps coming while the tile computes).
 
         ``code = P`` (run time, 1 to :data:`GROUP`). ``KIND`` (literal): 0 Q4_1, 1 Q8_0; ``ISA_``
         (literal): the index of the instruction set in :data:`ISA` (one this CPU lacks compiles
@@ -125,7 +127,7 @@ if HAVE_NUMBA:
     def _emit_int_tile(builder, where, npos, shape):
         """The IR of one case of :func:`tile_int`: per block, integer sums in registers, then the
         scales into float32 sums; the stores at the end."""
-        (wp, xqp, sxp, mxp, xsp, op), (w_off, v, width, nb, p0, o_off, o_stride, _) = where
+        (wp, xqp, sxp, mxp, xsp, op), (w_off, v, width, nb, p0, o_off, o_stride, ahead) = where
         kind, isa = shape
         size, head, body = _SIZES[kind]
         quads = body // QUAD
@@ -140,6 +142,8 @@ if HAVE_NUMBA:
         row16 = builder.mul(v, _c64(LANES))
         with cgutils.for_range_slice(builder, _c64(0), nb, _c64(1), inc=True) as (b, _):
             blk = builder.add(w_off, builder.mul(b, sb))
+            with builder.if_then(builder.icmp_signed(">", ahead, _c64(0)), likely=True):
+                _emit_prefetch(builder, wp, builder.add(blk, ahead), -(-size * LANES // 64))
             d = _emit_half_vector(builder, wp, builder.add(blk, builder.mul(row16, _c64(2))))
             m = (_emit_half_vector(builder, wp, builder.add(blk, builder.add(builder.mul(width, _c64(2)),
                                                                             builder.mul(row16, _c64(2)))))
@@ -180,6 +184,15 @@ if HAVE_NUMBA:
         for p in range(npos):
             at = builder.add(o_off, builder.add(builder.mul(o_stride, pos[p]), row16))
             builder.store(builder.load(facc[p]), builder.bitcast(builder.gep(op, [at]), ir.PointerType(_VEC)), align=4)
+
+    def _emit_prefetch(builder, wp, at, lines):
+        """Ask for ``lines`` cache lines from byte ``at`` on into L2 (a hint: it never faults)."""
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ir.PointerType(_I8), _I32, _I32, _I32]),
+            "llvm.prefetch.p0i8")
+        for i in range(lines):
+            builder.call(prefetch, [builder.gep(wp, [builder.add(at, _c64(64 * i))]), ir.Constant(_I32, 0),
+                                    ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
 
     def _emit_half_vector(builder, wp, at):
         """16 float16 values at byte ``at``, widened to float32."""

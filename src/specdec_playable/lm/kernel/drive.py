@@ -116,13 +116,15 @@ if HAVE_NUMBA:
             tile_int(arrays, at, p, 0, 1)
 
     @njit(parallel=True, cache=True)  # no fast-math: the quantiser's codes are the reference's, bit for bit
-    def products_int(xg, w, n, out, form, isa, group):
+    def products_int(xg, w, n, out, form, plan):
         """``out[:n, :64 * panels] = x @ w.T`` for grouped inputs ``xg`` (groups, in, gs) and a
         weight in blocks ``w`` by the integer tile: the positions quantised to 8 bits once
         (:func:`.activations.quantize_grouped`), then each 16 rows of the weight times every
         position, in equal groups of at most ``group`` (<= :data:`.codegen_int.GROUP`; the later
         groups read the rows from L1). ``form`` as :func:`products_q`'s (bit 0: strips; bit 1:
-        Q8_0); ``isa``: the instruction set's index in :data:`.codegen_int.ISA`."""
+        Q8_0); ``isa``: the instruction set's index in :data:`.codegen_int.ISA`; ``ahead``: how many
+        bytes ahead the first group prefetches the weights into L2 (0: none)."""
+        isa, group, ahead = plan
         k_in = xg.shape[1]
         nb = k_in // BLOCK
         a = np.empty((n, k_in), np.int8)
@@ -143,7 +145,7 @@ if HAVE_NUMBA:
             v = r - u * per_unit
             for g in range(groups):
                 lo = g * base + min(g, extra)
-                at = (u * nb * sb, v, width, nb, lo, u * width, o_stride, 0)
+                at = (u * nb * sb, v, width, nb, lo, u * width, o_stride, ahead if g == 0 else 0)
                 run_int_tile((w, a, s, ms, sums, out), at, base + (g < extra), form, isa)
 
     @njit(parallel=True, fastmath=True, cache=True)
@@ -209,7 +211,8 @@ def multiply(xg, w, n, out, ahead, strips):
     int8) panels by :func:`products`, Q4_1 blocks by :func:`products_int` or :func:`products_q`,
     chosen by ``w``'s type as the caller compiles. ``ahead = (inputs ahead for float panels,
     blocks ahead for blocks, 4 where one group of blocks goes through scratch panels else 0, the
-    integer tile's instruction set or -1 for the float tiles, its group size)``
+    integer tile's instruction set or -1 for the float tiles, its group size, the bytes ahead it
+    prefetches)``
     (:func:`.tuning.prefetch_ahead`, :func:`.tuning.blocks_plan`). Callable only from compiled
     code (``lm.fused``)."""
     raise NotImplementedError("kernel.drive.multiply runs in compiled code only")
@@ -221,7 +224,7 @@ if HAVE_NUMBA:
         if isinstance(w, types.Array) and w.dtype == types.uint8:
             def blocks(xg, w, n, out, ahead, strips):
                 if ahead[3] >= 0:
-                    products_int(xg, w, n, out, 1 if strips else 0, ahead[3], ahead[4])
+                    products_int(xg, w, n, out, 1 if strips else 0, (ahead[3], ahead[4], ahead[5]))
                 else:
                     products_q(xg, w, n, out, ahead[1], (1 if strips else 0) + ahead[2])
             return blocks

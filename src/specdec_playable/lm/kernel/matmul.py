@@ -88,9 +88,9 @@ def matmul_t(x: np.ndarray, w, out: np.ndarray | None = None) -> np.ndarray:
     y = out if out is not None and padded == m else np.empty((n, padded), F32)
     prepare_threads(n)
     if isinstance(w, QPacked):
-        ahead, scratch, isa, group = blocks_plan(n)
+        ahead, scratch, isa, group, int_ahead = blocks_plan(n)
         if isa >= 0:
-            products_int(group_positions(x), w.data, n, y, 2 * KIND[w.kind] + w.strips, isa, group)
+            products_int(group_positions(x), w.data, n, y, 2 * KIND[w.kind] + w.strips, (isa, group, int_ahead))
         else:
             products_q(group_positions(x), w.data, n, y, ahead, 2 * KIND[w.kind] + w.strips + scratch)
     else:
@@ -120,22 +120,16 @@ def _check(x: np.ndarray, w, out: np.ndarray | None) -> None:
 
 
 def warmup() -> float:
-    """Compile (or load from cache) the kernel now, every tile shape, the float tiles and the integer
-    tile for weights in blocks; return the seconds it took."""
+    """Compile (or load from cache) the kernel now, every tile shape, for weights in blocks the tiles
+    this process uses (the integer tile where it is chosen, else the float tiles; the other kind
+    compiles when first asked for); return the seconds it took."""
     import time
-    from . import tuning
     t0 = time.perf_counter()
     if HAVE_NUMBA:
         w = pack(np.zeros((2 * PANEL + 1, 8), F32))
         blocks = [pack_blocks(np.zeros((PANEL + 1, size), np.uint8), kind) for kind, (size, _, _) in FORMATS.items()]
-        chosen = tuning._INT[0]
-        try:
-            for isa in dict.fromkeys(("", chosen)):
-                tuning.set_int_isa(isa)
-                for n in range(1, 2 * MAX_GROUP + 1):
-                    for b in [w, *blocks]:
-                        matmul_t(np.zeros((n, b.shape[1]), F32), b)
-        finally:
-            tuning.set_int_isa(chosen)
+        for n in range(1, 2 * MAX_GROUP + 1):
+            for b in [w, *blocks]:
+                matmul_t(np.zeros((n, b.shape[1]), F32), b)
         read_all([w, *blocks])
     return time.perf_counter() - t0

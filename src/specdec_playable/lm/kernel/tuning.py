@@ -52,13 +52,17 @@ BLOCKS_SCRATCH_FROM = 5
 #: The integer tile's instruction sets (:mod:`.codegen_int`), in the order of their compiled
 #: numbers: AVX-512 VNNI, AVX2.
 ISA = ("vnni", "avx2")
-#: Positions one integer tile holds at most (two accumulators each: 16 of AVX-512's 32 registers).
-INT_GROUP_MAX = 8
+#: Positions one integer tile holds at most (two accumulators each: 12 of AVX-512's 32 registers;
+#: 6, 8, 9, 10 and 12 measured alike on the Xeon, 2026-12-07).
+INT_GROUP_MAX = 6
 #: Per instruction set, the fewest positions from which a pass multiplies weights in blocks by the
 #: integer tile (8-bit activations) rather than the float tiles, and the positions one integer
 #: tile holds.
 INT_FROM = {"vnni": 1, "avx2": 1}
-INT_GROUP = {"vnni": 8, "avx2": 3}
+INT_GROUP = {"vnni": 6, "avx2": 3}
+#: Per instruction set, how many bytes ahead the integer tile prefetches its weights into L2 while
+#: it works a block (the first group of a pass; 0: none).
+INT_AHEAD = {"vnni": 8192, "avx2": 8192}
 
 
 def _numba_target() -> tuple[str, str]:
@@ -220,17 +224,17 @@ def set_chunked_from(n: int | None = None) -> int:
     return _CHUNKED_FROM[0]
 
 
-def blocks_plan(n: int) -> tuple[int, int, int, int]:
+def blocks_plan(n: int) -> tuple[int, int, int, int, int]:
     """How a pass over ``n`` positions multiplies weights in blocks: ``(blocks ahead a float tile
     prefetches, 4 where one group goes through scratch panels else 0, the integer tile's
     instruction set (its index in :data:`ISA`) or -1 for the float tiles, the positions an
-    integer tile holds)`` (:data:`BLOCKS_AHEAD`, :data:`BLOCKS_SCRATCH_FROM`, :data:`INT_ISA`,
-    :data:`INT_FROM`, :data:`INT_GROUP`; several groups take the last entry and always use
-    scratch)."""
+    integer tile holds, the bytes ahead it prefetches)`` (:data:`BLOCKS_AHEAD`,
+    :data:`BLOCKS_SCRATCH_FROM`, :data:`INT_ISA`, :data:`INT_FROM`, :data:`INT_GROUP`,
+    :data:`INT_AHEAD`; several groups take the last entry and always use scratch)."""
     isa = _INT[0]
     use = bool(isa) and n >= INT_FROM[isa]
     return (BLOCKS_AHEAD[min(max(n, 1), MAX_GROUP) - 1], 4 if n >= BLOCKS_SCRATCH_FROM else 0,
-            ISA.index(isa) if use else -1, INT_GROUP[isa] if use else 0)
+            ISA.index(isa) if use else -1, INT_GROUP[isa] if use else 0, INT_AHEAD[isa] if use else 0)
 
 
 def set_int_isa(isa: str | None = None) -> str:
