@@ -199,3 +199,26 @@ def test_a_compiled_pass_multiplies_blocks_by_the_integer_tile(isa, strips):
         via(kernel.group_positions(x), pw.data, n, out, plan, strips)
         want = matmul_t_int_numpy(x, pw)
         assert np.abs(out[:, :rows] - want).max() < TOL * np.abs(want).max(), n
+
+
+def test_the_compiled_code_is_cached_by_a_hash_of_every_source_it_is_built_from(tmp_path, monkeypatch):
+    """numba keys a cached function by its own file only; a pass's compiled code holds tiles from
+    other files, so the cache folder is named by a hash of them all: a change to any one of them
+    moves it."""
+    import numba
+
+    from specdec_playable.lm.kernel import backend
+
+    assert numba.config.CACHE_DIR == str(backend.cache_dir())
+    assert backend.cache_dir().name == f"specdec-kernel-{backend.source_stamp()}"
+    names = {p.name for p in backend.SOURCES}
+    assert {"codegen_int.py", "codegen_blocks.py", "drive.py", "fused.py"} <= names
+    files = [tmp_path / n for n in ("a.py", "b.py")]
+    for f in files:
+        f.write_text("x = 1\n")
+    before = backend.source_stamp(files)
+    assert backend.source_stamp(files) == before
+    files[1].write_text("x = 2\n")
+    assert backend.source_stamp(files) != before
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "c"))
+    assert backend.cache_dir().parent == tmp_path / "c"

@@ -61,8 +61,9 @@ rounding (the sums are taken in a different order). A plain (unpacked) weight ar
 accepted and multiplied by numpy.
 
 The first call compiles the kernel (several seconds: one specialisation per tile shape);
-``cache=True`` stores the machine code next to this file (or in numba's user cache directory when
-that is not writable), so it happens once per machine. Nothing requires the cache to exist. The
+``cache=True`` stores the machine code in a folder named by a hash of the kernel's sources
+(:func:`.backend.cache_dir`: under ``NUMBA_CACHE_DIR``, else the user's cache folder), so it
+happens once per machine and version of the kernel. Nothing requires the cache to exist. The
 model process calls :func:`warmup` as it loads.
 
 Threads: the kernel uses :func:`threads` of them unless told otherwise (a server's model processes
