@@ -6,8 +6,9 @@ A pass over ``n`` positions reads every weight once and does ``2 n`` flops with 
 and an add per position). Float32 weights are 4 bytes: the reading dominates and the time hardly
 grows with ``n``. The model file's 4-bit blocks (Q4_1, a scale and a minimum per 32 weights, and
 8-bit blocks for the embedding) read about 5 times fewer bytes, so one position is quick, but every
-weight is widened again for every position, so the arithmetic soon sets the time. The same kernel
-runs both (``lm.kernel``), so the two curves differ by the format alone.
+weight is multiplied again for every position (as integers against 8-bit activations where the CPU
+has the integer tile, else widened to float32), so the arithmetic soon sets the time. The same
+kernel runs both (``lm.kernel``), so the two curves differ by the format alone.
 
 The format moves the break-even: with a draft that costs nothing, a round of ``k`` drafts pays once
 E(q, k) tokens a pass exceed the pass's price in steps, ``ratio(k + 1)``; Leviathan's break-even

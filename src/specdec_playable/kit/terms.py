@@ -236,7 +236,8 @@ TERMS: tuple[Term, ...] = (
          "Weights stored in 4 bits each, in blocks of 32 that share a scale d and a minimum m (a "
          "weight is d × q + m, the model file's Q4_1 format). This model's file holds them in 97 MB "
          "against 538 MB as float32, so a CPU has about a fifth of the bytes to read, but must "
-         "unpack each block before it multiplies.", (r"4-bit",)),
+         "unpack each block before it multiplies (this project's kernel multiplies the codes by "
+         "8-bit copies of the activations with integer instructions where the CPU has them).", (r"4-bit",)),
     Term("weight-format", "weight format",
          "How a model's weights are stored and read: float32 (4 bytes a weight), bf16 (2 bytes) or "
          "4-bit blocks (about 5 bits a weight with their scales). Where a pass is memory-bound, a "

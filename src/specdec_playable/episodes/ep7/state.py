@@ -133,8 +133,8 @@ class RealText(FollowsRun, param.Parameterized):
         default="f32", objects=WEIGHT_CHOICES, label="Weights",
         doc="How the model's weights are stored while both runs use them: float32 (every weight "
             "4 bytes, 538 MB read a step) or the model file's own 4-bit blocks (97 MB a step, "
-            "each weight widened to float32 for every position). The page opens at the server's "
-            "format.")
+            "but each weight multiplied again for every position checked). The page opens at the "
+            "server's format.")
 
     status = param.Selector(default="idle", objects=list(STATUSES), constant=True,
                             doc="What the visitor's run is doing.")
