@@ -393,3 +393,46 @@ def test_a_hybrid_run_says_whose_guesses_each_round_kept(model):
     assert "head" in g.drafted_by
     rule = speculate(model, ids, HybridDraft(merge=False), 4, max_new=32)
     assert rule.tokens == g.tokens and set(rule.drafted_by) <= {"", "head", "memory", "request"}
+
+
+class _Oracle:
+    """A draft that proposes a fixed sequence from the end of the prompt on: a short reply, the
+    end of the reply, and the model's own greedy tokens after the end (which it then accepts)."""
+
+    name = "oracle"
+
+    def __init__(self, n_prompt: int, future: list[int]):
+        self.n_prompt, self.future = n_prompt, future
+
+    def begin(self, model):
+        return self
+
+    def propose(self, context, k, *, temperature=0.0, top_p=1.0, rng=None):
+        from specdec_playable.lm.drafts import Proposal
+        at = len(context) - self.n_prompt
+        return Proposal(np.asarray(self.future[at:at + k], np.int64))
+
+
+def test_guesses_at_or_past_the_end_count_as_nothing(model, plain):
+    """A round whose accepted guesses run past the end of the reply counts only the guesses before
+    the end: the end itself and what follows it are neither accepted nor judged, and the shown
+    texts of control tokens are bracketed words, never their raw spelling."""
+    tok = model.tokenizer
+    ids = _ids(model, SHORT["fact"])
+    reply = list(plain["fact"].tokens)
+    seq = ids + reply + [tok.eos_id]
+    after = []
+    for _ in range(3):  # the model's own greedy continuation past the end, so it is accepted
+        after.append(int(np.argmax(model.forward(seq + after, model.new_cache(), logits="last").logits[-1])))
+    oracle = _Oracle(len(ids), reply + [tok.eos_id] + after)
+    k = len(reply) + 1 + len(after) + 2  # one round: every guess at once
+    r = speculate(model, ids, oracle, k, max_new=MAX_NEW)
+    assert r.tokens == tuple(reply) and r.stopped == "eos" and r.passes == 1
+    # the first generated token comes from the prefill; the round proposes the rest, the end and after
+    assert r.accepted == len(reply) - 1 and r.rejected == 0
+    assert r.acceptance_rate == 1.0
+    assert r.tokens_per_pass == pytest.approx(len(reply))  # the reply's tokens after the first, and the end
+    for t in (tok.eos_id, tok.im_end):
+        assert tok.token_text(t) == "[end]"
+    assert tok.token_text(tok.im_start) == "[start]"
+    assert all("<|" not in tok.token_text(t) for t in tok.control)

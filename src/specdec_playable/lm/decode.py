@@ -399,12 +399,18 @@ class RunLog:
     def emit(self, rnd: int, kind: str, new: list[int], marks: list[str], *, pass_ms: float,
              positions: int, draft_ms: float = 0.0, proposed=(), n_accepted=0, judged=0,
              missed=False, first_event=0, tree=None, drafted_by: str = "") -> Update:
-        """Append tokens (stopping at end-of-sequence) and record the pass's :class:`Update`."""
+        """Append tokens (stopping at end-of-sequence) and record the pass's :class:`Update`.
+
+        Guesses at or past the end count as nothing: where the round accepted a guess of the end
+        itself, only the guesses before it count as judged and accepted (the round ended at the
+        end of the reply, not on a miss)."""
         eos = self.tok.eos_id
         if eos in new:
             cut = new.index(eos)
             new, marks = new[:cut], marks[:cut]
             self.stopped = "eos"
+            if cut < n_accepted:
+                n_accepted, judged, missed = cut, cut, False
         start = len(self.out)
         self.ctx[self.n_prompt + start:self.n_prompt + start + len(new)] = new
         self.out.extend(new)

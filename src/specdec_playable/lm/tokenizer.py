@@ -69,10 +69,19 @@ class Tokenizer:
         return self._tok.decode([int(i) for i in ids], skip_special_tokens=False)
 
     def token_text(self, token_id: int) -> str:
-        """The text of one token (a partial UTF-8 character shows as U+FFFD)."""
+        """The text of one token as a page shows it (a partial UTF-8 character shows as U+FFFD; a
+        control token as a bracketed word, never its raw spelling: the end of a reply
+        (``<|im_end|>``, the end-of-sequence token) is ``[end]``, ``<|im_start|>`` ``[start]``)."""
         if self._texts is None:
-            self._texts = tuple(self._tok.decode_batch([[i] for i in range(self.vocab_size)],
-                                                       skip_special_tokens=False))
+            texts = list(self._tok.decode_batch([[i] for i in range(self.vocab_size)],
+                                                skip_special_tokens=False))
+            for i in self.control:
+                name = self._tok.id_to_token(i) or ""
+                texts[i] = "[" + (name.strip("<|>") or "control") + "]"
+            for i in {self.eos_id, self.im_end}:
+                texts[i] = "[end]"
+            texts[self.im_start] = "[start]"
+            self._texts = tuple(texts)
         return self._texts[int(token_id)]
 
     def token_bytes(self, token_id: int) -> bytes:
