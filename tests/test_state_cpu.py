@@ -120,6 +120,20 @@ def test_episode7_outro_follows_the_pass_costs(monkeypatch, times):
     assert f"({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)" in html
     assert ("is nearly one step too" in html) == (r5 < 1.3)
     assert f"at least q = {float(theory.break_even_q(4, (r5 - 1) / 4)):.2f}" in html
+    # the 4-bit weights' own record, with its machine: the shipped one until a 4-bit process measured
+    q4 = cpu.shipped_passes("q4")
+    assert (f"a check costs {q4.ratio(5):.2f}× a step for 5 positions and {q4.ratio(9):.2f}× for 9 "
+            f"({q4.source})") in html
+    assert cpu.SHIPPED in html and "the machine that built this page" in q4.source
+
+
+def test_episode7_outro_reads_a_4_bit_record_once_a_4_bit_process_measured_it(monkeypatch):
+    q4_times = PassTimes((1, 5, 9), (10.0, 15.0, 21.0), repeats=3, seconds=1.0, threads=1, kernel="numba")
+    both = [SERVER, records.Calibration(q4_times, "q4", "AMD EPYC 9B14", 2, "2026-12-04T20:20:05Z")]
+    monkeypatch.setattr(records, "STORE", records.CalibrationStore(*both))
+    html = ep7_page.outro_html()
+    assert "a check costs 1.50× a step for 5 positions and 2.10× for 9 (measured on this server" in html
+    assert "4-bit weights)" in html
 
 
 def test_the_summary_says_what_the_episodes_say_from_the_same_record(model_absent, monkeypatch):

@@ -20,7 +20,7 @@ from ...data.machine import this_machine
 from ...data.recorded import recorded_meta, recorded_repeats, recorded_runs, recorded_weights
 from .words import (break_even_gloss, head_line, recorded_caption, recorded_rows,
                          recorded_summary, spread_sentence)
-from ...kit.cpu import cpu_passes
+from ...kit.cpu import cpu_passes, server_passes, shipped_passes
 from .state import DRAFT_ALIASES, RealText
 from .view import RealTextView, recorded_html
 from ...kit.deferred import after_first_paint
@@ -134,12 +134,13 @@ def no_model_notice(runs_model: bool) -> str:
 
 def outro_html() -> str:
     """What the real run adds; the CPU's pass cost (where it was measured, said above) decides the
-    last sentence."""
+    last sentence, and the 4-bit weights' own record (this server's, else the shipped one, named
+    with its machine) the one after it."""
     cpu = cpu_passes()
     r5, r9 = cpu.ratio(5), cpu.ratio(9)
     grows = "is nearly one step too" if r5 < 1.3 else "grows with the positions"
     hw = (f"on this CPU it {grows} ({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)"
-          + break_even_gloss(cpu))
+          + break_even_gloss(cpu) + four_bit_clause())
     return f"""
 <h2>What the real run adds</h2>
 <p class="sdp-lede">Everything Episode 2 simulated is here for real: the guesses are a real draft’s, a
@@ -148,6 +149,18 @@ out. First, the text decides everything: the same draft flies on a reply that co
 stalls on one that does not. Second, the hardware decides what a verify pass costs: on a GPU it is
 nearly one step whatever k is; {hw}.</p>
 """
+
+
+def four_bit_clause() -> str:
+    """What a check costs with the Weights menu's 4-bit weights, from their own record: this
+    server's once a 4-bit model process measured it, else the shipped one, with its machine."""
+    q4 = server_passes("q4") or shipped_passes("q4")
+    if cpu_passes().record is not None and cpu_passes().record.weights == "q4":
+        return ""  # the sentence before already reads the 4-bit record
+    q5, q9 = q4.ratio(5), q4.ratio(9)
+    return (f". With the 4-bit weights of the Weights menu a step is quicker but a check costs "
+            f"{q5:.2f}× a step for 5 positions and {q9:.2f}× for 9 ({esc(q4.source)}), so there only "
+            f"short, sure drafts pay")
 
 
 def page(state: RealText | None = None, *, service=None) -> pn.Column:
