@@ -81,3 +81,15 @@ def test_the_changed_link_notice_goes_once_a_control_moves(page, site, console):
     handle.press("ArrowRight")
     expect(notice).to_be_hidden(timeout=10_000)
     assert_clean(page, console)
+
+
+def test_episode7_restores_a_custom_prompt_from_a_link_as_plain_text(page, site, console):
+    from specdec_playable.episodes import ep7
+
+    text = "Write a haiku about <b>tea</b> & rain"
+    page.goto(f"{site.url}/{ep7.EPISODE.slug}?task=custom&prompt={urllib.parse.quote(text)}")
+    box = page.locator("textarea").first
+    expect(box).to_have_value(text, timeout=30_000)
+    assert page.locator("b", has_text="tea").count() == 0  # shown as text, never as markup
+    assert "Some settings in the link were changed" not in page_text(page)
+    assert_clean(page, console)

@@ -137,3 +137,26 @@ def test_episode4_keeps_a_pasted_text_in_its_link_bounded_like_the_box():
     assert f"<strong>{PASTE_LABEL}</strong>" in waiting and f"<strong>{PASTE_LABEL}</strong>" in empty
     assert "from the link is in the box" in waiting and "Nothing pasted yet" in empty
     assert f"<strong>{PASTE_LABEL}</strong>" in ep4_page.PASTE_INTRO
+
+
+def test_episode7_keeps_a_custom_prompt_in_its_link_bounded_like_the_box():
+    """A visitor's own prompt is read back from a shared link as plain text (the page escapes it
+    where it shows it), bounded like the box; a longer one is left out with a notice."""
+    from specdec_playable.episodes.ep7.state import PROMPT_MAX_CHARS, RealText
+    from specdec_playable.kit.urlstate import url_values
+
+    ep7_page = importlib.import_module("specdec_playable.episodes.ep7.page")
+    assert "prompt" in ep7_page.URL_PARAMS and ep7_page.URL_TEXTS == {"prompt": PROMPT_MAX_CHARS}
+    text = "Write a haiku about <b>tea</b> & rain"
+    values, notices = read_query(RealText(), ep7_page.URL_PARAMS,
+                                 {"task": [b"custom"], "prompt": [text.encode()]},
+                                 long_text=ep7_page.URL_TEXTS)
+    assert values == {"task": "custom", "prompt": text} and not notices
+    too_long = "x" * (PROMPT_MAX_CHARS + 1)
+    values, notices = read_query(RealText(), ep7_page.URL_PARAMS, {"prompt": [too_long.encode()]},
+                                 long_text=ep7_page.URL_TEXTS)
+    assert values == {"prompt": ""}  # left out: the box stays empty
+    assert notices == [f"the text in the link was longer than {PROMPT_MAX_CHARS:,} characters, so it was left out"]
+    state = RealText(task="custom", prompt=text)
+    assert url_values(state, ep7_page.URL_PARAMS, ep7_page.URL_TEXTS)["prompt"] == text
+    assert "prompt" not in url_values(RealText(), ep7_page.URL_PARAMS, ep7_page.URL_TEXTS)

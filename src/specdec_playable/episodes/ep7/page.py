@@ -21,7 +21,7 @@ from ...data.recorded import recorded_meta, recorded_repeats, recorded_runs, rec
 from .words import (break_even_gloss, head_line, recorded_caption, recorded_rows,
                          recorded_summary, spread_sentence)
 from ...kit.cpu import cpu_passes, server_passes, shipped_passes
-from .state import DRAFT_ALIASES, RealText
+from .state import DRAFT_ALIASES, PROMPT_MAX_CHARS, RealText
 from .view import RealTextView, recorded_html
 from ...kit.deferred import after_first_paint
 from ...kit.exercises import exercises_section
@@ -44,7 +44,10 @@ OBJECTIVES = (
 #: The state the page wires (the teacher's guide answers the questions on a fresh one).
 STATE = RealText
 #: Controls kept in the URL query, so a link restores the setup (the typed prompt is not).
-URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed", "weight_format")
+URL_PARAMS = ("task", "draft", "k", "max_new", "decoding", "temperature", "seed", "weight_format", "prompt")
+#: The visitor's own prompt goes in the link once it has run, bounded like the box (a longer one in
+#: a link is left out, with a notice).
+URL_TEXTS = {"prompt": PROMPT_MAX_CHARS}
 
 LEDE = ("Episode 2’s relay with nothing simulated: SmolLM2-135M writes on this server, a real draft "
         "guesses its next tokens, one pass of the model checks the guesses, and both clocks are "
@@ -169,7 +172,7 @@ def page(state: RealText | None = None, *, service=None) -> pn.Column:
     ``service`` runs the real model (``runtime.ModelService``; the app hands in the server's):
     without one the page shows recorded runs."""
     state = state or RealText(service=service)
-    notice = bind_url(state, URL_PARAMS, value_aliases={"draft": DRAFT_ALIASES})
+    notice = bind_url(state, URL_PARAMS, value_aliases={"draft": DRAFT_ALIASES}, long_text=URL_TEXTS)
     view = after_first_paint(
         lambda: RealTextView(state=state, ep5_href=f"./{by_number(5).slug}",
                              ep6_href=f"./{by_number(6).slug}",
