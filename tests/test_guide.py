@@ -358,3 +358,20 @@ def test_the_class_line_is_the_class_benchmarks_own_figures():
     assert f"{run.workers} workers; {run.visitors} visitors press Run" in plain(section)
     assert (f"| visitors | {run.visitors}: {run.finished} finished, {run.refused} refused"
             in section)
+
+
+def test_the_class_day_checklist_quotes_the_pages_own_words():
+    """The checklist's quotes are what the pages show: the status line's words for a model loading
+    and ready (``kit.modelstatus``), the lost-connection banner's first sentence (its script)."""
+    from specdec_playable.kit.modelstatus import status_words
+    from specdec_playable.runtime import service
+
+    markup = guide.class_day_html()
+    text = plain(markup)
+    for state in ("loading", "ready"):
+        assert status_words(service.LoadState(state, 9 * 3600), installed=True) in text
+    js = (PKG / "kit" / "static" / "connection.js").read_text()
+    banner = guide._banner_words()
+    assert banner.endswith(".") and banner in js and banner in text
+    assert "Reload the page" in js and "Reload the page" in text
+    assert 'id="class-day"' in markup and 'href="#class-day"' in guide.guide_html(teaching(), ())

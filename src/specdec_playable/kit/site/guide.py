@@ -136,6 +136,52 @@ def class_line() -> str:
             f"waits in a line of {run.line} runs, then is refused).")
 
 
+#: Where the connection banner's words live (read, not copied, so the checklist quotes the page).
+CONNECTION_JS = "static/connection.js"
+
+
+def _banner_words() -> str:
+    """The first sentence of the banner a page shows when its connection to the server drops."""
+    import re
+    from pathlib import Path
+
+    js = (Path(__file__).resolve().parents[1] / CONNECTION_JS).read_text(encoding="utf-8")
+    found = re.search(r"text\.textContent = '([^']+?\.)", js)
+    return found.group(1) if found else "The connection to the server was lost."
+
+
+def class_day_html() -> str:
+    """A class-day checklist: what to start, what to check, and what each sign a student may see
+    means, quoting the pages' own words (the status line, the lost-connection banner, a failed
+    run, a queued run)."""
+    from ..modelstatus import status_words
+    from ...runtime import service as interface
+
+    ready = status_words(interface.LoadState("ready", 9 * 3600), installed=True)
+    loading = status_words(interface.LoadState("loading", 9 * 3600), installed=True)
+    items = [
+        ("Before the class", "start the server (<code>specdec-playable serve</code>, with the "
+         f'workers the <a href="{SERVING_HREF}">serving guide</a> sizes for a class) a few minutes '
+         "early, and open the summary or Episode 7 once: the line under the navigation says, for "
+         f"example, “{esc(loading)}” while the model loads and “{esc(ready)}” when runs can "
+         "start."),
+        ("A page opens slowly", "when a class opens pages at once, the server builds them one "
+         "after another, so some take several seconds longer to arrive. Wait rather than reload: "
+         "a reload asks for the page to be built again."),
+        ("A page stops answering", f"a bar across the top says “{esc(_banner_words())}” with a "
+         "<em>Reload the page</em> button: the server restarted or the network dropped. Reloading "
+         "keeps the page's settings (they are in its address); a student's answers are kept in "
+         "their browser."),
+        ("A run fails", "Episode 7 says why in plain words (for example that the model process "
+         "stopped answering) and to press Run again: a fresh model process takes over if one "
+         "died."),
+        ("A run waits", "on Episode 7 a run that waits for a free model process says its place in "
+         "line and an estimate of when it starts."),
+    ]
+    rows = "".join(f"<li><strong>{esc(a)}:</strong> {b}</li>" for a, b in items)
+    return (f'<h3 id="class-day">A class-day checklist</h3><ul class="sdp-checklist">{rows}</ul>')
+
+
 def answers_html(t: Teaching) -> str:
     """An episode's questions, each with its choices, the right one and the page's explanation."""
     items = []
@@ -168,7 +214,8 @@ discuss, each with a model answer; what students need first; two class plans; th
 “Check yourself” question; and how to serve the site to a class. Students need only a browser; each episode page opens with its objectives in one line.</p>
 <nav class="sdp-toc" aria-label="On this page"><a href="#before">Before the class</a>
 <a href="#plans">Class plans</a>
-<a href="#episodes">The episodes</a><a href="#answers">Answers</a><a href="#serving">Serving the class</a></nav>
+<a href="#episodes">The episodes</a><a href="#answers">Answers</a><a href="#serving">Serving the class</a>
+<a href="#class-day">Class-day checklist</a></nav>
 {prerequisites_html()}
 <h2 id="plans">Class plans</h2>
 <p class="sdp-lede">Each episode's time is measured from its page, as on the index: its words at
@@ -187,6 +234,7 @@ A student's first choice counts, and the summary adds up the series.</p>
 {answers}
 <h2 id="serving">Serving the class</h2>
 <p class="sdp-lede">{class_line()}</p>
+{class_day_html()}
 <p class="sdp-lede">The <a href="{SERVING_HREF}">serving guide's section for a class</a> says what
 one process and several behind nginx held when a class was measured; the rest of
 <a href="{DOCS_HREF}">docs/serving.md</a> says how to start the server, run the real model, embed the
