@@ -375,3 +375,14 @@ def test_the_class_day_checklist_quotes_the_pages_own_words():
     assert banner.endswith(".") and banner in js and banner in text
     assert "Reload the page" in js and "Reload the page" in text
     assert 'id="class-day"' in markup and 'href="#class-day"' in guide.guide_html(teaching(), ())
+
+
+def test_each_plan_says_how_many_minutes_the_teacher_leads_from_its_steps(times):
+    for plan in (course.short_class(times), course.long_class(times)):
+        lead = sum(s.minutes for s in plan.steps if s.kind in ("open", "discuss", "close"))
+        work = sum(s.minutes for s in plan.steps if s.kind == "episode")
+        words = plain(guide.plan_html(plan, teaching(), heading="x", plan_id="p", rest=times))
+        assert f"You lead {lead} of its {plan.minutes} minutes" in words
+        assert f"up to {plan.slack} more in the slack" in words
+        assert f"students work through the episodes the other {work}." in words
+        assert lead + work + plan.slack == plan.total

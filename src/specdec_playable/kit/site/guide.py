@@ -64,7 +64,7 @@ def plan_html(plan: course.ClassPlan, teaching: Sequence[Teaching], *, heading: 
     over = ("" if plan.total <= plan.minutes else
             f" The episodes alone take longer than {plan.minutes} minutes: this plan runs {plan.total}.")
     free = (f" It keeps {plan.slack} minutes of slack." if plan.slack else
-            " It keeps no slack.")
+            " It keeps no slack.") + _talk_words(plan)
     left = [t for t in rest if t.number not in plan.episodes]
     after = ("" if not left else
              f'<p class="sdp-small">Not in this class, for homework or a second session: '
@@ -77,6 +77,25 @@ def plan_html(plan: course.ClassPlan, teaching: Sequence[Teaching], *, heading: 
             f"<td>in all</td></tr></tfoot></table></div>"
             f'<p class="sdp-small">Episodes, in order: {", ".join(str(n) for n in plan.episodes)}.'
             f"{free}{over}</p>{after}")
+
+
+#: The steps the teacher leads (talks, or leads the discussion); students work through the episodes.
+TEACHER_STEPS = {"open": "the opening", "discuss": "the discussions", "close": "the close"}
+
+
+def _talk_words(plan: course.ClassPlan) -> str:
+    """How many of the plan's minutes the teacher leads, from its steps: the opening, the
+    discussions and the close, and the slack where the class is on time."""
+    parts: dict[str, int] = {}
+    for s in plan.steps:
+        if s.kind in TEACHER_STEPS:
+            parts[TEACHER_STEPS[s.kind]] = parts.get(TEACHER_STEPS[s.kind], 0) + s.minutes
+    talk = sum(parts.values())
+    listed = ", ".join(f"{name} {m}" for name, m in parts.items())
+    slack = (f", and up to {plan.slack} more in the slack if the class is on time"
+             if plan.slack else "")
+    return (f" You lead {talk} of its {plan.minutes} minutes ({listed}){slack}; students work "
+            f"through the episodes the other {plan.total - talk - plan.slack}.")
 
 
 def episode_html(t: Teaching, time: course.EpisodeTime | None, on_path: bool) -> str:
