@@ -122,7 +122,47 @@ def test_the_4bit_paragraph_says_what_the_integer_tile_did_from_its_record(monke
         monkeypatch.setattr(roofline.hardware, "load_cpu_q4_meta", lambda m=dict(meta, **made_up): m)
         html = roofline_html(hardware.cpu_curve(), hardware.cpu_q4_curve(), h200_curve())
         integer = made_up.get("tile", "").startswith("integer")
+        floats = made_up.get("tile", "").startswith("float")
         assert ("integer dot-product instructions" in html) == integer
-        assert ("widened to float32 again for every position" in html) == (not integer)
+        assert ("widened to float32 again for every position" in html) == floats
+        assert ("but every weight is multiplied again for every position" in html) == (not integer and not floats)
         assert ("a step took 20.0 ms and 5 positions 40.0 ms (2.00× a step): the integer tile makes "
                 "that check 2.5× cheaper, and the step 2.0× quicker." in html) == integer
+
+
+def test_a_servers_4bit_record_is_named_as_its_own_and_the_shipped_figures_as_the_shipped_machines():
+    """Where the 4-bit curve is this server's record, the paragraph names that record's machine
+    for it and compares its step with the float32 curve above; the shipped record's figures (the
+    float tiles timed in its loop) are named as the shipped machine's; no single label covers
+    two machines."""
+    from specdec_playable.kit import roofline
+
+    qmeta = hardware.load_cpu_q4_meta()
+    f32, q4 = hardware.cpu_curve(), _curve(12.0, 1.5)
+    source = "measured on this server: a 2-core AMD EPYC 9B14 at 20:14 UTC on 2026-12-04, 1 thread, 4-bit weights"
+    html = roofline_html(f32, q4, h200_curve(), q4_source=source)
+    f1 = float(f32.time_ms(1))
+    assert "measured on this server: a 2-core AMD EPYC 9B14 at 20:14 UTC" in html
+    assert f"{f1 / 12.0:.1f}× quicker than float32's {f1:.1f} ms above" in html
+    assert "timed beside it" not in html
+    assert "multiplied again for every position" in html  # true of either tile
+    if "q4_float_tiles_median_ms" in qmeta:
+        assert f"timed in the same loop on {roofline._machine(qmeta)}" in html
+    shipped = roofline_html(f32, hardware.cpu_q4_curve(), h200_curve())
+    assert f"measured on {roofline._machine(qmeta)}" in shipped and "this server" not in shipped
+
+
+def test_episode8_draws_and_names_the_4bit_record_it_uses(monkeypatch):
+    from specdec_playable.kit import cpu
+    from specdec_playable.lm.calibrate import PassTimes
+    from specdec_playable.runtime import calibration as records
+    from specdec_playable.episodes.ep8.state import q4_passes
+
+    shipped_f32 = cpu.shipped_passes("f32")
+    monkeypatch.setattr(records, "STORE", records.CalibrationStore())
+    assert q4_passes(shipped_f32) is cpu.shipped_passes("q4")
+    times = PassTimes((1, 5, 9), (10.0, 15.0, 21.0), repeats=3, seconds=1.0, threads=1, kernel="numba")
+    mine = records.Calibration(times, "q4", "AMD EPYC 9B14", 2, "2026-12-04T20:20:05Z")
+    monkeypatch.setattr(records, "STORE", records.CalibrationStore(mine))
+    got = q4_passes(shipped_f32)
+    assert got.here and got.record is mine and float(got.curve.time_ms(5)) == 15.0

@@ -46,10 +46,14 @@ def example(curve: PassTimeCurve, q: float = Q_EXAMPLE, n: int = N_CHECK) -> tup
     return speedup, speedup * 1e3 / one
 
 
-def roofline_html(f32: PassTimeCurve, q4: PassTimeCurve, h200: PassTimeCurve) -> str:
+def roofline_html(f32: PassTimeCurve, q4: PassTimeCurve, h200: PassTimeCurve, *,
+                  q4_source: str | None = None) -> str:
     """Three paragraphs: this CPU's float32 pass, the same kernel on the file's 4-bit blocks (and
     llama.cpp on that file), and what the format does to the break-even and to tokens a second.
-    (The sentence above them on the page says where the curves were measured.)"""
+    (The sentence above them on the page says where the curves were measured.) ``q4_source``: where
+    ``q4`` was measured when it is not the shipped 4-bit record (this server's record, its
+    ``CpuPasses.source``); the shipped record's own figures (float32 and the float tiles timed in
+    its loop) are then named as the shipped machine's."""
     meta, q_meta = hardware.load_cpu_meta(), hardware.load_cpu_q4_meta()
     f_bytes, q_bytes = int(meta["weight_bytes"]), int(q_meta["weight_bytes"])
     f1, f5 = _times(f32)
@@ -60,10 +64,14 @@ def roofline_html(f32: PassTimeCurve, q4: PassTimeCurve, h200: PassTimeCurve) ->
     verdict = ("so checking 5 positions costs about what writing one does" if f5 < 1.3 else
                "so checking 5 positions costs less than two steps" if f5 < 2.0 else
                "yet checking 5 positions still costs two steps or more")
-    # Against float32 timed in the same interleaved loop, not the float32 curve above (another day).
-    same = float(q_meta.get("f32_median_ms", {}).get("1", f1))
-    faster = (f"{same / q1:.1f}× quicker than float32's {same:.1f} ms timed beside it" if q1 < same
-              else f"no quicker than float32's {same:.1f} ms timed beside it")
+    if q4_source is None:
+        # Against float32 timed in the same interleaved loop, not the float32 curve above (another day).
+        same = float(q_meta.get("f32_median_ms", {}).get("1", f1))
+        beside, where = "timed beside it", esc(_machine(q_meta))
+    else:  # this server's 4-bit record: against the float32 curve above
+        same, beside, where = f1, "above", esc(q4_source.removeprefix("measured on "))
+    faster = (f"{same / q1:.1f}× quicker than float32's {same:.1f} ms {beside}" if q1 < same
+              else f"no quicker than float32's {same:.1f} ms {beside}")
     if q5 > f5:
         bound = (f"arithmetic, not reading, sets its time, and a verify pass is dearer in steps "
                  f"({q5:.2f}× against {f5:.2f}×)")
@@ -78,31 +86,37 @@ def roofline_html(f32: PassTimeCurve, q4: PassTimeCurve, h200: PassTimeCurve) ->
         f"takes {f5:.2f}× a step, {verdict}.</p>"
         f'<p class="sdp-econ" id="roofline-q4">The hollow squares are the same model, same kernel, '
         f"reading the file's 4-bit blocks ({q_bytes / 1e6:.0f} MB, {f_bytes / q_bytes:.1f}× fewer "
-        f"bytes), measured on {esc(_machine(q_meta))}. One position takes {q1:.1f} ms, {faster}, "
-        f"{_arithmetic(q_meta)}, so {N_CHECK} positions "
-        f"take {q5:.2f}× its step: {bound}.{_tiles(q_meta)} (llama.cpp on the same file: {l1:.1f} ms a step and "
+        f"bytes), measured on {where}. One position takes {q1:.1f} ms, {faster}, "
+        f"{_arithmetic(q_meta if q4_source is None else {})}, so {N_CHECK} positions "
+        f"take {q5:.2f}× its step: {bound}.{_tiles(q_meta, shipped=q4_source is None)} (llama.cpp on the same file: {l1:.1f} ms a step and "
         f"{l5:.2f}× for {N_CHECK} positions. On the H200 a pass over {N_CHECK} takes {h5:.2f}× "
         f"one.)</p>" + _break_even(f32, q4))
 
 
 def _arithmetic(q_meta: dict) -> str:
-    """How the 4-bit curve's kernel multiplies each weight by each position (its record says)."""
-    if str(q_meta.get("tile", "")).startswith("integer"):
+    """How the 4-bit curve's kernel multiplies each weight by each position, where its record
+    says (the shipped one does; a server's record does not, and gets the words true of both)."""
+    tile = str(q_meta.get("tile", ""))
+    if tile.startswith("integer"):
         return ("but every weight is still multiplied once for every position (its activations "
                 "rounded to 8 bits, four codes a step by the CPU's integer dot-product instructions)")
-    return "but every weight is widened to float32 again for every position"
+    if tile.startswith("float"):
+        return "but every weight is widened to float32 again for every position"
+    return "but every weight is multiplied again for every position"
 
 
-def _tiles(q_meta: dict) -> str:
+def _tiles(q_meta: dict, *, shipped: bool = True) -> str:
     """What the integer tile did to a 4-bit check, from the float tiles timed in the same loop
-    ("" where the record has no such column)."""
+    ("" where the record has no such column); named as the shipped machine's where the curve
+    shown is not the shipped one."""
     flt = q_meta.get("q4_float_tiles_median_ms") or {}
     if not {"1", str(N_CHECK)} <= set(flt):
         return ""
     one, check = float(flt["1"]), float(flt[str(N_CHECK)])
     q1, qn = float(q_meta["q4_median_ms"]["1"]), float(q_meta["q4_median_ms"][str(N_CHECK)])
+    on = "" if shipped else f" on {esc(_machine(q_meta))}"
     return (f" Before the integer tile, with every weight widened to float32 for every position "
-            f"(timed in the same loop), a step took {one:.1f} ms and {N_CHECK} positions "
+            f"(timed in the same loop{on}), a step took {one:.1f} ms and {N_CHECK} positions "
             f"{check:.1f} ms ({check / one:.2f}× a step): the integer tile makes that check "
             f"{check / qn:.1f}× cheaper, and the step {one / q1:.1f}× quicker.")
 

@@ -61,6 +61,16 @@ def format_curves(cpu) -> dict:
     return out
 
 
+def q4_passes(cpu):
+    """The 4-bit curve :func:`format_curves` draws, with its provenance (:class:`.cpu.CpuPasses`):
+    ``cpu`` itself where it is this server's 4-bit record, else this server's 4-bit record, else
+    the shipped one."""
+    record = getattr(cpu, "record", None)
+    if cpu.here and record is not None and record.weights == "q4":
+        return cpu
+    return server_passes("q4") or shipped_passes("q4")
+
+
 def real_tree_table():
     """Chain against trees with the real model, as measured (``data.tree_table``); shared."""
     from ...data.tree_table import load_tree_vs_chain
@@ -157,6 +167,11 @@ class BusyAndTrees(param.Parameterized):
     @property
     def cpu_curve(self) -> batching.PassTimeCurve:
         return self._cpu.curve
+
+    @property
+    def cpu_q4(self):
+        """The 4-bit curve's passes with their provenance (:func:`q4_passes`)."""
+        return q4_passes(self._cpu)
 
     @property
     def cpu_formats(self) -> dict:
