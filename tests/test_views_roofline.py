@@ -160,7 +160,9 @@ def test_episode8_draws_and_names_the_4bit_record_it_uses(monkeypatch):
 
     shipped_f32 = cpu.shipped_passes("f32")
     monkeypatch.setattr(records, "STORE", records.CalibrationStore())
-    assert q4_passes(shipped_f32) is cpu.shipped_passes("q4")
+    shipped = q4_passes(shipped_f32)
+    assert not shipped.here and shipped.record is None
+    assert float(shipped.curve.time_ms(5)) == float(cpu.shipped_passes("q4").curve.time_ms(5))
     times = PassTimes((1, 5, 9), (10.0, 15.0, 21.0), repeats=3, seconds=1.0, threads=1, kernel="numba")
     mine = records.Calibration(times, "q4", "AMD EPYC 9B14", 2, "2026-12-04T20:20:05Z")
     monkeypatch.setattr(records, "STORE", records.CalibrationStore(mine))
