@@ -244,3 +244,26 @@ def test_the_other_tile_layout_gives_the_same_4_bit_logits(q4, tmp_path):
     assert q4.weights.strips == kernel.tuning.BLOCKS_STRIPS
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape and np.abs(g - w).max() < LOGIT_RTOL * np.abs(w).max()
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_greedy_speculation_in_4_bits_writes_exactly_plain_4_bit_decoding(q4, tiles, k):
+    """In 4 bits, with either tile, a position's logits do not depend on how many positions its
+    pass holds (each position's activations are quantised alone, and every sum runs in the same
+    order), so greedy speculation writes plain 4-bit decoding's tokens with each draft, in chains
+    and in trees."""
+    from specdec_playable.lm.drafts import PromptLookup
+    from specdec_playable.lm.head import DraftHead
+    from specdec_playable.lm.memory import MemoryDraft
+    from specdec_playable.lm.decode import speculate
+    from specdec_playable.lm.tree import speculate_tree
+
+    for prompt in (PROMPTS[0], PROMPTS[2]):
+        ids = q4.tokenizer.chat(prompt)
+        plain = generate(q4, ids, max_new=24)
+        for draft in (PromptLookup(), DraftHead(), MemoryDraft()):
+            spec = speculate(q4, ids, draft, k, max_new=24)
+            assert spec.tokens == plain.tokens, (prompt, type(draft).__name__, k)
+        if k in (2, 4):
+            tree = speculate_tree(q4, ids, MemoryDraft(), 2, k, shape="spine", max_new=24)
+            assert tree.tokens == plain.tokens, (prompt, "tree", k)

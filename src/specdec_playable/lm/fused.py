@@ -138,11 +138,38 @@ if HAVE_NUMBA:
                     cache_k[h, t // PANEL, e, t % PANEL] = qkv[p, ko + e]
                     cache_v[h, t, e] = qkv[p, vo + e]
 
+    @njit(error_model="numpy", cache=True)  # no fast-math: the sum's grouping is fixed
+    def _lane_sum(row, past, seen):
+        """The sum of a query's weights in 16 lanes, then the lanes in order: the ``i``-th key it
+        sees (every cached one, then the new ones ``seen`` marks, in order) goes to lane
+        ``i % 16``. The grouping depends only on the keys the query sees, not on where they sit in
+        the pass, so a position's sum is the same bits in a plain step, a chain or a tree."""
+        lanes = np.zeros(16, F32)
+        full = past // 16 * 16
+        for c in range(0, full, 16):
+            for i in range(16):
+                lanes[i] += row[c + i]
+        for t in range(full, past):
+            lanes[t % 16] += row[t]
+        i = past
+        for t in range(seen.shape[0]):
+            if seen[t]:
+                lanes[i % 16] += row[past + t]
+                i += 1
+        total = F32(0.0)
+        for j in range(16):
+            total += lanes[j]
+        return total
+
     @njit(fastmath=True, error_model="numpy", cache=True)
     def _softmax(s, end, past, allowed, group):
         """Turn each query's scores ``s[q, :end]`` into its attention weights, in place: query
         ``q`` belongs to new position ``q // group``, which sees every cached position and the new
-        ones ``allowed`` lets it (the others weigh 0)."""
+        ones ``allowed`` lets it (the others weigh 0). The weights' sum is taken in fixed lanes
+        (:func:`_lane_sum`), so a position's weights are the same bits whatever else its pass holds,
+        a plain step, a chain or a tree (an 8-bit activation downstream would turn a last-bit
+        difference into a different code, and greedy speculation would no longer write plain
+        decoding's tokens)."""
         n = end - past
         for q in range(s.shape[0]):
             p = q // group
@@ -152,16 +179,11 @@ if HAVE_NUMBA:
             for t in range(n):
                 if allowed[p, t] and s[q, past + t] > top:
                     top = s[q, past + t]
-            total = F32(0.0)
             for t in range(past):
-                w = vexp(s[q, t] - top)
-                s[q, t] = w
-                total += w
+                s[q, t] = vexp(s[q, t] - top)
             for t in range(n):
-                w = vexp(s[q, past + t] - top) if allowed[p, t] else F32(0.0)
-                s[q, past + t] = w
-                total += w
-            inv = F32(1.0) / total
+                s[q, past + t] = vexp(s[q, past + t] - top) if allowed[p, t] else F32(0.0)
+            inv = F32(1.0) / _lane_sum(s[q], past, allowed[p, :n])
             for t in range(end):
                 s[q, t] *= inv
 

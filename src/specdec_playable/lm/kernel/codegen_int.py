@@ -36,12 +36,9 @@ run. The numpy reference of the same arithmetic is :func:`.reference.matmul_t_in
 from __future__ import annotations
 
 from .backend import HAVE_NUMBA
-from .blocks import BLOCK, FORMATS, QUAD
+from .blocks import BLOCK, QUAD
 from .shapes import LANES
 from .tuning import INT_GROUP_MAX as GROUP, ISA, supported
-
-_SIZES = (FORMATS["q4_1"], FORMATS["q8_0"])
-
 
 if HAVE_NUMBA:
     from llvmlite import ir
@@ -49,24 +46,11 @@ if HAVE_NUMBA:
     from numba.core import cgutils
     from numba.extending import intrinsic
 
-    _F32 = ir.FloatType()
-    _I8 = ir.IntType(8)
+    from .codegen_blocks import _F32, _I8, _I32, _I64, _IVEC, _SIZES, _VEC, _c64, _c_array, _i64
+
     _I16 = ir.IntType(16)
-    _I32 = ir.IntType(32)
-    _I64 = ir.IntType(64)
-    _VEC = ir.VectorType(_F32, LANES)
-    _IVEC = ir.VectorType(_I32, LANES)
     _BYTES = ir.VectorType(_I8, QUAD * LANES)
     _HALF_BYTES = ir.VectorType(_I8, 2 * LANES)
-
-    def _i64(builder, v):
-        return v if v.type == _I64 else builder.sext(v, _I64)
-
-    def _c64(v: int):
-        return ir.Constant(_I64, v)
-
-    def _c_array(a, dtype) -> bool:
-        return isinstance(a, types.Array) and a.dtype == dtype and a.layout == "C"
 
     @intrinsic
     def tile_int(typingctx, arrays, at, code, KIND, ISA_):
