@@ -38,7 +38,7 @@ tile* (:mod:`.codegen_int`): the pass's activations are quantised once to 8 bits
 instructions (``vpdpbusd``; ``vpmaddubsw`` and ``vpmaddwd``), four codes a lane, and the float32
 scales are applied once per block. That is several times fewer instructions a weight than float32
 multiply-adds, so a pass over several positions costs a few steps' arithmetic less
-(docs/performance.md), at the price of the activations' rounding (about 7e-2 of the largest logit;
+(docs/performance.md), at the price of the activations' rounding (about 5e-2 of the largest logit;
 ``benchmarks/bench_int_accuracy.py``). Elsewhere, or with ``SPECDEC_INT_DOT=off``, they go through
 the float tiles (:mod:`.codegen_blocks`), which widen the codes to float32 in registers and multiply
 float32 activations; from a few positions on each chunk is widened once into a float32 scratch
