@@ -17,8 +17,8 @@ TRY_STEPS = (
     TryStep("Press <em>Play</em> and watch the two clocks: writing needs one pass per token, "
             "checking the same tokens one pass for all of them."),
     TryStep(f"Then guess before you look: with {_N_MAX} tokens instead of {_N_OPEN}, how long does "
-            "checking take? Press your guess in Question 1 at the end of the page, then drag "
-            f"<em>Tokens (N)</em> to {_N_MAX} and compare the two clocks.", {"n_tokens": _N_MAX}),
+            "checking take? Press your guess in Question 1 at the end of the page: the page moves "
+            f"<em>Tokens (N)</em> to {_N_MAX} for you, so compare the two clocks there.", {"n_tokens": _N_MAX}),
 )
 
 
