@@ -29,12 +29,11 @@ def _first_steps() -> tuple[TryStep, ...]:
               f"{share(head.spec.acceptance_rate)} of its guesses accepted on this task and prompt "
               f"lookup {share(lookup.spec.acceptance_rate)};")
     return (
-        TryStep("Press <em>Run</em>: the model repeats a sentence with prompt lookup as its draft. "
-                "When it ends, press <em>Play</em> to replay it round by round and watch the "
-                "underlined guesses pile up.", {"task": "repeat", "draft": "lookup"}),
-        TryStep("Then pick a fresh-writing task (why the sky is blue) and set the draft back to "
-                "prompt lookup (a fresh-writing task starts with the draft head). Run it, and "
-                "compare how many guesses the model accepts and what that does to the speedup.",
+        TryStep("Press <em>Run</em>, then <em>Play</em>: the model repeats a sentence with prompt "
+                "lookup as its draft; watch the underlined guesses pile up.",
+                {"task": "repeat", "draft": "lookup"}),
+        TryStep("Then pick the sky task, set the draft back to prompt lookup, run it, and compare "
+                "how many guesses the model accepts and what that does to the speedup.",
                 {"task": "sky", "draft": "lookup"}),
         TryStep("Next, pick the Python sum function (fresh writing starts with the draft head, which "
                 "imitates the model instead of copying). Run it, then run again with prompt lookup:"

@@ -78,7 +78,7 @@ docs/performance.md), :mod:`.pool` (how many threads a product uses), :mod:`.lay
 packed float weights), :mod:`.blocks` (weights as the file stores them: GGUF's Q4_1 and Q8_0
 blocks in panel order), :mod:`.activations` (8-bit activations), :mod:`.reference` (the numpy
 path, and the integer tile's arithmetic in numpy), :mod:`.codegen`, :mod:`.codegen_blocks` and
-:mod:`.codegen_int` (the tiles as LLVM IR), :mod:`.drive` (compiled products over whole
+:mod:`.codegen_int` (the tiles as LLVM IR; :mod:`.irtypes` their shared types), :mod:`.drive` (compiled products over whole
 matrices) and :mod:`.matmul` (the entry points).
 Everything the rest of the package uses is importable from here.
 """

@@ -26,11 +26,8 @@ group.
 from __future__ import annotations
 
 from .backend import HAVE_NUMBA
-from .blocks import BLOCK, FORMATS, QUAD
+from .blocks import BLOCK, QUAD
 from .shapes import LANES, MAX_GROUP, PANEL
-
-#: The formats in the order of their compiled numbers (:data:`.blocks.KIND`).
-_SIZES = (FORMATS["q4_1"], FORMATS["q8_0"])
 
 if HAVE_NUMBA:
     from llvmlite import ir
@@ -38,21 +35,8 @@ if HAVE_NUMBA:
     from numba.core import cgutils
     from numba.extending import intrinsic
 
-    _F32 = ir.FloatType()
-    _I8 = ir.IntType(8)
-    _I32 = ir.IntType(32)
-    _I64 = ir.IntType(64)
-    _VEC = ir.VectorType(_F32, LANES)
-    _IVEC = ir.VectorType(_I32, LANES)
-
-    def _i64(builder, v):
-        return v if v.type == _I64 else builder.sext(v, _I64)
-
-    def _c64(v: int):
-        return ir.Constant(_I64, v)
-
-    def _c_array(a, dtype) -> bool:
-        return isinstance(a, types.Array) and a.dtype == dtype and a.layout == "C"
+    from .irtypes import F32 as _F32, I8 as _I8, I32 as _I32, IVEC as _IVEC, SIZES as _SIZES, VEC as _VEC
+    from .irtypes import c64 as _c64, c_array as _c_array, i64 as _i64
 
     @intrinsic
     def tile_blocks(typingctx, arrays, at, code, KIND, NARROW):

@@ -46,7 +46,8 @@ if HAVE_NUMBA:
     from numba.core import cgutils
     from numba.extending import intrinsic
 
-    from .codegen_blocks import _F32, _I8, _I32, _I64, _IVEC, _SIZES, _VEC, _c64, _c_array, _i64
+    from .irtypes import F32 as _F32, I8 as _I8, I32 as _I32, IVEC as _IVEC, SIZES as _SIZES, VEC as _VEC
+    from .irtypes import c64 as _c64, c_array as _c_array, i64 as _i64
 
     _I16 = ir.IntType(16)
     _BYTES = ir.VectorType(_I8, QUAD * LANES)
