@@ -151,7 +151,10 @@ def test_moving_k_changes_the_number_of_draft_slots(page, site, console):
     assert drafts_per_round() == 6
     b = model_data(page, "ep2-bars")
     assert b["lane"].count("draft") == expected.result.rounds["drafted"].sum()
-    # Not played yet, so the new run rests at its start too.
+    # Not played yet, so the new run rests at its start too (its cursor may reach the page a
+    # message after its bars on a busy machine: waited for, up to 10 s).
+    page.wait_for_function(
+        "() => Bokeh.documents[0].get_model_by_name('ep2-cursor').data.x[0] === 0", timeout=10_000)
     assert cursor_x(page) == 0 and ms(clocks(page)["relay"]) == 0
     assert_clean(page, console)
 
