@@ -4,7 +4,8 @@ Run from a checkout after ``bash scripts/bootstrap.sh``:
 
     .venv/bin/python benchmarks/bench_int_accuracy.py
 
-For each of the project's test prompts (those of ``tests/test_lm_q4_model.py``), the float32 model
+For each of the six prompts the weight formats are compared on (``lm.prompts.FORMAT_CHECKS``, as in
+``tests/test_lm_q4_model.py``), the float32 model
 writes 32 greedy tokens; then the prompt and those tokens go through one pass of the float32 model,
 of the 4-bit model with the float tiles (float32 activations: ``tuning.set_int_isa("")``) and of
 the 4-bit model with the integer tile (this CPU's instruction set), and the script prints, per
@@ -26,13 +27,7 @@ import numpy as np
 from specdec_playable.lm import get_model
 from specdec_playable.lm.decode import generate
 from specdec_playable.lm.kernel import tuning
-
-PROMPTS = ("Write a Python function that adds two numbers.",
-           "Write a short poem about the sea.",
-           'Give a JSON object with the keys "name" and "age" for Ada, 36.',
-           "What is the capital of France?",
-           "Write an SQL query that counts the rows of a table named users.",
-           "Explain in two sentences why the sky is blue.")
+from specdec_playable.lm.prompts import FORMAT_CHECKS as PROMPTS
 
 
 def logits(model, ids, isa: str | None) -> np.ndarray:

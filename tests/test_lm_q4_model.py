@@ -32,6 +32,7 @@ import pytest
 from specdec_playable.lm import get_model, kernel
 from specdec_playable.lm import model as model_mod
 from specdec_playable.lm.decode import generate
+from specdec_playable.lm.prompts import FORMAT_CHECKS
 from specdec_playable.lm.kernel import Packed, QPacked, tuning
 from specdec_playable.lm.kernel.reference import matmul_t_int_numpy, matmul_t_numpy
 
@@ -40,12 +41,7 @@ CLEAR_MARGIN = 0.05
 #: The integer tile's (8-bit activations): (logit tolerance, clear margin); see the docstring.
 INT_RTOL, INT_MARGIN = 0.15, 0.3
 TILES = ["float"] + (["int"] if tuning.INT_ISA else [])
-PROMPTS = ("Write a Python function that adds two numbers.",
-           "Write a short poem about the sea.",
-           'Give a JSON object with the keys "name" and "age" for Ada, 36.',
-           "What is the capital of France?",
-           "Write an SQL query that counts the rows of a table named users.",
-           "Explain in two sentences why the sky is blue.")
+PROMPTS = FORMAT_CHECKS
 
 
 @pytest.fixture(scope="module")

@@ -198,12 +198,12 @@ def test_the_two_cpu_curves_put_the_servers_own_in_its_format(monkeypatch, own, 
     process of that format has measured, else the shipped one."""
     from types import SimpleNamespace
 
-    from specdec_playable.episodes.ep8 import state as st8
     from specdec_playable.episodes.ep8.state import format_curves
+    from specdec_playable.kit import cpu as kit_cpu
 
     other = {"f32": "q4", "q4": "f32"}[own]
     theirs = SimpleNamespace(curve=object())
-    monkeypatch.setattr(st8, "server_passes",
+    monkeypatch.setattr(kit_cpu, "server_passes",
                         lambda fmt: theirs if (other_measured and fmt == other) else None)
     mine = object()
     record = SimpleNamespace(weights=own) if here else None

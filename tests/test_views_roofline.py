@@ -156,15 +156,16 @@ def test_episode8_draws_and_names_the_4bit_record_it_uses(monkeypatch):
     from specdec_playable.kit import cpu
     from specdec_playable.lm.calibrate import PassTimes
     from specdec_playable.runtime import calibration as records
-    from specdec_playable.episodes.ep8.state import q4_passes
+    from specdec_playable.kit.cpu import passes_for
 
     shipped_f32 = cpu.shipped_passes("f32")
     monkeypatch.setattr(records, "STORE", records.CalibrationStore())
-    shipped = q4_passes(shipped_f32)
+    shipped = passes_for(shipped_f32, "q4")
     assert not shipped.here and shipped.record is None
     assert float(shipped.curve.time_ms(5)) == float(cpu.shipped_passes("q4").curve.time_ms(5))
     times = PassTimes((1, 5, 9), (10.0, 15.0, 21.0), repeats=3, seconds=1.0, threads=1, kernel="numba")
     mine = records.Calibration(times, "q4", "AMD EPYC 9B14", 2, "2026-12-04T20:20:05Z")
     monkeypatch.setattr(records, "STORE", records.CalibrationStore(mine))
-    got = q4_passes(shipped_f32)
-    assert got.here and got.record is mine and float(got.curve.time_ms(5)) == 15.0
+    got = passes_for(shipped_f32, "q4")
+    # equal, not the same object: the server's curves are cached by their record's value
+    assert got.here and got.record == mine and float(got.curve.time_ms(5)) == 15.0

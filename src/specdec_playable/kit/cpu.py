@@ -135,6 +135,18 @@ def server_passes(weights: str) -> CpuPasses | None:
     return None if record is None else _from_server(record)
 
 
+def passes_for(cpu: CpuPasses, weights: str) -> CpuPasses:
+    """The pass times of ``weights`` (``"f32"`` or ``"q4"``) beside a page's ``cpu``
+    (:func:`cpu_passes`): ``cpu`` itself where it is of that format (this server's record of it,
+    or the shipped float32 one), else this server's record of ``weights`` once a model process of
+    that format measured it, else the shipped one."""
+    record = getattr(cpu, "record", None)
+    own = record.weights if cpu.here and record is not None else "f32"
+    if weights == own:
+        return cpu
+    return server_passes(weights) or shipped_passes(weights)
+
+
 def cpu_passes() -> CpuPasses:
     """This server's calibration record once its first model process has made it, else the
     shipped measurement."""
@@ -142,5 +154,5 @@ def cpu_passes() -> CpuPasses:
     return shipped_passes("f32") if record is None else _from_server(record)
 
 
-__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes", "free_break_even", "server_passes",
+__all__ = ["HERE", "SHIPPED", "CpuPasses", "cpu_passes", "free_break_even", "passes_for", "server_passes",
            "shipped_passes"]

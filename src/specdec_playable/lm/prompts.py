@@ -216,6 +216,15 @@ POOLS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Six short chat prompts the two weight formats' logits are compared on (the 4-bit model's tests
+#: and ``benchmarks/bench_int_accuracy.py``); no draft is scored on them.
+FORMAT_CHECKS = ("Write a Python function that adds two numbers.",
+                 "Write a short poem about the sea.",
+                 'Give a JSON object with the keys "name" and "age" for Ada, 36.',
+                 "What is the capital of France?",
+                 "Write an SQL query that counts the rows of a table named users.",
+                 "Explain in two sentences why the sky is blue.")
+
 def task(key: str) -> Task:
     """Episode 7's task ``key``; ``ValueError`` names the tasks."""
     try:

@@ -20,7 +20,7 @@ from ...data.machine import this_machine
 from ...data.recorded import recorded_meta, recorded_repeats, recorded_runs, recorded_weights
 from .words import (break_even_gloss, head_line, recorded_caption, recorded_rows,
                          recorded_summary, spread_sentence)
-from ...kit.cpu import cpu_passes, server_passes, shipped_passes
+from ...kit.cpu import cpu_passes, passes_for
 from .state import DRAFT_ALIASES, PROMPT_MAX_CHARS, RealText
 from .view import RealTextView, recorded_html
 from ...kit.deferred import after_first_paint
@@ -143,7 +143,7 @@ def outro_html() -> str:
     r5, r9 = cpu.ratio(5), cpu.ratio(9)
     grows = "is nearly one step too" if r5 < 1.3 else "grows with the positions"
     hw = (f"on this CPU it {grows} ({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)"
-          + break_even_gloss(cpu) + four_bit_clause())
+          + break_even_gloss(cpu) + four_bit_clause(cpu))
     return f"""
 <h2>What the real run adds</h2>
 <p class="sdp-lede">Everything Episode 2 simulated is here for real: the guesses are a real draft’s, a
@@ -154,11 +154,12 @@ nearly one step whatever k is; {hw}.</p>
 """
 
 
-def four_bit_clause() -> str:
-    """What a check costs with the Weights menu's 4-bit weights, from their own record: this
-    server's once a 4-bit model process measured it, else the shipped one, with its machine."""
-    q4 = server_passes("q4") or shipped_passes("q4")
-    if cpu_passes().record is not None and cpu_passes().record.weights == "q4":
+def four_bit_clause(cpu) -> str:
+    """What a check costs with the Weights menu's 4-bit weights, from their own record beside the
+    page's ``cpu`` (:func:`.cpu.passes_for`: this server's once a 4-bit model process measured it,
+    else the shipped one), with its machine."""
+    q4 = passes_for(cpu, "q4")
+    if q4 is cpu:
         return ""  # the sentence before already reads the 4-bit record
     q5, q9 = q4.ratio(5), q4.ratio(9)
     return (f". With the 4-bit weights of the Weights menu a step is quicker but a check costs "

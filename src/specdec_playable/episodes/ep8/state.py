@@ -16,7 +16,7 @@ import numpy as np
 import param
 
 from ...kit.params import C, K, K_SLIDER_MAX, Q, control, unlocked
-from ...kit.cpu import cpu_passes, server_passes, shipped_passes
+from ...kit.cpu import cpu_passes, passes_for
 from ...data import hardware
 from ...sim import batching, theory, trees
 
@@ -50,25 +50,8 @@ def format_curves(cpu) -> dict:
     """The real model's two CPU curves, float32 and the file's 4-bit blocks (``"f32"``, ``"q4"``):
     ``cpu`` (the page's curve: this server's record, or the shipped float32 one; see
     :func:`.cpu.cpu_passes`) in its own format, the other format this server's record of it if a
-    model process of that format has measured, else as shipped."""
-    record = getattr(cpu, "record", None)
-    own = record.weights if cpu.here and record is not None else "f32"
-    out = {}
-    for fmt in ("f32", "q4"):
-        mine = None if fmt == own else server_passes(fmt)
-        out[fmt] = (cpu.curve if fmt == own else mine.curve if mine is not None
-                    else shipped_passes(fmt).curve)
-    return out
-
-
-def q4_passes(cpu):
-    """The 4-bit curve :func:`format_curves` draws, with its provenance (:class:`.cpu.CpuPasses`):
-    ``cpu`` itself where it is this server's 4-bit record, else this server's 4-bit record, else
-    the shipped one."""
-    record = getattr(cpu, "record", None)
-    if cpu.here and record is not None and record.weights == "q4":
-        return cpu
-    return server_passes("q4") or shipped_passes("q4")
+    model process of that format has measured, else as shipped (:func:`.cpu.passes_for`)."""
+    return {fmt: passes_for(cpu, fmt).curve for fmt in ("f32", "q4")}
 
 
 def real_tree_table():
@@ -170,8 +153,8 @@ class BusyAndTrees(param.Parameterized):
 
     @property
     def cpu_q4(self):
-        """The 4-bit curve's passes with their provenance (:func:`q4_passes`)."""
-        return q4_passes(self._cpu)
+        """The 4-bit curve's passes with their provenance (:func:`.cpu.passes_for`)."""
+        return passes_for(self._cpu, "q4")
 
     @property
     def cpu_formats(self) -> dict:

@@ -12,7 +12,10 @@ setting): the site passes both in (``app/site.py``), so this module builds no pa
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import panel as pn
 
@@ -159,11 +162,10 @@ def class_line() -> str:
 CONNECTION_JS = "static/connection.js"
 
 
+@functools.cache
 def _banner_words() -> str:
-    """The first sentence of the banner a page shows when its connection to the server drops."""
-    import re
-    from pathlib import Path
-
+    """The first sentence of the banner a page shows when its connection to the server drops
+    (read once)."""
     js = (Path(__file__).resolve().parents[1] / CONNECTION_JS).read_text(encoding="utf-8")
     found = re.search(r"text\.textContent = '([^']+?\.)", js)
     return found.group(1) if found else "The connection to the server was lost."

@@ -4,11 +4,11 @@ of 32, as llama.cpp's Q8 blocks quantise them.
 For each position and block of 32 inputs ``x``: ``amax = max |x|``, the scale ``s = amax / 127``
 and the codes ``a = rint(x * (127 / amax))`` in [-127, 127] (all zero, ``s = 0``, where the block
 is zero), so ``x ~ s a`` to within ``s / 2`` per input. The codes and the scale are computed in
-float64 and rounded once (so both forms below agree bit for bit). Beside them each block's ``sum a`` (int32)
-and ``s * sum a`` (float32, for Q4_1's minimum). :func:`quantize` is the numpy reference;
+float64 and rounded once. Beside them each block's ``sum a`` (int32) and ``s * sum a`` (float32,
+for Q4_1's minimum). :func:`quantize` is the numpy reference;
 :func:`quantize_grouped` the compiled form, which reads the kernel's grouped inputs
 (:func:`.layouts.group_positions`) and gives the same codes and scales bit for bit (the same
-float32 operations, in the same order, with no fast-math).
+float64 operations, in the same order, with no fast-math).
 """
 
 from __future__ import annotations

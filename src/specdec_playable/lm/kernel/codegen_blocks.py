@@ -35,8 +35,8 @@ if HAVE_NUMBA:
     from numba.core import cgutils
     from numba.extending import intrinsic
 
-    from .irtypes import F32 as _F32, I8 as _I8, I32 as _I32, IVEC as _IVEC, SIZES as _SIZES, VEC as _VEC
-    from .irtypes import c64 as _c64, c_array as _c_array, i64 as _i64
+    from .irtypes import IVEC as _IVEC, SIZES as _SIZES, VEC as _VEC
+    from .irtypes import c64 as _c64, c_array as _c_array, half_vector, i64 as _i64, prefetch_l2, splat
 
     @intrinsic
     def tile_blocks(typingctx, arrays, at, code, KIND, NARROW):
@@ -121,7 +121,7 @@ if HAVE_NUMBA:
             quads = steps // QUAD
             with cgutils.for_range_slice(builder, _c64(0), _c64(quads), _c64(1), inc=True) as (t, _):
                 if flags & 2:
-                    _emit_prefetch(builder, wp, builder.add(ahead, builder.mul(t, _c64(sb // quads))),
+                    prefetch_l2(builder, wp, builder.add(ahead, builder.mul(t, _c64(sb // quads))),
                                    -(-(sb // quads) // 64))
                 codes = builder.add(blk, builder.add(_c64(head * width), builder.mul(t, _c64(QUAD * width))))
                 words = [_emit_quad(builder, wp, builder.add(codes, _c64(QUAD * LANES * v))) for v in range(nv)]
@@ -186,7 +186,7 @@ if HAVE_NUMBA:
             quads = steps // QUAD
             with cgutils.for_range_slice(builder, _c64(0), _c64(quads), _c64(1), inc=True) as (t, _):
                 if flags & 2:
-                    _emit_prefetch(builder, wp, builder.add(ahead, builder.mul(t, _c64(sb // quads))),
+                    prefetch_l2(builder, wp, builder.add(ahead, builder.mul(t, _c64(sb // quads))),
                                    -(-(sb // quads) // 64))
                 codes = builder.add(blk, builder.add(_c64(head * width), builder.mul(t, _c64(QUAD * width))))
                 for v in range(nv):
@@ -202,12 +202,9 @@ if HAVE_NUMBA:
         """Vector ``v``'s scales (and Q4_1's minimums) of the superblock at byte ``blk``, float32:
         ``(d, m)``, ``m`` None for Q8_0."""
         v, width = vw
-        hvec = ir.PointerType(ir.VectorType(ir.HalfType(), LANES))
 
         def field(f):
-            at = builder.add(blk, _c64(2 * width * f + 2 * LANES * v))
-            h = builder.load(builder.bitcast(builder.gep(wp, [at]), hvec), align=2)
-            return builder.fpext(h, _VEC)
+            return half_vector(builder, wp, builder.add(blk, _c64(2 * width * f + 2 * LANES * v)))
 
         return field(0), (field(1) if head == 4 else None)
 
@@ -231,16 +228,4 @@ if HAVE_NUMBA:
 
     def _emit_broadcast(builder, xp, at):
         """``x[at]`` in every lane of a vector."""
-        s = builder.load(builder.gep(xp, [at]))
-        undef = ir.Constant(_VEC, ir.Undefined)
-        return builder.shuffle_vector(builder.insert_element(undef, s, ir.Constant(_I32, 0)), undef,
-                                      ir.Constant(ir.VectorType(_I32, LANES), [0] * LANES))
-
-    def _emit_prefetch(builder, wp, at, lines):
-        """Ask for ``lines`` cache lines from byte ``at`` on, into L2 (a hint: it never faults)."""
-        i8p = ir.PointerType(_I8)
-        prefetch = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, _I32, _I32, _I32]), "llvm.prefetch.p0i8")
-        for i in range(lines):
-            line = builder.gep(wp, [builder.add(at, _c64(64 * i))])
-            builder.call(prefetch, [line, ir.Constant(_I32, 0), ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
+        return splat(builder, builder.load(builder.gep(xp, [at])), _VEC)

@@ -46,8 +46,8 @@ if HAVE_NUMBA:
     from numba.core import cgutils
     from numba.extending import intrinsic
 
-    from .irtypes import F32 as _F32, I8 as _I8, I32 as _I32, IVEC as _IVEC, SIZES as _SIZES, VEC as _VEC
-    from .irtypes import c64 as _c64, c_array as _c_array, i64 as _i64
+    from .irtypes import I8 as _I8, I32 as _I32, IVEC as _IVEC, SIZES as _SIZES, VEC as _VEC
+    from .irtypes import c64 as _c64, c_array as _c_array, half_vector, i64 as _i64, prefetch_l2, splat
 
     _I16 = ir.IntType(16)
     _BYTES = ir.VectorType(_I8, QUAD * LANES)
@@ -128,16 +128,16 @@ if HAVE_NUMBA:
         with cgutils.for_range_slice(builder, _c64(0), nb, _c64(1), inc=True) as (b, _):
             blk = builder.add(w_off, builder.mul(b, sb))
             with builder.if_then(builder.icmp_signed(">", ahead, _c64(0)), likely=True):
-                _emit_prefetch(builder, wp, builder.add(blk, ahead), -(-size * LANES // 64))
-            d = _emit_half_vector(builder, wp, builder.add(blk, builder.mul(row16, _c64(2))))
-            m = (_emit_half_vector(builder, wp, builder.add(blk, builder.add(builder.mul(width, _c64(2)),
+                prefetch_l2(builder, wp, builder.add(blk, ahead), -(-size * LANES // 64))
+            d = half_vector(builder, wp, builder.add(blk, builder.mul(row16, _c64(2))))
+            m = (half_vector(builder, wp, builder.add(blk, builder.add(builder.mul(width, _c64(2)),
                                                                             builder.mul(row16, _c64(2)))))
                  if kind == 0 else None)
             cell = [builder.add(builder.mul(q, nb), b) for q in pos]  # (position, block) in sx, mx, xs
             for p in range(npos):
                 if kind == 1 and isa == "vnni":  # the codes offset by 128: start from -128 sum a
                     xs = builder.load(builder.gep(xsp, [cell[p]]))
-                    first = _splat(builder, builder.mul(xs, ir.Constant(_I32, -128)), _IVEC)
+                    first = splat(builder, builder.mul(xs, ir.Constant(_I32, -128)), _IVEC)
                 else:
                     first = ir.Constant(_IVEC, [0] * LANES)
                 builder.store(first, iacc[p])
@@ -157,38 +157,18 @@ if HAVE_NUMBA:
                         xw = builder.load(builder.gep(xq32, [builder.add(builder.mul(pos[p], words),
                                                                          builder.add(builder.mul(b, _c64(BLOCK // QUAD)),
                                                                                      _c64(word)))]))
-                        acts = _splat(builder, xw, _IVEC)
+                        acts = splat(builder, xw, _IVEC)
                         builder.store(_emit_dot(builder, builder.load(iacc[p]), weights, acts, (kind, isa)), iacc[p])
             for p in range(npos):
-                sx = _splat(builder, builder.load(builder.gep(sxp, [cell[p]])), _VEC)
+                sx = splat(builder, builder.load(builder.gep(sxp, [cell[p]])), _VEC)
                 total = builder.sitofp(builder.load(iacc[p]), _VEC)
                 acc = builder.call(fma, [total, builder.fmul(d, sx), builder.load(facc[p])])
                 if m is not None:
-                    acc = builder.call(fma, [m, _splat(builder, builder.load(builder.gep(mxp, [cell[p]])), _VEC), acc])
+                    acc = builder.call(fma, [m, splat(builder, builder.load(builder.gep(mxp, [cell[p]])), _VEC), acc])
                 builder.store(acc, facc[p])
         for p in range(npos):
             at = builder.add(o_off, builder.add(builder.mul(o_stride, pos[p]), row16))
             builder.store(builder.load(facc[p]), builder.bitcast(builder.gep(op, [at]), ir.PointerType(_VEC)), align=4)
-
-    def _emit_prefetch(builder, wp, at, lines):
-        """Ask for ``lines`` cache lines from byte ``at`` on into L2 (a hint: it never faults)."""
-        prefetch = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [ir.PointerType(_I8), _I32, _I32, _I32]),
-            "llvm.prefetch.p0i8")
-        for i in range(lines):
-            builder.call(prefetch, [builder.gep(wp, [builder.add(at, _c64(64 * i))]), ir.Constant(_I32, 0),
-                                    ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
-
-    def _emit_half_vector(builder, wp, at):
-        """16 float16 values at byte ``at``, widened to float32."""
-        hvec = ir.PointerType(ir.VectorType(ir.HalfType(), LANES))
-        return builder.fpext(builder.load(builder.bitcast(builder.gep(wp, [at]), hvec), align=2), _VEC)
-
-    def _splat(builder, value, vec):
-        """``value`` in every lane of a vector of type ``vec``."""
-        undef = ir.Constant(vec, ir.Undefined)
-        return builder.shuffle_vector(builder.insert_element(undef, value, ir.Constant(_I32, 0)), undef,
-                                      ir.Constant(ir.VectorType(_I32, LANES), [0] * LANES))
 
     def _halves(builder, v):
         """A 64-byte vector as its two 32-byte halves (rows 0-7, rows 8-15)."""

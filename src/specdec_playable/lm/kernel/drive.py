@@ -122,8 +122,9 @@ if HAVE_NUMBA:
         (:func:`.activations.quantize_grouped`), then each 16 rows of the weight times every
         position, in equal groups of at most ``group`` (<= :data:`.codegen_int.GROUP`; the later
         groups read the rows from L1). ``form`` as :func:`products_q`'s (bit 0: strips; bit 1:
-        Q8_0); ``isa``: the instruction set's index in :data:`.codegen_int.ISA`; ``ahead``: how many
-        bytes ahead the first group prefetches the weights into L2 (0: none)."""
+        Q8_0); ``plan = (isa, group, ahead)``: the instruction set's index in
+        :data:`.codegen_int.ISA`, the positions a tile holds, and how many bytes ahead the first
+        group prefetches the weights into L2 (0: none)."""
         isa, group, ahead = plan
         k_in = xg.shape[1]
         nb = k_in // BLOCK

@@ -1,6 +1,7 @@
 """The LLVM IR types and small helpers the block tiles share (:mod:`.codegen_blocks`,
 :mod:`.codegen_int`): float32 and integer scalars, 16-lane vectors of both, 64-bit constants and
-offsets, and the check that an argument is a C-contiguous array of a given type."""
+offsets, the check that an argument is a C-contiguous array of a given type, and three emitters
+(a value in every lane, 16 float16 scales widened, a prefetch into L2)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ SIZES = (FORMATS["q4_1"], FORMATS["q8_0"])
 if HAVE_NUMBA:
     from llvmlite import ir
     from numba import types
+    from numba.core import cgutils
 
     F32 = ir.FloatType()
     I8 = ir.IntType(8)
@@ -34,3 +36,24 @@ if HAVE_NUMBA:
     def c_array(a, dtype) -> bool:
         """Whether the numba type ``a`` is a C-contiguous array of ``dtype``."""
         return isinstance(a, types.Array) and a.dtype == dtype and a.layout == "C"
+
+    def splat(builder, value, vec):
+        """``value`` in every lane of a vector of type ``vec`` (16 lanes)."""
+        undef = ir.Constant(vec, ir.Undefined)
+        return builder.shuffle_vector(builder.insert_element(undef, value, ir.Constant(I32, 0)), undef,
+                                      ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+
+    def half_vector(builder, wp, at):
+        """The 16 float16 values at byte ``at`` of the bytes ``wp``, widened to float32."""
+        hvec = ir.PointerType(ir.VectorType(ir.HalfType(), LANES))
+        return builder.fpext(builder.load(builder.bitcast(builder.gep(wp, [at]), hvec), align=2), VEC)
+
+    def prefetch_l2(builder, wp, at, lines):
+        """Ask for ``lines`` cache lines of the bytes ``wp`` from byte ``at`` on, into L2 (a hint:
+        it never faults)."""
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [ir.PointerType(I8), I32, I32, I32]),
+            "llvm.prefetch.p0i8")
+        for i in range(lines):
+            builder.call(prefetch, [builder.gep(wp, [builder.add(at, c64(64 * i))]), ir.Constant(I32, 0),
+                                    ir.Constant(I32, 2), ir.Constant(I32, 1)])
