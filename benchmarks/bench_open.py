@@ -150,8 +150,8 @@ def serve_with_bare(argv: list[str]) -> int:
         _time_phases()
 
     episodes, titles = site.applications, site.titles
-    site.applications = lambda: {**episodes(), BARE: bare_page}
-    site.titles = lambda: {**titles(), BARE: "Bare Panel page"}
+    site.applications = lambda *a, **kw: {**episodes(*a, **kw), BARE: bare_page}
+    site.titles = lambda *a, **kw: {**titles(*a, **kw), BARE: "Bare Panel page"}
     return cli.main(["serve", *argv])
 
 
