@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from playwright.sync_api import expect
 from conftest import (
     assert_clean,
     model_data,
@@ -46,8 +47,17 @@ def test_ep8_batch_slider_reprices_and_the_page_says_so(page, site, console, art
 
     b = slider_handle(page, 3)
     b.focus()
+    for want in (2, 4, 8):  # one arrow step is the next power of two, so small batches are easy to hit
+        b.press("ArrowRight")
+        wait_data(page, "ep8-here", f"d.b[0] === {want}")
+        expect(b).to_have_attribute("aria-valuetext", str(want))
     b.press("End")
     wait_data(page, "ep8-here", f"d.b[0] === {BATCH_MAX}")
+    expect(b).to_have_attribute("aria-valuetext", f"{BATCH_MAX:,}")
+    # At the end of its track the handle stays clear of the words beside the controls.
+    handle = b.bounding_box()
+    text_box = page.locator(".sdp-stat").first.bounding_box()  # the first number beside the sliders
+    assert handle["x"] + handle["width"] <= text_box["x"], (handle, text_box)
     slow = float(batching.batch_costs(0.8, 4, 0.05, BATCH_MAX, curve).speedup[()])
     assert slow < 1.0
     assert model_data(page, "ep8-here")["s"][0] == pytest.approx(slow, rel=1e-9)

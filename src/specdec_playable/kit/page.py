@@ -66,11 +66,19 @@ def slider(p: param.Parameter, **kwargs) -> pn.widgets.Widget:
 
 def beside(controls: pn.viewable.Viewable, panel: pn.viewable.Viewable, *, basis: str,
            min_width: int | None = None) -> pn.FlexBox:
-    """Controls with a panel (numbers, a table) to their right that moves under them on a phone."""
+    """Controls with a panel (numbers, a table) to their right that moves under them on a phone.
+
+    The two stand :data:`BESIDE_GAP` apart, so a slider's handle at the end of its track (it
+    overhangs the track by half its width) never covers the panel's first words."""
     extra = {} if min_width is None else {"min_width": min_width}
     return pn.FlexBox(
         controls, pn.Column(panel, sizing_mode="stretch_width", styles={"flex": f"1 1 {basis}"}, **extra),
-        sizing_mode="stretch_width", flex_wrap="wrap")
+        sizing_mode="stretch_width", flex_wrap="wrap", gap=f"0 {BESIDE_GAP}")
+
+
+#: The room between controls and the panel beside them: more than half the widest slider handle
+#: (44 px on a phone, ``kit/static/targets.css``) past the end of its track.
+BESIDE_GAP = "24px"
 
 
 class StateView(pn.viewable.Viewer):

@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 import panel as pn
 import param
+from bokeh.models import CustomJSTickFormatter
 
 from ...data.machine import this_machine
 from ...kit.words import faster_or_slower, noun, plural
 from ...sim import trees
-from .state import (ANCHORS, Q_GRID, BusyAndTrees, batching_speedups, real_tree_drafts, real_tree_step, real_tree_table)
+from .state import (ANCHORS, BATCH_MAX, Q_GRID, BusyAndTrees, batching_speedups, real_tree_drafts, real_tree_step, real_tree_table)
 from .charts import (BATCH_KEY, COST_KEY, SPLIT_KEY, TREE_KEY, BatchChart, CostChart, SplitChart,
                      TreeCurves, TreePicture)
 from .real_tree import real_tree_part
@@ -166,6 +167,54 @@ def tree_html(s: BusyAndTrees) -> str:
     return "".join(out)
 
 
+#: The batch sizes the batch slider steps through: the powers of two up to the largest batch, so
+#: each step is one step along the chart's log axis and 2, 4 and 8 are as easy to hit as 256.
+BATCH_STEPS = tuple(int(b) for b in 2 ** np.arange(int(np.log2(BATCH_MAX)) + 1))
+
+#: The CSS class of a slider whose handle should be announced by the value its title shows (the
+#: page's a11y script reads it) rather than by the position noUiSlider reports.
+SHOWN_VALUE_CLASS = "sdp-shown-value"
+
+
+def batch_steps(batch: int) -> tuple[int, ...]:
+    """The batch slider's stops while the state holds ``batch``: the powers of two, and ``batch``
+    itself in its place when a link or the API set one between them."""
+    return tuple(sorted(set(BATCH_STEPS) | {int(batch)}))
+
+
+class BatchSlider:
+    """The batch size as a slider that steps by powers of two, bound both ways to a state's
+    ``batch``. Its handle moves over the index of a stop and its title shows the stop's batch
+    size; a batch between two powers (from a link) is one more stop, so the page never shows a
+    batch size the state does not hold."""
+
+    def __init__(self, state: BusyAndTrees):
+        self.state = state
+        self.stops = batch_steps(state.batch)
+        self.format = CustomJSTickFormatter(
+            args=dict(stops=list(self.stops)),
+            code="return stops[Math.round(tick)].toLocaleString('en-US');")
+        p = state.param["batch"]
+        self.widget = pn.widgets.IntSlider(
+            name=p.label, start=0, end=len(self.stops) - 1, value=self.stops.index(state.batch),
+            format=self.format, sizing_mode="stretch_width", css_classes=[SHOWN_VALUE_CLASS])
+        self.widget.param.watch(self._moved, "value")
+        state.param.watch(self._set, "batch")
+
+    def _moved(self, event) -> None:
+        self.state.batch = self.stops[event.new]
+
+    def _set(self, event) -> None:
+        stops = batch_steps(event.new)
+        if stops != self.stops:
+            self.stops = stops
+            with pn.io.hold():
+                self.format.args = dict(stops=list(stops))
+                self.widget.param.update(end=len(stops) - 1, value=stops.index(event.new))
+        elif self.stops[self.widget.value] != event.new:
+            self.widget.value = stops.index(event.new)
+
+
 class BusyTreesView(StateView):
     """Part 1 (batch) and part 2 (trees), bound to one :class:`BusyAndTrees`."""
 
@@ -185,6 +234,7 @@ class BusyTreesView(StateView):
         # the visitor scrolls near them (kit/deferred.py). Until a part is built its charts
         # and texts are None and the watchers skip them; building one brings it up to date.
         self.batch_chart = BatchChart()
+        self.batch_slider = BatchSlider(s)
         css = [page_css(_CSS)]
         self.busy_text = LiveHTML(sizing_mode="stretch_width", stylesheets=css, name="ep8-busy-text")
         self.cost_chart = self.split_chart = self.anchors_text = self.cpu_text = None
@@ -296,7 +346,7 @@ class BusyTreesView(StateView):
             slider(s.param.q, step=0.01, format="0.00"),
             slider(s.param.k),
             slider(s.param.c, step=0.005, format="0.000"),
-            slider(s.param.batch),
+            self.batch_slider.widget,
             control_help(s, ["q", "k", "c", "batch"]),
             width=300, name="ep8-busy-controls",
         )

@@ -5,6 +5,7 @@
 // And exact values: noUiSlider writes a handle's aria-valuenow (and -min, -max) rounded to one
 // decimal, so a slider at 0.75 would be announced as 0.8; each handle gets the slider's own
 // numbers instead, on every update.
+// A slider with the CSS class sdp-shown-value is announced by the value its title shows.
 
 const SETTLE_MS = 500;
 const SETTLE_RUNS = 20;
@@ -29,6 +30,18 @@ function exactValues(target) {
       h.setAttribute('aria-valuemax', exact(range.max));
       if (values[i] !== undefined) h.setAttribute('aria-valuenow', exact(values[i]));
     });
+    if (shown) requestAnimationFrame(announceShown);
+  };
+  // A slider whose handle moves over stops (Episode 8's batch sizes, powers of two) is announced
+  // by the value its title shows, once the title has been redrawn for the new position.
+  const root = target.getRootNode();
+  const shown = root.host && root.host.classList.contains('sdp-shown-value');
+  const announceShown = () => {
+    const v = root.querySelector('.bk-slider-value');
+    const text = v ? v.textContent.trim() : '';
+    if (!text) return;
+    for (const h of target.querySelectorAll('.noUi-handle'))
+      if (h.getAttribute('aria-valuetext') !== text) h.setAttribute('aria-valuetext', text);
   };
   api.on('update.sdp', update);
   update();
