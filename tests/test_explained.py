@@ -197,12 +197,16 @@ def test_ep7_says_why_its_guesses_cost_more_than_episode_4s():
     assert ("pushed the head's weights out of the processor's cache" in line) == (mid > alone)
 
 
-def test_ep4_prices_a_cpu_check_from_the_measured_curves_in_both_formats():
-    """Episode 4 no longer says a CPU check costs "several single passes": it quotes the shipped
-    curves' pass over 5 positions in single passes, float32 and 4-bit."""
+def test_ep4_prices_a_cpu_check_from_the_measured_curves_in_both_formats(monkeypatch):
+    """Episode 4 no longer says a CPU check costs "several single passes": before the server has
+    measured, it quotes the shipped curves' pass over 5 positions in single passes, float32 and
+    4-bit (tests/test_one_record.py: after)."""
+    from specdec_playable.runtime import calibration
+
+    monkeypatch.setattr(calibration, "STORE", calibration.CalibrationStore())
     page4 = importlib.import_module("specdec_playable.episodes.ep4.page")
-    page4.explain_html.cache_clear()
     html_text = page4.explain_html()
     assert "several single passes" not in html_text
-    f32, q4 = (float(c.time_ms(5) / c.time_ms(1)) for c in (shipped_passes("f32").curve, shipped_passes("q4").curve))
-    assert f"costs {f32:.2f} single passes with float32 weights and {q4:.2f} with" in html.unescape(html_text)
+    f32, q4 = shipped_passes("f32"), shipped_passes("q4")
+    assert (f"costs {f32.ratio(5):.2f} single passes with float32 weights ({f32.source}) and "
+            f"{q4.ratio(5):.2f} with the file's 4-bit weights ({q4.source})") in html.unescape(html_text)

@@ -207,7 +207,7 @@ def test_the_two_cpu_curves_put_the_servers_own_in_its_format(monkeypatch, own, 
                         lambda fmt: theirs if (other_measured and fmt == other) else None)
     mine = object()
     record = SimpleNamespace(weights=own) if here else None
-    got = format_curves(SimpleNamespace(curve=mine, here=here, record=record))
+    got = format_curves(SimpleNamespace(curve=mine, here=here, record=record, weights=own))
     assert got[own] is mine
     if other_measured:
         assert got[other] is theirs.curve

@@ -42,4 +42,4 @@ def test_moving_the_slider_sets_the_state_and_a_link_value_moves_the_slider():
 def test_the_view_opens_with_the_slider_at_the_states_batch(batch):
     view = BusyTreesView(state=BusyAndTrees(rng=0, batch=batch))
     w = view.batch_slider.widget
-    assert view.batch_slider.stops[w.value] == batch and w.name == "Batch size B"
+    assert view.batch_slider.stops[w.value] == batch and w.label == "Batch size B"

@@ -45,6 +45,8 @@ class CpuPasses:
         Threads each product used.
     record : Calibration or None
         The server's calibration record it was made from (None: the shipped measurement).
+    weights : str
+        The weight format timed: ``"f32"`` or ``"q4"``.
     """
 
     curve: PassTimeCurve
@@ -52,6 +54,12 @@ class CpuPasses:
     machine: str
     threads: int
     record: object = None
+    weights: str = "f32"
+
+    @property
+    def weight_words(self) -> str:
+        """``"float32 weights"`` or ``"4-bit weights"``."""
+        return _SHIPPED_FILES[self.weights][2]
 
     def ratio(self, n: int) -> float:
         """A pass over ``n`` positions over one decoding step."""
@@ -71,10 +79,12 @@ class CpuPasses:
     @property
     def details(self) -> str:
         """The server record's stamp (``"a 2-core AMD EPYC at 20:14 UTC on 2026-12-04, 1 thread,
-        4-bit weights"``), or ``"a 2-core AMD EPYC on 2026-11-30, 1 thread per run"`` shipped."""
+        4-bit weights"``), or ``"a 2-core AMD EPYC on 2026-11-30, 1 thread per run, float32 weights"``
+        shipped."""
         if self.record is not None:
             return self.record.details()
-        return f"{self.machine}, {self.threads} thread{'s' if self.threads != 1 else ''} per run"
+        return (f"{self.machine}, {self.threads} thread{'s' if self.threads != 1 else ''} per run, "
+                f"{self.weight_words}")
 
     @property
     def source(self) -> str:
@@ -103,7 +113,7 @@ def _monotone(n_positions, ms, label: str) -> PassTimeCurve:
 def _from_server(record) -> CpuPasses:
     times = record.times
     curve = _monotone(times.n_positions, times.ms, f"SmolLM2-135M, {record.weight_words} ({HERE})")
-    return CpuPasses(curve, True, record.machine, int(times.threads), record)
+    return CpuPasses(curve, True, record.machine, int(times.threads), record, record.weights)
 
 
 #: Per weight format: the shipped file's series and its provenance (``data.hardware``).
@@ -123,7 +133,7 @@ def shipped_passes(weights: str = "f32") -> CpuPasses:
     machine = f"a {meta.get('cores', '?')}-core {meta.get('cpu') or 'CPU'} on {meta.get('date_utc', '')}"
     series = series_of()
     curve = _monotone(series.n_positions, series.median_ms, f"SmolLM2-135M, {words} ({SHIPPED})")
-    return CpuPasses(curve, False, machine, int(meta.get("threads", 1)))
+    return CpuPasses(curve, False, machine, int(meta.get("threads", 1)), weights=weights)
 
 
 def server_passes(weights: str) -> CpuPasses | None:
@@ -140,9 +150,7 @@ def passes_for(cpu: CpuPasses, weights: str) -> CpuPasses:
     (:func:`cpu_passes`): ``cpu`` itself where it is of that format (this server's record of it,
     or the shipped float32 one), else this server's record of ``weights`` once a model process of
     that format measured it, else the shipped one."""
-    record = getattr(cpu, "record", None)
-    own = record.weights if cpu.here and record is not None else "f32"
-    if weights == own:
+    if weights == cpu.weights:
         return cpu
     return server_passes(weights) or shipped_passes(weights)
 

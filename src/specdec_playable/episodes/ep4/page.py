@@ -127,18 +127,25 @@ def cost_in_runs() -> str:
 
 
 def cpu_check_words(n: int = 5) -> str:
-    """What a check of ``n - 1`` guesses costs on this project's CPU, in single passes, in each
-    weight format (the shipped measurements Episode 8 draws)."""
-    from ...kit.cpu import shipped_passes
+    """What a check of ``n - 1`` guesses costs on this CPU, in single passes, in each weight format,
+    each from its one record (:func:`.cpu.passes_for`: this server's once a model process of that
+    format measured it, else the shipped one) and labelled with it."""
+    from ...kit.cpu import cpu_passes, passes_for
 
-    f32, q4 = (shipped_passes(w).ratio(n) for w in ("f32", "q4"))
-    return (f"On the CPU that built this page a pass over {n} positions (checking {n - 1} tokens) "
-            f"costs {f32:.2f} single passes with float32 weights and {q4:.2f} with "
-            f"the file's 4-bit weights (Episode 8 shows why).")
+    f32, q4 = (passes_for(cpu_passes(), w) for w in ("f32", "q4"))
+    return (f"On this CPU a pass over {n} positions (checking {n - 1} tokens) costs "
+            f"{f32.ratio(n):.2f} single passes with float32 weights ({f32.source}) and "
+            f"{q4.ratio(n):.2f} with the file's 4-bit weights ({q4.source}); Episode 8 shows why.")
 
 
-@functools.cache
 def explain_html() -> str:
+    """Where the numbers come from and what they say, with this CPU's check costs as the records
+    read now."""
+    return _explain_html(cpu_check_words())
+
+
+@functools.lru_cache(maxsize=8)
+def _explain_html(cpu_words: str) -> str:
     meta = measured.load_measured().meta
     cost = draft_cost()
     head = _head_record()
@@ -170,7 +177,7 @@ table of Episode 7 (the tokens that most often followed one to three tokens in P
 library) and prompt lookup (which copies what followed the same tokens earlier in the text). The
 texts were scored once with <code>{esc(meta["command"])}</code> on {esc(meta["date"][:10])}; a
 pasted text is scored the same way, live. The time axis is still the simulation's: a big pass costs
-{BIG_PASS_MS:,.0f} ms however many tokens it checks, as on a large GPU (Episode 1). {esc(cpu_check_words())}</p>
+{BIG_PASS_MS:,.0f} ms however many tokens it checks, as on a large GPU (Episode 1). {esc(cpu_words)}</p>
 <h2>What the measurements say</h2>
 <p class="sdp-lede">{esc(genre_story())}</p>
 {genre_table_html()}

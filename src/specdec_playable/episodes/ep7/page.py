@@ -20,12 +20,13 @@ from ...data.machine import this_machine
 from ...data.recorded import recorded_meta, recorded_repeats, recorded_runs, recorded_weights
 from .words import (break_even_gloss, head_line, recorded_caption, recorded_rows,
                          recorded_summary, spread_sentence)
-from ...kit.cpu import cpu_passes, passes_for
+from ...kit.cpu import CpuPasses, cpu_passes, passes_for
 from .state import DRAFT_ALIASES, PROMPT_MAX_CHARS, RealText
 from .view import RealTextView, recorded_html
 from ...kit.deferred import after_first_paint
 from ...kit.exercises import exercises_section
 from ...kit.page import episode_shell, esc, prose
+from ...kit.terms import link_terms
 from ...kit.urlstate import bind_url
 
 NUMBER = 7
@@ -38,8 +39,8 @@ SUMMARY = ("A real language model on the server writes a reply while a draft gue
 OBJECTIVES = (
     "watch a real model's guesses being accepted and rejected, and read its measured clocks",
     "explain why a draft that copies the prompt wins on copy tasks and not on fresh writing",
-    ("explain why on a CPU a verify pass costs more than a step, so acceptance alone does not "
-     "make a speedup"),
+    ("read what a verify pass costs on this CPU in each weight format, and explain why "
+     "acceptance alone does not make a speedup"),
 )
 #: The state the page wires (the teacher's guide answers the questions on a fresh one).
 STATE = RealText
@@ -65,9 +66,16 @@ NOTE = ("<p class=\"sdp-note\">The marks are Episode 2’s: accepted guesses und
         "against its greedy reply.</p>")
 
 
-def lesson_html() -> str:
-    """Why checking is not free here (measured pass costs), and what the recorded runs showed."""
-    cpu = cpu_passes()
+def shown_passes(state: RealText) -> CpuPasses:
+    """The pass times the explanation quotes: those of the weight format of the run shown (the
+    Weights menu's before a run), from their one record (:func:`.cpu.passes_for`)."""
+    return passes_for(cpu_passes(), state.weights or state.weight_format)
+
+
+def lesson_html(cpu: CpuPasses | None = None) -> str:
+    """Why checking is not free here (``cpu``'s measured pass costs; the server's own format's by
+    default), and what the recorded runs showed."""
+    cpu = cpu or cpu_passes()
     r5 = cpu.ratio(5)
     h200 = load_pass_costs()[("llama-8b-shape", "gemm-cudagraph")]
     h5 = h200.at(5) / h200.at(1)
@@ -75,8 +83,9 @@ def lesson_html() -> str:
 <h2>Which drafts pay off here, and why</h2>
 <p class="sdp-lede">On a GPU, checking five tokens in one pass costs about what writing one does
 ({h5:.2f}× on an H200), so every accepted guess is nearly free time. This server is
-{esc(this_machine().describe())}; one pass over 5 positions takes {r5:.2f}× a single decode step here
-({esc(cpu.source)}; each run above measures its own, beside its speedup). So at k = 4 a verify pass
+{esc(this_machine().describe())}; with its {esc(cpu.weight_words)} one pass over 5 positions
+takes {r5:.2f}× a single decode step here ({esc(cpu.source)}; each run above measures its own,
+beside its speedup). So at k = 4 a verify pass
 has to write more than {r5:.2f} tokens just to break even{break_even_gloss(cpu)}.</p>
 <ul class="sdp-lede">
 <li><strong>Prompt lookup</strong> copies what followed the last few tokens earlier in the prompt or the
@@ -135,14 +144,16 @@ def no_model_notice(runs_model: bool) -> str:
     return f"The model is not installed on this server; install it with: {lm.INSTALL_COMMAND}"
 
 
-def outro_html() -> str:
-    """What the real run adds; the CPU's pass cost (where it was measured, said above) decides the
-    last sentence, and the 4-bit weights' own record (this server's, else the shipped one, named
-    with its machine) the one after it."""
-    cpu = cpu_passes()
+def outro_html(cpu: CpuPasses | None = None) -> str:
+    """What the real run adds; ``cpu``'s pass cost (the server's own format's by default; where it
+    was measured is said above) decides the last sentence, and, for float32 weights, the 4-bit
+    weights' own record (this server's, else the shipped one, named with its machine) the one
+    after it."""
+    cpu = cpu or cpu_passes()
     r5, r9 = cpu.ratio(5), cpu.ratio(9)
     grows = "is nearly one step too" if r5 < 1.3 else "grows with the positions"
-    hw = (f"on this CPU it {grows} ({r5:.2f}× a step for 5 positions, {r9:.2f}× for 9)"
+    hw = (f"on this CPU with {cpu.weight_words} it {grows} ({r5:.2f}× a step for 5 positions, "
+          f"{r9:.2f}× for 9)"
           + break_even_gloss(cpu) + four_bit_clause(cpu))
     return f"""
 <h2>What the real run adds</h2>
@@ -167,6 +178,25 @@ def four_bit_clause(cpu) -> str:
             f"short, sure drafts pay")
 
 
+def explanation(state: RealText) -> tuple[pn.pane.HTML, pn.pane.HTML]:
+    """The lesson and the outro, quoting the pass times of the weight format of the run shown, and
+    rewritten when that format changes (a run in the other format, or the menu before a run)."""
+    shown = [shown_passes(state)]
+    lesson = prose(lesson_html(shown[0]), f"{__package__}:ep7.css", name="ep7-lesson")
+    outro = prose(outro_html(shown[0]), name="ep7-outro")
+
+    def follow(*_) -> None:
+        cpu = shown_passes(state)
+        if cpu is not shown[0]:
+            shown[0] = cpu
+            with pn.io.hold():
+                lesson.object = link_terms(lesson_html(cpu))
+                outro.object = link_terms(outro_html(cpu))
+
+    state.param.watch(follow, ["weights", "weight_format"])
+    return lesson, outro
+
+
 def page(state: RealText | None = None, *, service=None) -> pn.Column:
     """A fresh Episode 7 page (one per session or notebook cell). The model loads on the first Run.
 
@@ -174,6 +204,7 @@ def page(state: RealText | None = None, *, service=None) -> pn.Column:
     without one the page shows recorded runs."""
     state = state or RealText(service=service)
     notice = bind_url(state, URL_PARAMS, value_aliases={"draft": DRAFT_ALIASES}, long_text=URL_TEXTS)
+    lesson, outro = explanation(state)
     view = after_first_paint(
         lambda: RealTextView(state=state, ep5_href=f"./{by_number(5).slug}",
                              ep6_href=f"./{by_number(6).slug}",
@@ -183,7 +214,6 @@ def page(state: RealText | None = None, *, service=None) -> pn.Column:
         number=NUMBER, title=TITLE, objectives=OBJECTIVES,
         neighbours=neighbours(NUMBER), name="ep7",
         lede=LEDE, try_this=try_this(),
-        body=[notice, view, prose(lesson_html(), f"{__package__}:ep7.css"), prose(NOTE),
-              prose(outro_html()),
+        body=[notice, view, lesson, prose(NOTE), outro,
               exercises_section(state, EXERCISES, name="ep7")],
     )

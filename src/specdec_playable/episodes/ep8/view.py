@@ -196,7 +196,7 @@ class BatchSlider:
             code="return stops[Math.round(tick)].toLocaleString('en-US');")
         p = state.param["batch"]
         self.widget = pn.widgets.IntSlider(
-            name=p.label, start=0, end=len(self.stops) - 1, value=self.stops.index(state.batch),
+            label=p.label, start=0, end=len(self.stops) - 1, value=self.stops.index(state.batch),
             format=self.format, sizing_mode="stretch_width", css_classes=[SHOWN_VALUE_CLASS])
         self.widget.param.watch(self._moved, "value")
         state.param.watch(self._set, "batch")

@@ -25,6 +25,7 @@ from ...data import hardware, measured, tree_table
 from ...lm.head import head_meta
 from ...sim import theory
 from ...sim.montecarlo import INTERVAL_LEVEL
+from ..cpu import cpu_passes
 
 #: What a student should bring to the first episode (each completes "Students need ...").
 PREREQUISITES = (
@@ -59,12 +60,13 @@ def _binomial_tail(n: int, p: float, at_least: int) -> float:
 def _ep1_hardware() -> str:
     curve = hardware.measured_curve()
     r = curve.time_ms(16) / curve.time_ms(1)
-    cpu = hardware.load_cpu_pass_costs()
+    cpu = cpu_passes()
     return ("Each pass must be limited by reading the weights from memory, not by the arithmetic "
             "(memory-bound): then more positions reuse weights already read and add little. The "
             f"H200 measurement shows it, a pass over 16 positions taking {r:.2f}× the time of one. "
-            f"On the project's CPU a pass over 5 positions takes {cpu.at(5) / cpu.at(1):.2f}× a "
-            "single one: there the arithmetic is a larger share, and Episode 7 pays for it.")
+            f"On this CPU, with {cpu.weight_words}, a pass over 5 positions takes {cpu.ratio(5):.2f}× "
+            f"a single one ({cpu.source}): there the arithmetic is a larger share, and Episode 7 "
+            "pays for it.")
 
 
 def _ep2_bigger_draft() -> str:
@@ -178,16 +180,16 @@ def _ep6_draft_length() -> str:
 def _ep7_hardware() -> str:
     from ...data.recorded import recorded_runs
 
-    cpu = hardware.load_cpu_pass_costs()
-    r = cpu.at(5) / cpu.at(1)
+    cpu = cpu_passes()
+    r = cpu.ratio(5)
     curve = hardware.measured_curve()
     h200 = curve.time_ms(16) / curve.time_ms(1)
     runs = recorded_runs()
     faster = [k for k, c in runs.items() if c.fair.verdict == "faster"]
     return ("What a pass over k + 1 positions costs depends on whether the hardware is limited by "
             "reading the weights (then extra positions are nearly free, as on a GPU serving one "
-            f"user) or by arithmetic. On the project's CPU a pass over 5 positions costs {r:.2f}× a "
-            "single step, so a draft must be kept often enough to pay for the extra positions as "
+            f"user) or by arithmetic. On this CPU, with {cpu.weight_words}, a pass over 5 positions "
+            f"costs {r:.2f}× a single step ({cpu.source}), so a draft must be kept often enough to pay for the extra positions as "
             f"well as for its own guesses: of the {len(runs)} recorded pairs of a task and a draft, "
             f"{len(faster)} were measurably faster than plain decoding. On a GPU serving one user, "
             f"where a pass over 16 positions takes {h200:.2f}× one, a draft has to pay only for "
