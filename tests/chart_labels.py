@@ -5,13 +5,16 @@ glyph row and every ``Label`` annotation exactly as BokehJS painted it (the view
 own screen positions, anchors and measured text sizes), and the figure's plotting
 frame, and the box of every bar (``VBar``, ``HBar``, ``Quad`` rows that are drawn), and
 every line drawn across the plot (``Line``, ``MultiLine`` and ``Step`` glyphs, and ``Span``
-annotations), as screen polylines.
+annotations), as screen polylines, and every marker (``Scatter`` rows) with its size and the
+order it is painted in.
 :func:`label_problems` lists the labels that stick out of the frame, overlap another
 label, are wider than the bar they label (a row of a source that draws both bars and
 labels must sit wholly inside its own bar or wholly beside it), or cover a bar of a
 chart (``VBar``/``HBar``) that they do not label. :func:`crossed_labels` lists the labels a
 drawn line runs through (a chart drawing over its own words). A label whose text is empty or
-fully transparent is not drawn and is ignored.
+fully transparent is not drawn and is ignored. :func:`covered_markers` lists the markers that
+a marker painted after them, with an opaque fill, hides half of or more (a dot near the centre of
+a square).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ _DRAWN = """name => {
   if (!pv || !pv.frame) return null;
   const f = pv.frame.bbox;
   const out = {frame: {left: f.left, top: f.top, right: f.right, bottom: f.bottom,
-                       width: f.width, height: f.height}, labels: [], bars: [], lines: []};
+                       width: f.width, height: f.height}, labels: [], bars: [], lines: [], markers: []};
   for (const [, rv] of pv.renderer_views) {
     if (!rv.model.visible) continue;
     const gv = rv.glyph;
@@ -54,6 +57,22 @@ _DRAWN = """name => {
         if (!isFinite(l + r + t + b) || r - l < 0.5 || b - t < 0.5) continue;
         out.bars.push({kind: gv.model.type, source: rv.model.data_source.name || '', row: i,
                        left: l, right: r, top: t, bottom: b});
+      }
+    }
+    if (gv && gv.model.type === 'Scatter') {
+      // Every marker drawn, its box (the outline included), and whether its fill hides what
+      // was drawn before it: renderers paint in the order of the figure's list.
+      const order = pv.model.renderers.indexOf(rv.model);
+      for (let i = 0; i < gv.data_size; i++) {
+        const fill = gv.visuals.fill.v_doit(i), line = gv.visuals.line.v_doit(i);
+        if (!fill && !line) continue;
+        const sx = gv.sx[i], sy = gv.sy[i];
+        if (!isFinite(sx + sy)) continue;
+        const lw = line ? gv.visuals.line.line_width.get(i) : 0;
+        const half = gv.size.get(i) / 2 + lw / 2;
+        const opaque = fill && gv.visuals.fill.fill_alpha.get(i) >= 0.5;
+        out.markers.push({source: rv.model.data_source.name || '', row: i, order,
+                          marker: gv.marker.get(i), x: sx, y: sy, half, opaque});
       }
     }
     if (gv && gv.model.type === 'Text') {
@@ -162,6 +181,39 @@ def crossed_labels(drawn: dict, slack: float = 1.0) -> list[str]:
             pts = line["points"]
             if any(_segment_meets(lb, pts[i], pts[i + 1], slack) for i in range(len(pts) - 1)):
                 out.append(f"{lb['text']!r} ({lb['source']}) is crossed by {line['what']}: {_box(lb)}")
+                break
+    return out
+
+
+#: A marker with this share of its box (its outline included) under another's fill is hidden.
+HIDDEN_SHARE = 0.5
+#: How much of a marker's box its filled inside covers, by shape: all of a square's, the square
+#: inscribed in a circle, the square inscribed in a diamond; other shapes are not counted as covers.
+_FILLED = {"square": 1.0, "circle": 0.5 ** 0.5, "diamond": 0.5}
+
+
+def covered_markers(drawn: dict) -> list[str]:
+    """The markers hidden under the opaque fill of a marker of another source painted after them
+    (half their box, their outline included, or more, inside the cover's filled inside). A marker
+    drawn at the very spot of its cover is the same point of the data twice (series that all
+    start at 1×), shown by the cover, and is not counted."""
+    out = []
+    markers = drawn.get("markers", [])
+    for m in markers:
+        for top in markers:
+            if (top["order"] <= m["order"] or not top["opaque"] or top["source"] == m["source"]
+                    or top["marker"] not in _FILLED):
+                continue
+            if abs(m["x"] - top["x"]) <= SLACK and abs(m["y"] - top["y"]) <= SLACK:
+                continue
+            inner = top["half"] * _FILLED[top["marker"]]
+            h = m["half"]
+            across = [max(0.0, min(m[a] + h, top[a] + inner) - max(m[a] - h, top[a] - inner))
+                      for a in ("x", "y")]
+            if across[0] * across[1] >= HIDDEN_SHARE * (2 * h) ** 2:
+                out.append(f"a {m['marker']} of {m['source']} (row {m['row']}) is hidden under a "
+                           f"{top['marker']} of {top['source']} (row {top['row']}) at "
+                           f"({m['x']:.0f}, {m['y']:.0f})")
                 break
     return out
 

@@ -177,8 +177,8 @@ def test_ep5_presets_set_the_sliders_and_show_their_source(page, site, console, 
 
     page.get_by_role("button", name=p["t5"].label).click()
     wait_data(page, "ep5-you", "Math.abs(d.q[0] - 0.75) < 1e-12")
-    assert slider_handle(page, 0).get_attribute("aria-valuetext") == "0.75"
-    assert slider_handle(page, 2).get_attribute("aria-valuetext") == "0.02"
+    expect(slider_handle(page, 0)).to_have_attribute("aria-valuetext", "0.75")
+    expect(slider_handle(page, 2)).to_have_attribute("aria-valuetext", "0.02")
     # A screen reader hears the exact value, not noUiSlider's one-decimal rounding (0.8, 0).
     assert slider_handle(page, 0).get_attribute("aria-valuenow") == "0.75"
     assert slider_handle(page, 2).get_attribute("aria-valuenow") == "0.02"

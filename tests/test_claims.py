@@ -364,6 +364,7 @@ def test_ep4_explanations_match_the_measurements():
 @example(0.0, 1, 0.0).via("every break-even point at q = 0")
 @example(1.0, 16, 1.0).via("every break-even point at q = 1")
 @example(0.6, 4, 0.15).via("the page's start")
+@example(0.6, 4, 0.5).via("speculating loses: the visitor's dot among the curves")
 def test_ep5_labels_fit_the_narrowest_map_and_never_overlap(q, k, c):
     s = BreakEvenMap(q=q, k=k, c=c)
     lay = ep5_break_even.map_labels(s)
@@ -372,8 +373,8 @@ def test_ep5_labels_fit_the_narrowest_map_and_never_overlap(q, k, c):
     assert labels.overlapping(boxes) == []
     assert [t.text for t in lay.curves] == [f"k = {kk}" for kk in s.curve_ks]  # every curve named
     assert lay.you.text == f"you: {s.theory_speedup:.2f}× (theory)"
-    # No curve, no 1× line and no line of the visitor's runs through a note or a break-even label
-    # (the visitor's own label stays beside its dot, whatever it crosses).
+    # No curve, no 1× line and no line of the visitor's runs through a note or a break-even label;
+    # no curve through the visitor's own label either (beside its dot, or along its dotted line).
     f = lay.frame
     qs = np.linspace(0.0, 1.0, 201)
     lines = [np.column_stack([f.sx(qs), f.sy(np.asarray(s.curve(kk)))]) for kk in s.curve_ks]
@@ -382,6 +383,7 @@ def test_ep5_labels_fit_the_narrowest_map_and_never_overlap(q, k, c):
     for tag in (*lay.notes, *lay.breakeven):
         if tag is not None:
             assert not any(labels.box(tag, f).crossed_by(ln, gap=0) for ln in lines), tag
+    assert not any(labels.box(lay.you, f).crossed_by(ln, gap=0) for ln in lines[:-2]), lay.you
     # The curve names sit beyond q = 1, off every curve; the 1× line runs between them.
     for tag in lay.curves:
         assert not labels.box(tag, f).crossed_by(lines[-2], gap=0), tag
@@ -390,6 +392,7 @@ def test_ep5_labels_fit_the_narrowest_map_and_never_overlap(q, k, c):
 @settings(max_examples=25, deadline=None)
 @given(PROBABILITY, st.integers(1, 16), COST)
 @example(0.0, 1, 0.0).via("every diamond at q = 0, labels stacked above and below")
+@example(0.6, 4, 0.5).via("the visitor's label along its dotted line")
 def test_ep5_chart_draws_each_label_where_the_layout_put_it(q, k, c):
     # The glyphs take alignment, baseline and offsets from the sources, row by row, so the
     # browser draws each label in the box the layout checked.
@@ -407,8 +410,11 @@ def test_ep5_chart_draws_each_label_where_the_layout_put_it(q, k, c):
         assert (be["q"][i], be["text"][i], be["align"][i], be["baseline"][i], be["dx"][i], be["dy"][i]) == \
             (tag.x, tag.text, tag.align, tag.baseline, tag.dx, tag.dy)
     you = chart.you.data
-    assert (you["text"][0], you["align"][0], you["baseline"][0], you["dx"][0], you["dy"][0]) == \
-        (lay.you.text, lay.you.align, lay.you.baseline, lay.you.dx, lay.you.dy)
+    assert (you["text"][0], you["label_y"][0], you["align"][0], you["baseline"][0], you["dx"][0],
+            you["dy"][0]) == (lay.you.text, lay.you.y, lay.you.align, lay.you.baseline, lay.you.dx,
+                              lay.you.dy)
+    # The dot stays on its curve wherever its label goes.
+    assert (you["q"][0], you["y"][0]) == (s.q, s.theory_speedup)
     for r in chart.figure.renderers:
         glyph = r.glyph
         if type(glyph).__name__ == "Text" and r.data_source in (chart.breakeven, chart.you, chart.notes):

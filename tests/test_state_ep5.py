@@ -177,9 +177,13 @@ def test_points_at_one_setting_are_pooled_and_spread_side_by_side():
     s.add_point()
     (g,) = s.pooled  # the single point at q = 0.75 is not pooled
     assert g.runs == 12 and g.q == pytest.approx(0.6)
-    offsets = v5.sideways(s.points)
+    clear = 0.05
+    offsets = v5.sideways(s.points, clear=clear)
     group = offsets[:12]
-    assert len(set(group)) == 12 and max(abs(x) for x in group) <= v5.SPREAD_HALF + 1e-12
+    # Six runs either side of the square, clear of it, within the comb's width.
+    assert len(set(group)) == 12 and sum(x > 0 for x in group) == 6
+    assert min(abs(x) for x in group) == pytest.approx(clear)
+    assert max(abs(x) for x in group) <= clear + v5.SPREAD_HALF + 1e-12
     assert sum(group) == pytest.approx(0.0, abs=1e-12) and offsets[12] == 0.0
     chart = v5.BreakEvenChart()
     chart.update_curves(s)

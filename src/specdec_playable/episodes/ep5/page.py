@@ -43,9 +43,9 @@ LEDE = ("One chart for the whole trade-off: the acceptance rate q (the share of 
 
 CHART_NOTE = f"""
 <p class="sdp-note">Curves and diamonds are theory; each dot is a measurement with its 95% interval as a
-whisker, and an ✗ marks one whose interval misses its curve. Dots simulated at the same q are spread
-sideways a little, and once there are two or more at one q, k and c they fade behind an open square:
-all their rounds pooled into one measurement, with its own (narrower) 95% interval. {pooled_miss_sentence()}
+whisker, and an ✗ marks one whose interval misses its curve. Once there are two or more dots at one
+q, k and c, they fade and stand aside, either side of an open square on their q: all their rounds
+pooled into one measurement, with its own (narrower) 95% interval. {pooled_miss_sentence()}
 Changing c moves every curve, so it clears the dots.</p>
 """
 

@@ -50,23 +50,32 @@ MAP_KEY = chart_key(
 
 #: How strongly a single run is drawn once it is part of a pooled point.
 POOLED_ALPHA = 0.35
-#: Points simulated at one q are spread sideways this far apart (in q), within this half-width
-#: at most, so that their whiskers stand side by side like a comb around the pooled square.
+#: The pooled square and a single run's dot: size and outline width (px).
+_SQUARE_PX, _SQUARE_LINE = 11, 3
+_DOT_PX, _DOT_LINE = 6, 1.5
+#: A pooled setting's single runs stand this far (px) either side of its square, clear of it.
+CLEAR_PX = (_SQUARE_PX + _SQUARE_LINE) / 2 + (_DOT_PX + _DOT_LINE) / 2 + 1.5
+#: Further runs on one side step this far apart (in q), within this width at most, so that their
+#: whiskers stand side by side like a comb beside the pooled square.
 SPREAD_STEP, SPREAD_HALF = 0.006, 0.035
 
 
-def sideways(points) -> list[float]:
-    """Each point's sideways offset (in q): the points at one q, k and c spread evenly around it,
-    in the order they were simulated."""
+def sideways(points, clear: float = 0.0) -> list[float]:
+    """Each point's sideways offset (in q). A point alone at its q, k and c stays on its q; the
+    points at one setting (pooled under a square) stand at least ``clear`` (in q) from it,
+    alternately right and left in the order they were simulated, stepping outwards."""
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
         groups.setdefault((round(p.q, 6), p.k, round(p.c, 6)), []).append(i)
     out = [0.0] * len(points)
     for members in groups.values():
         n = len(members)
-        step = min(SPREAD_STEP, 2 * SPREAD_HALF / (n - 1)) if n > 1 else 0.0
+        if n < 2:
+            continue
+        per_side = (n + 1) // 2
+        step = min(SPREAD_STEP, SPREAD_HALF / (per_side - 1)) if per_side > 1 else 0.0
         for j, i in enumerate(members):
-            out[i] = (j - (n - 1) / 2) * step
+            out[i] = (1 if j % 2 == 0 else -1) * (clear + (j // 2) * step)
     return out
 
 #: The map's plotting area at its narrowest (a 390 px phone), in pixels: its labels are laid
@@ -165,6 +174,20 @@ def _breakeven_choices(q_star: dict, mine: int, frame: Frame) -> dict:
     return choices
 
 
+def _along_your_line(you: Tag, frame: Frame) -> list[Tag]:
+    """Spots for the visitor's label beside its dotted line (at ``you.x``), on either side, a
+    line of text apart from the frame's top to its bottom, the nearest to its dot first."""
+    step = LINE_EM * you.size + GAP_PX
+    dot = frame.sy(you.y)
+    heights = np.arange(step / 2 + GAP_PX, frame.height - step / 2 - GAP_PX, step / 2)
+    spots = []
+    for h in sorted(heights, key=lambda h: abs(h - dot)):
+        at = frame.y0 + frame.dy(h)
+        spots += [you.moved(y=at, align="right", baseline="middle", dx=-_BESIDE_PX, dy=0.0),
+                  you.moved(y=at, align="left", baseline="middle", dx=_BESIDE_PX, dy=0.0)]
+    return spots
+
+
 def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
     """Where the map's labels go, laid out for the narrowest frame (:data:`MAP_FRAME_PX`).
 
@@ -200,18 +223,20 @@ def map_labels(s: BreakEvenMap, y_end: float | None = None) -> MapLabels:
     y = s.theory_speedup
     dot = (frame.sx(s.q), frame.sy(y))
     taken.append(Box(dot[0] - 7, dot[1] - 7, dot[0] + 7, dot[1] + 7))
-    # The visitor's label, beside its dot: above-left first, then the other corners, then further.
+    # The visitor's label, beside its dot: above-left first, then the other corners, then further,
+    # then anywhere along the visitor's dotted line, nearest the dot first.
     you = Tag(s.q, y, f"you: {y:.2f}× (theory)", size=_YOU_PX, align="right", baseline="bottom",
               dx=-12, dy=-8)
     corners = [you, you.moved(align="left", dx=12), you.moved(baseline="top", dy=8),
                you.moved(align="left", dx=12, baseline="top", dy=8)]
     further = [t.moved(dy=t.dy * 3.5) for t in corners]
+    along = _along_your_line(you, frame)
     # Lines a label must not be drawn across: the curves, the 1× line and the visitor's line.
     curves_px = [np.column_stack([frame.sx(Q_GRID), frame.sy(np.asarray(s.curve(k)))]) for k in ks]
     one_px = np.array([[0.0, frame.sy(1.0)], [w, frame.sy(1.0)]])
     you_px = np.array([[frame.sx(s.q), 0.0], [frame.sx(s.q), h]])
     avoid = [*curves_px, one_px, you_px]
-    you = place([[slid_inside(t, frame) for t in corners + further]], frame, taken=taken,
+    you = place([[slid_inside(t, frame) for t in corners + further + along]], frame, taken=taken,
                 required=[True], lines=[curves_px])[0]
     taken.append(box(you, frame))
     # Break-even labels under (or over) their diamonds, where there is room: the visitor's k
@@ -318,7 +343,8 @@ class BreakEvenChart:
             name="ep5-breakeven")
         self.notes = ColumnDataSource(dict(x=[], y=[], text=[], align=[], baseline=[], dx=[], dy=[],
                                            size=[], style=[]), name="ep5-notes")
-        self.you = ColumnDataSource(dict(q=[0.6], y=[1.0], text=[""], align=["right"],
+        # The visitor's dot (q, y) and its label (at q, label_y: beside the dot or along its line).
+        self.you = ColumnDataSource(dict(q=[0.6], y=[1.0], label_y=[1.0], text=[""], align=["right"],
                                          baseline=["bottom"], dx=[-12.0], dy=[-8.0]), name="ep5-you")
         self.points = ColumnDataSource(
             dict(x=[], q=[], speedup=[], lo=[], hi=[], theory=[], k=[], c=[], marker=[], color=[],
@@ -348,28 +374,31 @@ class BreakEvenChart:
         fig.text("x", "y", text="text", source=self.labels, text_color="color",
                  text_font_style="style", text_font_size=f"{_CURVE_PX:g}px", text_baseline="middle",
                  x_offset=4)
+        # The visitor's dot under the diamonds: where it sits on a break-even point (every
+        # curve's, at c = 0 and q = 0), the diamonds stay in sight on its ring.
+        fig.scatter("q", "y", source=self.you, marker="circle", size=12, fill_color=theme.PAPER,
+                    line_color=theme.DRAFT, line_width=2.5)
         be = fig.scatter("q", "y", source=self.breakeven, marker="diamond", size="size",
                          fill_color="color", line_color=theme.INK, line_width=1)
         fig.text("q", "y", text="text", source=self.breakeven, text_align="align", x_offset="dx",
                  text_baseline="baseline", y_offset="dy", text_font_size=f"{_BE_PX:g}px",
                  text_color=theme.INK)
-        fig.scatter("q", "y", source=self.you, marker="circle", size=12, fill_color=theme.PAPER,
-                    line_color=theme.DRAFT, line_width=2.5)
         fig.segment("x", "lo", "x", "hi", source=self.points, line_color="color", line_width=1.5,
                     line_alpha="alpha")
-        dots = fig.scatter("x", "speedup", source=self.points, marker="marker", size=6,
+        dots = fig.scatter("x", "speedup", source=self.points, marker="marker", size=_DOT_PX,
                            fill_color="color", line_color="color", fill_alpha="alpha",
-                           line_alpha="alpha", line_width=1.5)
-        # Points pressed at one setting, pooled: one square and its (narrower) interval on top of
-        # the faint single runs, so a dozen presses read as one measurement.
+                           line_alpha="alpha", line_width=_DOT_LINE)
+        # Points pressed at one setting, pooled: one square and its (narrower) interval between
+        # the faint single runs (which stand aside, :func:`sideways`), so a dozen presses read as
+        # one measurement.
         fig.segment("q", "lo", "q", "hi", source=self.pooled, line_color="color", line_width=3.5)
         fig.rect("q", "lo", width=0.022, height=2, width_units="data", height_units="screen",
                  source=self.pooled, fill_color="color", line_color="color")
         fig.rect("q", "hi", width=0.022, height=2, width_units="data", height_units="screen",
                  source=self.pooled, fill_color="color", line_color="color")
-        pooled = fig.scatter("q", "speedup", source=self.pooled, marker="square", size=11,
-                             fill_color=theme.PAPER, line_color="color", line_width=3)
-        fig.text("q", "y", text="text", source=self.you, text_align="align", text_baseline="baseline",
+        pooled = fig.scatter("q", "speedup", source=self.pooled, marker="square", size=_SQUARE_PX,
+                             fill_color=theme.PAPER, line_color="color", line_width=_SQUARE_LINE)
+        fig.text("q", "label_y", text="text", source=self.you, text_align="align", text_baseline="baseline",
                  x_offset="dx", y_offset="dy", text_font_size=f"{_YOU_PX:g}px", text_color=theme.DRAFT,
                  text_font_style="bold")
         fig.add_tools(HoverTool(renderers=[dots], tooltips=[
@@ -426,8 +455,8 @@ class BreakEvenChart:
             be["dx"].append(0.0 if tag is None else tag.dx)
             be["baseline"].append("top" if tag is None else tag.baseline)
         you = lay.you
-        you_data = dict(q=[s.q], y=[you.y], text=[you.text], align=[you.align],
-                        baseline=[you.baseline], dx=[you.dx], dy=[you.dy])
+        you_data = dict(q=[s.q], y=[s.theory_speedup], label_y=[you.y], text=[you.text],
+                        align=[you.align], baseline=[you.baseline], dx=[you.dx], dy=[you.dy])
         shown = [(t, bold) for t, bold in zip(lay.notes, (True, False)) if t is not None]
         notes = dict(x=[t.x for t, _ in shown], y=[t.y for t, _ in shown],
                      text=[t.text for t, _ in shown], align=[t.align for t, _ in shown],
@@ -447,7 +476,8 @@ class BreakEvenChart:
 
     def update_points(self, s: BreakEvenMap) -> None:
         pts = s.points
-        jitter = sideways(pts)
+        # Clear of the square on the narrowest frame, and so on every wider one.
+        jitter = sideways(pts, clear=CLEAR_PX * (self.x_range.end - self.x_range.start) / MAP_FRAME_PX[0])
         mine = [p.k == s.k for p in pts]
         pooled = s.pooled
         grouped = {(round(g.q, 6), g.k, round(g.c, 6)) for g in pooled}
