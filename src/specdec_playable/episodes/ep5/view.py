@@ -383,6 +383,26 @@ class BreakEvenChart:
         fig.text("q", "y", text="text", source=self.breakeven, text_align="align", x_offset="dx",
                  text_baseline="baseline", y_offset="dy", text_font_size=f"{_BE_PX:g}px",
                  text_color=theme.INK)
+        dots, pooled = self._draw_points(fig)
+        fig.text("q", "label_y", text="text", source=self.you, text_align="align",
+                 text_baseline="baseline", x_offset="dx", y_offset="dy", text_font_size=f"{_YOU_PX:g}px", text_color=theme.DRAFT,
+                 text_font_style="bold")
+        fig.add_tools(HoverTool(renderers=[dots], tooltips=[
+            ("simulated", "q @q{0.00}, k @k, c @c{0.000}"), ("measured", "@speedup{0.00}×"),
+            ("95% CI", "@lo{0.00}–@hi{0.00}×"), ("theory", "@theory{0.00}×"), ("", "@verdict")]))
+        fig.add_tools(HoverTool(renderers=[pooled], tooltips=[
+            ("pooled", "@runs runs at q @q{0.00}, k @k, c @c{0.000}"), ("measured", "@speedup{0.00}×"),
+            ("95% CI", "@lo{0.00}–@hi{0.00}×"), ("theory", "@theory{0.00}×"), ("", "@verdict")]))
+        fig.add_tools(HoverTool(renderers=[be], tooltips=[
+            ("draft length", "k = @k"), ("breaks even at", "q = @q{0.000} (theory)")]))
+        fig.add_tools(HoverTool(renderers=[lines], tooltips=[("curve", "k = @k (theory)")],
+                                line_policy="nearest"))
+        fig.xaxis.ticker = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+        theme.style_figure(fig)
+        return fig
+
+    def _draw_points(self, fig):
+        """The simulated runs, then the pooled squares over them; returns both scatter renderers."""
         fig.segment("x", "lo", "x", "hi", source=self.points, line_color="color", line_width=1.5,
                     line_alpha="alpha")
         dots = fig.scatter("x", "speedup", source=self.points, marker="marker", size=_DOT_PX,
@@ -398,22 +418,7 @@ class BreakEvenChart:
                  source=self.pooled, fill_color="color", line_color="color")
         pooled = fig.scatter("q", "speedup", source=self.pooled, marker="square", size=_SQUARE_PX,
                              fill_color=theme.PAPER, line_color="color", line_width=_SQUARE_LINE)
-        fig.text("q", "label_y", text="text", source=self.you, text_align="align", text_baseline="baseline",
-                 x_offset="dx", y_offset="dy", text_font_size=f"{_YOU_PX:g}px", text_color=theme.DRAFT,
-                 text_font_style="bold")
-        fig.add_tools(HoverTool(renderers=[dots], tooltips=[
-            ("simulated", "q @q{0.00}, k @k, c @c{0.000}"), ("measured", "@speedup{0.00}×"),
-            ("95% CI", "@lo{0.00}–@hi{0.00}×"), ("theory", "@theory{0.00}×"), ("", "@verdict")]))
-        fig.add_tools(HoverTool(renderers=[pooled], tooltips=[
-            ("pooled", "@runs runs at q @q{0.00}, k @k, c @c{0.000}"), ("measured", "@speedup{0.00}×"),
-            ("95% CI", "@lo{0.00}–@hi{0.00}×"), ("theory", "@theory{0.00}×"), ("", "@verdict")]))
-        fig.add_tools(HoverTool(renderers=[be], tooltips=[
-            ("draft length", "k = @k"), ("breaks even at", "q = @q{0.000} (theory)")]))
-        fig.add_tools(HoverTool(renderers=[lines], tooltips=[("curve", "k = @k (theory)")],
-                                line_policy="nearest"))
-        fig.xaxis.ticker = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-        theme.style_figure(fig)
-        return fig
+        return dots, pooled
 
     def update_curves(self, s: BreakEvenMap) -> None:
         """The curves, their names and the break-even markers, and the axes that hold them."""
