@@ -4,6 +4,7 @@ them (every part at once). No browser."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import panel as pn
@@ -12,6 +13,8 @@ from bokeh.document import Document
 from bokeh.models import Plot
 
 from specdec_playable.episodes import EPISODES
+from specdec_playable.data import measured
+from specdec_playable.episodes.ep4.state import PASTED
 from specdec_playable.kit import figures
 
 
@@ -88,3 +91,15 @@ def test_episode7s_lanes_get_their_line_when_a_finished_run_draws_them():
 def test_the_page_saves_figures_with_one_listener():
     root = EPISODES[0].page()
     assert len(root.select(figures.FigureSaver)) == 1
+
+
+def test_episode4s_data_line_says_a_pasted_text_is_in_no_file():
+    """Episode 4's figures can show a pasted text, which the shipped file does not hold: the line
+    under them says so beside the file's link, and a figure without such a side says nothing."""
+    assert set(figures.FIGURE_DATA_NOTES) <= set(figures.FIGURE_DATA)
+    line = html.unescape(figures.figure_line_html(["ep4-left-figure", "ep4-right-figure"]))
+    files = figures.FIGURE_DATA["ep4-left-figure"]
+    note = "(the page's own texts; a text you paste is scored live and kept in no file)"
+    assert line.count(note) == 1 and line.index(files[-1].rsplit("/", 1)[-1]) < line.index(note)
+    assert measured.load_measured().texts.keys().isdisjoint({"pasted", PASTED})
+    assert "kept in no file" not in figures.figure_line_html(["ep8-cost-fig"])

@@ -59,7 +59,7 @@ def python_text() -> dict:
     return dict(
         id="py-account", title="Python code (held out)", kind="python",
         description="A small Python class, held out from the drafts' training text: Python is "
-                    "the one language the learned draft was trained on, and one of the head's.",
+                    "the one language the n-gram table learned from, and one of the head's.",
         source="".join(lines[:PYTHON_LINES]), origin="assets/lm/heldout_python.txt")
 
 

@@ -46,6 +46,11 @@ FIGURE_DATA: Mapping[str, tuple[str, ...]] = {
     "ep8-batch-fig": _H200, "ep8-split-fig": _H200, "ep8-cost-fig": _H200 + _CPU + _Q4 + _LLAMA,
     "ep8-real-tree": _TREES + _CPU, "ep8-real-mask-fig": (tree_example.ASSET,),
 }
+#: Bokeh plot name -> what its data files do not hold that the figure can show (said after them).
+FIGURE_DATA_NOTES: Mapping[str, str] = {
+    name: "the page's own texts; a text you paste is scored live and kept in no file"
+    for name in ("ep4-left-figure", "ep4-right-figure", "ep4-hist-figure")
+}
 _SUFFIXES = ("-figure", "-fig")
 
 
@@ -100,12 +105,17 @@ def figure_line_html(plot_names: list[str]) -> str:
     links = [f'<a href="#{esc(anchor_id(n))}">Link to this figure</a> {save_buttons_html(n)}'
              for n in plot_names]
     files: list[str] = []
+    notes: list[str] = []
     for n in plot_names:
         files += [f for f in FIGURE_DATA.get(n, ()) if f not in files]
+        note = FIGURE_DATA_NOTES.get(n)
+        if note and note not in notes:
+            notes.append(note)
     parts = links
     if files:
         parts.append("Data: " + ", ".join(
             f'<a href="{esc(file_href(f))}" download>{esc(f.rsplit("/", 1)[-1])}</a>' for f in files)
+            + "".join(f" ({esc(n)})" for n in notes)
             + f' (<a href="{DATA_HREF}">where it comes from</a>)')
     # Each part is a box of its own, so a narrow screen breaks the line between parts, not
     # inside one (no separator left at the start of a line).
