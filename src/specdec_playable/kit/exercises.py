@@ -30,6 +30,7 @@ from panel.custom import JSComponent
 
 from .answers import (MAX_STORED_CHARS, VERSION, AnswerSheet, Score, dumps, loads,
                               question_key, series_score)
+from .deferred import when_near
 from .page import SUMMARY_HREF, esc, page_css, session_doc
 from .resources import path, script, stylesheet
 
@@ -212,7 +213,37 @@ class ExerciseSection:
 
 
 def exercises_section(state, exercises: Sequence, *, name: str) -> pn.Column:
-    """The episode's questions, each with a button per choice and its answer, and the score."""
+    """The episode's questions, each with a button per choice and its answer, and the score: at
+    the foot of the page, built when the visitor scrolls near them (:func:`.deferred.when_near`;
+    at once outside a server session). They are a large share of a page's widgets, so a page
+    opens without them. The slot carries the section's ``questions``, ``sheet`` and ``store``
+    once built (tests, notebooks)."""
+    slots: list[pn.Column] = []
+    built: list[pn.Column] = []
+
+    def build() -> pn.Column:
+        section = _section(state, exercises, name=name)
+        built.append(section)
+        for slot in slots:
+            _expose(slot, section)
+        return section
+
+    slot = when_near(build, name=f"{name}-exercises-slot")
+    slots.append(slot)
+    for section in built:  # outside a session the section was built at once
+        _expose(slot, section)
+    doc = session_doc()
+    if doc is not None:
+        doc.js_on_event("document_ready", CustomJS(code=script("exercise_link.js")))
+    return slot
+
+
+def _expose(slot: pn.Column, section: pn.Column) -> None:
+    slot.questions, slot.sheet, slot.store = section.questions, section.sheet, section.store
+
+
+def _section(state, exercises: Sequence, *, name: str) -> pn.Column:
+    """The questions' column itself (see :func:`exercises_section`)."""
     part = ExerciseSection(state, exercises, name=name)
     intro = pn.pane.HTML(
         '<h2 id="exercises">Check yourself</h2><p class="sdp-lede">Guess first: press the answer '
@@ -224,9 +255,6 @@ def exercises_section(state, exercises: Sequence, *, name: str) -> pn.Column:
                         css_classes=["sdp-exercises"])
     section.questions = part.questions  # for tests and notebooks
     section.sheet, section.store = part.sheet, part.store
-    doc = session_doc()
-    if doc is not None:
-        doc.js_on_event("document_ready", CustomJS(code=script("exercise_link.js")))
     return section
 
 

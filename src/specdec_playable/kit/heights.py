@@ -15,8 +15,8 @@ RESERVED_PX: dict[str, int] = {
     "ep1-hw-slot": 950,
     "ep2-view-slot": 1100,
     "ep3-view-slot": 1352,
-    "ep4-view-slot": 2169,
-    "ep4-lower-slot": 905,
+    "ep4-view-slot": 2356,
+    "ep4-lower-slot": 1005,
     "ep5-view-slot": 1137,
     "ep5-presets-slot": 226,
     "ep6-view-slot": 4141,
@@ -27,6 +27,15 @@ RESERVED_PX: dict[str, int] = {
     "ep8-part1-rest": 2356,
     "ep8-part2": 2000,
     "ep8-part3": 2790,
+    # Each episode's questions (kit/exercises.py), at the foot of its page.
+    "ep1-exercises-slot": 385,
+    "ep2-exercises-slot": 411,
+    "ep3-exercises-slot": 411,
+    "ep4-exercises-slot": 437,
+    "ep5-exercises-slot": 437,
+    "ep6-exercises-slot": 437,
+    "ep7-exercises-slot": 411,
+    "ep8-exercises-slot": 437,
 }
 #: How far a reservation may be from the drawn part: this many px, or this share of it.
 TOLERANCE_PX = 60
