@@ -6,6 +6,8 @@ A narrow desktop window does not apply a phone's rule that a page without
 phone's 390 px without scrolling sideways; on Episode 4 the code scrolls sideways inside its
 box instead of wrapping (Python's indentation is its meaning) and the table of means says it
 scrolls; Episode 2's finished run is shown whole, and its list of rounds keeps every mark.
+A chart key's swatch sits on the line of its item's first word, and Episode 2's key is one
+column.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pytest
 from conftest import assert_clean, model_data, wait_for_bokeh
 
 from specdec_playable.data import measured
-from specdec_playable.episodes import EPISODES, ep2, ep4
+from specdec_playable.episodes import EPISODES, ep2, ep3, ep4, ep5
 from specdec_playable.kit.page import VIEWPORT
 ep2_page = importlib.import_module("specdec_playable.episodes.ep2.page")
 ep4_page = importlib.import_module("specdec_playable.episodes.ep4.page")
@@ -152,3 +154,62 @@ def test_ep2_finished_run_is_shown_whole_on_a_desktop(page, site, console):
     assert rest["start"] == 0 and rest["more"] is False
     assert all(alpha == 1 for _, _, alpha in rest["shown"])
     assert_clean(page, console)
+
+
+#: Each key item on the page (a chart key's item, Episode 2's key's item): its box, its first
+#: mark's box and the box of the first word after the mark, as drawn.
+_KEY_ITEMS = """() => {
+  const out = [];
+  const box = (r) => ({left: r.left, right: r.right, top: r.top, bottom: r.bottom});
+  const walk = (root) => {
+    for (const it of root.querySelectorAll('.sdp-key .it, .ep2-legend span.i')) {
+      const mark = it.querySelector('.sw, .glyph');
+      const texts = document.createTreeWalker(it, NodeFilter.SHOW_TEXT);
+      let node = null;
+      while (texts.nextNode()) {
+        const n = texts.currentNode;
+        if (!mark.contains(n) && n.textContent.trim()) { node = n; break; }
+      }
+      const start = node.textContent.search(/\\S/);
+      const range = document.createRange();
+      range.setStart(node, start);
+      range.setEnd(node, start + node.textContent.slice(start).search(/\\s|$/));
+      out.push({text: it.textContent.trim().slice(0, 40), item: box(it.getBoundingClientRect()),
+                mark: box(mark.getBoundingClientRect()), word: box(range.getClientRects()[0])});
+    }
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot);
+  };
+  walk(document);
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("episode", [ep2, ep3, ep5], ids=["ep2", "ep3", "ep5"])
+def test_a_key_swatch_sits_on_the_line_of_its_first_word_on_a_phone(phone, site, console, artifacts,
+                                                                   episode):
+    phone.goto(f"{site.url}/{episode.EPISODE.slug}")
+    wait_for_bokeh(phone, timeout=60_000)
+    items = phone.evaluate(_KEY_ITEMS)
+    assert len(items) >= 3
+    for it in items:
+        mark, word = it["mark"], it["word"]
+        middle = (mark["top"] + mark["bottom"]) / 2
+        # On the word's line, just before it.
+        assert word["top"] <= middle <= word["bottom"], it
+        assert mark["right"] <= word["left"] + 1 and word["left"] - mark["right"] < 16, it
+        assert 0 <= it["item"]["left"] and it["item"]["right"] <= 390, it
+    name = episode.EPISODE.slug.split("_")[0]
+    phone.locator(".sdp-key, .ep2-legend").first.screenshot(path=artifacts / f"phone-{name}-key.png")
+    assert_clean(phone, console)
+
+
+def test_ep2_key_is_one_column_on_a_phone(phone, site, console):
+    """One item a line, every item starting at the key's left edge: no item beside another."""
+    phone.goto(f"{site.url}/{ep2.EPISODE.slug}")
+    wait_for_bokeh(phone, "ep2-bars", timeout=60_000)
+    items = [it["item"] for it in phone.evaluate(_KEY_ITEMS)]
+    assert len(items) == 8
+    assert max(it["left"] for it in items) - min(it["left"] for it in items) <= 1, items
+    assert all(b["top"] >= a["bottom"] - 1 for a, b in zip(items, items[1:])), items
+    assert_clean(phone, console)
+

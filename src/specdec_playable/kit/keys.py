@@ -6,6 +6,8 @@ The swatches are styled by ``kit/static/keys.css``; a swatch's tone (``"draft"``
 
 from __future__ import annotations
 
+import re
+
 #: The stylesheet a pane showing a chart key needs (with the page's own).
 KEYS_CSS = "keys.css"
 
@@ -20,7 +22,18 @@ def glyph(char: str, tone: str) -> str:
     return f'<span class="glyph {tone}">{char}</span>'
 
 
+#: An item's marks (the swatches and glyphs it opens with), then its words.
+_ITEM = re.compile(r'((?:<span class="(?:sw|glyph)\b[^"]*">[^<]*</span>)*)(.*)', re.DOTALL)
+
+
+def _item(item: str) -> str:
+    """One item of a key: its marks and its words, each in a span of its own, so that on a phone
+    (``keys.css``) the words wrap beside the marks and the marks keep to their first line."""
+    marks, words = _ITEM.fullmatch(item).groups()
+    return f'<span class="it"><span class="mk">{marks}</span><span class="w">{words}</span></span> '
+
+
 def chart_key(title: str, *items: str, note: str = "") -> str:
     """A chart key: a bold title, items that each keep their swatch and words together, a note."""
     return (f'<div class="sdp-key"><span class="t">{title}</span>'
-            + "".join(f'<span class="it">{item}</span> ' for item in items) + note + "</div>")
+            + "".join(_item(item) for item in items) + note + "</div>")
