@@ -7,7 +7,8 @@ phone's 390 px without scrolling sideways; on Episode 4 the code scrolls sideway
 box instead of wrapping (Python's indentation is its meaning) and the table of means says it
 scrolls; Episode 2's finished run is shown whole, and its list of rounds keeps every mark.
 A chart key's swatch sits on the line of its item's first word, and Episode 2's key is one
-column.
+column. Answer buttons and slider handles are a finger's 44 x 44 px (WCAG 2.5.5), while a
+desktop keeps them at 32; a slider is set to q = 0.30 in one drag, and the arrow keys still step it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 import urllib.request
 
 import pytest
-from conftest import assert_clean, model_data, wait_for_bokeh
+from conftest import assert_clean, model_data, wait_data, wait_for_bokeh
 
 from specdec_playable.data import measured
 from specdec_playable.episodes import EPISODES, ep2, ep3, ep4, ep5
@@ -213,3 +214,76 @@ def test_ep2_key_is_one_column_on_a_phone(phone, site, console):
     assert all(b["top"] >= a["bottom"] - 1 for a, b in zip(items, items[1:])), items
     assert_clean(phone, console)
 
+
+#: The rendered boxes of the slider handles and of the buttons named in the argument.
+_BOXES = """names => {
+  const out = {handles: [], buttons: []};
+  const walk = (root) => {
+    for (const el of root.querySelectorAll('.noUi-handle, button')) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0) continue;
+      if (el.matches('.noUi-handle')) out.handles.push({w: r.width, h: r.height});
+      else if (names.includes(el.textContent.trim()))
+        out.buttons.push({name: el.textContent.trim(), w: r.width, h: r.height});
+    }
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) walk(el.shadowRoot);
+  };
+  walk(document);
+  return out;
+}"""
+#: A finger's target (WCAG 2.2, success criterion 2.5.5, target size, enhanced), in CSS px.
+FINGER_PX = 44
+
+
+def _choices(episode) -> list[str]:
+    return sorted({c for q in episode.EPISODE.questions for c in q.choices})
+
+
+@pytest.mark.parametrize("episode", [ep3, ep5], ids=["ep3", "ep5"])
+def test_answer_buttons_and_slider_handles_are_44px_on_a_phone_and_32px_on_a_desktop(
+        phone, page, site, console, episode):
+    url, names = f"{site.url}/{episode.EPISODE.slug}", _choices(episode)
+    phone.goto(url)
+    wait_for_bokeh(phone, timeout=60_000)
+    got = phone.evaluate(_BOXES, names)
+    assert len(got["handles"]) >= 2 and {b["name"] for b in got["buttons"]} == set(names), got
+    small = [b for b in got["handles"] + got["buttons"]
+             if b["w"] < FINGER_PX - 0.01 or b["h"] < FINGER_PX - 0.01]
+    assert small == [], f"targets under {FINGER_PX} px on a phone: {small}"
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    # A desktop keeps its look: 32 px handles and buttons.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(url)
+    wait_for_bokeh(page, timeout=60_000)
+    got = page.evaluate(_BOXES, names)
+    assert {(b["w"], b["h"]) for b in got["handles"]} == {(32, 32)}
+    assert got["buttons"] and all(b["h"] == pytest.approx(32, abs=0.5) for b in got["buttons"]), got
+    assert_clean(phone, console)
+
+
+def test_q_is_set_to_0_30_in_one_drag_on_a_phone(phone, site, console, artifacts):
+    """One drag of the handle from its centre to the track's point for q = 0.30 sets 0.30; the
+    arrow keys still step it by 0.01 (the handle's size does not change its steps)."""
+    phone.goto(f"{site.url}/{ep5.EPISODE.slug}")
+    wait_for_bokeh(phone, "ep5-you", timeout=60_000)
+    handle = phone.locator(".noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    lo, hi = ep5.EPISODE.state.param.q.bounds
+    track = phone.locator(".noUi-base").first.bounding_box()
+    grip = handle.bounding_box()
+    x0, y0 = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
+    x1 = track["x"] + track["width"] * (0.30 - lo) / (hi - lo)
+    phone.mouse.move(x0, y0)
+    phone.mouse.down()
+    phone.mouse.move(x1, y0, steps=12)
+    phone.mouse.up()
+    assert handle.get_attribute("aria-valuetext") == "0.30"
+    wait_data(phone, "ep5-you", "Math.abs(d.q[0] - 0.30) < 1e-9")
+    handle.focus()
+    handle.press("ArrowRight")
+    assert handle.get_attribute("aria-valuetext") == "0.31"
+    handle.press("ArrowLeft")
+    assert handle.get_attribute("aria-valuetext") == "0.30"
+    wait_data(phone, "ep5-you", "Math.abs(d.q[0] - 0.30) < 1e-9")
+    phone.screenshot(path=artifacts / "phone-ep5-q-0.30.png")
+    assert_clean(phone, console)
