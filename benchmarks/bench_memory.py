@@ -17,11 +17,16 @@ Tables (Markdown, as quoted in docs/performance.md):
    same process), and the speedup the pass-cost curves predict (tokens over the time of the
    verify passes the rounds ran, float32 and 4-bit, from ``assets/pass_cost_cpu*.csv``, the
    drafting time included).
+3. ``--resident``: the resident memory of a fresh process per weight format and draft after one
+   ``specdec-playable generate`` run with it (the model, and the head and the memory's index where
+   the draft reads them): all of it (VmRSS), its own (RssAnon, what a second process does not
+   share) and its peak (VmHWM). Nothing else runs.
 
 Run from a checkout (one thread, as the server's model processes run):
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_memory.py \\
         [--rows 300] [--k 4] [--sweep] [--no-model] [--max-new 64]
+    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/bench_memory.py --resident
 """
 
 from __future__ import annotations
@@ -192,6 +197,35 @@ def table(title: str, got: dict, step: float | None) -> None:
               f"{t.predicted('q4', None):.3f} | {src} |", flush=True)
 
 
+RSS_CODE = """
+import contextlib, gc, io, sys
+def status(key):
+    for line in open('/proc/self/status'):
+        if line.startswith(key + ':'):
+            return int(line.split()[1]) * 1024
+from specdec_playable.app import cli
+with contextlib.redirect_stdout(io.StringIO()):
+    cli.main(["generate", "--prompt", "Write a short thank-you note to a colleague.",
+              "--draft", sys.argv[1], "--weights", sys.argv[2], "--max-new", "48", "--json"])
+gc.collect()
+print(status('VmRSS'), status('RssAnon'), status('VmHWM'))
+"""
+
+
+def resident_table(drafts=("lookup", "memory", "head", "hybrid"), formats=("q4", "f32")) -> None:
+    """Resident memory of a fresh process per format and draft after one run (see the doc)."""
+    import subprocess
+
+    print("\n| weights | draft | resident (VmRSS) | its own (RssAnon) | peak (VmHWM) |\n"
+          "|---|---|---:|---:|---:|")
+    for fmt in formats:
+        for d in drafts:
+            out = subprocess.run([sys.executable, "-c", RSS_CODE, d, fmt], capture_output=True,
+                                 text=True, timeout=900, check=True)
+            rss, anon, peak = (int(x) / 1e6 for x in out.stdout.split())
+            print(f"| {fmt} | {d} | {rss:.0f} MB | {anon:.0f} MB | {peak:.0f} MB |", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=300)
@@ -200,7 +234,12 @@ def main(argv=None) -> int:
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--no-model", action="store_true", help="the drafts that need no model only")
     ap.add_argument("--only", default="", help="comma-separated names (prefixes) of the drafts to run")
+    ap.add_argument("--resident", action="store_true",
+                    help="only the resident memory of a fresh process per format and draft")
     args = ap.parse_args(argv)
+    if args.resident:
+        resident_table()
+        return 0
     from specdec_playable.lm.model import get_model
     from specdec_playable.lm.kernel import warmup
 

@@ -324,3 +324,37 @@ def test_the_compiled_chain_proposes_what_the_step_by_step_rule_does(tmp_path_fa
     slow = run.propose_reference(np.array(text), k)
     assert fast.tokens.tolist() == slow.tokens.tolist()
     assert fast_src == run.last_source
+
+
+def test_the_shipped_index_is_shared_through_a_checked_unpacked_copy(monkeypatch, tmp_path):
+    """The first load writes the index unpacked into the user's cache and maps it; a later process
+    maps the copy (its pages belong to the file, so model processes share them); a copy that does
+    not match the provenance is replaced from the asset; without the asset the copy is not used."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(memory, "_INDEX", None)
+    first = memory.load_index()
+    folder = memory.mapped_dir() / memory.index_meta()["index_sha256"][:16]
+    assert sorted(p.name for p in folder.iterdir()) == ["corpus.npy", "sa.npy"]
+    monkeypatch.setattr(memory, "_INDEX", None)
+    again = memory.load_index()
+    for a in again.values():
+        assert isinstance(a.base, np.memmap) or isinstance(getattr(a.base, "base", None), np.memmap)
+        assert not a.flags.writeable
+    assert memory.index_digest(again) == memory.index_digest(first) == memory.index_meta()["index_sha256"]
+    # A damaged copy: one token changed. The next load reads the asset and writes the copy again.
+    corpus = np.load(folder / "corpus.npy")
+    corpus[0] ^= 1
+    np.save(folder / "corpus.npy", corpus)
+    monkeypatch.setattr(memory, "_INDEX", None)
+    mended = memory.load_index()
+    assert memory.index_digest(mended) == memory.index_meta()["index_sha256"]
+    assert memory.index_digest({"corpus": np.load(folder / "corpus.npy"),
+                                "sa": np.load(folder / "sa.npy")}) == memory.index_meta()["index_sha256"]
+
+    def absent(name):
+        raise FileNotFoundError(f"asset {name!r} not found")
+
+    monkeypatch.setattr(memory, "_INDEX", None)
+    monkeypatch.setattr(memory, "asset_path", absent)
+    with pytest.raises(memory.MemoryIndexError, match="missing; build it with"):
+        memory.load_index()

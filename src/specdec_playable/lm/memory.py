@@ -37,8 +37,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -146,15 +148,62 @@ _LOCK = threading.Lock()
 _INDEX: dict | None = None
 
 
+def mapped_dir() -> Path:
+    """Where the shipped index is kept unpacked for mapping: the user's cache folder
+    (``XDG_CACHE_HOME`` or ``~/.cache``) / ``specdec_playable/memory``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "specdec_playable" / "memory"
+
+
+def _mapped(digest: str) -> dict | None:
+    """The shipped index as read-only memory maps of its unpacked copy (``digest``: its sha256),
+    or None where there is no good copy. Mapped pages belong to the file, so every model process
+    of the machine shares one copy of them instead of holding its own."""
+    folder = mapped_dir() / digest[:16]
+    try:
+        index = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in ("corpus", "sa")}
+        index = {name: np.asarray(a) for name, a in index.items()}
+        _check(index, folder, True)
+        return index
+    except (OSError, ValueError, MemoryIndexError):
+        return None
+
+
+def _unpack(index: dict, digest: str) -> None:
+    """Write the checked index's arrays uncompressed beside each other for :func:`_mapped`
+    (each file written whole under a temporary name, then renamed); a cache that cannot be
+    written is left out (the process keeps its own copy)."""
+    folder = mapped_dir() / digest[:16]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, a in index.items():
+            tmp = folder / f".{name}.{os.getpid()}.npy"
+            np.save(tmp, np.ascontiguousarray(a))
+            os.replace(tmp, folder / f"{name}.npy")
+    except OSError:
+        pass
+
+
 def load_index(path=None) -> dict:
     """The shipped index (loaded once per process, arrays read-only), checked against its
-    provenance; a missing or corrupt asset is a :class:`MemoryIndexError` saying which."""
+    provenance; a missing or corrupt asset is a :class:`MemoryIndexError` saying which.
+
+    The shipped index is read from an unpacked copy in the user's cache, memory-mapped
+    (:func:`mapped_dir`), so the model processes of one machine share its pages: the first
+    process writes the copy from the asset; every process checks the copy against the
+    provenance's sha256 and reads the asset again when it does not match."""
     global _INDEX
     if path is None and _INDEX is not None:
         return _INDEX
     with _LOCK:
         if path is None and _INDEX is not None:
             return _INDEX
+        if path is None:
+            digest = _shipped_digest()
+            index = _mapped(digest) if digest and _shipped() else None
+            if index is not None:
+                _INDEX = index
+                return index
         where = ASSET if path is None else path
         try:
             if path is None:
@@ -171,8 +220,27 @@ def load_index(path=None) -> dict:
         for a in index.values():
             a.setflags(write=False)
         if path is None:
-            _INDEX = index
-        return index
+            _unpack(index, digest)
+            _INDEX = _mapped(digest) or index
+        return index if path is not None else _INDEX
+
+
+def _shipped() -> bool:
+    """Whether the asset is there (the unpacked copy stands in for it, never without it)."""
+    try:
+        return asset_path(ASSET).is_file()
+    except FileNotFoundError:
+        return False
+
+
+def _shipped_digest() -> str | None:
+    """The shipped index's sha256 from its provenance (None where it cannot be read: the asset's
+    own load then says why)."""
+    try:
+        digest = index_meta().get("index_sha256")
+    except (FileNotFoundError, ValueError, KeyError):
+        return None
+    return digest if isinstance(digest, str) and len(digest) == 64 else None
 
 
 def _check(index: dict, where, shipped: bool) -> None:
