@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl, urlsplit
 import panel as pn
 import pytest
 
-from specdec_playable.data import measured
+from specdec_playable.data import hardware, measured
 from specdec_playable.episodes import EPISODES
 from specdec_playable.app import site
 from specdec_playable.sim import theory
@@ -122,7 +122,9 @@ def test_summary_sentences_say_what_their_numbers_are():
 
     r5 = cpu_passes().ratio(5)  # this server's curve once it measured one, else the shipped one
     assert number(r"costs ([\d.]+)× a one-position", s[7]) == round(r5, 2)
-    assert number(r"H200, ([\d.]+)×", s[7]) < round(r5, 2)
+    gpu = hardware.measured_curve("llama-8b-shape", "gemm-cudagraph")
+    # the H200's own figure (a server's record, measured under load, may read as flat as it)
+    assert number(r"H200, ([\d.]+)×", s[7]) == round(float(gpu.time_ms(5) / gpu.time_ms(1)), 2)
     if 1 < r5 < 5:
         assert number(r"least q = (\d\.\d\d)", s[7]) == round(float(theory.break_even_q(4, (r5 - 1) / 4)), 2)
     assert number(r"batch size B = ([\d,]+)", s[8]) > 1
