@@ -137,9 +137,10 @@ def test_the_summary_and_the_guide_quote_the_servers_record(server):
     sentence = _text(summary.sentences(EPISODES)[7])
     assert f"costs {p.ratio(5):.2f}× a one-position step" in sentence and p.source in sentence
     ep1, ep7 = _text(discussion._ep1_hardware()), _text(discussion._ep7_hardware())
-    assert (f"On this CPU, with {p.weight_words}, a pass over 5 positions takes {p.ratio(5):.2f}× "
+    on = "On this server's CPU" if weights in measured else "On the project's CPU"
+    assert (f"{on}, with {p.weight_words}, a pass over 5 positions takes {p.ratio(5):.2f}× "
             f"a single one ({p.source})") in ep1
-    assert (f"On this CPU, with {p.weight_words}, a pass over 5 positions costs {p.ratio(5):.2f}× "
+    assert (f"{on}, with {p.weight_words}, a pass over 5 positions costs {p.ratio(5):.2f}× "
             f"a single step ({p.source})") in ep7
 
 

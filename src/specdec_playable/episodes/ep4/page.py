@@ -133,7 +133,7 @@ def cpu_check_words(n: int = 5) -> str:
     from ...kit.cpu import cpu_passes, passes_for
 
     f32, q4 = (passes_for(cpu_passes(), w) for w in ("f32", "q4"))
-    return (f"On this CPU a pass over {n} positions (checking {n - 1} tokens) costs "
+    return (f"On a CPU a pass over {n} positions (checking {n - 1} tokens) costs "
             f"{f32.ratio(n):.2f} single passes with float32 weights ({f32.source}) and "
             f"{q4.ratio(n):.2f} with the file's 4-bit weights ({q4.source}); Episode 8 shows why.")
 

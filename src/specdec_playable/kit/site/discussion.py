@@ -64,9 +64,14 @@ def _ep1_hardware() -> str:
     return ("Each pass must be limited by reading the weights from memory, not by the arithmetic "
             "(memory-bound): then more positions reuse weights already read and add little. The "
             f"H200 measurement shows it, a pass over 16 positions taking {r:.2f}× the time of one. "
-            f"On this CPU, with {cpu.weight_words}, a pass over 5 positions takes {cpu.ratio(5):.2f}× "
-            f"a single one ({cpu.source}): there the arithmetic is a larger share, and Episode 7 "
-            "pays for it.")
+            f"{_on_cpu(cpu)}, with {cpu.weight_words}, a pass over 5 positions takes "
+            f"{cpu.ratio(5):.2f}× a single one ({cpu.source}): there the arithmetic is a larger "
+            "share, and Episode 7 pays for it.")
+
+
+def _on_cpu(cpu) -> str:
+    """Which CPU a sentence prices: this server's once it measured its own, else the project's."""
+    return "On this server's CPU" if cpu.here else "On the project's CPU"
 
 
 def _ep2_bigger_draft() -> str:
@@ -188,8 +193,8 @@ def _ep7_hardware() -> str:
     faster = [k for k, c in runs.items() if c.fair.verdict == "faster"]
     return ("What a pass over k + 1 positions costs depends on whether the hardware is limited by "
             "reading the weights (then extra positions are nearly free, as on a GPU serving one "
-            f"user) or by arithmetic. On this CPU, with {cpu.weight_words}, a pass over 5 positions "
-            f"costs {r:.2f}× a single step ({cpu.source}), so a draft must be kept often enough to pay for the extra positions as "
+            f"user) or by arithmetic. {_on_cpu(cpu)}, with {cpu.weight_words}, a pass over 5 "
+            f"positions costs {r:.2f}× a single step ({cpu.source}), so a draft must be kept often enough to pay for the extra positions as "
             f"well as for its own guesses: of the {len(runs)} recorded pairs of a task and a draft, "
             f"{len(faster)} were measurably faster than plain decoding. On a GPU serving one user, "
             f"where a pass over 16 positions takes {h200:.2f}× one, a draft has to pay only for "
