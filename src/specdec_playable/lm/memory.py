@@ -46,7 +46,7 @@ import numpy as np
 
 from ..shipped import asset_path
 from ..sim import validate as _v
-from .kernel.backend import HAVE_NUMBA, numba
+from .kernel.backend import HAVE_NUMBA, numba, user_cache
 from .ngram import NONE, Candidates, count_probs, over_vocab
 from . import sampling
 from .sampling import TEMPERATURE_MAX
@@ -150,9 +150,8 @@ _INDEX: dict | None = None
 
 def mapped_dir() -> Path:
     """Where the shipped index is kept unpacked for mapping: the user's cache folder
-    (``XDG_CACHE_HOME`` or ``~/.cache``) / ``specdec_playable/memory``."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "specdec_playable" / "memory"
+    (:func:`.kernel.backend.user_cache`) / ``memory``."""
+    return user_cache("memory")
 
 
 def _mapped(digest: str) -> dict | None:
@@ -219,10 +218,11 @@ def load_index(path=None) -> dict:
         _check(index, where, path is None)
         for a in index.values():
             a.setflags(write=False)
-        if path is None:
-            _unpack(index, digest)
-            _INDEX = _mapped(digest) or index
-        return index if path is not None else _INDEX
+        if path is not None:
+            return index
+        _unpack(index, digest)
+        _INDEX = _mapped(digest) or index
+        return _INDEX
 
 
 def _shipped() -> bool:

@@ -181,14 +181,15 @@ def four_bit_clause(cpu) -> str:
 def explanation(state: RealText) -> tuple[pn.pane.HTML, pn.pane.HTML]:
     """The lesson and the outro, quoting the pass times of the weight format of the run shown, and
     rewritten when that format changes (a run in the other format, or the menu before a run)."""
-    shown = [shown_passes(state)]
-    lesson = prose(lesson_html(shown[0]), f"{__package__}:ep7.css", name="ep7-lesson")
-    outro = prose(outro_html(shown[0]), name="ep7-outro")
+    shown = shown_passes(state)
+    lesson = prose(lesson_html(shown), f"{__package__}:ep7.css", name="ep7-lesson")
+    outro = prose(outro_html(shown), name="ep7-outro")
 
     def follow(*_) -> None:
+        nonlocal shown
         cpu = shown_passes(state)
-        if cpu is not shown[0]:
-            shown[0] = cpu
+        if cpu is not shown:
+            shown = cpu
             with pn.io.hold():
                 lesson.object = link_terms(lesson_html(cpu))
                 outro.object = link_terms(outro_html(cpu))

@@ -36,14 +36,18 @@ def source_stamp(paths=SOURCES) -> str:
     return h.hexdigest()[:16]
 
 
+def user_cache(*parts: str) -> Path:
+    """A folder of this package's in the user's cache (``XDG_CACHE_HOME`` or ``~/.cache``) /
+    ``specdec_playable`` / ``parts``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base, "specdec_playable", *parts)
+
+
 def cache_dir() -> Path:
     """Where the compiled code is cached: ``NUMBA_CACHE_DIR`` (or the user's cache folder) /
     ``specdec-kernel-<stamp>``."""
     base = os.environ.get("NUMBA_CACHE_DIR", "").strip()
-    if not base:
-        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-                            "specdec_playable", "numba")
-    return Path(base) / f"specdec-kernel-{source_stamp()}"
+    return (Path(base) if base else user_cache("numba")) / f"specdec-kernel-{source_stamp()}"
 
 try:
     if os.environ.get("SPECDEC_NO_NUMBA"):
