@@ -191,6 +191,8 @@ def reveal_all(page, timeout: float = 30_000) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{near_marks(page)} parts of the page were never built")
         page.wait_for_timeout(100)
+    # The server has built every part; wait for the browser to draw them in place of the marks.
+    page.wait_for_function(f"() => ({_NEAR_MARKS})().length === 0", timeout=timeout)
     page.evaluate("() => window.scrollTo(0, 0)")
 
 

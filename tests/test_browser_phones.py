@@ -19,7 +19,7 @@ import re
 import urllib.request
 
 import pytest
-from conftest import assert_clean, model_data, wait_data, wait_for_bokeh
+from conftest import assert_clean, model_data, reveal_all, wait_data, wait_for_bokeh
 
 from specdec_playable.data import measured
 from specdec_playable.episodes import EPISODES, ep2, ep3, ep4, ep5
@@ -235,6 +235,15 @@ _BOXES = """names => {
 FINGER_PX = 44
 
 
+def _wait_for_buttons(page, names: list[str]) -> None:
+    """Wait until every named answer button is drawn: the questions are built when the visitor
+    scrolls near them, and drawn a moment after the server has built them."""
+    reveal_all(page)
+    page.wait_for_function(
+        f"names => new Set(({_BOXES})(names).buttons.map(b => b.name)).size === names.length",
+        arg=names, timeout=30_000)
+
+
 def _choices(episode) -> list[str]:
     return sorted({c for q in episode.EPISODE.questions for c in q.choices})
 
@@ -245,6 +254,7 @@ def test_answer_buttons_and_slider_handles_are_44px_on_a_phone_and_32px_on_a_des
     url, names = f"{site.url}/{episode.EPISODE.slug}", _choices(episode)
     phone.goto(url)
     wait_for_bokeh(phone, timeout=60_000)
+    _wait_for_buttons(phone, names)
     got = phone.evaluate(_BOXES, names)
     assert len(got["handles"]) >= 2 and {b["name"] for b in got["buttons"]} == set(names), got
     small = [b for b in got["handles"] + got["buttons"]
@@ -255,6 +265,7 @@ def test_answer_buttons_and_slider_handles_are_44px_on_a_phone_and_32px_on_a_des
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(url)
     wait_for_bokeh(page, timeout=60_000)
+    _wait_for_buttons(page, names)
     got = page.evaluate(_BOXES, names)
     assert {(b["w"], b["h"]) for b in got["handles"]} == {(32, 32)}
     assert got["buttons"] and all(b["h"] == pytest.approx(32, abs=0.5) for b in got["buttons"]), got
