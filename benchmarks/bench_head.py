@@ -66,7 +66,8 @@ def drafts(heads: list[str], half: bool = False) -> dict:
     out["n-gram table"] = NgramDraft
     out["prompt lookup"] = PromptLookup
     out["memory"] = MemoryDraft
-    out["memory + head"] = HybridDraft
+    out["memory + head"] = HybridDraft  # priced at the model's weight format
+    out["memory + head (unpriced)"] = lambda: HybridDraft(priced=False)  # the whole tree, head always asked
     return out
 
 

@@ -163,9 +163,11 @@ def drafts(with_model: bool) -> dict:
     out = {"memory": memory.MemoryDraft, "prompt lookup": PromptLookup, "n-gram table": NgramDraft}
     if with_model:
         out["head"] = DraftHead
-        out["hybrid (one tree)"] = HybridDraft
-        out["hybrid (one tree, the head always asked)"] = lambda: HybridDraft(request_alone=False)
-        out["hybrid (one tree, memory alone from 4)"] = lambda: HybridDraft(memory_alone=4)
+        out["hybrid (priced, float32)"] = lambda: HybridDraft(prices_of="f32")
+        out["hybrid (priced, 4-bit)"] = lambda: HybridDraft(prices_of="q4")
+        out["hybrid (one tree, unpriced)"] = lambda: HybridDraft(priced=False)
+        out["hybrid (one tree, the head always asked)"] = lambda: HybridDraft(request_alone=False, priced=False)
+        out["hybrid (one tree, memory alone from 4)"] = lambda: HybridDraft(memory_alone=4, priced=False)
         out["hybrid (rule: memory from 2)"] = lambda: HybridDraft(min_memory=2, merge=False)
     return out
 

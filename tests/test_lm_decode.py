@@ -37,6 +37,9 @@ DRAFTS = {
     # both drafts in one tree a round (the default), and one chain a round by the rule
     "hybrid": (HybridDraft(memory=MemoryDraft(min_share=0.0, min_match=1)), MAX_NEW),
     "hybrid-rule": (HybridDraft(memory=MemoryDraft(min_share=0.0, min_match=1), merge=False), MAX_NEW),
+    # at 4-bit prices: the head asked less, the memory's chain cut where it does not pay
+    "hybrid-q4-prices": (HybridDraft(memory=MemoryDraft(min_share=0.0, min_match=1), prices_of="q4"),
+                         MAX_NEW),
 }
 
 
@@ -393,6 +396,25 @@ def test_a_hybrid_run_says_whose_guesses_each_round_kept(model):
     assert "head" in g.drafted_by
     rule = speculate(model, ids, HybridDraft(merge=False), 4, max_new=32)
     assert rule.tokens == g.tokens and set(rule.drafted_by) <= {"", "head", "memory", "request"}
+
+
+def test_at_4_bit_prices_the_hybrid_asks_the_head_less_and_checks_fewer_positions(model):
+    """A check costs 2-3.5 steps in 4 bits and the head's guesses cost four times as many steps
+    as in float32 (:data:`.hybrid.PRICES`). Along the same greedy reply, one round at each token:
+    priced for 4 bits, the hybrid asks the head in fewer rounds than priced for float32, which asks
+    it in some, and checks fewer positions a round; unpriced, it asks in every round but the
+    request's copies, and checks the most."""
+    ids = model.tokenizer.chat("Write a short email to a colleague thanking them for their help.")
+    reply = speculate(model, ids, HybridDraft(priced=False), 4, max_new=40).tokens
+    text = list(ids) + list(reply)
+    got = {}
+    for name, draft in (("f32", HybridDraft(prices_of="f32")), ("q4", HybridDraft(prices_of="q4")),
+                        ("whole", HybridDraft(priced=False))):
+        run = draft.begin(model)
+        sizes = [len(run.draft_tree(text[:t], 1, 4)) for t in range(len(ids), len(text))]
+        got[name] = (run.asked / run.rounds, float(np.mean(sizes)))
+    assert got["q4"][0] < got["f32"][0] <= got["whole"][0] and got["whole"][0] > 0.5, got
+    assert got["q4"][1] < got["f32"][1] < got["whole"][1], got
 
 
 class _Oracle:

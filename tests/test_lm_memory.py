@@ -307,6 +307,63 @@ def test_the_hybrid_refuses_bad_settings():
     for bad in (0, 17, 1.5):
         with pytest.raises(ValueError, match="min_memory"):
             HybridDraft(min_memory=bad)
+    with pytest.raises(ValueError, match="prices_of"):
+        HybridDraft(prices_of="int8")
+
+
+@pytest.mark.parametrize("fmt", ["f32", "q4"])
+def test_the_hybrids_prices_are_the_shipped_pass_cost_curves(fmt):
+    """A pass's price in steps is the shipped curve's median over its one-position pass, within
+    0.005 of a step at every position priced."""
+    from specdec_playable.data import hardware
+    from specdec_playable.lm.hybrid import PRICES
+
+    curve = (hardware.load_cpu_pass_costs() if fmt == "f32" else hardware.load_cpu_q4_pass_costs())
+    at = dict(zip(curve.n_positions.tolist(), (curve.median_ms / curve.median_ms[0]).tolist()))
+    p = PRICES[fmt]
+    for n, steps in zip(p.positions, p.steps):
+        assert steps == pytest.approx(at[n], abs=0.005), (fmt, n)
+    assert all(a < b for a, b in zip(p.steps, p.steps[1:]))
+
+
+def _closed_subsets(parents):
+    """Every set of nodes that holds each member's parent (a tree from the root)."""
+    n = len(parents)
+    for mask in range(1 << n):
+        nodes = [i for i in range(n) if mask >> i & 1]
+        if all(parents[i] < 0 or mask >> parents[i] & 1 for i in nodes):
+            yield nodes
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), fmt=st.sampled_from(["f32", "q4"]))
+def test_a_priced_tree_keeps_the_subtree_worth_most_per_step(data, fmt):
+    """Against every subtree of a small merged tree: the priced tree is a subtree of it (each kept
+    node under its own parent, with its token), and no subtree gives more expected tokens per
+    step of its pass; the values are the products of q (or 0.8 x the memory's share) along paths."""
+    from specdec_playable.lm.hybrid import PRICES, SHARE_KEPT, merge_chain, node_values, priced_tree
+    from specdec_playable.lm.tree import DraftTree
+
+    depth = data.draw(st.integers(1, 4))
+    head_toks = data.draw(st.lists(st.integers(0, 3), min_size=depth, max_size=depth))
+    q = data.draw(st.lists(st.floats(0.0, 1.0), min_size=depth, max_size=depth))
+    head = DraftTree(np.arange(-1, depth - 1), np.array(head_toks), np.array(q))
+    chain = data.draw(st.lists(st.integers(0, 3), max_size=4))
+    shares = data.draw(st.lists(st.floats(0.3, 1.0), min_size=len(chain), max_size=len(chain)))
+    tree = merge_chain(head, np.array(chain, np.int64))
+    values = node_values(tree, chain, shares)
+    for i in range(len(tree)):  # a node's value: its parent's times the larger of q and 0.8 x share
+        assert 0.0 <= values[i] <= (values[tree.parents[i]] if tree.parents[i] >= 0 else 1.0) + 1e-12
+    if len(chain):
+        assert values[0 if tree.tokens[0] == chain[0] else depth] >= SHARE_KEPT * shares[0] - 1e-12
+    p = PRICES[fmt]
+    got = priced_tree(tree, chain, shares, p)
+    paths = {tuple(tree.tokens[tree.path_to(i)].tolist()): values[i] for i in range(len(tree))}
+    kept = [tuple(got.tokens[got.path_to(i)].tolist()) for i in range(len(got))]
+    assert len(set(kept)) == len(kept) and all(k in paths for k in kept)
+    worth = (1 + sum(paths[k] for k in kept)) / p.pass_steps(1 + len(kept))
+    best = max((1 + values[s].sum()) / p.pass_steps(1 + len(s)) for s in _closed_subsets(tree.parents.tolist()))
+    assert worth == pytest.approx(best, rel=1e-9)
 
 
 @settings(max_examples=200, deadline=None)
@@ -324,6 +381,11 @@ def test_the_compiled_chain_proposes_what_the_step_by_step_rule_does(tmp_path_fa
     slow = run.propose_reference(np.array(text), k)
     assert fast.tokens.tolist() == slow.tokens.tolist()
     assert fast_src == run.last_source
+    # Each guess's share is its match's: the share of the occurrences its continuation had.
+    toks, shares = run.chain(np.array(text), k)
+    assert toks.tolist() == slow.tokens.tolist() and len(shares) == len(toks)
+    for i in range(len(toks)):
+        assert shares[i] == pytest.approx(run.match(text + toks[:i].tolist()).share, abs=1e-12)
 
 
 def test_the_shipped_index_is_shared_through_a_checked_unpacked_copy(monkeypatch, tmp_path):

@@ -389,14 +389,14 @@ def test_a_dynamic_tree_keeps_the_head_s_most_valued_nodes(model, plain):
 
 
 def test_most_valued_keeps_a_tree():
-    from specdec_playable.lm.head import _most_valued
+    from specdec_playable.lm.tree import most_valued
 
     parents = np.array([-1, -1, 0, 0, 1, 2, 4])
     values = np.array([0.5, 0.4, 0.3, 0.1, 0.35, 0.05, 0.34])
-    assert _most_valued(parents, values, 4).tolist() == [0, 1, 4, 6]
-    assert _most_valued(parents, values, 5).tolist() == [0, 1, 2, 4, 6]
+    assert most_valued(parents, values, 4).tolist() == [0, 1, 4, 6]
+    assert most_valued(parents, values, 5).tolist() == [0, 1, 2, 4, 6]
     # a node valued above its (left out) parent is passed over: the kept nodes stay a tree
-    assert _most_valued(np.array([-1, -1, 1]), np.array([0.5, 0.1, 0.3]), 2).tolist() == [0, 1]
+    assert most_valued(np.array([-1, -1, 1]), np.array([0.5, 0.1, 0.3]), 2).tolist() == [0, 1]
     # a child valued as high as its parent comes after it
-    assert _most_valued(np.array([-1, 0, -1]), np.array([0.5, 0.5, 0.4]), 2).tolist() == [0, 1]
-    assert _most_valued(parents, values, 7).tolist() == list(range(7))
+    assert most_valued(np.array([-1, 0, -1]), np.array([0.5, 0.5, 0.4]), 2).tolist() == [0, 1]
+    assert most_valued(parents, values, 7).tolist() == list(range(7))

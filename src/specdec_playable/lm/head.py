@@ -704,7 +704,7 @@ class HeadRun:
         -------
         specdec_playable.lm.tree.DraftTree
         """
-        from .tree import EMPTY_TREE, DraftTree, check_shape
+        from .tree import EMPTY_TREE, DraftTree, check_shape, most_valued
 
         shape, width, depth, size = check_shape(shape, width, depth, dynamic=True)
         ctx = np.asarray(context, dtype=np.int64).reshape(-1)
@@ -739,12 +739,8 @@ class HeadRun:
         if not tokens:
             return EMPTY_TREE
         parents_a, tokens_a, probs_a = np.array(parents, np.int64), np.array(tokens, np.int64), np.array(probs)
-        if shape == "dynamic":
-            keep = _most_valued(parents_a, np.array(values), size)
-            old = parents_a[keep]
-            parents_a = np.where(old < 0, -1, np.searchsorted(keep, old)).astype(np.int64)
-            tokens_a, probs_a = tokens_a[keep], probs_a[keep]
-        return DraftTree(parents_a, tokens_a, probs_a)
+        tree = DraftTree(parents_a, tokens_a, probs_a)
+        return tree.subtree(most_valued(parents_a, np.array(values), size)) if shape == "dynamic" else tree
 
     def _child(self, child: int, feat, kv, tokens, real: int):
         """The head fed node ``child``'s token after its parent's feature ``feat``, its cache
@@ -759,22 +755,3 @@ class HeadRun:
         at = cache.length
         nf = head_forward(self.w, feat, self.model.weights.embed[tokens[child:child + 1]], cache)
         return child, nf, kv + [(cache.k[:, :, at].copy(), cache.v[:, :, at].copy())]
-
-
-def _most_valued(parents: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """Indices (ascending) of the ``size`` nodes of highest value that form a tree (parents are
-    numbered before their children). A child's value is its parent's times a q <= 1, so in order
-    of value, a parent before its children at equal value, every node comes after its parent; a
-    node whose parent was not taken is passed over all the same."""
-    depth = np.zeros(parents.size, np.int64)
-    for i, p in enumerate(parents.tolist()):
-        depth[i] = 0 if p < 0 else depth[p] + 1
-    taken = np.zeros(parents.size, bool)
-    count = 0
-    for i in np.lexsort((np.arange(parents.size), depth, -values)).tolist():
-        if count == size:
-            break
-        if parents[i] < 0 or taken[parents[i]]:
-            taken[i] = True
-            count += 1
-    return np.flatnonzero(taken)

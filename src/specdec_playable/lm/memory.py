@@ -430,14 +430,16 @@ def _top(toks, counts):  # pragma: no cover - compiled
 @_jit
 def _chain(corpus, sa, text, k, rule):  # pragma: no cover - compiled
     """The greedy proposal in one call: up to ``k`` tokens, each the most frequent continuation of
-    the longest match (the request's where longer), and where the first came from (0 none, 1 the
-    global index, 2 the request). ``rule``: (min_share, min_match, factor, longest match, sample,
-    the request's tokens read). The same rule as :meth:`MemoryRun.propose_reference`."""
+    the longest match (the request's where longer), where the first came from (0 none, 1 the
+    global index, 2 the request), and each token's share of its match's occurrences. ``rule``:
+    (min_share, min_match, factor, longest match, sample, the request's tokens read). The same
+    rule as :meth:`MemoryRun.propose_reference`."""
     min_share, min_match, factor, max_len, sample, local_max = rule
     n = text.shape[0]
     buf = np.empty(n + k, np.int64)
     buf[:n] = text
     out = np.empty(k, np.int64)
+    shares = np.empty(k, np.float64)
     got, first, budget = 0, 0, k
     for i in range(k):
         cur = buf[:n + i]
@@ -473,8 +475,9 @@ def _chain(corpus, sa, text, k, rule):  # pragma: no cover - compiled
             break
         buf[n + i] = tok
         out[got] = tok
+        shares[got] = c / total
         got += 1
-    return out[:got], first
+    return out[:got], first, shares[:got]
 
 
 # ------------------------------------------------------------------------------ one match
@@ -640,13 +643,20 @@ class MemoryRun:
         from .drafts import EMPTY, Proposal
 
         if temperature == 0.0:
-            ctx = _checked(context)
-            d = self.draft
-            rule = (float(d.min_share), int(d.min_match), float(d.factor), MAX_MATCH, SAMPLE, LOCAL_MAX)
-            toks, first = _chain(self.index["corpus"], self.index["sa"], ctx, int(k), rule)
-            self.last_source = ("", "memory", "request")[int(first)] if len(toks) else ""
-            return Proposal(toks.copy()) if len(toks) else EMPTY
+            toks, _ = self.chain(context, k)
+            return Proposal(toks) if len(toks) else EMPTY
         return self.propose_reference(context, k, temperature=temperature, rng=rng)
+
+    def chain(self, context, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The greedy proposal of up to ``k`` tokens and each one's share of its match's
+        occurrences (how many past continuations agreed), in one compiled call (:func:`_chain`);
+        sets :attr:`last_source`."""
+        ctx = _checked(context)
+        d = self.draft
+        rule = (float(d.min_share), int(d.min_match), float(d.factor), MAX_MATCH, SAMPLE, LOCAL_MAX)
+        toks, first, shares = _chain(self.index["corpus"], self.index["sa"], ctx, int(k), rule)
+        self.last_source = ("", "memory", "request")[int(first)] if len(toks) else ""
+        return toks.copy(), shares.copy()
 
     def propose_reference(self, context, k: int, *, temperature: float = 0.0, rng=None):
         """:meth:`propose` step by step through :func:`match` (the rule the compiled chain follows;

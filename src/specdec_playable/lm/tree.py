@@ -82,6 +82,13 @@ class DraftTree:
     def depth(self) -> int:
         return int(self.depths.max()) if len(self) else 0
 
+    def subtree(self, keep) -> "DraftTree":
+        """The nodes ``keep`` (ascending indices, each with its parent among them), renumbered."""
+        keep = np.asarray(keep, np.int64)
+        old = self.parents[keep]
+        parents = np.where(old < 0, -1, np.searchsorted(keep, old)).astype(np.int64)
+        return DraftTree(parents, self.tokens[keep], self.probs[keep])
+
     def path_to(self, node: int) -> list[int]:
         """Nodes from the root's child down to ``node`` (inclusive)."""
         path = []
@@ -90,6 +97,25 @@ class DraftTree:
             node = int(self.parents[node])
         return path[::-1]
 
+
+
+def most_valued(parents: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Indices (ascending) of the ``size`` nodes of highest value that form a tree (parents are
+    numbered before their children). A child's value is its parent's times a q <= 1, so in order
+    of value, a parent before its children at equal value, every node comes after its parent; a
+    node whose parent was not taken is passed over all the same."""
+    depth = np.zeros(parents.size, np.int64)
+    for i, p in enumerate(parents.tolist()):
+        depth[i] = 0 if p < 0 else depth[p] + 1
+    taken = np.zeros(parents.size, bool)
+    count = 0
+    for i in np.lexsort((np.arange(parents.size), depth, -values)).tolist():
+        if count == size:
+            break
+        if parents[i] < 0 or taken[parents[i]]:
+            taken[i] = True
+            count += 1
+    return np.flatnonzero(taken)
 
 EMPTY_TREE = DraftTree(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
 
