@@ -106,7 +106,9 @@ each guess costs a look-up. The idea is SuffixDecoding’s (Oliaro et al. 2024),
 servers ship beside trained heads.</li>
 <li><strong>Memory + head</strong> puts both drafts’ guesses in one tree and checks it in one pass:
 the memory’s chain where past replies agree, the head’s everywhere else, and the model keeps
-whichever agrees with it longer. The run above says whose guesses each pass kept.</li>
+whichever agrees with it longer. It asks the head only where the head’s guesses are worth their
+time and their places in the pass, so with 4-bit weights, where both cost more, it asks the head
+less often. The run above says whose guesses each pass kept.</li>
 <li><strong>The early exit</strong> runs the model’s first 6 of its 30 blocks and its output head:
 each guess costs a real fraction of a step, and without training it is almost never right.</li>
 </ul>"""]
