@@ -60,7 +60,15 @@ def _scored(s, paste):
 
 
 def _check_against_state(page, *, k=6, c=0.02, paste=None):
-    """The page's bars and token marks are those of the state run with the page's seed."""
+    """The page's bars and token marks are those of the state run with the page's seed.
+
+    The two sides' sources reach the browser one after the other: wait until both hold the same
+    run (a side that never catches up fails here, by the timeout)."""
+    page.wait_for_function(
+        """k => { const d = n => Bokeh.documents[0].get_model_by_name('ep4-bars-' + n).data;
+                  const l = d('left'), r = d('right');
+                  return l.seed.length > 0 && r.seed.length > 0 && l.seed[0] === r.seed[0]
+                         && l.k[0] === k && r.k[0] === k; }""", arg=k, timeout=10_000)
     left, right = _bars(page, "left"), _bars(page, "right")
     seed = left["seed"][0]
     assert right["seed"][0] == seed and left["k"][0] == k
@@ -70,8 +78,10 @@ def _check_against_state(page, *, k=6, c=0.02, paste=None):
     for side, data, run in zip(("left", "right"), (left, right), s.runs):
         assert data["total_ms"] == [run.wall_ms, run.baseline_ms]
         assert data["big_ms"] == [run.verify_ms, run.baseline_ms]
-        pre = page.locator(f'pre.ep4-tokens[data-side="{side}"]')
-        assert pre.get_attribute("data-seed") == str(seed)
+        # The marked text arrives apart from the bars: wait for this run's (else a timeout fails).
+        pre = page.locator(f'pre.ep4-tokens[data-side="{side}"][data-seed="{seed}"]')
+        pre.wait_for(timeout=10_000)
+        assert page.locator(f'pre.ep4-tokens[data-side="{side}"]').count() == 1
         assert pre.text_content() == run.text.source
         assert pre.locator("span.a").count() == sum(
             st == "accepted" and tok.strip() != "" for st, tok in zip(run.status, run.text.tokens))
