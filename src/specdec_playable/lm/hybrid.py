@@ -227,28 +227,28 @@ def _credit(tree, path, chain, mine: str) -> str:
     return f"head+{mine}" if chain[:len(toks)] == toks else "head"
 
 
-def _holds(tree, path) -> bool:
-    """Whether ``tree`` holds the tokens ``path`` from its root (an empty path: no)."""
-    node = -1
-    for tok in (int(t) for t in path):
+def _nodes_along(tree, tokens) -> list[int]:
+    """The nodes of ``tree`` that hold ``tokens`` from its root, as far as the tree follows them."""
+    nodes, node = [], -1
+    for tok in (int(t) for t in tokens):
         node = next((i for i in range(len(tree)) if tree.parents[i] == node and tree.tokens[i] == tok), None)
         if node is None:
-            return False
-    return len(path) > 0
+            break
+        nodes.append(node)
+    return nodes
+
+
+def _holds(tree, path) -> bool:
+    """Whether ``tree`` holds the tokens ``path`` from its root (an empty path: no)."""
+    return len(path) > 0 and len(_nodes_along(tree, path)) == len(path)
 
 
 def node_values(tree, chain=(), shares=()) -> np.ndarray:
     """Each node's chance of being kept, as the drafts see it: the product along its path of the
     head's q, or of :data:`SHARE_KEPT` times the memory's share where the node is the memory's
     (``chain`` with its ``shares``; on both, the larger)."""
-    chain = [int(t) for t in chain]
-    on_chain: dict[int, float] = {}
-    node = -1
-    for tok, share in zip(chain, shares):
-        node = next((i for i in range(len(tree)) if tree.parents[i] == node and tree.tokens[i] == tok), None)
-        if node is None:
-            break
-        on_chain[node] = SHARE_KEPT * float(share)
+    on_chain = {node: SHARE_KEPT * float(share)
+                for node, share in zip(_nodes_along(tree, chain[:len(shares)]), shares)}
     values = np.zeros(len(tree))
     for i in range(len(tree)):
         q = float(tree.probs[i])
@@ -264,9 +264,9 @@ def priced_tree(tree, chain, shares, prices: Prices):
     if not len(tree):
         return tree
     values = node_values(tree, chain, shares)
-    expected = 1.0 + np.cumsum(np.sort(values)[::-1])  # tokens a round with the n best nodes
-    steps = np.interp(np.arange(2, len(tree) + 2), prices.positions, prices.steps)
-    worth = np.concatenate([[1.0 / prices.pass_steps(1)], expected / steps])
+    # tokens a round with the n best nodes, n = 0 .. len(tree), over its pass of 1 + n positions
+    expected = 1.0 + np.concatenate([[0.0], np.cumsum(np.sort(values)[::-1])])
+    worth = expected / np.interp(np.arange(1, len(tree) + 2), prices.positions, prices.steps)
     best_n = int(np.argmax(worth > worth.max() - 1e-12))  # the fewest nodes at the best
     return tree.subtree(most_valued(tree.parents, values, best_n))
 
